@@ -1,0 +1,212 @@
+#include "qos/params.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const policy_names[] = {
+	[QOS_POLICY_OTHER] = "other",
+	[QOS_POLICY_IDLE] = "idle",
+	[QOS_POLICY_FIFO] = "fifo",
+	[QOS_POLICY_RR] = "rr",
+	[QOS_POLICY_QOS] = "qos",
+	[QOS_POLICY_PAUSE] = "pause",
+};
+
+void qos_params_init(struct qos_params *p)
+{
+	*p = (struct qos_params){
+		.policy = QOS_POLICY_OTHER,
+		.fallback = QOS_POLICY_OTHER,
+		.priority = 1,
+	};
+}
+
+const char *qos_policy_name(enum qos_policy policy)
+{
+	if ((unsigned)policy >= sizeof(policy_names) / sizeof(policy_names[0]))
+		return "?";
+	return policy_names[policy];
+}
+
+bool qos_policy_from_name(const char *name, enum qos_policy *out)
+{
+	for (size_t i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++) {
+		if (strcmp(name, policy_names[i]) == 0) {
+			*out = (enum qos_policy)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool qos_policy_is_rt(enum qos_policy policy)
+{
+	return policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR || policy == QOS_POLICY_QOS;
+}
+
+bool qos_params_has_limit(const struct qos_params *p)
+{
+	return p->period_us > 0 && p->slice_us > 0;
+}
+
+uint64_t qos_params_util_ppm(const struct qos_params *p)
+{
+	if (!qos_params_has_limit(p))
+		return 0;
+	return p->slice_us * 1000000u / p->period_us;
+}
+
+bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
+{
+	if ((unsigned)p->policy > QOS_POLICY_PAUSE || (unsigned)p->fallback > QOS_POLICY_PAUSE) {
+		snprintf(err, err_len, "unknown policy");
+		return false;
+	}
+	if ((p->period_us == 0) != (p->slice_us == 0)) {
+		snprintf(err, err_len, "period and slice must be given together");
+		return false;
+	}
+	if (p->slice_us > p->period_us * 64) {
+		snprintf(err, err_len, "slice exceeds 64 CPUs' worth of the period");
+		return false;
+	}
+	if (p->period_us != 0 && (p->period_us < 1000 || p->period_us > 10000000)) {
+		snprintf(err, err_len, "period must be between 1ms and 10s");
+		return false;
+	}
+	if (p->nice < -20 || p->nice > 19) {
+		snprintf(err, err_len, "nice must be in -20..19");
+		return false;
+	}
+	if (p->policy == QOS_POLICY_QOS && !qos_params_has_limit(p)) {
+		snprintf(err, err_len, "policy qos needs a period and a slice");
+		return false;
+	}
+	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR) {
+		if (p->priority < 1 || p->priority > 99) {
+			snprintf(err, err_len, "priority must be in 1..99");
+			return false;
+		}
+		/* The thesis' <safe>: no static-priority task may run unbounded. */
+		if (!qos_params_has_limit(p)) {
+			p->period_us = QOS_SAFE_PERIOD_US;
+			p->slice_us = QOS_SAFE_SLICE_US;
+			p->fallback = QOS_POLICY_OTHER;
+		}
+		if (p->slice_us >= p->period_us) {
+			snprintf(err, err_len, "a fifo/rr limit must stay below 100%%");
+			return false;
+		}
+	}
+	if (!qos_params_has_limit(p))
+		p->fallback = p->policy;
+	return true;
+}
+
+bool qos_name_is_auto(const char *name)
+{
+	return strncmp(name, QOS_AUTO_PREFIX, strlen(QOS_AUTO_PREFIX)) == 0;
+}
+
+bool qos_name_valid(const char *name, char *err, size_t err_len)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > QOS_NAME_MAX) {
+		snprintf(err, err_len, "reserve names are 1 to %d bytes", QOS_NAME_MAX);
+		return false;
+	}
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		snprintf(err, err_len, "'%s' is not a reserve name", name);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (c == '/') {
+			snprintf(err, err_len, "reserve names cannot contain '/'");
+			return false;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			snprintf(err, err_len, "reserve names cannot contain control characters");
+			return false;
+		}
+	}
+	return true;
+}
+
+bool qos_parse_duration_us(const char *s, uint64_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0)
+		return false;
+	double mult;
+	if (*end == '\0' || strcmp(end, "us") == 0)
+		mult = 1;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1e3;
+	else if (strcmp(end, "s") == 0)
+		mult = 1e6;
+	else
+		return false;
+	double us = v * mult;
+	if (us > 3600e6)
+		return false;
+	*out = (uint64_t)(us + 0.5);
+	return true;
+}
+
+bool qos_parse_percent_ppm(const char *s, uint64_t *out)
+{
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0 || v > 6400)
+		return false;
+	if (*end == '%')
+		end++;
+	if (*end != '\0')
+		return false;
+	*out = (uint64_t)(v * 1e4 + 0.5);
+	return true;
+}
+
+bool qos_parse_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "yes") || !strcmp(s, "1") || !strcmp(s, "true")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(s, "no") || !strcmp(s, "0") || !strcmp(s, "false")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+static void format_duration(char *buf, size_t len, uint64_t us)
+{
+	if (us % 1000000 == 0)
+		snprintf(buf, len, "%" PRIu64 "s", us / 1000000);
+	else if (us % 1000 == 0)
+		snprintf(buf, len, "%" PRIu64 "ms", us / 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 "us", us);
+}
+
+void qos_params_format(const struct qos_params *p, char *buf, size_t len)
+{
+	char per[32], sl[32];
+	format_duration(per, sizeof(per), p->period_us);
+	format_duration(sl, sizeof(sl), p->slice_us);
+	snprintf(buf, len, "policy=%s fallback=%s period=%s slice=%s nice=%d priority=%d inherit=%s",
+		qos_policy_name(p->policy), qos_policy_name(p->fallback), per, sl, p->nice,
+		p->priority, p->inherit ? "yes" : "no");
+}

@@ -1,0 +1,82 @@
+/*
+ * qos/params.h - reserve parameters, policy names and value parsing.
+ *
+ * Include as "qos/params.h" (qos_dep puts the repository root on the include path).
+ * Everything here is pure: no kernel access, no allocation.
+ */
+#ifndef QOS_PARAMS_H
+#define QOS_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QOS_NAME_MAX 63 /* bytes, excluding the terminating NUL */
+#define QOS_AUTO_PREFIX "auto-"
+
+enum qos_policy {
+	QOS_POLICY_OTHER = 0,
+	QOS_POLICY_IDLE,
+	QOS_POLICY_FIFO,
+	QOS_POLICY_RR,
+	QOS_POLICY_QOS,
+	QOS_POLICY_PAUSE,
+};
+
+/*
+ * Scheduling parameters of one reserve (thesis Table 3.1).  period_us and
+ * slice_us are a guarantee for QOS_POLICY_QOS and a rate limit for every other
+ * policy; both zero means "no limit", in which case the fallback is never used.
+ */
+struct qos_params {
+	enum qos_policy policy;
+	enum qos_policy fallback;
+	uint64_t period_us;
+	uint64_t slice_us;
+	int nice;     /* -20..19, OTHER and IDLE */
+	int priority; /* 1..99, FIFO and RR */
+	bool inherit;
+};
+
+/* Defaults for fifo/rr without an explicit limit: the thesis' <safe> reserve. */
+#define QOS_SAFE_PERIOD_US 50000u
+#define QOS_SAFE_SLICE_US 45000u
+
+/* Fills *p with "other, nice 0, no limit, no inherit". */
+void qos_params_init(struct qos_params *p);
+
+/*
+ * Brings p into canonical form and checks it.  fifo/rr without a limit get the
+ * safety limit (90 % of 50 ms, fallback other).  Returns false and writes a
+ * human-readable reason into err when p cannot be scheduled.
+ */
+bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len);
+
+/* True when the reserve carries a period/slice pair. */
+bool qos_params_has_limit(const struct qos_params *p);
+
+/* Utilisation in parts per million of one CPU (slice / period). */
+uint64_t qos_params_util_ppm(const struct qos_params *p);
+
+const char *qos_policy_name(enum qos_policy policy);
+bool qos_policy_from_name(const char *name, enum qos_policy *out);
+bool qos_policy_is_rt(enum qos_policy policy);
+
+/*
+ * Reserve names: 1..63 bytes, no '/', no control characters, not "." or "..".
+ * The "auto-" prefix belongs to automatic reserves; user code must not use it.
+ */
+bool qos_name_valid(const char *name, char *err, size_t err_len);
+bool qos_name_is_auto(const char *name);
+
+/* "20ms", "500us", "1s", bare numbers are microseconds. */
+bool qos_parse_duration_us(const char *s, uint64_t *out);
+/* "30%" or "30" or "12.5%" -> parts per million of one CPU. */
+bool qos_parse_percent_ppm(const char *s, uint64_t *out);
+/* "yes"/"no"/"1"/"0"/"true"/"false". */
+bool qos_parse_bool(const char *s, bool *out);
+
+/* Writes "policy=qos fallback=pause period=20ms slice=6ms ..." into buf. */
+void qos_params_format(const struct qos_params *p, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,100 @@
+#include "qos/police.h"
+
+static uint64_t window(const struct qos_police *p)
+{
+	return p->period_us ? p->period_us : QOS_POLICE_REPORT_PERIOD_US;
+}
+
+void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
+	uint64_t now_us, uint64_t own_cumulative_us)
+{
+	*p = (struct qos_police){
+		.period_us = slice_us ? period_us : 0,
+		.slice_us = period_us ? slice_us : 0,
+		.period_start_us = now_us,
+		.base_own_us = own_cumulative_us,
+		.parallel = 1,
+	};
+}
+
+void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
+	uint64_t now_us, uint64_t own_cumulative_us)
+{
+	bool fb = p->in_fallback;
+	uint64_t periods = p->periods, overruns = p->overruns, last = p->last_used_us;
+	unsigned parallel = p->parallel;
+	qos_police_start(p, period_us, slice_us, now_us, own_cumulative_us);
+	p->in_fallback = fb;
+	p->periods = periods;
+	p->overruns = overruns;
+	p->last_used_us = last;
+	p->parallel = parallel;
+}
+
+void qos_police_bill(struct qos_police *p, uint64_t usec)
+{
+	p->billed_us += usec;
+}
+
+uint64_t qos_police_used_us(const struct qos_police *p)
+{
+	return p->own_us + p->billed_us;
+}
+
+uint64_t qos_police_period_end_us(const struct qos_police *p)
+{
+	return p->period_start_us + window(p);
+}
+
+enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
+	uint64_t own_cumulative_us, uint64_t *next_check_us)
+{
+	enum qos_police_transition t = QOS_POLICE_NONE;
+	/* A counter can go backwards when a member leaves; rebase instead of wrapping. */
+	if (own_cumulative_us < p->base_own_us)
+		p->base_own_us = own_cumulative_us > p->own_us ? own_cumulative_us - p->own_us : 0;
+
+	uint64_t w = window(p);
+	if (now_us >= p->period_start_us + w) {
+		/*
+		 * Time consumed since the last check is charged to the period that
+		 * just ended: the check runs at the boundary, so at most the timer's
+		 * wake-up latency is misattributed.
+		 */
+		p->own_us = own_cumulative_us - p->base_own_us;
+		p->last_used_us = qos_police_used_us(p);
+		uint64_t elapsed = (now_us - p->period_start_us) / w;
+		p->periods += elapsed;
+		p->period_start_us += elapsed * w;
+		p->base_own_us = own_cumulative_us;
+		p->own_us = 0;
+		p->billed_us = 0;
+		if (p->in_fallback) {
+			p->in_fallback = false;
+			t = QOS_POLICE_RESTORE;
+		}
+	} else {
+		p->own_us = own_cumulative_us - p->base_own_us;
+	}
+
+	uint64_t end = p->period_start_us + w;
+	uint64_t used = qos_police_used_us(p);
+	if (p->slice_us && !p->in_fallback && used >= p->slice_us) {
+		p->in_fallback = true;
+		p->overruns++;
+		/* Overrun right at a boundary: the restore and the overrun cancel. */
+		t = t == QOS_POLICE_RESTORE ? QOS_POLICE_NONE : QOS_POLICE_OVERRUN;
+	}
+
+	uint64_t next = end;
+	if (p->slice_us && !p->in_fallback) {
+		/* The budget cannot run out sooner than wall time on all usable CPUs allows. */
+		uint64_t step = (p->slice_us - used) / (p->parallel ? p->parallel : 1);
+		if (step < QOS_POLICE_MIN_STEP_US)
+			step = QOS_POLICE_MIN_STEP_US;
+		if (now_us + step < next)
+			next = now_us + step;
+	}
+	*next_check_us = next;
+	return t;
+}

@@ -1,0 +1,62 @@
+/*
+ * qos/police.h - the per-reserve accounting and dual-policy state machine
+ * (thesis 3.4.2-3.5), kept free of clocks and kernel calls so it can be driven
+ * by a fake clock in tests.
+ *
+ * The caller feeds it the reserve's cumulative own CPU time (from cpu.stat,
+ * cpuacct.usage or schedstat; never tick samples) plus billed time, and acts
+ * on the returned transition.  Periods are aligned to the first start time.
+ */
+#ifndef QOS_POLICE_H
+#define QOS_POLICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Shortest gap between two budget checks inside one period. */
+#define QOS_POLICE_MIN_STEP_US 500u
+/* Accounting window for reserves without a limit (usage reporting only). */
+#define QOS_POLICE_REPORT_PERIOD_US 1000000u
+
+enum qos_police_transition {
+	QOS_POLICE_NONE,
+	QOS_POLICE_OVERRUN, /* slice exhausted: switch to the fallback policy */
+	QOS_POLICE_RESTORE, /* new period after an overrun: back to the policy */
+};
+
+struct qos_police {
+	uint64_t period_us;       /* 0 when the reserve has no limit */
+	uint64_t slice_us;
+	uint64_t period_start_us; /* start of the current period */
+	uint64_t base_own_us;     /* cumulative own time at period start */
+	uint64_t own_us;          /* own time used in this period */
+	uint64_t billed_us;       /* billed time charged in this period */
+	uint64_t last_used_us;    /* own + billed of the previous period */
+	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
+	bool in_fallback;
+	uint64_t periods;         /* completed periods */
+	uint64_t overruns;        /* periods in which the slice ran out */
+};
+
+void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
+	uint64_t now_us, uint64_t own_cumulative_us);
+
+/* Changing parameters restarts the period; the fallback state is kept. */
+void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
+	uint64_t now_us, uint64_t own_cumulative_us);
+
+/* Time the compositor spent for this reserve; counts like own time. */
+void qos_police_bill(struct qos_police *p, uint64_t usec);
+
+/*
+ * Advances to now_us with the given cumulative own time.  Returns the
+ * transition the caller must apply and stores the next time it wants to be
+ * called in *next_check_us.
+ */
+enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
+	uint64_t own_cumulative_us, uint64_t *next_check_us);
+
+uint64_t qos_police_used_us(const struct qos_police *p);
+uint64_t qos_police_period_end_us(const struct qos_police *p);
+
+#endif

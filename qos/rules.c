@@ -1,0 +1,125 @@
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qos/rules.h"
+
+struct qos_rules *qos_rules_create(void)
+{
+	return calloc(1, sizeof(struct qos_rules));
+}
+
+void qos_rules_destroy(struct qos_rules *rules)
+{
+	if (!rules)
+		return;
+	for (size_t i = 0; i < rules->n_rules; i++) {
+		for (size_t k = 0; k < rules->rules[i].n_matches; k++)
+			free(rules->rules[i].matches[k].pattern);
+		free(rules->rules[i].matches);
+	}
+	free(rules->rules);
+	free(rules->reserves);
+	for (size_t i = 0; i < rules->n_files; i++)
+		free(rules->files[i]);
+	free(rules->files);
+	free(rules);
+}
+
+struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
+	qos_rules_diag_fn diag, void *data)
+{
+	struct qos_rules *rules = qos_rules_create();
+	if (!rules)
+		return NULL;
+	size_t readable = 0;
+	for (size_t i = 0; i < n_paths; i++) {
+		if (access(paths[i], F_OK) != 0)
+			continue;
+		int r = qos_rules_parse_file(rules, paths[i], diag, data);
+		if (r >= 0)
+			readable++;
+	}
+	bool nothing_valid = rules->n_rules == 0 && rules->n_reserves == 0 && rules->n_errors > 0;
+	if (readable == 0 || nothing_valid) {
+		qos_rules_destroy(rules);
+		return NULL;
+	}
+	return rules;
+}
+
+size_t qos_rules_default_paths(const char *datadir, char *out[3])
+{
+	size_t n = 0;
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s/qosrc", datadir);
+	if (!(out[n] = strdup(buf)))
+		goto err;
+	n++;
+	if (!(out[n] = strdup("/etc/qosway/qosrc")))
+		goto err;
+	n++;
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	if (xdg && *xdg)
+		snprintf(buf, sizeof(buf), "%s/qosway/qosrc", xdg);
+	else if (home && *home)
+		snprintf(buf, sizeof(buf), "%s/.config/qosway/qosrc", home);
+	else
+		return n;
+	if (!(out[n] = strdup(buf)))
+		goto err;
+	n++;
+	return n;
+err:
+	while (n > 0)
+		free(out[--n]);
+	return 0;
+}
+
+const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
+	const char *name)
+{
+	for (size_t i = 0; i < rules->n_reserves; i++) {
+		if (strcmp(rules->reserves[i].name, name) == 0)
+			return &rules->reserves[i];
+	}
+	return NULL;
+}
+
+static bool match_one(const struct qos_rule_match *m, const char *exe, const char *cmdline,
+	const char *app_id)
+{
+	switch (m->kind) {
+	case QOS_MATCH_EXE:
+		if (!exe)
+			return false;
+		if (!strchr(m->pattern, '/')) {
+			const char *base = strrchr(exe, '/');
+			return fnmatch(m->pattern, base ? base + 1 : exe, 0) == 0;
+		}
+		return fnmatch(m->pattern, exe, FNM_PATHNAME) == 0;
+	case QOS_MATCH_CMDLINE:
+		return cmdline && fnmatch(m->pattern, cmdline, 0) == 0;
+	case QOS_MATCH_APP_ID:
+		return app_id && fnmatch(m->pattern, app_id, 0) == 0;
+	}
+	return false;
+}
+
+const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
+	const char *cmdline, const char *app_id)
+{
+	/* Walk backwards: the last matching line is the most specific one. */
+	for (size_t i = rules->n_rules; i-- > 0;) {
+		const struct qos_rule *r = &rules->rules[i];
+		bool all = true;
+		for (size_t k = 0; k < r->n_matches && all; k++)
+			all = match_one(&r->matches[k], exe, cmdline, app_id);
+		if (all)
+			return r;
+	}
+	return NULL;
+}

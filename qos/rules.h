@@ -1,0 +1,106 @@
+/*
+ * qos/rules.h - AutoQOS rule files (thesis 8.2) in a line-oriented form:
+ *
+ *   reserve NAME key=value ...
+ *   rule MATCH... key=value ...
+ *
+ * MATCH is exe=GLOB (path glob; a pattern without '/' is matched against the
+ * basename), cmdline=WILDCARD (shell wildcards over the space-joined argv) or
+ * app_id=WILDCARD.  All matches of one rule must hold; the last matching rule
+ * wins, so specific rules go after general ones.  Keys: policy, fallback,
+ * period, slice (units us/ms/s), cpu (percent of one CPU, instead of slice),
+ * nice, priority, reserve=NAME, auto=yes|no, inherit=yes|no.  Values may be
+ * double-quoted.  '#' starts a comment.
+ *
+ * Diagnostics are "file:line:col: message"; a bad line is skipped and the rest
+ * of the file still loads.
+ */
+#ifndef QOS_RULES_H
+#define QOS_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "qos/params.h"
+
+enum qos_match_kind {
+	QOS_MATCH_EXE,
+	QOS_MATCH_CMDLINE,
+	QOS_MATCH_APP_ID,
+};
+
+struct qos_rule_match {
+	enum qos_match_kind kind;
+	char *pattern;
+};
+
+struct qos_reserve_def {
+	char name[QOS_NAME_MAX + 1];
+	struct qos_params params;
+	const char *file; /* owned by the rule set */
+	int line;
+};
+
+struct qos_rule {
+	struct qos_rule_match *matches;
+	size_t n_matches;
+	/* Either a named reserve ... */
+	char reserve[QOS_NAME_MAX + 1];
+	/* ... or inline parameters for the process's automatic reserve. */
+	struct qos_params params;
+	bool auto_apply; /* apply at start; otherwise only when asked for */
+	const char *file;
+	int line;
+};
+
+struct qos_rules {
+	struct qos_reserve_def *reserves;
+	size_t n_reserves;
+	struct qos_rule *rules;
+	size_t n_rules;
+	char **files; /* names referenced by reserves[].file and rules[].file */
+	size_t n_files;
+	size_t n_errors; /* lines skipped over all parses */
+};
+
+/* Receives one "file:line:col: message" diagnostic. */
+typedef void (*qos_rules_diag_fn)(void *data, const char *message);
+
+struct qos_rules *qos_rules_create(void);
+void qos_rules_destroy(struct qos_rules *rules);
+
+/*
+ * Parses text as if it were the file `filename` and appends its items to rules
+ * (later items override earlier ones).  Returns the number of lines skipped, or
+ * -1 when memory ran out.
+ */
+int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const char *text,
+	qos_rules_diag_fn diag, void *data);
+
+/* Same for a file; returns -1 (and reports it) when the file cannot be read. */
+int qos_rules_parse_file(struct qos_rules *rules, const char *path,
+	qos_rules_diag_fn diag, void *data);
+
+/*
+ * Loads the given files in order (missing files are skipped silently).  Returns
+ * NULL when nothing at all could be loaded - no readable file, or no valid line
+ * in any of them while there were errors - so a reload can keep the old set.
+ */
+struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
+	qos_rules_diag_fn diag, void *data);
+
+/*
+ * The standard layering: datadir/qosrc (shipped from config/qosrc), then
+ * /etc/qosway/qosrc, then $XDG_CONFIG_HOME/qosway/qosrc (~/.config if unset).
+ * Fills out[3] with malloc'd strings; returns the count, 0 on failure.
+ */
+size_t qos_rules_default_paths(const char *datadir, char *out[3]);
+
+const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
+	const char *name);
+
+/* Any argument may be NULL; a match on a missing attribute never holds. */
+const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
+	const char *cmdline, const char *app_id);
+
+#endif

@@ -1,0 +1,136 @@
+#include "check.h"
+#include "qos/admission.h"
+#include "qos/params.h"
+
+static void test_names(void)
+{
+	char err[128];
+	CHECK(qos_name_valid("ui", err, sizeof(err)));
+	CHECK(qos_name_valid("video player (mpv)", err, sizeof(err)));
+	char max[QOS_NAME_MAX + 2];
+	memset(max, 'a', QOS_NAME_MAX);
+	max[QOS_NAME_MAX] = '\0';
+	CHECK(qos_name_valid(max, err, sizeof(err)));
+	max[QOS_NAME_MAX] = 'a';
+	max[QOS_NAME_MAX + 1] = '\0';
+	CHECK(!qos_name_valid(max, err, sizeof(err)));
+	CHECK(strstr(err, "63") != NULL);
+	CHECK(!qos_name_valid("", err, sizeof(err)));
+	CHECK(!qos_name_valid("a/b", err, sizeof(err)));
+	CHECK(strstr(err, "'/'") != NULL);
+	CHECK(!qos_name_valid("tab\there", err, sizeof(err)));
+	CHECK(!qos_name_valid("del\x7f", err, sizeof(err)));
+	CHECK(!qos_name_valid("..", err, sizeof(err)));
+	CHECK(qos_name_is_auto("auto-123"));
+	CHECK(!qos_name_is_auto("autopilot"));
+}
+
+static void test_values(void)
+{
+	uint64_t v;
+	CHECK(qos_parse_duration_us("20ms", &v) && v == 20000);
+	CHECK(qos_parse_duration_us("1s", &v) && v == 1000000);
+	CHECK(qos_parse_duration_us("250us", &v) && v == 250);
+	CHECK(qos_parse_duration_us("1.5ms", &v) && v == 1500);
+	CHECK(qos_parse_duration_us("700", &v) && v == 700);
+	CHECK(!qos_parse_duration_us("20 ms", &v));
+	CHECK(!qos_parse_duration_us("-1ms", &v));
+	CHECK(!qos_parse_duration_us("ms", &v));
+	CHECK(!qos_parse_duration_us("5min", &v));
+	CHECK(qos_parse_percent_ppm("30%", &v) && v == 300000);
+	CHECK(qos_parse_percent_ppm("12.5", &v) && v == 125000);
+	CHECK(!qos_parse_percent_ppm("30%%", &v));
+	CHECK(!qos_parse_percent_ppm("x", &v));
+	bool b;
+	CHECK(qos_parse_bool("yes", &b) && b);
+	CHECK(qos_parse_bool("0", &b) && !b);
+	CHECK(!qos_parse_bool("maybe", &b));
+	enum qos_policy pol;
+	CHECK(qos_policy_from_name("pause", &pol) && pol == QOS_POLICY_PAUSE);
+	CHECK(!qos_policy_from_name("deadline", &pol));
+}
+
+static void test_normalize(void)
+{
+	char err[128];
+	struct qos_params p;
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_FIFO;
+	p.priority = 30;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+	/* Unlimited fifo gets the thesis' <safe> limit. */
+	CHECK_EQ_U(p.period_us, 50000);
+	CHECK_EQ_U(p.slice_us, 45000);
+	CHECK(p.fallback == QOS_POLICY_OTHER);
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+	CHECK(strstr(err, "period") != NULL);
+
+	qos_params_init(&p);
+	p.period_us = 20000;
+	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_FIFO;
+	p.priority = 0;
+	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_us = 20000;
+	p.slice_us = 6000;
+	p.fallback = QOS_POLICY_PAUSE;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+	CHECK_EQ_U(qos_params_util_ppm(&p), 300000);
+
+	/* Without a limit the fallback is meaningless and collapses to the policy. */
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_IDLE;
+	p.fallback = QOS_POLICY_PAUSE;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+	CHECK(p.fallback == QOS_POLICY_IDLE);
+}
+
+static void test_admission(void)
+{
+	char why[256];
+	struct qos_admission a;
+	qos_admission_init(&a, 2, QOS_RSVD_DEFAULT_PPM);
+	CHECK_EQ_U(qos_admission_capacity_ppm(&a), 1800000);
+	CHECK(qos_admission_request(&a, 900000, why, sizeof(why)));
+	CHECK(qos_admission_request(&a, 600000, why, sizeof(why)));
+	CHECK(qos_admission_request(&a, 300000, why, sizeof(why)));
+	CHECK_EQ_U(a.granted_ppm, 1800000);
+	/* Full: the next contract is refused, and the earlier ones are untouched. */
+	CHECK(!qos_admission_request(&a, 1, why, sizeof(why)));
+	CHECK(strstr(why, "0.0% of the 180.0%") != NULL);
+	CHECK_EQ_U(a.granted_ppm, 1800000);
+	qos_admission_release(&a, 600000);
+	CHECK(!qos_admission_request(&a, 700000, why, sizeof(why)));
+	CHECK(strstr(why, "needs 70.0%") != NULL && strstr(why, "60.0%") != NULL);
+	CHECK(qos_admission_request(&a, 600000, why, sizeof(why)));
+	/* Resizing: shrinking always works, growing only into free capacity. */
+	CHECK(qos_admission_resize(&a, 600000, 500000, why, sizeof(why)));
+	CHECK(!qos_admission_resize(&a, 500000, 700000, why, sizeof(why)));
+	CHECK_EQ_U(a.granted_ppm, 1700000);
+	CHECK(qos_admission_resize(&a, 500000, 600000, why, sizeof(why)));
+
+	/* rsvd is configurable; a single contract can never exceed the machine. */
+	qos_admission_init(&a, 1, 310000);
+	CHECK_EQ_U(qos_admission_capacity_ppm(&a), 690000);
+	CHECK(!qos_admission_request(&a, 700000, why, sizeof(why)));
+	CHECK(qos_admission_request(&a, 690000, why, sizeof(why)));
+	qos_admission_init(&a, 4, 0);
+	CHECK(!qos_admission_request(&a, 4000001, why, sizeof(why)));
+}
+
+int main(void)
+{
+	test_names();
+	test_values();
+	test_normalize();
+	test_admission();
+	return check_report("test_params");
+}

@@ -1,0 +1,124 @@
+/* The dual-policy state machine against a fake clock, including billing. */
+#include "check.h"
+#include "qos/police.h"
+
+static void test_ceiling_cycle(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	/* 20 ms period, 4 ms slice; the member runs flat out from t=0. */
+	qos_police_start(&p, 20000, 4000, 1000000, 500);
+	CHECK(qos_police_update(&p, 1000000, 500, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, 1004000); /* earliest possible exhaustion */
+	CHECK(qos_police_update(&p, 1003000, 3500, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, 1004000);
+	CHECK(qos_police_update(&p, 1004000, 4500, &next) == QOS_POLICE_OVERRUN);
+	CHECK(p.in_fallback);
+	CHECK_EQ_U(next, 1020000); /* nothing to do until the period ends */
+	CHECK(qos_police_update(&p, 1010000, 4600, &next) == QOS_POLICE_NONE);
+	CHECK(qos_police_update(&p, 1020000, 4700, &next) == QOS_POLICE_RESTORE);
+	CHECK(!p.in_fallback);
+	CHECK_EQ_U(p.last_used_us, 4200);
+	CHECK_EQ_U(p.periods, 1);
+	CHECK_EQ_U(p.overruns, 1);
+	CHECK_EQ_U(qos_police_used_us(&p), 0);
+	CHECK_EQ_U(next, 1024000);
+}
+
+static void test_light_member(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 5000, 0, 0);
+	/* Uses 1 ms per period: never overruns, checks back off to the boundary. */
+	uint64_t own = 0;
+	for (uint64_t t = 0; t < 100000; t += 10000) {
+		CHECK(qos_police_update(&p, t, own, &next) == QOS_POLICE_NONE);
+		own += 1000;
+	}
+	CHECK_EQ_U(p.overruns, 0);
+	CHECK_EQ_U(p.periods, 9);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	/* The timer never fires more often than the minimum step. */
+	qos_police_start(&p, 10000, 5000, 0, 0);
+	CHECK(qos_police_update(&p, 9800, 4900, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, 10000);
+	qos_police_start(&p, 100000, 5000, 0, 0);
+	CHECK(qos_police_update(&p, 1000, 4900, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, 1000 + QOS_POLICE_MIN_STEP_US);
+}
+
+static void test_billing(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 20000, 6000, 0, 0);
+	CHECK(qos_police_update(&p, 1000, 1000, &next) == QOS_POLICE_NONE);
+	/* The compositor spent 4 ms for the member; with 1 ms own time 5 of 6 are gone. */
+	qos_police_bill(&p, 4000);
+	CHECK(qos_police_update(&p, 1100, 1000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 5000);
+	CHECK_EQ_U(next, 2100);
+	qos_police_bill(&p, 1000);
+	CHECK(qos_police_update(&p, 1200, 1000, &next) == QOS_POLICE_OVERRUN);
+	/* Billed time is reported with the period and forgotten at the boundary. */
+	CHECK(qos_police_update(&p, 20000, 1500, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.last_used_us, 6500);
+	CHECK_EQ_U(qos_police_used_us(&p), 0);
+	/* Bills alone can exhaust a reserve whose members sleep. */
+	qos_police_bill(&p, 7000);
+	CHECK(qos_police_update(&p, 21000, 1500, &next) == QOS_POLICE_OVERRUN);
+}
+
+static void test_missed_boundaries(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 2000, 0, 0);
+	CHECK(qos_police_update(&p, 500, 2500, &next) == QOS_POLICE_OVERRUN);
+	/* The loop stalled for 3.5 periods: one restore, aligned to the grid. */
+	CHECK(qos_police_update(&p, 35000, 2600, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.period_start_us, 30000);
+	CHECK_EQ_U(p.periods, 3);
+	/* Overrun detected exactly at the boundary cancels the restore. */
+	qos_police_start(&p, 10000, 2000, 0, 0);
+	CHECK(qos_police_update(&p, 2000, 2000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&p, 10000, 4100, &next) == QOS_POLICE_RESTORE);
+	qos_police_bill(&p, 2500);
+	CHECK(qos_police_update(&p, 10001, 4100, &next) == QOS_POLICE_OVERRUN);
+	/* A counter that drops (member left) does not wrap. */
+	CHECK(qos_police_update(&p, 20000, 100, &next) == QOS_POLICE_RESTORE);
+	CHECK(qos_police_update(&p, 20500, 300, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 200);
+}
+
+static void test_unlimited_and_parallel(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 0, 0, 0, 0);
+	CHECK(qos_police_update(&p, 400000, 900000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, QOS_POLICE_REPORT_PERIOD_US);
+	CHECK(qos_police_update(&p, 1000000, 1500000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.last_used_us, 1500000);
+	/* Two CPUs burn a budget twice as fast, so check twice as early. */
+	qos_police_start(&p, 20000, 8000, 0, 0);
+	p.parallel = 2;
+	CHECK(qos_police_update(&p, 0, 0, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(next, 4000);
+	/* Changing the limit restarts the period but keeps the fallback state. */
+	CHECK(qos_police_update(&p, 4000, 8000, &next) == QOS_POLICE_OVERRUN);
+	qos_police_set_limit(&p, 40000, 8000, 5000, 8200);
+	CHECK(p.in_fallback);
+	CHECK(qos_police_update(&p, 45000, 9000, &next) == QOS_POLICE_RESTORE);
+}
+
+int main(void)
+{
+	test_ceiling_cycle();
+	test_light_member();
+	test_billing();
+	test_missed_boundaries();
+	test_unlimited_and_parallel();
+	return check_report("test_police");
+}

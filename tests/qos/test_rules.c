@@ -1,0 +1,265 @@
+/* AutoQOS rule files: valid lines, every kind of invalid line, the thesis example. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "qos/rules.h"
+
+struct diags {
+	char msg[16][256];
+	int n;
+};
+
+static void collect(void *data, const char *message)
+{
+	struct diags *d = data;
+	if (d->n < 16)
+		snprintf(d->msg[d->n], sizeof(d->msg[0]), "%s", message);
+	d->n++;
+}
+
+/* Parses one line and returns its single diagnostic ("" when accepted). */
+static const char *diag_for(const char *line)
+{
+	static struct diags d;
+	memset(&d, 0, sizeof(d));
+	struct qos_rules *r = qos_rules_create();
+	int errs = qos_rules_parse_string(r, "t", line, collect, &d);
+	qos_rules_destroy(r);
+	if (errs == 0 && d.n == 0)
+		return "";
+	if (errs != 1 || d.n != 1)
+		return "(several diagnostics)";
+	return d.msg[0];
+}
+
+static void test_valid(void)
+{
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_create();
+	const char *text =
+		"# comment\n"
+		"\n"
+		"reserve video policy=qos period=20ms slice=6ms fallback=pause   # trailing\n"
+		"reserve bg policy=idle nice=10\n"
+		"rule exe=/usr/bin/mpv reserve=video inherit=yes\n"
+		"rule exe=mpv* app_id=\"mpv\" reserve=bg auto=no\n"
+		"rule cmdline=\"foo --x \\\"y\\\"\" policy=fifo priority=10 period=10ms cpu=50%\n"
+		"reserve video policy=qos period=40ms cpu=25% fallback=other\n";
+	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
+	CHECK(d.n == 0);
+	CHECK_EQ_U(r->n_reserves, 2);
+	CHECK_EQ_U(r->n_rules, 3);
+	const struct qos_reserve_def *v = qos_rules_find_reserve(r, "video");
+	CHECK(v != NULL);
+	/* The later definition replaced the earlier one. */
+	CHECK(v && v->params.period_us == 40000 && v->params.slice_us == 10000);
+	CHECK(v && v->params.fallback == QOS_POLICY_OTHER && v->line == 8);
+	const struct qos_reserve_def *bg = qos_rules_find_reserve(r, "bg");
+	CHECK(bg && bg->params.policy == QOS_POLICY_IDLE && bg->params.nice == 10);
+
+	const struct qos_rule *m = qos_rules_match(r, "/usr/bin/mpv", "mpv a.mkv", NULL);
+	CHECK(m && strcmp(m->reserve, "video") == 0 && m->params.inherit && m->auto_apply);
+	/* exe= without '/' matches the basename; all matches on the line must hold. */
+	m = qos_rules_match(r, "/opt/mpv-git", "x", "mpv");
+	CHECK(m && strcmp(m->reserve, "bg") == 0 && !m->auto_apply);
+	CHECK(qos_rules_match(r, "/opt/mpv-git", "x", "other") == NULL);
+	CHECK(qos_rules_match(r, "/opt/mpv-git", "x", NULL) == NULL);
+	m = qos_rules_match(r, "/bin/foo", "foo --x \"y\"", NULL);
+	CHECK(m && m->reserve[0] == '\0' && m->params.policy == QOS_POLICY_FIFO);
+	CHECK(m && m->params.slice_us == 5000 && m->params.priority == 10);
+	qos_rules_destroy(r);
+}
+
+static void test_invalid(void)
+{
+	CHECK_STR(diag_for("reserve"), "t:1:8: expected a reserve name after 'reserve'");
+	CHECK_STR(diag_for("frobnicate x"),
+		"t:1:1: unknown item 'frobnicate': expected 'reserve' or 'rule'");
+	CHECK_STR(diag_for("policy=qos"),
+		"t:1:1: expected 'reserve' or 'rule' at the start of the line");
+	CHECK_STR(diag_for("reserve a/b policy=idle"), "t:1:9: reserve names cannot contain '/'");
+	CHECK_STR(diag_for("reserve auto-1 policy=idle"),
+		"t:1:9: names starting with 'auto-' are kept for automatic reserves");
+	CHECK_STR(diag_for("reserve x policy=turbo"),
+		"t:1:18: bad value 'turbo' for policy: expected a policy (qos, fifo, rr, other, "
+		"idle, pause)");
+	CHECK_STR(diag_for("reserve x policy=qos period=20 slice=5parsecs"),
+		"t:1:38: bad value '5parsecs' for slice: expected a duration such as 5ms");
+	CHECK_STR(diag_for("reserve x colour=red"), "t:1:11: unknown key 'colour'");
+	CHECK_STR(diag_for("reserve x auto=yes"), "t:1:11: unknown key 'auto'");
+	CHECK_STR(diag_for("reserve x nice=5 nice=6"), "t:1:18: 'nice' given twice");
+	CHECK_STR(diag_for("reserve x nice=40"),
+		"t:1:16: bad value '40' for nice: expected a nice value in -20..19");
+	CHECK_STR(diag_for("reserve x policy=fifo priority=100"),
+		"t:1:32: bad value '100' for priority: expected a static priority in 1..99");
+	CHECK_STR(diag_for("reserve x policy=qos"), "t:1:9: policy qos needs a period and a slice");
+	CHECK_STR(diag_for("reserve x period=10ms cpu=10% slice=1ms"),
+		"t:1:9: give either cpu= or slice=, not both");
+	CHECK_STR(diag_for("reserve x cpu=10%"), "t:1:9: cpu= needs a period=");
+	CHECK_STR(diag_for("reserve x period=10ms"), "t:1:9: period= needs a cpu= or slice=");
+	CHECK_STR(diag_for("reserve x policy=qos period=10ms cpu=abc"),
+		"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%");
+	CHECK_STR(diag_for("reserve x inherit=maybe"),
+		"t:1:19: bad value 'maybe' for inherit: expected yes or no");
+	CHECK_STR(diag_for("reserve x stray"), "t:1:11: expected key=value, found 'stray'");
+	CHECK_STR(diag_for("reserve x =5"), "t:1:11: missing key before '='");
+	CHECK_STR(diag_for("reserve x nice="), "t:1:16: missing value after 'nice='");
+	CHECK_STR(diag_for("rule cmdline=\"abc policy=qos"),
+		"t:1:14: unterminated quoted value");
+	CHECK_STR(diag_for("rule cmdline=\"a\"b reserve=x"),
+		"t:1:17: expected a space after the quoted value");
+	CHECK_STR(diag_for("rule reserve=x"),
+		"t:1:6: a rule needs at least one of exe=, cmdline=, app_id= first");
+	CHECK_STR(diag_for("rule exe=a"), "t:1:1: a rule needs reserve= or scheduling parameters");
+	CHECK_STR(diag_for("rule exe=a reserve=x policy=idle"),
+		"t:1:6: a rule names a reserve or gives parameters, not both");
+	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
+		"t:1:22: matches must come before the settings");
+	CHECK_STR(diag_for("rule exe=a reserve=auto-5"),
+		"t:1:20: 'auto-5' is an automatic reserve name");
+	CHECK_STR(diag_for("rule exe=a policy=fifo priority=5 period=10ms cpu=100%"),
+		"t:1:6: a fifo/rr limit must stay below 100%");
+	CHECK_STR(diag_for("rule exe=a=b reserve=x"), "t:1:11: unexpected '=' in a value");
+
+	/* A bad line is skipped with its position, and the rest of the file loads. */
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_create();
+	int errs = qos_rules_parse_string(r, "f.rc",
+		"reserve a policy=idle\n  reserve b policy=bogus\nreserve c policy=pause\n",
+		collect, &d);
+	CHECK(errs == 1 && d.n == 1);
+	CHECK_STR(d.msg[0], "f.rc:2:20: bad value 'bogus' for policy: expected a policy (qos, "
+		"fifo, rr, other, idle, pause)");
+	CHECK_EQ_U(r->n_reserves, 2);
+	CHECK(qos_rules_find_reserve(r, "c") != NULL);
+	qos_rules_destroy(r);
+}
+
+static void test_thesis_example(void)
+{
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_create();
+	int errs = qos_rules_parse_file(r, QOSWAY_SOURCE_CONFIG "/qosrc", collect, &d);
+	CHECK(errs == 0);
+	for (int i = 0; i < d.n && i < 16; i++)
+		fprintf(stderr, "unexpected: %s\n", d.msg[i]);
+	static const struct {
+		const char *name;
+		enum qos_policy policy, fallback;
+		uint64_t period, slice;
+	} want[] = {
+		{ "default", QOS_POLICY_QOS, QOS_POLICY_OTHER, 50000, 25000 },
+		{ "ui", QOS_POLICY_QOS, QOS_POLICY_OTHER, 50000, 2500 },
+		{ "idle", QOS_POLICY_IDLE, QOS_POLICY_IDLE, 0, 0 },
+		{ "pause", QOS_POLICY_PAUSE, QOS_POLICY_PAUSE, 0, 0 },
+		{ "fifo", QOS_POLICY_FIFO, QOS_POLICY_OTHER, 50000, 45000 },
+		{ "safe", QOS_POLICY_FIFO, QOS_POLICY_OTHER, 50000, 45000 },
+		{ "ceiling", QOS_POLICY_OTHER, QOS_POLICY_PAUSE, 50000, 37500 },
+	};
+	CHECK_EQ_U(r->n_reserves, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(r, want[i].name);
+		CHECK(def != NULL);
+		if (!def)
+			continue;
+		CHECK(def->params.policy == want[i].policy);
+		CHECK(def->params.fallback == want[i].fallback);
+		CHECK_EQ_U(def->params.period_us, want[i].period);
+		CHECK_EQ_U(def->params.slice_us, want[i].slice);
+	}
+	CHECK(qos_rules_find_reserve(r, "fifo")->params.priority == 30);
+
+	const struct qos_rule *m = qos_rules_match(r, "/usr/bin/xmms", "xmms song.mp3", NULL);
+	CHECK(m && m->params.policy == QOS_POLICY_QOS && m->params.fallback == QOS_POLICY_PAUSE);
+	CHECK(m && m->params.slice_us == 25000 && m->auto_apply && m->params.inherit);
+	m = qos_rules_match(r, NULL, "kmp3", NULL);
+	CHECK(m && m->params.fallback == QOS_POLICY_OTHER && m->params.slice_us == 12500);
+	m = qos_rules_match(r, NULL, "xanim", NULL);
+	CHECK(m && m->params.policy == QOS_POLICY_FIFO && m->params.priority == 30);
+	m = qos_rules_match(r, NULL, "/opt/realplayer/realplay x.rm", NULL);
+	CHECK(m && m->params.nice == -20 && m->params.fallback == QOS_POLICY_IDLE);
+	m = qos_rules_match(r, NULL, "xlock", NULL);
+	CHECK(m && m->params.period_us == 100000 && m->params.slice_us == 10000);
+	m = qos_rules_match(r, NULL, "krecord", NULL);
+	CHECK(m && strcmp(m->reserve, "fifo") == 0 && m->auto_apply);
+	m = qos_rules_match(r, NULL, "kmedia", NULL);
+	CHECK(m && strcmp(m->reserve, "fifo") == 0);
+	/* Anything else falls to the catch-all, which is not applied automatically. */
+	m = qos_rules_match(r, NULL, "xterm -e vi", NULL);
+	CHECK(m && strcmp(m->reserve, "default") == 0 && !m->auto_apply && m->params.inherit);
+	qos_rules_destroy(r);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void test_layering(void)
+{
+	char dir[] = "/tmp/qos-rules-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char sys[64], etc[64], user[64], missing[64];
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	snprintf(etc, sizeof(etc), "%s/etc", dir);
+	snprintf(user, sizeof(user), "%s/user", dir);
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	write_file(sys, "reserve ui policy=qos period=50ms cpu=5% fallback=other\n"
+		"rule exe=* reserve=ui\n");
+	write_file(etc, "reserve ui policy=qos period=20ms cpu=10% fallback=pause\n");
+	write_file(user, "rule exe=foot policy=other nice=-5\nbroken line\n");
+	const char *paths[] = { sys, missing, etc, user };
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_load(paths, 4, collect, &d);
+	CHECK(r != NULL);
+	CHECK(d.n == 1);
+	CHECK(strstr(d.msg[0], "/user:2:1: unknown item 'broken'") != NULL);
+	if (r) {
+		const struct qos_reserve_def *ui = qos_rules_find_reserve(r, "ui");
+		CHECK(ui && ui->params.period_us == 20000 && ui->params.slice_us == 2000);
+		const struct qos_rule *m = qos_rules_match(r, "/usr/bin/foot", NULL, NULL);
+		CHECK(m && m->params.nice == -5);
+		m = qos_rules_match(r, "/usr/bin/xterm", NULL, NULL);
+		CHECK(m && strcmp(m->reserve, "ui") == 0);
+	}
+	/* A reload where nothing is valid fails, so the caller keeps r. */
+	write_file(user, "garbage\nmore garbage\n");
+	const char *bad[] = { user, missing };
+	memset(&d, 0, sizeof(d));
+	CHECK(qos_rules_load(bad, 2, collect, &d) == NULL);
+	CHECK(d.n == 2);
+	const char *none[] = { missing };
+	CHECK(qos_rules_load(none, 1, collect, &d) == NULL);
+	qos_rules_destroy(r);
+
+	char *def[3];
+	setenv("XDG_CONFIG_HOME", "/x/cfg", 1);
+	size_t n = qos_rules_default_paths("/usr/share/qosway", def);
+	CHECK_EQ_U(n, 3);
+	if (n == 3) {
+		CHECK_STR(def[0], "/usr/share/qosway/qosrc");
+		CHECK_STR(def[1], "/etc/qosway/qosrc");
+		CHECK_STR(def[2], "/x/cfg/qosway/qosrc");
+	}
+	while (n > 0)
+		free(def[--n]);
+	unlink(sys);
+	unlink(etc);
+	unlink(user);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	test_valid();
+	test_invalid();
+	test_thesis_example();
+	test_layering();
+	return check_report("test_rules");
+}
