@@ -1,0 +1,525 @@
+"""Run a real qosway (headless, pixman) and real clients for the integration
+tests, and clean everything up afterwards.
+
+The compositor binary comes from $QOSWAY_BUILD_DIR (default ``build``,
+relative to the repository root), so the same suite runs against a sanitizer
+build directory.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+WLCLIENT = os.path.join(HERE, "wlclient.py")
+
+SANITIZER_PATTERNS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "runtime error:",            # UBSan
+    "ERROR: UndefinedBehaviorSanitizer",
+    "WARNING: ThreadSanitizer",
+)
+
+# Distinctive colours, so that pixel checks cannot match by accident.
+THEME = {
+    "titlebar-focused": (0x12, 0x34, 0xC8),
+    "titlebar-unfocused": (0x2A, 0x8A, 0x2A),
+    "text-focused": (0xFF, 0xF0, 0x00),
+    "text-unfocused": (0x00, 0xF0, 0xF0),
+    "border-focused": (0xFF, 0x80, 0x00),
+    "border-unfocused": (0x80, 0x40, 0x00),
+    "button-on": (0xE0, 0x10, 0x10),
+}
+TITLEBAR_HEIGHT = 28
+BORDER_WIDTH = 3
+OUTPUT_MODE = (1920, 1080, 60)
+
+
+def hexcolor(rgb):
+    return "#%02X%02X%02X" % rgb
+
+
+def test_config(extra=""):
+    """The config text every test uses unless it brings its own."""
+    lines = ["output-mode %dx%d@%d" % OUTPUT_MODE,
+             "titlebar-height %d" % TITLEBAR_HEIGHT,
+             "border-width %d" % BORDER_WIDTH,
+             "font Sans 10",
+             "buttons realtime idle pause close"]
+    lines += ["color %s %s" % (k, hexcolor(v)) for k, v in THEME.items()]
+    return "\n".join(lines) + "\n" + extra
+
+
+def build_dir():
+    d = os.environ.get("QOSWAY_BUILD_DIR", "build")
+    return d if os.path.isabs(d) else os.path.join(REPO, d)
+
+
+def qosway_bin():
+    return os.path.join(build_dir(), "compositor", "qosway")
+
+
+def qosctl_bin():
+    return os.path.join(build_dir(), "clients", "qosctl")
+
+
+def sanitizer_env():
+    """ASan/UBSan options; harmless for an uninstrumented binary."""
+    env = {}
+    env["ASAN_OPTIONS"] = os.environ.get(
+        "ASAN_OPTIONS",
+        "halt_on_error=1:abort_on_error=0:detect_leaks=1:"
+        "detect_stack_use_after_return=0:strict_string_checks=1:"
+        "check_initialization_order=1")
+    env["UBSAN_OPTIONS"] = os.environ.get(
+        "UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+    if "LSAN_OPTIONS" in os.environ:
+        env["LSAN_OPTIONS"] = os.environ["LSAN_OPTIONS"]
+    return env
+
+
+def wait_for(pred, timeout=10.0, interval=0.05, desc="condition"):
+    """Poll pred() until it returns something truthy; return that value."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception as e:  # keep polling, report the last error
+            last_exc = e
+        if time.monotonic() >= deadline:
+            msg = "timed out after %.1fs waiting for %s" % (timeout, desc)
+            if last_exc is not None:
+                msg += " (last error: %r)" % (last_exc,)
+            raise AssertionError(msg)
+        time.sleep(interval)
+
+
+def pids_with_env(key, value):
+    """PIDs of processes whose environment has key=value (our children)."""
+    needle = ("%s=%s" % (key, value)).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return [p for p in found if p != os.getpid()]
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+class Proc:
+    """A child process whose stdout lines are collected by a thread."""
+
+    def __init__(self, argv, env, name, logdir, stdin=True, cwd=None):
+        self.name = name
+        self.argv = argv
+        self.lines = []
+        self._cond = threading.Condition()
+        self.stderr_path = os.path.join(logdir, "%s.stderr" % name)
+        self._stderr = open(self.stderr_path, "wb")
+        self.p = subprocess.Popen(
+            argv, env=env, cwd=cwd,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=self._stderr,
+            start_new_session=True)
+        self.pid = self.p.pid
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for raw in self.p.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self._cond:
+                self.lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def send(self, line):
+        self.p.stdin.write((line + "\n").encode())
+        self.p.stdin.flush()
+
+    def events(self, name=None):
+        """Parsed ``event {json}`` lines (wlclient protocol)."""
+        out = []
+        with self._cond:
+            lines = list(self.lines)
+        for line in lines:
+            ev, _, rest = line.partition(" ")
+            if name is not None and ev != name:
+                continue
+            try:
+                data = json.loads(rest) if rest else {}
+            except ValueError:
+                data = {"raw": rest}
+            out.append((ev, data))
+        return out
+
+    def wait_event(self, name, pred=lambda d: True, timeout=10.0, start=0):
+        """Wait for the first ``name`` event at or after line index start
+        whose data satisfies pred; return its data."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines[start:]:
+                    ev, _, rest = line.partition(" ")
+                    if ev != name:
+                        continue
+                    data = json.loads(rest) if rest else {}
+                    if pred(data):
+                        return data
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(
+                        "%s: no %r event within %.1fs; output so far:\n%s\nstderr:\n%s"
+                        % (self.name, name, timeout, "\n".join(self.lines[-40:]),
+                           self.stderr_tail()))
+                if self.p.poll() is not None and not self._reader.is_alive():
+                    # process gone and all output read: check once more
+                    deadline = min(deadline, time.monotonic() + 0.1)
+                self._cond.wait(min(remaining, 0.2))
+
+    def wait_line(self, pred, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    if pred(line):
+                        return line
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError("%s: expected line not seen in %.1fs:\n%s"
+                                         % (self.name, timeout, "\n".join(self.lines[-40:])))
+                self._cond.wait(min(remaining, 0.2))
+
+    def mark(self):
+        with self._cond:
+            return len(self.lines)
+
+    def stderr_tail(self, n=4000):
+        try:
+            with open(self.stderr_path, "rb") as fh:
+                data = fh.read()
+            return data[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def wait(self, timeout=10.0):
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("%s (pid %d) still running after %.1fs"
+                                 % (self.name, self.pid, timeout))
+
+    def kill(self):
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        for f in (self.p.stdin, self.p.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        self._stderr.close()
+
+
+class IPCError(Exception):
+    pass
+
+
+class Compositor:
+    """One headless qosway process with its own XDG_RUNTIME_DIR."""
+
+    def __init__(self, logdir, config=None, args=(), env_extra=None,
+                 use_config_flag=True):
+        self.logdir = logdir
+        self.binary = qosway_bin()
+        if not os.access(self.binary, os.X_OK):
+            raise AssertionError(
+                "compositor binary %s not found; build it (meson compile -C %s) "
+                "or set QOSWAY_BUILD_DIR" % (self.binary, build_dir()))
+        # short path: unix socket paths are limited to 108 bytes
+        self.runtime_dir = tempfile.mkdtemp(prefix="qw-")
+        os.chmod(self.runtime_dir, 0o700)
+        # a private HOME: no user config (qosway's, foot's) leaks in
+        self.home = os.path.join(self.runtime_dir, "home")
+        os.makedirs(os.path.join(self.home, ".config"))
+        self.config_path = None
+        argv = [self.binary]
+        if config is not None and use_config_flag:
+            self.config_path = os.path.join(logdir, "qosway.config")
+            with open(self.config_path, "w") as fh:
+                fh.write(config)
+            argv += ["-c", self.config_path]
+        argv += list(args)
+        self.argv = argv
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": self.home,
+            "XDG_RUNTIME_DIR": self.runtime_dir,
+            # never pick up a user's config by accident
+            "XDG_CONFIG_HOME": os.path.join(self.home, ".config"),
+            "WLR_BACKENDS": "headless",
+            "WLR_RENDERER": "pixman",
+            "WLR_LIBINPUT_NO_DEVICES": "1",
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "SHELL": "/bin/sh",
+        }
+        env.update(sanitizer_env())
+        if env_extra:
+            env.update(env_extra)
+        self.env = env
+        self.log_path = os.path.join(logdir, "qosway.log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.pid = self.proc.pid
+        self.returncode = None
+        self.clients = []
+        self.wayland_display = None
+        self.sock = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    def wait_ready(self, timeout=20.0):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError("qosway exited with %s during startup:\n%s"
+                                     % (self.proc.returncode, self.log_tail()))
+            names = os.listdir(self.runtime_dir)
+            wl = [n for n in names if re.fullmatch(r"wayland-\d+", n)]
+            ipc = [n for n in names if n.startswith("qosway-") and n.endswith(".sock")]
+            if wl and ipc:
+                return wl[0], ipc[0]
+            return None
+        try:
+            wl, ipc = wait_for(ready, timeout, desc="qosway sockets in " + self.runtime_dir)
+        except AssertionError as e:
+            raise AssertionError("%s\nqosway log:\n%s" % (e, self.log_tail()))
+        self.wayland_display = wl
+        self.sock = os.path.join(self.runtime_dir, ipc)
+        # the IPC socket may exist a moment before it accepts
+        wait_for(lambda: self.ipc({"command": "version"}).get("success"),
+                 timeout, desc="IPC version reply")
+        return self
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_text(self):
+        self._log.flush()
+        with open(self.log_path, "rb") as fh:
+            return fh.read().decode(errors="replace")
+
+    def log_tail(self, n=6000):
+        return self.log_text()[-n:]
+
+    def sanitizer_reports(self):
+        text = self.log_text()
+        return [p for p in SANITIZER_PATTERNS if p in text]
+
+    def terminate(self, sig=signal.SIGTERM, timeout=20.0):
+        """Send sig and wait for exit; return the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("qosway did not exit within %.0fs of signal %d:\n%s"
+                                     % (timeout, sig, self.log_tail()))
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+    def cleanup(self):
+        """Kill everything we started; never raises."""
+        for c in self.clients:
+            try:
+                c.kill()
+            except Exception:
+                pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        # children spawned by the compositor (-s, exec, keybindings) may
+        # have left its process group; find them by their environment
+        for pid in pids_with_env("XDG_RUNTIME_DIR", self.runtime_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._log.close()
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    # -- environment for clients ------------------------------------------------
+    def client_env(self, extra=None):
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": self.home,
+            "XDG_RUNTIME_DIR": self.runtime_dir,
+            "WAYLAND_DISPLAY": self.wayland_display,
+            "QOSWAY_SOCK": self.sock,
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "SHELL": "/bin/sh",
+            "XDG_CONFIG_HOME": os.path.join(self.home, ".config"),
+        }
+        if extra:
+            env.update(extra)
+        return env
+
+    def spawn(self, argv, name=None, env_extra=None, stdin=True):
+        name = name or "%s-%d" % (os.path.basename(argv[0]), len(self.clients))
+        p = Proc(argv, self.client_env(env_extra), name, self.logdir, stdin=stdin)
+        self.clients.append(p)
+        return p
+
+    def spawn_wlclient(self, title="qosway-test", color="ff00ff", width=400,
+                       height=300, app_id=None, extra_args=(), name=None):
+        argv = [sys.executable, "-u", WLCLIENT, "--title", title,
+                "--color", color, "--width", str(width), "--height", str(height),
+                "--app-id", app_id or "qosway-test"] + list(extra_args)
+        return self.spawn(argv, name=name or "wlclient-%d" % len(self.clients))
+
+    # -- IPC ---------------------------------------------------------------------
+    def ipc_raw(self, data, timeout=10.0):
+        """Send raw bytes on a fresh connection; return the first reply line."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(self.sock)
+            s.sendall(data)
+            buf = b""
+            while b"\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+            return buf.split(b"\n", 1)[0].decode(errors="replace")
+
+    def ipc(self, obj, timeout=10.0):
+        line = self.ipc_raw((json.dumps(obj) + "\n").encode(), timeout)
+        return json.loads(line)
+
+    def qosctl(self, *args, timeout=15.0, use_env=False):
+        argv = [qosctl_bin()]
+        env = dict(os.environ)
+        env.update(sanitizer_env())
+        if use_env:
+            env["QOSWAY_SOCK"] = self.sock
+        else:
+            env.pop("QOSWAY_SOCK", None)
+            argv += ["-s", self.sock]
+        argv += list(args)
+        return subprocess.run(argv, env=env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def windows(self):
+        """Windows as reported by ``qosctl --json windows``."""
+        r = self.qosctl("--json", "windows")
+        if r.returncode != 0:
+            raise AssertionError("qosctl --json windows failed (%d): %s%s"
+                                 % (r.returncode, r.stdout, r.stderr))
+        data = json.loads(r.stdout)
+        if isinstance(data, dict):
+            data = data["windows"]
+        return data
+
+    def outputs(self):
+        r = self.qosctl("--json", "outputs")
+        if r.returncode != 0:
+            raise AssertionError("qosctl --json outputs failed: %s%s" % (r.stdout, r.stderr))
+        data = json.loads(r.stdout)
+        if isinstance(data, dict):
+            data = data["outputs"]
+        return data
+
+    def find_window(self, pred):
+        for w in self.windows():
+            if pred(w):
+                return w
+        return None
+
+    def wait_window(self, pred, timeout=10.0, desc="window"):
+        return wait_for(lambda: self.find_window(pred), timeout, desc=desc)
+
+    def window_by_title(self, title, timeout=10.0):
+        return self.wait_window(lambda w: w.get("title") == title, timeout,
+                                desc="window titled %r" % title)
+
+    def window_by_pid(self, pid, timeout=10.0):
+        return self.wait_window(lambda w: w.get("pid") == pid, timeout,
+                                desc="window of pid %d" % pid)
+
+    def wait_no_windows(self, timeout=10.0):
+        return wait_for(lambda: self.windows() == [], timeout, desc="no windows")
+
+    # -- screenshots ----------------------------------------------------------------
+    def screenshot(self, name="shot"):
+        from PIL import Image
+        path = os.path.join(self.logdir, "%s.png" % name)
+        r = subprocess.run(["grim", "-t", "png", path], env=self.client_env(),
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise AssertionError("grim failed (%d): %s" % (r.returncode, r.stderr))
+        img = Image.open(path)
+        img.load()
+        return img.convert("RGB")
+
+    def wait_screenshot(self, check, timeout=10.0, name="shot"):
+        """Take screenshots until check(img) returns None (ok), then return
+        the image.  check returns a failure message otherwise; the last one
+        is raised on timeout.  Screenshots are kept in the test's log dir."""
+        deadline = time.monotonic() + timeout
+        n = 0
+        while True:
+            img = self.screenshot("%s-%d" % (name, n))
+            msg = check(img)
+            if msg is None:
+                return img
+            if time.monotonic() >= deadline:
+                raise AssertionError("%s (screenshot %s)" % (
+                    msg, os.path.join(self.logdir, "%s-%d.png" % (name, n))))
+            n += 1
+            time.sleep(0.1)
