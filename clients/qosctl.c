@@ -1,0 +1,369 @@
+/*
+ * qosctl: command-line client for the qosway IPC (docs/ipc.md).
+ * Exit status: 0 on success, 1 when the compositor refused the request,
+ * 2 on bad usage, 3 when the compositor cannot be reached.
+ */
+#include <errno.h>
+#include <json.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n"
+	"\n"
+	"Commands:\n"
+	"  windows              list windows\n"
+	"  outputs              list outputs\n"
+	"  focus ID             focus a window\n"
+	"  close ID             ask a window to close\n"
+	"  exec -- CMD [ARG...] start a program in the session\n"
+	"  subscribe            print window events as JSON lines\n"
+	"  version              print the compositor's version\n"
+	"  exit                 end the session\n"
+	"  raw JSON             send one raw request line\n"
+	"\n"
+	"The socket defaults to $QOSWAY_SOCK.\n";
+
+struct conn {
+	int fd;
+	char buf[65536];
+	size_t len;
+};
+
+static int die_usage(const char *fmt, const char *arg) {
+	fprintf(stderr, "qosctl: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
+
+static bool conn_open(struct conn *c, const char *path) {
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		fprintf(stderr, "qosctl: socket path too long: %s\n", path);
+		return false;
+	}
+	strcpy(addr.sun_path, path);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		fprintf(stderr, "qosctl: cannot connect to %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	c->len = 0;
+	return true;
+}
+
+static bool conn_send(struct conn *c, const char *line) {
+	size_t len = strlen(line), off = 0;
+	while (off < len) {
+		ssize_t n = send(c->fd, line + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n <= 0) {
+			fprintf(stderr, "qosctl: write failed: %s\n", strerror(errno));
+			return false;
+		}
+		off += n;
+	}
+	if (len == 0 || line[len - 1] != '\n') {
+		return conn_send(c, "\n");
+	}
+	return true;
+}
+
+/* Read one reply line into a newly allocated string (NULL on EOF/error). */
+static char *conn_read_line(struct conn *c) {
+	for (;;) {
+		char *nl = memchr(c->buf, '\n', c->len);
+		if (nl) {
+			size_t n = nl - c->buf;
+			char *line = strndup(c->buf, n);
+			memmove(c->buf, nl + 1, c->len - n - 1);
+			c->len -= n + 1;
+			return line;
+		}
+		if (c->len == sizeof(c->buf)) {
+			/* Replies can be long (many windows): grow via a heap copy. */
+			size_t cap = c->len * 2;
+			char *big = malloc(cap);
+			if (!big) {
+				return NULL;
+			}
+			memcpy(big, c->buf, c->len);
+			size_t len = c->len;
+			for (;;) {
+				if (len == cap) {
+					cap *= 2;
+					char *grown = realloc(big, cap);
+					if (!grown) {
+						free(big);
+						return NULL;
+					}
+					big = grown;
+				}
+				ssize_t n = recv(c->fd, big + len, cap - len, 0);
+				if (n <= 0) {
+					free(big);
+					return NULL;
+				}
+				char *end = memchr(big + len, '\n', n);
+				len += n;
+				if (end) {
+					*end = '\0';
+					/* Anything after the line is discarded: one request,
+					 * one reply. */
+					c->len = 0;
+					return big;
+				}
+			}
+		}
+		ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n <= 0) {
+			return NULL;
+		}
+		c->len += n;
+	}
+}
+
+static bool parse_id(const char *s, long long *out) {
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > UINT32_MAX) {
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static const char *str_field(struct json_object *obj, const char *key) {
+	struct json_object *v;
+	if (!json_object_object_get_ex(obj, key, &v) || !v) {
+		return "-";
+	}
+	return json_object_get_string(v);
+}
+
+static int int_field(struct json_object *obj, const char *key) {
+	struct json_object *v;
+	return json_object_object_get_ex(obj, key, &v) ? json_object_get_int(v) : 0;
+}
+
+static void print_windows(struct json_object *reply) {
+	struct json_object *list;
+	if (!json_object_object_get_ex(reply, "windows", &list)) {
+		return;
+	}
+	printf("%-5s %-9s %-3s %-8s %-20s %-24s %s\n", "ID", "CLASS", "FOC", "PID",
+		"APP_ID", "GEOMETRY", "TITLE");
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *w = json_object_array_get_idx(list, i);
+		struct json_object *geo, *focused;
+		json_object_object_get_ex(w, "geometry", &geo);
+		json_object_object_get_ex(w, "focused", &focused);
+		char geometry[64];
+		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
+			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
+		printf("%-5d %-9s %-3s %-8d %-20.20s %-24s %s\n", int_field(w, "id"),
+			str_field(w, "class"), json_object_get_boolean(focused) ? "*" : "",
+			int_field(w, "pid"), str_field(w, "app_id"), geometry,
+			str_field(w, "title"));
+	}
+}
+
+static void print_outputs(struct json_object *reply) {
+	struct json_object *list;
+	if (!json_object_object_get_ex(reply, "outputs", &list)) {
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *o = json_object_array_get_idx(list, i);
+		printf("%s: %dx%d@%.3fHz at %d,%d scale %s (%s %s)\n", str_field(o, "name"),
+			int_field(o, "width"), int_field(o, "height"),
+			int_field(o, "refresh_mhz") / 1000.0, int_field(o, "x"), int_field(o, "y"),
+			str_field(o, "scale"), str_field(o, "make"), str_field(o, "model"));
+	}
+}
+
+/* Build the request for argv; returns NULL (after printing why) on bad usage. */
+static struct json_object *build_request(int argc, char **argv) {
+	const char *cmd = argv[0];
+	struct json_object *req = json_object_new_object();
+	json_object_object_add(req, "command", json_object_new_string(cmd));
+	bool no_args = strcmp(cmd, "windows") == 0 || strcmp(cmd, "outputs") == 0 ||
+		strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
+		strcmp(cmd, "subscribe") == 0;
+	if (no_args) {
+		if (argc != 1) {
+			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
+			goto err;
+		}
+		return req;
+	}
+	if (strcmp(cmd, "focus") == 0 || strcmp(cmd, "close") == 0) {
+		long long id;
+		if (argc != 2) {
+			fprintf(stderr, "qosctl: usage: qosctl %s ID\n", cmd);
+			goto err;
+		}
+		if (!parse_id(argv[1], &id)) {
+			fprintf(stderr, "qosctl: invalid window id '%s'\n", argv[1]);
+			goto err;
+		}
+		json_object_object_add(req, "id", json_object_new_int64(id));
+		return req;
+	}
+	if (strcmp(cmd, "exec") == 0) {
+		int first = 1;
+		if (first < argc && strcmp(argv[first], "--") == 0) {
+			first++;
+		}
+		if (first >= argc) {
+			fprintf(stderr, "qosctl: usage: qosctl exec -- CMD [ARGS...]\n");
+			goto err;
+		}
+		struct json_object *args = json_object_new_array();
+		for (int i = first; i < argc; i++) {
+			json_object_array_add(args, json_object_new_string(argv[i]));
+		}
+		json_object_object_add(req, "argv", args);
+		return req;
+	}
+	fprintf(stderr, "qosctl: unknown command '%s'\n", cmd);
+err:
+	json_object_put(req);
+	return NULL;
+}
+
+static int run_subscribe(struct conn *c) {
+	/* The first line is the subscribe reply; events follow until EOF. */
+	char *line;
+	bool first = true;
+	while ((line = conn_read_line(c))) {
+		if (first) {
+			first = false;
+			struct json_object *reply = json_tokener_parse(line);
+			struct json_object *ok;
+			bool success = reply && json_object_object_get_ex(reply, "success", &ok) &&
+				json_object_get_boolean(ok);
+			json_object_put(reply);
+			if (!success) {
+				fprintf(stderr, "qosctl: subscribe failed: %s\n", line);
+				free(line);
+				return 1;
+			}
+		} else {
+			printf("%s\n", line);
+			fflush(stdout);
+		}
+		free(line);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	const char *sock = getenv("QOSWAY_SOCK");
+	bool json = false;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
+			sock = argv[++i];
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			return die_usage("unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc) {
+		return die_usage("%s", "missing command");
+	}
+	char *line = NULL;
+	struct json_object *req = NULL;
+	if (strcmp(argv[i], "raw") == 0) {
+		if (argc - i != 2) {
+			return die_usage("%s", "usage: qosctl raw JSON");
+		}
+		line = strdup(argv[i + 1]);
+	} else {
+		req = build_request(argc - i, argv + i);
+		if (!req) {
+			return 2;
+		}
+		line = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+		json_object_put(req);
+	}
+	if (!line) {
+		return 1;
+	}
+	if (!sock || !*sock) {
+		fprintf(stderr, "qosctl: QOSWAY_SOCK is not set and no -s SOCKET given\n");
+		free(line);
+		return 3;
+	}
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c || !conn_open(c, sock) || !conn_send(c, line)) {
+		free(line);
+		free(c);
+		return 3;
+	}
+	free(line);
+	int status;
+	if (strcmp(argv[i], "subscribe") == 0) {
+		status = run_subscribe(c);
+		close(c->fd);
+		free(c);
+		return status;
+	}
+	char *reply_text = conn_read_line(c);
+	close(c->fd);
+	free(c);
+	if (!reply_text) {
+		fprintf(stderr, "qosctl: no reply from the compositor\n");
+		return 3;
+	}
+	struct json_object *reply = json_tokener_parse(reply_text);
+	struct json_object *ok, *err;
+	if (!reply || !json_object_object_get_ex(reply, "success", &ok)) {
+		fprintf(stderr, "qosctl: malformed reply: %s\n", reply_text);
+		free(reply_text);
+		json_object_put(reply);
+		return 3;
+	}
+	bool success = json_object_get_boolean(ok);
+	if (json) {
+		printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY |
+			JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else if (success) {
+		const char *cmd = argv[i];
+		if (strcmp(cmd, "windows") == 0) {
+			print_windows(reply);
+		} else if (strcmp(cmd, "outputs") == 0) {
+			print_outputs(reply);
+		} else if (strcmp(cmd, "version") == 0) {
+			printf("qosway %s\n", str_field(reply, "version"));
+		} else if (strcmp(cmd, "exec") == 0) {
+			printf("%d\n", int_field(reply, "pid"));
+		}
+	}
+	if (!success) {
+		fprintf(stderr, "qosctl: %s\n", json_object_object_get_ex(reply, "error", &err) ?
+			json_object_get_string(err) : "request failed");
+	}
+	status = success ? 0 : 1;
+	json_object_put(reply);
+	free(reply_text);
+	return status;
+}

@@ -1,0 +1,492 @@
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wlr/types/wlr_keyboard.h>
+
+#include "config.h"
+
+static const char *const button_names[QW_BUTTON_KIND_COUNT] = {
+	[QW_BUTTON_REALTIME] = "realtime",
+	[QW_BUTTON_IDLE] = "idle",
+	[QW_BUTTON_PAUSE] = "pause",
+	[QW_BUTTON_CLOSE] = "close",
+};
+
+static const char *const color_names[QW_COLOR_COUNT] = {
+	[QW_COLOR_TITLEBAR_FOCUSED] = "titlebar-focused",
+	[QW_COLOR_TITLEBAR_UNFOCUSED] = "titlebar-unfocused",
+	[QW_COLOR_TEXT_FOCUSED] = "text-focused",
+	[QW_COLOR_TEXT_UNFOCUSED] = "text-unfocused",
+	[QW_COLOR_BORDER_FOCUSED] = "border-focused",
+	[QW_COLOR_BORDER_UNFOCUSED] = "border-unfocused",
+	[QW_COLOR_BUTTON_ICON] = "button-icon",
+	[QW_COLOR_BUTTON_HOVER] = "button-hover",
+	[QW_COLOR_BUTTON_PRESSED] = "button-pressed",
+	[QW_COLOR_BUTTON_ON] = "button-on",
+	[QW_COLOR_BUTTON_ON_ICON] = "button-on-icon",
+	[QW_COLOR_CLOSE_HOVER] = "close-hover",
+};
+
+static const struct {
+	const char *name;
+	enum qw_action action;
+	bool takes_arg;
+} action_names[] = {
+	{"exec", QW_ACTION_EXEC, true},
+	{"terminal", QW_ACTION_TERMINAL, false},
+	{"close", QW_ACTION_CLOSE, false},
+	{"focus-next", QW_ACTION_FOCUS_NEXT, false},
+	{"maximize", QW_ACTION_MAXIMIZE, false},
+	{"fullscreen", QW_ACTION_FULLSCREEN, false},
+	{"exit", QW_ACTION_EXIT, false},
+};
+
+const char *config_button_name(enum qw_button_kind kind) {
+	return kind < QW_BUTTON_KIND_COUNT ? button_names[kind] : "?";
+}
+
+bool config_parse_button(const char *name, enum qw_button_kind *kind) {
+	for (int i = 0; i < QW_BUTTON_KIND_COUNT; i++) {
+		if (strcmp(name, button_names[i]) == 0) {
+			*kind = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void set_rgb(float out[4], uint32_t rgb) {
+	out[0] = ((rgb >> 16) & 0xff) / 255.0f;
+	out[1] = ((rgb >> 8) & 0xff) / 255.0f;
+	out[2] = (rgb & 0xff) / 255.0f;
+	out[3] = 1.0f;
+}
+
+static bool add_binding(struct qw_config *config, const struct qw_binding *b) {
+	for (size_t i = 0; i < config->binding_count; i++) {
+		struct qw_binding *old = &config->bindings[i];
+		if (old->modifiers == b->modifiers && old->keysym == b->keysym) {
+			/* A later line overrides an earlier binding of the same keys. */
+			free(old->arg);
+			*old = *b;
+			return true;
+		}
+	}
+	struct qw_binding *grown = realloc(config->bindings,
+		(config->binding_count + 1) * sizeof(*grown));
+	if (!grown) {
+		return false;
+	}
+	config->bindings = grown;
+	config->bindings[config->binding_count++] = *b;
+	return true;
+}
+
+void config_init_defaults(struct qw_config *config) {
+	*config = (struct qw_config){
+		.output_width = 1920,
+		.output_height = 1080,
+		.output_refresh_mhz = 60000,
+		.terminal = strdup("foot"),
+		.font = strdup("Sans 10"),
+		.titlebar_height = 26,
+		.border_width = 2,
+		.cascade_step = 32,
+		.buttons = {QW_BUTTON_REALTIME, QW_BUTTON_IDLE, QW_BUTTON_PAUSE,
+			QW_BUTTON_CLOSE},
+		.button_count = 4,
+	};
+	set_rgb(config->colors[QW_COLOR_TITLEBAR_FOCUSED], 0x2d5b8a);
+	set_rgb(config->colors[QW_COLOR_TITLEBAR_UNFOCUSED], 0x3a3d41);
+	set_rgb(config->colors[QW_COLOR_TEXT_FOCUSED], 0xffffff);
+	set_rgb(config->colors[QW_COLOR_TEXT_UNFOCUSED], 0xa8adb3);
+	set_rgb(config->colors[QW_COLOR_BORDER_FOCUSED], 0x2d5b8a);
+	set_rgb(config->colors[QW_COLOR_BORDER_UNFOCUSED], 0x3a3d41);
+	set_rgb(config->colors[QW_COLOR_BUTTON_ICON], 0xe8e8e8);
+	set_rgb(config->colors[QW_COLOR_BUTTON_HOVER], 0x5a7fa8);
+	set_rgb(config->colors[QW_COLOR_BUTTON_PRESSED], 0x1c3a5a);
+	set_rgb(config->colors[QW_COLOR_BUTTON_ON], 0xf0a30a);
+	set_rgb(config->colors[QW_COLOR_BUTTON_ON_ICON], 0x202020);
+	set_rgb(config->colors[QW_COLOR_CLOSE_HOVER], 0xc0392b);
+	/* Strings are duplicated so finish() can free uniformly; a failed
+	 * strdup leaves NULL, which the users of these fields tolerate. */
+	static const struct {
+		uint32_t mods;
+		xkb_keysym_t sym;
+		enum qw_action action;
+	} defaults[] = {
+		{WLR_MODIFIER_LOGO, XKB_KEY_Return, QW_ACTION_TERMINAL},
+		{WLR_MODIFIER_LOGO, XKB_KEY_q, QW_ACTION_CLOSE},
+		{WLR_MODIFIER_LOGO, XKB_KEY_Tab, QW_ACTION_FOCUS_NEXT},
+		{WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e, QW_ACTION_EXIT},
+	};
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		struct qw_binding b = {
+			.modifiers = defaults[i].mods,
+			.keysym = defaults[i].sym,
+			.action = defaults[i].action,
+		};
+		add_binding(config, &b);
+	}
+}
+
+void config_finish(struct qw_config *config) {
+	if (!config) {
+		return;
+	}
+	for (size_t i = 0; i < config->binding_count; i++) {
+		free(config->bindings[i].arg);
+	}
+	free(config->bindings);
+	free(config->terminal);
+	free(config->font);
+	*config = (struct qw_config){0};
+}
+
+static bool fail(char *msg, size_t size, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, size, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* Split off the next whitespace-separated word; returns NULL at the end. */
+static char *next_word(char **cursor) {
+	char *p = *cursor;
+	while (*p && isspace((unsigned char)*p)) {
+		p++;
+	}
+	if (!*p) {
+		*cursor = p;
+		return NULL;
+	}
+	char *start = p;
+	while (*p && !isspace((unsigned char)*p)) {
+		p++;
+	}
+	if (*p) {
+		*p++ = '\0';
+	}
+	*cursor = p;
+	return start;
+}
+
+static char *rest_of_line(char **cursor) {
+	char *p = *cursor;
+	while (*p && isspace((unsigned char)*p)) {
+		p++;
+	}
+	char *end = p + strlen(p);
+	while (end > p && isspace((unsigned char)end[-1])) {
+		*--end = '\0';
+	}
+	*cursor = end;
+	return *p ? p : NULL;
+}
+
+static bool parse_int(const char *s, int min, int max, int *out) {
+	if (!s || !*s) {
+		return false;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max) {
+		return false;
+	}
+	*out = (int)v;
+	return true;
+}
+
+static bool parse_color(const char *s, float out[4]) {
+	size_t len = s ? strlen(s) : 0;
+	if ((len != 7 && len != 9) || s[0] != '#') {
+		return false;
+	}
+	for (size_t i = 1; i < len; i++) {
+		if (!isxdigit((unsigned char)s[i])) {
+			return false;
+		}
+	}
+	unsigned long v = strtoul(s + 1, NULL, 16);
+	if (len == 7) {
+		set_rgb(out, (uint32_t)v);
+	} else {
+		set_rgb(out, (uint32_t)(v >> 8));
+		out[3] = (v & 0xff) / 255.0f;
+	}
+	return true;
+}
+
+static bool parse_mode(const char *s, int *w, int *h, int *mhz) {
+	int rw, rh, consumed = 0;
+	double hz = 60.0;
+	if (!s || sscanf(s, "%dx%d%n", &rw, &rh, &consumed) != 2) {
+		return false;
+	}
+	const char *rest = s + consumed;
+	if (*rest == '@') {
+		char *end;
+		hz = strtod(rest + 1, &end);
+		if (strcmp(end, "") != 0 && strcmp(end, "Hz") != 0) {
+			return false;
+		}
+	} else if (*rest) {
+		return false;
+	}
+	if (rw < 64 || rh < 64 || rw > 16384 || rh > 16384 || hz < 1.0 || hz > 1000.0) {
+		return false;
+	}
+	*w = rw;
+	*h = rh;
+	*mhz = (int)(hz * 1000.0 + 0.5);
+	return true;
+}
+
+static bool parse_combo(char *combo, uint32_t *mods, xkb_keysym_t *sym,
+		char *msg, size_t size) {
+	static const struct {
+		const char *name;
+		uint32_t mask;
+	} mod_names[] = {
+		{"super", WLR_MODIFIER_LOGO}, {"logo", WLR_MODIFIER_LOGO},
+		{"mod4", WLR_MODIFIER_LOGO}, {"shift", WLR_MODIFIER_SHIFT},
+		{"ctrl", WLR_MODIFIER_CTRL}, {"control", WLR_MODIFIER_CTRL},
+		{"alt", WLR_MODIFIER_ALT}, {"mod1", WLR_MODIFIER_ALT},
+	};
+	*mods = 0;
+	char *save = NULL;
+	char *part = strtok_r(combo, "+", &save);
+	char *key = NULL;
+	while (part) {
+		char *next = strtok_r(NULL, "+", &save);
+		if (!next) {
+			key = part;
+			break;
+		}
+		bool known = false;
+		for (size_t i = 0; i < sizeof(mod_names) / sizeof(mod_names[0]); i++) {
+			if (strcasecmp(part, mod_names[i].name) == 0) {
+				*mods |= mod_names[i].mask;
+				known = true;
+			}
+		}
+		if (!known) {
+			return fail(msg, size, "unknown modifier '%s'", part);
+		}
+		part = next;
+	}
+	if (!key) {
+		return fail(msg, size, "missing key in key combination");
+	}
+	xkb_keysym_t ks = xkb_keysym_from_name(key, XKB_KEYSYM_CASE_INSENSITIVE);
+	if (ks == XKB_KEY_NoSymbol) {
+		return fail(msg, size, "unknown key '%s'", key);
+	}
+	*sym = xkb_keysym_to_lower(ks);
+	return true;
+}
+
+static bool apply_bind(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *combo = next_word(cursor);
+	char *action = next_word(cursor);
+	if (!combo || !action) {
+		return fail(msg, size, "usage: bind MODIFIERS+KEY ACTION [ARGS]");
+	}
+	struct qw_binding b = {0};
+	if (!parse_combo(combo, &b.modifiers, &b.keysym, msg, size)) {
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++) {
+		if (strcmp(action, action_names[i].name) != 0) {
+			continue;
+		}
+		b.action = action_names[i].action;
+		char *arg = rest_of_line(cursor);
+		if (action_names[i].takes_arg) {
+			if (!arg) {
+				return fail(msg, size, "action '%s' needs a command", action);
+			}
+			b.arg = strdup(arg);
+			if (!b.arg) {
+				return fail(msg, size, "out of memory");
+			}
+		} else if (arg) {
+			return fail(msg, size, "action '%s' takes no arguments", action);
+		}
+		if (!add_binding(config, &b)) {
+			free(b.arg);
+			return fail(msg, size, "out of memory");
+		}
+		return true;
+	}
+	return fail(msg, size, "unknown action '%s'", action);
+}
+
+static bool replace_string(char **field, const char *value, char *msg, size_t size) {
+	char *copy = strdup(value);
+	if (!copy) {
+		return fail(msg, size, "out of memory");
+	}
+	free(*field);
+	*field = copy;
+	return true;
+}
+
+bool config_apply_line(struct qw_config *config, const char *line_in,
+		char *msg, size_t size) {
+	char buf[4096];
+	if (strlen(line_in) >= sizeof(buf)) {
+		return fail(msg, size, "line too long");
+	}
+	strcpy(buf, line_in);
+	/* Comments: a line starting with '#', or " # ..." after a setting.
+	 * A colour value ("#rrggbb") never has a blank after its '#'. */
+	for (char *p = buf; (p = strchr(p, '#')); p++) {
+		bool at_word_start = p == buf || isspace((unsigned char)p[-1]);
+		bool first_word = strspn(buf, " \t") == (size_t)(p - buf);
+		if (at_word_start && (first_word || p[1] == '\0' ||
+				isspace((unsigned char)p[1]))) {
+			*p = '\0';
+			break;
+		}
+	}
+	char *cursor = buf;
+	char *key = next_word(&cursor);
+	if (!key) {
+		return true; /* blank or comment */
+	}
+	if (strcmp(key, "output-mode") == 0) {
+		char *mode = next_word(&cursor);
+		if (!parse_mode(mode, &config->output_width, &config->output_height,
+				&config->output_refresh_mhz) || next_word(&cursor)) {
+			return fail(msg, size, "output-mode wants WIDTHxHEIGHT[@HZ], "
+				"e.g. 1920x1080@60");
+		}
+		return true;
+	}
+	if (strcmp(key, "terminal") == 0 || strcmp(key, "font") == 0) {
+		char *value = rest_of_line(&cursor);
+		if (!value) {
+			return fail(msg, size, "%s needs a value", key);
+		}
+		return replace_string(key[0] == 't' ? &config->terminal : &config->font,
+			value, msg, size);
+	}
+	if (strcmp(key, "titlebar-height") == 0 || strcmp(key, "border-width") == 0 ||
+			strcmp(key, "cascade-step") == 0) {
+		int *field = key[0] == 't' ? &config->titlebar_height :
+			key[0] == 'b' ? &config->border_width : &config->cascade_step;
+		int min = key[0] == 't' ? 12 : 0;
+		int max = key[0] == 't' ? 128 : key[0] == 'b' ? 32 : 512;
+		char *value = next_word(&cursor);
+		if (!parse_int(value, min, max, field) || next_word(&cursor)) {
+			return fail(msg, size, "%s wants an integer from %d to %d",
+				key, min, max);
+		}
+		return true;
+	}
+	if (strcmp(key, "buttons") == 0) {
+		enum qw_button_kind order[QW_BUTTON_KIND_COUNT];
+		size_t n = 0;
+		bool seen[QW_BUTTON_KIND_COUNT] = {0};
+		char *word;
+		while ((word = next_word(&cursor))) {
+			enum qw_button_kind kind;
+			if (!config_parse_button(word, &kind)) {
+				return fail(msg, size, "unknown button '%s' (realtime, idle, "
+					"pause, close)", word);
+			}
+			if (seen[kind]) {
+				return fail(msg, size, "button '%s' listed twice", word);
+			}
+			seen[kind] = true;
+			order[n++] = kind;
+		}
+		memcpy(config->buttons, order, sizeof(order[0]) * n);
+		config->button_count = n;
+		return true;
+	}
+	if (strcmp(key, "color") == 0) {
+		char *name = next_word(&cursor);
+		char *value = next_word(&cursor);
+		if (!name || !value || next_word(&cursor)) {
+			return fail(msg, size, "usage: color NAME #RRGGBB[AA]");
+		}
+		for (int i = 0; i < QW_COLOR_COUNT; i++) {
+			if (strcmp(name, color_names[i]) == 0) {
+				if (!parse_color(value, config->colors[i])) {
+					return fail(msg, size, "bad colour '%s' (want #RRGGBB or "
+						"#RRGGBBAA)", value);
+				}
+				return true;
+			}
+		}
+		return fail(msg, size, "unknown colour name '%s'", name);
+	}
+	if (strcmp(key, "bind") == 0) {
+		return apply_bind(config, &cursor, msg, size);
+	}
+	return fail(msg, size, "unknown setting '%s'", key);
+}
+
+bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(err, "%s: cannot open: %s\n", path, strerror(errno));
+		return false;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	unsigned int lineno = 0;
+	while ((len = getline(&line, &cap, f)) != -1) {
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n') {
+			line[len - 1] = '\0';
+		}
+		char msg[256];
+		if (!config_apply_line(config, line, msg, sizeof(msg))) {
+			fprintf(err, "%s:%u: %s\n", path, lineno, msg);
+			config->error_count++;
+		}
+	}
+	free(line);
+	fclose(f);
+	return true;
+}
+
+static char *path_if_readable(const char *a, const char *b) {
+	char *path = NULL;
+	if (asprintf(&path, "%s%s", a, b) < 0) {
+		return NULL;
+	}
+	if (access(path, R_OK) == 0) {
+		return path;
+	}
+	free(path);
+	return NULL;
+}
+
+char *config_find_default(void) {
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL;
+	if (xdg && *xdg) {
+		path = path_if_readable(xdg, "/qosway/config");
+	} else if (home && *home) {
+		path = path_if_readable(home, "/.config/qosway/config");
+	}
+	if (!path) {
+		path = path_if_readable(QOSWAY_DATADIR, "/config");
+	}
+	if (!path) {
+		path = path_if_readable(QOSWAY_SOURCE_CONFIG, "/config");
+	}
+	return path;
+}

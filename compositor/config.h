@@ -1,0 +1,98 @@
+/*
+ * qosway configuration: a line-oriented file, one setting per line.
+ * See README.md ("Configuration") for the format. Loading never fails as a
+ * whole because of a bad line: the line is reported as `file:line: message`
+ * and skipped, since a desktop session must come up.
+ */
+#ifndef QOSWAY_CONFIG_H
+#define QOSWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <xkbcommon/xkbcommon.h>
+
+enum qw_button_kind {
+	QW_BUTTON_REALTIME,
+	QW_BUTTON_IDLE,
+	QW_BUTTON_PAUSE,
+	QW_BUTTON_CLOSE,
+	QW_BUTTON_KIND_COUNT,
+};
+
+enum qw_color {
+	QW_COLOR_TITLEBAR_FOCUSED,
+	QW_COLOR_TITLEBAR_UNFOCUSED,
+	QW_COLOR_TEXT_FOCUSED,
+	QW_COLOR_TEXT_UNFOCUSED,
+	QW_COLOR_BORDER_FOCUSED,
+	QW_COLOR_BORDER_UNFOCUSED,
+	QW_COLOR_BUTTON_ICON,
+	QW_COLOR_BUTTON_HOVER,
+	QW_COLOR_BUTTON_PRESSED,
+	QW_COLOR_BUTTON_ON,
+	QW_COLOR_BUTTON_ON_ICON,
+	QW_COLOR_CLOSE_HOVER,
+	QW_COLOR_COUNT,
+};
+
+enum qw_action {
+	QW_ACTION_EXEC,
+	QW_ACTION_TERMINAL,
+	QW_ACTION_CLOSE,
+	QW_ACTION_FOCUS_NEXT,
+	QW_ACTION_MAXIMIZE,
+	QW_ACTION_FULLSCREEN,
+	QW_ACTION_EXIT,
+};
+
+struct qw_binding {
+	uint32_t modifiers; /* WLR_MODIFIER_* bits */
+	xkb_keysym_t keysym; /* lower case */
+	enum qw_action action;
+	char *arg; /* command for QW_ACTION_EXEC */
+};
+
+struct qw_config {
+	int output_width, output_height;
+	int output_refresh_mhz;
+	char *terminal;
+	char *font;
+	int titlebar_height;
+	int border_width;
+	int cascade_step;
+	/* Titlebar buttons from left to right; close is conventionally last. */
+	enum qw_button_kind buttons[QW_BUTTON_KIND_COUNT];
+	size_t button_count;
+	float colors[QW_COLOR_COUNT][4];
+	struct qw_binding *bindings;
+	size_t binding_count;
+	unsigned int error_count; /* bad lines seen while loading */
+};
+
+void config_init_defaults(struct qw_config *config);
+void config_finish(struct qw_config *config);
+
+/*
+ * Apply every valid line of `path` on top of the current settings. Bad lines
+ * are reported on `err` as `path:line: message` and skipped. Returns false
+ * only if the file cannot be read at all.
+ */
+bool config_load_file(struct qw_config *config, const char *path, FILE *err);
+
+/* Apply one line; on error returns false and writes the reason to `msg`. */
+bool config_apply_line(struct qw_config *config, const char *line,
+	char *msg, size_t msg_size);
+
+/*
+ * The user's file ($XDG_CONFIG_HOME/qosway/config or ~/.config/...) if it
+ * exists, else the installed default, else the one in the source tree.
+ * Returns a newly allocated path, or NULL if none exists.
+ */
+char *config_find_default(void);
+
+const char *config_button_name(enum qw_button_kind kind);
+bool config_parse_button(const char *name, enum qw_button_kind *kind);
+
+#endif

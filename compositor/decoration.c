@@ -1,0 +1,211 @@
+#include <wlr/types/wlr_buffer.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/log.h>
+
+#include "decoration.h"
+#include "view.h"
+
+/* Invisible resize handles reach this far outside the border. */
+#define GRIP_SIZE 6
+
+static const float transparent[4] = {0, 0, 0, 0};
+
+static void set_desc(struct qw_node_desc *desc, struct wlr_scene_node *node,
+		enum qw_node_type type, struct qw_view *view, int button) {
+	*desc = (struct qw_node_desc){
+		.magic = QW_NODE_DESC_MAGIC,
+		.type = type,
+		.view = view,
+		.button = button,
+	};
+	node->data = desc;
+}
+
+static bool button_is_on(const struct qw_view *view, enum qw_button_kind kind) {
+	switch (kind) {
+	case QW_BUTTON_REALTIME:
+		return view->class == QW_VIEW_CLASS_REALTIME;
+	case QW_BUTTON_IDLE:
+		return view->class == QW_VIEW_CLASS_IDLE;
+	case QW_BUTTON_PAUSE:
+		return view->class == QW_VIEW_CLASS_PAUSED;
+	default:
+		return false;
+	}
+}
+
+bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
+	struct qw_server *server = view->server;
+	const struct qw_config *config = &server->config;
+	deco->tree = wlr_scene_tree_create(&view->tree->node);
+	if (!deco->tree) {
+		return false;
+	}
+	set_desc(&deco->grip_desc, &deco->tree->node, QW_NODE_GRIP, view, -1);
+	for (int i = 0; i < 4; i++) {
+		deco->grips[i] = wlr_scene_rect_create(&deco->tree->node, 1, 1, transparent);
+		deco->border[i] = wlr_scene_rect_create(&deco->tree->node, 1, 1,
+			config->colors[QW_COLOR_BORDER_UNFOCUSED]);
+		if (!deco->grips[i] || !deco->border[i]) {
+			return false;
+		}
+	}
+	deco->titlebar = wlr_scene_tree_create(&deco->tree->node);
+	if (!deco->titlebar) {
+		return false;
+	}
+	set_desc(&deco->titlebar_desc, &deco->titlebar->node, QW_NODE_TITLEBAR, view, -1);
+	deco->title_bg = wlr_scene_rect_create(&deco->titlebar->node, 1,
+		config->titlebar_height, config->colors[QW_COLOR_TITLEBAR_UNFOCUSED]);
+	if (!deco->title_bg) {
+		return false;
+	}
+	for (size_t i = 0; i < config->button_count; i++) {
+		enum qw_button_kind kind = config->buttons[i];
+		struct qw_button *button = &deco->buttons[kind];
+		button->kind = kind;
+		button->present = true;
+		button->tree = wlr_scene_tree_create(&deco->titlebar->node);
+		if (!button->tree) {
+			return false;
+		}
+		set_desc(&button->desc, &button->tree->node, QW_NODE_BUTTON, view, kind);
+		for (int s = 0; s < QW_BUTTON_STATE_COUNT; s++) {
+			/* Close has no on/off: its "on" slots reuse the off images. */
+			int img = kind == QW_BUTTON_CLOSE && s >= QW_BUTTON_STATE_ON ?
+				s - QW_BUTTON_STATE_ON : s;
+			button->states[s] = wlr_scene_buffer_create(&button->tree->node,
+				server->theme.buttons[kind][img]);
+			if (!button->states[s]) {
+				return false;
+			}
+			wlr_scene_node_set_enabled(&button->states[s]->node,
+				s == QW_BUTTON_STATE_NORMAL);
+		}
+		button->shown = QW_BUTTON_STATE_NORMAL;
+	}
+	deco->visible = true;
+	return true;
+}
+
+void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view) {
+	const struct qw_config *config = &view->server->config;
+	const struct qw_theme *theme = &view->server->theme;
+	int b = deco->visible ? config->border_width : 0;
+	int t = deco->visible ? config->titlebar_height : 0;
+	int w = view->width, h = view->height;
+	int fw = w + 2 * b, fh = h + t + 2 * b;
+
+	wlr_scene_node_set_position(&view->tree->node, view->x - b, view->y - b - t);
+	wlr_scene_node_set_position(view->surface_node, b, b + t);
+	wlr_scene_node_set_enabled(&deco->tree->node, deco->visible);
+	if (!deco->visible) {
+		return;
+	}
+
+	const struct wlr_box grips[4] = {
+		{-GRIP_SIZE, -GRIP_SIZE, fw + 2 * GRIP_SIZE, GRIP_SIZE},
+		{-GRIP_SIZE, fh, fw + 2 * GRIP_SIZE, GRIP_SIZE},
+		{-GRIP_SIZE, 0, GRIP_SIZE, fh},
+		{fw, 0, GRIP_SIZE, fh},
+	};
+	const struct wlr_box borders[4] = {
+		{0, 0, fw, b},
+		{0, fh - b, fw, b},
+		{0, b, b, fh - 2 * b},
+		{fw - b, b, b, fh - 2 * b},
+	};
+	for (int i = 0; i < 4; i++) {
+		wlr_scene_node_set_position(&deco->grips[i]->node, grips[i].x, grips[i].y);
+		wlr_scene_rect_set_size(deco->grips[i], grips[i].width, grips[i].height);
+		wlr_scene_node_set_position(&deco->border[i]->node, borders[i].x, borders[i].y);
+		wlr_scene_rect_set_size(deco->border[i], borders[i].width, borders[i].height);
+		wlr_scene_node_set_enabled(&deco->border[i]->node, b > 0);
+	}
+
+	wlr_scene_node_set_position(&deco->titlebar->node, b, b);
+	wlr_scene_rect_set_size(deco->title_bg, w, t);
+	int x = w;
+	for (int i = (int)config->button_count - 1; i >= 0; i--) {
+		struct qw_button *button = &deco->buttons[config->buttons[i]];
+		x -= theme->button_width;
+		button->x = x;
+		wlr_scene_node_set_position(&button->tree->node, x, 0);
+	}
+	int title_width = x - 2 * theme->title_padding;
+	if (title_width != deco->title_width) {
+		deco->title_width = title_width;
+		decoration_update_title(deco, view);
+	}
+}
+
+void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
+	const struct qw_config *config = &view->server->config;
+	const char *title = view->toplevel->title ? view->toplevel->title : "";
+	for (int f = 0; f < 2; f++) {
+		if (deco->title[f]) {
+			wlr_scene_node_destroy(&deco->title[f]->node);
+			deco->title[f] = NULL;
+		}
+		struct wlr_buffer *buffer = theme_render_title(config, title,
+			deco->title_width, config->titlebar_height, f == 1);
+		if (!buffer) {
+			continue; /* too narrow for any text */
+		}
+		deco->title[f] = wlr_scene_buffer_create(&deco->titlebar->node, buffer);
+		/* The scene node holds its own reference. */
+		wlr_buffer_drop(buffer);
+		if (!deco->title[f]) {
+			wlr_log(WLR_ERROR, "failed to create title node");
+			continue;
+		}
+		/* Keep the text below the buttons in case they overlap. */
+		wlr_scene_node_place_above(&deco->title[f]->node, &deco->title_bg->node);
+		wlr_scene_node_set_position(&deco->title[f]->node,
+			view->server->theme.title_padding, 0);
+		wlr_scene_node_set_enabled(&deco->title[f]->node, (f == 1) == deco->focused);
+	}
+}
+
+void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server,
+		bool focused) {
+	const struct qw_config *config = &server->config;
+	deco->focused = focused;
+	wlr_scene_rect_set_color(deco->title_bg, config->colors[focused ?
+		QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED]);
+	for (int i = 0; i < 4; i++) {
+		wlr_scene_rect_set_color(deco->border[i], config->colors[focused ?
+			QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED]);
+	}
+	for (int f = 0; f < 2; f++) {
+		if (deco->title[f]) {
+			wlr_scene_node_set_enabled(&deco->title[f]->node, (f == 1) == focused);
+		}
+	}
+}
+
+void decoration_set_visible(struct qw_decoration *deco, bool visible) {
+	deco->visible = visible;
+}
+
+void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view) {
+	struct qw_server *server = view->server;
+	for (int k = 0; k < QW_BUTTON_KIND_COUNT; k++) {
+		struct qw_button *button = &deco->buttons[k];
+		if (!button->present) {
+			continue;
+		}
+		bool hover = server->hovered_view == view && server->hovered_button == k;
+		bool pressed = hover && server->cursor_mode == QW_CURSOR_BUTTON &&
+			server->grabbed_view == view && server->pressed_button == k;
+		enum qw_button_state state = theme_button_state(button_is_on(view, k),
+			hover, pressed);
+		if (state == button->shown) {
+			continue;
+		}
+		wlr_scene_node_set_enabled(&button->states[button->shown]->node, false);
+		wlr_scene_node_set_enabled(&button->states[state]->node, true);
+		button->shown = state;
+	}
+}

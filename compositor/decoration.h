@@ -1,0 +1,51 @@
+/*
+ * Server-side window frame: border, titlebar with title text and the QoS
+ * buttons. All images come prebuilt from the theme except the title text,
+ * which is re-rendered only when the title or the frame width changes.
+ */
+#ifndef QOSWAY_DECORATION_H
+#define QOSWAY_DECORATION_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "server.h"
+#include "theme.h"
+
+struct qw_view;
+
+struct qw_button {
+	enum qw_button_kind kind;
+	struct wlr_scene_tree *tree;
+	struct wlr_scene_buffer *states[QW_BUTTON_STATE_COUNT];
+	enum qw_button_state shown;
+	struct qw_node_desc desc;
+	int x; /* offset within the titlebar */
+	bool present;
+};
+
+struct qw_decoration {
+	struct wlr_scene_tree *tree;
+	struct wlr_scene_rect *grips[4];
+	struct wlr_scene_rect *border[4];
+	struct wlr_scene_tree *titlebar;
+	struct wlr_scene_rect *title_bg;
+	struct wlr_scene_buffer *title[2]; /* [0] unfocused, [1] focused */
+	int title_width; /* width the title buffers were rendered for */
+	struct qw_button buttons[QW_BUTTON_KIND_COUNT];
+	struct qw_node_desc titlebar_desc, grip_desc;
+	bool focused;
+	bool visible;
+};
+
+bool decoration_init(struct qw_decoration *deco, struct qw_view *view);
+/* Lay the frame out around a content area of width x height. */
+void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view);
+void decoration_update_title(struct qw_decoration *deco, struct qw_view *view);
+void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server,
+	bool focused);
+void decoration_set_visible(struct qw_decoration *deco, bool visible);
+/* Show the right image for each button from the view's class and pointer state. */
+void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view);
+
+#endif

@@ -1,0 +1,495 @@
+#include <errno.h>
+#include <json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <wlr/types/wlr_output.h>
+#include <wlr/types/wlr_output_layout.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/log.h>
+
+#include "ipc.h"
+#include "output.h"
+#include "view.h"
+
+/* A request line longer than this is refused rather than buffered. */
+#define IPC_MAX_REQUEST (64 * 1024)
+/* A client whose unread replies pass this is dropped, not waited for. */
+#define IPC_MAX_QUEUED (4 * 1024 * 1024)
+
+struct qw_ipc {
+	struct qw_server *server;
+	int fd;
+	char *path;
+	struct wl_event_source *source;
+	struct wl_list clients; /* ipc_client.link */
+};
+
+struct ipc_client {
+	struct wl_list link;
+	struct qw_ipc *ipc;
+	int fd;
+	struct wl_event_source *source;
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len, out_cap;
+	bool subscribed;
+	bool close_after_flush;
+};
+
+static void client_destroy(struct ipc_client *client) {
+	wl_event_source_remove(client->source);
+	close(client->fd);
+	wl_list_remove(&client->link);
+	free(client->in);
+	free(client->out);
+	free(client);
+}
+
+/* Returns false if the client was destroyed. */
+static bool client_flush(struct ipc_client *client) {
+	while (client->out_len > 0) {
+		ssize_t n = send(client->fd, client->out, client->out_len,
+			MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			if (errno == EAGAIN) {
+				break;
+			}
+			client_destroy(client);
+			return false;
+		}
+		memmove(client->out, client->out + n, client->out_len - n);
+		client->out_len -= n;
+	}
+	if (client->out_len == 0 && client->close_after_flush) {
+		client_destroy(client);
+		return false;
+	}
+	uint32_t mask = WL_EVENT_READABLE | (client->out_len ? WL_EVENT_WRITABLE : 0);
+	wl_event_source_fd_update(client->source, mask);
+	return true;
+}
+
+/* Queue one JSON line. Returns false if the client was destroyed. */
+static bool client_send(struct ipc_client *client, struct json_object *obj) {
+	size_t len;
+	const char *text = json_object_to_json_string_length(obj,
+		JSON_C_TO_STRING_PLAIN, &len);
+	if (client->out_len + len + 1 > IPC_MAX_QUEUED) {
+		wlr_log(WLR_INFO, "IPC client stopped reading; dropping it");
+		client_destroy(client);
+		return false;
+	}
+	if (client->out_len + len + 1 > client->out_cap) {
+		size_t cap = (client->out_len + len + 1) * 2;
+		char *grown = realloc(client->out, cap);
+		if (!grown) {
+			client_destroy(client);
+			return false;
+		}
+		client->out = grown;
+		client->out_cap = cap;
+	}
+	memcpy(client->out + client->out_len, text, len);
+	client->out[client->out_len + len] = '\n';
+	client->out_len += len + 1;
+	return client_flush(client);
+}
+
+static struct json_object *box_json(struct wlr_box box) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "x", json_object_new_int(box.x));
+	json_object_object_add(obj, "y", json_object_new_int(box.y));
+	json_object_object_add(obj, "width", json_object_new_int(box.width));
+	json_object_object_add(obj, "height", json_object_new_int(box.height));
+	return obj;
+}
+
+static struct json_object *string_or_null(const char *s) {
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static struct json_object *window_json(struct qw_view *view) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "id", json_object_new_int64(view->id));
+	json_object_object_add(obj, "app_id", string_or_null(view->toplevel->app_id));
+	json_object_object_add(obj, "title", string_or_null(view->toplevel->title));
+	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
+	json_object_object_add(obj, "class",
+		json_object_new_string(view_class_name(view->class)));
+	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
+	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
+	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
+	json_object_object_add(obj, "geometry", box_json((struct wlr_box){
+		view->x, view->y, view->width, view->height}));
+	json_object_object_add(obj, "frame", box_json(view_frame_box(view)));
+	json_object_object_add(obj, "titlebar", box_json(view_titlebar_box(view)));
+	struct json_object *buttons = json_object_new_object();
+	for (int k = 0; k < QW_BUTTON_KIND_COUNT; k++) {
+		struct wlr_box box;
+		if (view_button_box(view, k, &box)) {
+			json_object_object_add(buttons, config_button_name(k), box_json(box));
+		}
+	}
+	json_object_object_add(obj, "buttons", buttons);
+	return obj;
+}
+
+static struct json_object *reply_ok(void) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "success", json_object_new_boolean(true));
+	return obj;
+}
+
+static struct json_object *reply_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static struct json_object *reply_error(const char *fmt, ...) {
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "success", json_object_new_boolean(false));
+	json_object_object_add(obj, "error", json_object_new_string(msg));
+	return obj;
+}
+
+static void add_windows_of(struct json_object *list, struct wlr_scene_tree *tree) {
+	struct wlr_scene_node *node;
+	wl_list_for_each(node, &tree->node.state.children, state.link) {
+		struct qw_node_desc *desc = node->data;
+		if (desc && desc->magic == QW_NODE_DESC_MAGIC && desc->view &&
+				desc->view->mapped) {
+			json_object_array_add(list, window_json(desc->view));
+		}
+	}
+}
+
+static struct json_object *cmd_windows(struct qw_server *server) {
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	/* Stacking order, bottom first, as the scene draws them. */
+	add_windows_of(list, server->view_tree);
+	add_windows_of(list, server->fullscreen_tree);
+	json_object_object_add(reply, "windows", list);
+	return reply;
+}
+
+static struct json_object *cmd_outputs(struct qw_server *server) {
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	struct qw_output *output;
+	wl_list_for_each(output, &server->outputs, link) {
+		struct wlr_output *o = output->wlr_output;
+		struct wlr_box box = output_layout_box(output);
+		struct json_object *obj = json_object_new_object();
+		json_object_object_add(obj, "name", json_object_new_string(o->name));
+		json_object_object_add(obj, "make", json_object_new_string(o->make));
+		json_object_object_add(obj, "model", json_object_new_string(o->model));
+		json_object_object_add(obj, "width", json_object_new_int(o->width));
+		json_object_object_add(obj, "height", json_object_new_int(o->height));
+		json_object_object_add(obj, "refresh_mhz", json_object_new_int(o->refresh));
+		json_object_object_add(obj, "x", json_object_new_int(box.x));
+		json_object_object_add(obj, "y", json_object_new_int(box.y));
+		json_object_object_add(obj, "scale", json_object_new_double(o->scale));
+		json_object_object_add(obj, "enabled", json_object_new_boolean(o->enabled));
+		json_object_array_add(list, obj);
+	}
+	json_object_object_add(reply, "outputs", list);
+	return reply;
+}
+
+static struct qw_view *lookup_view(struct qw_server *server, struct json_object *req,
+		struct json_object **error) {
+	struct json_object *id_obj;
+	if (!json_object_object_get_ex(req, "id", &id_obj) ||
+			!json_object_is_type(id_obj, json_type_int)) {
+		*error = reply_error("missing or non-integer 'id'");
+		return NULL;
+	}
+	int64_t id = json_object_get_int64(id_obj);
+	struct qw_view *view = id > 0 && id <= UINT32_MAX ?
+		view_from_id(server, (uint32_t)id) : NULL;
+	if (!view || !view->mapped) {
+		*error = reply_error("unknown window id %lld", (long long)id);
+		return NULL;
+	}
+	return view;
+}
+
+static struct json_object *cmd_exec(struct qw_server *server, struct json_object *req) {
+	struct json_object *argv_obj;
+	if (!json_object_object_get_ex(req, "argv", &argv_obj) ||
+			!json_object_is_type(argv_obj, json_type_array) ||
+			json_object_array_length(argv_obj) == 0) {
+		return reply_error("'argv' must be a non-empty array of strings");
+	}
+	size_t n = json_object_array_length(argv_obj);
+	if (n > 4096) {
+		return reply_error("'argv' has too many elements");
+	}
+	char **argv = calloc(n + 1, sizeof(char *));
+	if (!argv) {
+		return reply_error("out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *arg = json_object_array_get_idx(argv_obj, i);
+		if (!json_object_is_type(arg, json_type_string) ||
+				json_object_get_string_len(arg) == 0) {
+			free(argv);
+			return reply_error("'argv' element %zu is not a non-empty string", i);
+		}
+		argv[i] = (char *)json_object_get_string(arg);
+	}
+	pid_t pid = server_spawn_argv(server, argv);
+	free(argv);
+	if (pid < 0) {
+		return reply_error("fork failed: %s", strerror(errno));
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "pid", json_object_new_int(pid));
+	return reply;
+}
+
+/* Handle one request; returns false if the client is gone. */
+static bool handle_request(struct ipc_client *client, const char *line) {
+	struct qw_server *server = client->ipc->server;
+	enum json_tokener_error jerr;
+	struct json_object *req = json_tokener_parse_verbose(line, &jerr);
+	struct json_object *reply = NULL;
+	const char *command = NULL;
+	struct json_object *cmd_obj;
+	bool terminate = false;
+	if (!req) {
+		reply = reply_error("malformed JSON: %s", json_tokener_error_desc(jerr));
+	} else if (!json_object_is_type(req, json_type_object) ||
+			!json_object_object_get_ex(req, "command", &cmd_obj) ||
+			!json_object_is_type(cmd_obj, json_type_string)) {
+		reply = reply_error("request must be an object with a string 'command'");
+	} else {
+		command = json_object_get_string(cmd_obj);
+	}
+	if (!command) {
+		/* reply already set */
+	} else if (strcmp(command, "version") == 0) {
+		reply = reply_ok();
+		json_object_object_add(reply, "version", json_object_new_string(QOSWAY_VERSION));
+	} else if (strcmp(command, "windows") == 0) {
+		reply = cmd_windows(server);
+	} else if (strcmp(command, "outputs") == 0) {
+		reply = cmd_outputs(server);
+	} else if (strcmp(command, "focus") == 0 || strcmp(command, "close") == 0) {
+		struct qw_view *view = lookup_view(server, req, &reply);
+		if (view) {
+			if (command[0] == 'f') {
+				view_focus(view);
+			} else {
+				view_close(view);
+			}
+			reply = reply_ok();
+		}
+	} else if (strcmp(command, "exec") == 0) {
+		reply = cmd_exec(server, req);
+	} else if (strcmp(command, "subscribe") == 0) {
+		client->subscribed = true;
+		reply = reply_ok();
+	} else if (strcmp(command, "exit") == 0) {
+		reply = reply_ok();
+		terminate = true;
+	} else {
+		reply = reply_error("unknown command '%.64s'", command);
+	}
+	json_object_put(req);
+	bool alive = client_send(client, reply);
+	json_object_put(reply);
+	if (terminate) {
+		server_terminate(server);
+	}
+	return alive;
+}
+
+static int handle_client_event(int fd, uint32_t mask, void *data) {
+	struct ipc_client *client = data;
+	if (mask & (WL_EVENT_ERROR | WL_EVENT_HANGUP)) {
+		client_destroy(client);
+		return 0;
+	}
+	if (mask & WL_EVENT_WRITABLE) {
+		if (!client_flush(client)) {
+			return 0;
+		}
+	}
+	if (!(mask & WL_EVENT_READABLE)) {
+		return 0;
+	}
+	char buf[4096];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		client_destroy(client);
+		return 0;
+	}
+	if (n < 0) {
+		return 0;
+	}
+	char *grown = realloc(client->in, client->in_len + n + 1);
+	if (!grown) {
+		client_destroy(client);
+		return 0;
+	}
+	client->in = grown;
+	memcpy(client->in + client->in_len, buf, n);
+	client->in_len += n;
+	client->in[client->in_len] = '\0';
+
+	char *start = client->in;
+	char *nl;
+	while ((nl = memchr(start, '\n', client->in_len - (start - client->in)))) {
+		*nl = '\0';
+		if (nl > start && !handle_request(client, start)) {
+			return 0;
+		}
+		start = nl + 1;
+	}
+	size_t rest = client->in_len - (start - client->in);
+	memmove(client->in, start, rest);
+	client->in_len = rest;
+	if (rest > IPC_MAX_REQUEST) {
+		struct json_object *reply = reply_error("request longer than %d bytes",
+			IPC_MAX_REQUEST);
+		client->close_after_flush = true;
+		client->in_len = 0;
+		client_send(client, reply);
+		json_object_put(reply);
+	}
+	return 0;
+}
+
+static int handle_listen(int fd, uint32_t mask, void *data) {
+	struct qw_ipc *ipc = data;
+	int client_fd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (client_fd < 0) {
+		wlr_log_errno(WLR_ERROR, "IPC accept failed");
+		return 0;
+	}
+	struct ipc_client *client = calloc(1, sizeof(*client));
+	if (!client) {
+		close(client_fd);
+		return 0;
+	}
+	client->ipc = ipc;
+	client->fd = client_fd;
+	client->source = wl_event_loop_add_fd(ipc->server->event_loop, client_fd,
+		WL_EVENT_READABLE, handle_client_event, client);
+	if (!client->source) {
+		close(client_fd);
+		free(client);
+		return 0;
+	}
+	wl_list_insert(&ipc->clients, &client->link);
+	return 0;
+}
+
+struct qw_ipc *ipc_create(struct qw_server *server, const char *path) {
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		wlr_log(WLR_ERROR, "IPC socket path too long: %s", path);
+		return NULL;
+	}
+	strcpy(addr.sun_path, path);
+	struct qw_ipc *ipc = calloc(1, sizeof(*ipc));
+	if (!ipc) {
+		return NULL;
+	}
+	ipc->server = server;
+	wl_list_init(&ipc->clients);
+	ipc->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ipc->fd < 0) {
+		wlr_log_errno(WLR_ERROR, "IPC socket");
+		goto err;
+	}
+	unlink(path);
+	/* Create the socket with 0600 from the start: no window in which
+	 * another user could connect. */
+	mode_t old = umask(0177);
+	int ret = bind(ipc->fd, (struct sockaddr *)&addr, sizeof(addr));
+	umask(old);
+	if (ret < 0 || listen(ipc->fd, 16) < 0) {
+		wlr_log_errno(WLR_ERROR, "IPC bind/listen on %s", path);
+		goto err_fd;
+	}
+	ipc->path = strdup(path);
+	ipc->source = wl_event_loop_add_fd(server->event_loop, ipc->fd,
+		WL_EVENT_READABLE, handle_listen, ipc);
+	if (!ipc->path || !ipc->source) {
+		goto err_unlink;
+	}
+	return ipc;
+
+err_unlink:
+	unlink(path);
+	free(ipc->path);
+err_fd:
+	close(ipc->fd);
+err:
+	free(ipc);
+	return NULL;
+}
+
+void ipc_destroy(struct qw_ipc *ipc) {
+	if (!ipc) {
+		return;
+	}
+	struct ipc_client *client, *tmp;
+	wl_list_for_each_safe(client, tmp, &ipc->clients, link) {
+		/* Best effort: pending replies (such as exit's) go out first. */
+		if (client_flush(client)) {
+			client_destroy(client);
+		}
+	}
+	wl_event_source_remove(ipc->source);
+	close(ipc->fd);
+	unlink(ipc->path);
+	free(ipc->path);
+	free(ipc);
+}
+
+static void broadcast(struct qw_server *server, struct json_object *event) {
+	if (!server->ipc) {
+		return;
+	}
+	struct ipc_client *client, *tmp;
+	wl_list_for_each_safe(client, tmp, &server->ipc->clients, link) {
+		if (client->subscribed) {
+			client_send(client, event);
+		}
+	}
+}
+
+void ipc_notify_window(struct qw_server *server, struct qw_view *view,
+		const char *change) {
+	if (!server->ipc || wl_list_empty(&server->ipc->clients)) {
+		return;
+	}
+	struct json_object *event = json_object_new_object();
+	json_object_object_add(event, "event", json_object_new_string("window"));
+	json_object_object_add(event, "change", json_object_new_string(change));
+	json_object_object_add(event, "window", window_json(view));
+	broadcast(server, event);
+	json_object_put(event);
+}
+
+void ipc_notify_focus(struct qw_server *server, struct qw_view *view) {
+	ipc_notify_window(server, view, "focus");
+}

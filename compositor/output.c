@@ -1,0 +1,138 @@
+#include <stdlib.h>
+#include <time.h>
+#include <wlr/backend/headless.h>
+#include <wlr/interfaces/wlr_output.h>
+#include <wlr/types/wlr_output.h>
+#include <wlr/types/wlr_output_layout.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_xcursor_manager.h>
+#include <wlr/util/log.h>
+
+#include "layer_shell.h"
+#include "output.h"
+
+struct wlr_box output_layout_box(struct qw_output *output) {
+	struct wlr_box *box = wlr_output_layout_get_box(output->server->output_layout,
+		output->wlr_output);
+	return box ? *box : (struct wlr_box){0};
+}
+
+struct qw_output *output_at(struct qw_server *server, double lx, double ly) {
+	struct wlr_output *wlr_output = wlr_output_layout_output_at(server->output_layout,
+		lx, ly);
+	if (wlr_output && wlr_output->data) {
+		return wlr_output->data;
+	}
+	if (wl_list_empty(&server->outputs)) {
+		return NULL;
+	}
+	struct qw_output *first = wl_container_of(server->outputs.next, first, link);
+	return first;
+}
+
+static void handle_frame(struct wl_listener *listener, void *data) {
+	struct qw_output *output = wl_container_of(listener, output, frame);
+	struct wlr_output *wlr_output = output->wlr_output;
+	if (!output->scene_output) {
+		return;
+	}
+	uint32_t seq_before = wlr_output->commit_seq;
+	bool committed = wlr_scene_output_commit(output->scene_output);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (committed && output->synthesize_present && wlr_output->commit_seq != seq_before) {
+		/* wlroots 0.15's headless backend never reports presentation, so
+		 * clients would only ever see "discarded". The commit just
+		 * completed is what the (virtual) display shows from now on. */
+		int refresh_ns = wlr_output->refresh > 0 ?
+			(int)(1000000000000LL / wlr_output->refresh) : 0;
+		struct wlr_output_event_present event = {
+			.output = wlr_output,
+			.commit_seq = wlr_output->commit_seq,
+			.presented = true,
+			.when = &now,
+			.seq = ++output->present_seq,
+			.refresh = refresh_ns,
+			.flags = 0,
+		};
+		wlr_output_send_present(wlr_output, &event);
+	}
+	wlr_scene_output_send_frame_done(output->scene_output, &now);
+}
+
+static void handle_destroy(struct wl_listener *listener, void *data) {
+	struct qw_output *output = wl_container_of(listener, output, destroy);
+	layer_shell_output_destroyed(output);
+	wl_list_remove(&output->frame.link);
+	wl_list_remove(&output->destroy.link);
+	wl_list_remove(&output->link);
+	output->wlr_output->data = NULL;
+	free(output);
+}
+
+static bool configure_mode(struct qw_server *server, struct wlr_output *wlr_output) {
+	struct wlr_output_mode *mode = wlr_output_preferred_mode(wlr_output);
+	if (mode) {
+		wlr_output_set_mode(wlr_output, mode);
+	} else {
+		/* Headless and nested outputs take any size: use the config. */
+		wlr_output_set_custom_mode(wlr_output, server->config.output_width,
+			server->config.output_height, server->config.output_refresh_mhz);
+	}
+	wlr_output_enable(wlr_output, true);
+	if (wlr_output_commit(wlr_output)) {
+		return true;
+	}
+	if (mode) {
+		/* The preferred mode can fail on odd hardware; try the others. */
+		struct wlr_output_mode *m;
+		wl_list_for_each(m, &wlr_output->modes, link) {
+			if (m == mode) {
+				continue;
+			}
+			wlr_output_set_mode(wlr_output, m);
+			if (wlr_output_commit(wlr_output)) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+void output_handle_new(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_output);
+	struct wlr_output *wlr_output = data;
+	if (!wlr_output_init_render(wlr_output, server->allocator, server->renderer)) {
+		wlr_log(WLR_ERROR, "cannot render to output %s", wlr_output->name);
+		return;
+	}
+	if (!configure_mode(server, wlr_output)) {
+		wlr_log(WLR_ERROR, "cannot enable output %s", wlr_output->name);
+		return;
+	}
+	struct qw_output *output = calloc(1, sizeof(*output));
+	if (!output) {
+		wlr_log(WLR_ERROR, "out of memory for output %s", wlr_output->name);
+		return;
+	}
+	output->server = server;
+	output->wlr_output = wlr_output;
+	output->synthesize_present = wlr_output_is_headless(wlr_output);
+	for (int i = 0; i < QW_LAYER_COUNT; i++) {
+		wl_list_init(&output->layers[i]);
+	}
+	wlr_output->data = output;
+	output->frame.notify = handle_frame;
+	wl_signal_add(&wlr_output->events.frame, &output->frame);
+	output->destroy.notify = handle_destroy;
+	wl_signal_add(&wlr_output->events.destroy, &output->destroy);
+	wl_list_insert(server->outputs.prev, &output->link);
+
+	/* The scene creates its scene output when the layout gains one. */
+	wlr_output_layout_add_auto(server->output_layout, wlr_output);
+	output->scene_output = wlr_scene_get_scene_output(server->scene, wlr_output);
+	output->usable_area = output_layout_box(output);
+	wlr_xcursor_manager_load(server->xcursor_manager, wlr_output->scale);
+	wlr_log(WLR_INFO, "output %s: %dx%d@%.3fHz", wlr_output->name,
+		wlr_output->width, wlr_output->height, wlr_output->refresh / 1000.0);
+}

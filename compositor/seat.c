@@ -1,0 +1,272 @@
+#include <stdlib.h>
+#include <wlr/backend.h>
+#include <wlr/types/wlr_cursor.h>
+#include <wlr/types/wlr_data_device.h>
+#include <wlr/types/wlr_input_device.h>
+#include <wlr/types/wlr_keyboard.h>
+#include <wlr/types/wlr_primary_selection.h>
+#include <wlr/types/wlr_seat.h>
+#include <wlr/types/wlr_virtual_keyboard_v1.h>
+#include <wlr/types/wlr_virtual_pointer_v1.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/log.h>
+#include <xkbcommon/xkbcommon.h>
+
+#include "seat.h"
+#include "view.h"
+
+static void update_capabilities(struct qw_server *server) {
+	uint32_t caps = WL_SEAT_CAPABILITY_POINTER;
+	if (!wl_list_empty(&server->keyboards)) {
+		caps |= WL_SEAT_CAPABILITY_KEYBOARD;
+	}
+	wlr_seat_set_capabilities(server->seat, caps);
+}
+
+static struct qw_view *focused_mapped_view(struct qw_server *server) {
+	struct qw_view *view;
+	wl_list_for_each(view, &server->views, link) {
+		return view->mapped && view->deco.focused ? view : NULL;
+	}
+	return NULL;
+}
+
+static void focus_next(struct qw_server *server) {
+	/* views is in focus order; cycling brings the least recently focused
+	 * mapped view to the front, so repeated presses visit every window. */
+	struct qw_view *view, *last = NULL;
+	wl_list_for_each(view, &server->views, link) {
+		if (view->mapped) {
+			last = view;
+		}
+	}
+	if (last) {
+		view_focus(last);
+	}
+}
+
+void seat_run_action(struct qw_server *server, enum qw_action action, const char *arg) {
+	struct qw_view *focused = focused_mapped_view(server);
+	switch (action) {
+	case QW_ACTION_EXEC:
+		server_spawn_shell(server, arg);
+		break;
+	case QW_ACTION_TERMINAL:
+		server_spawn_shell(server, server->config.terminal);
+		break;
+	case QW_ACTION_CLOSE:
+		if (focused) {
+			view_close(focused);
+		}
+		break;
+	case QW_ACTION_FOCUS_NEXT:
+		focus_next(server);
+		break;
+	case QW_ACTION_MAXIMIZE:
+		if (focused) {
+			view_set_maximized(focused, !focused->maximized);
+		}
+		break;
+	case QW_ACTION_FULLSCREEN:
+		if (focused) {
+			view_set_fullscreen(focused, !focused->fullscreen);
+		}
+		break;
+	case QW_ACTION_EXIT:
+		server_terminate(server);
+		break;
+	}
+}
+
+static bool run_binding(struct qw_server *server, uint32_t modifiers, xkb_keysym_t sym) {
+	sym = xkb_keysym_to_lower(sym);
+	for (size_t i = 0; i < server->config.binding_count; i++) {
+		const struct qw_binding *b = &server->config.bindings[i];
+		if (b->modifiers == modifiers && b->keysym == sym) {
+			seat_run_action(server, b->action, b->arg);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void handle_key(struct wl_listener *listener, void *data) {
+	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, key);
+	struct qw_server *server = keyboard->server;
+	struct wlr_event_keyboard_key *event = data;
+	struct wlr_keyboard *kb = keyboard->device->keyboard;
+	bool handled = false;
+	if (event->state == WL_KEYBOARD_KEY_STATE_PRESSED && kb->xkb_state) {
+		/* Match bindings on the unshifted keysym so that "Super+Shift+e"
+		 * means the e key with Shift, whatever Shift produces. */
+		uint32_t keycode = event->keycode + 8;
+		xkb_layout_index_t layout = xkb_state_key_get_layout(kb->xkb_state, keycode);
+		const xkb_keysym_t *syms;
+		int n = xkb_keymap_key_get_syms_by_level(kb->keymap, keycode, layout, 0, &syms);
+		uint32_t modifiers = wlr_keyboard_get_modifiers(kb);
+		for (int i = 0; i < n && !handled; i++) {
+			handled = run_binding(server, modifiers, syms[i]);
+		}
+	}
+	if (!handled) {
+		wlr_seat_set_keyboard(server->seat, keyboard->device);
+		wlr_seat_keyboard_notify_key(server->seat, event->time_msec,
+			event->keycode, event->state);
+	}
+}
+
+static void handle_modifiers(struct wl_listener *listener, void *data) {
+	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, modifiers);
+	wlr_seat_set_keyboard(keyboard->server->seat, keyboard->device);
+	wlr_seat_keyboard_notify_modifiers(keyboard->server->seat,
+		&keyboard->device->keyboard->modifiers);
+}
+
+static void keyboard_destroy(struct qw_keyboard *keyboard) {
+	wl_list_remove(&keyboard->modifiers.link);
+	wl_list_remove(&keyboard->key.link);
+	wl_list_remove(&keyboard->destroy.link);
+	wl_list_remove(&keyboard->link);
+	struct qw_server *server = keyboard->server;
+	free(keyboard);
+	update_capabilities(server);
+}
+
+static void handle_keyboard_destroy(struct wl_listener *listener, void *data) {
+	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, destroy);
+	keyboard_destroy(keyboard);
+}
+
+static void add_keyboard(struct qw_server *server, struct wlr_input_device *device,
+		bool virtual_device) {
+	struct qw_keyboard *keyboard = calloc(1, sizeof(*keyboard));
+	if (!keyboard) {
+		wlr_log(WLR_ERROR, "out of memory for keyboard %s", device->name);
+		return;
+	}
+	keyboard->server = server;
+	keyboard->device = device;
+	/* Virtual keyboards bring their own keymap; others use XKB_DEFAULT_*. */
+	if (!virtual_device) {
+		struct xkb_context *context = xkb_context_new(XKB_CONTEXT_NO_FLAGS);
+		struct xkb_keymap *keymap = context ? xkb_keymap_new_from_names(context,
+			NULL, XKB_KEYMAP_COMPILE_NO_FLAGS) : NULL;
+		if (keymap) {
+			wlr_keyboard_set_keymap(device->keyboard, keymap);
+		} else {
+			wlr_log(WLR_ERROR, "cannot compile an xkb keymap from XKB_DEFAULT_*");
+		}
+		xkb_keymap_unref(keymap);
+		xkb_context_unref(context);
+		wlr_keyboard_set_repeat_info(device->keyboard, 25, 600);
+	}
+	keyboard->modifiers.notify = handle_modifiers;
+	wl_signal_add(&device->keyboard->events.modifiers, &keyboard->modifiers);
+	keyboard->key.notify = handle_key;
+	wl_signal_add(&device->keyboard->events.key, &keyboard->key);
+	keyboard->destroy.notify = handle_keyboard_destroy;
+	wl_signal_add(&device->events.destroy, &keyboard->destroy);
+	wl_list_insert(&server->keyboards, &keyboard->link);
+	wlr_seat_set_keyboard(server->seat, device);
+	update_capabilities(server);
+}
+
+static void handle_new_input(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_input);
+	struct wlr_input_device *device = data;
+	switch (device->type) {
+	case WLR_INPUT_DEVICE_KEYBOARD:
+		add_keyboard(server, device, false);
+		break;
+	case WLR_INPUT_DEVICE_POINTER:
+		wlr_cursor_attach_input_device(server->cursor, device);
+		break;
+	default:
+		break;
+	}
+}
+
+static void handle_new_virtual_keyboard(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_virtual_keyboard);
+	struct wlr_virtual_keyboard_v1 *keyboard = data;
+	add_keyboard(server, &keyboard->input_device, true);
+}
+
+static void handle_new_virtual_pointer(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_virtual_pointer);
+	struct wlr_virtual_pointer_v1_new_pointer_event *event = data;
+	struct wlr_input_device *device = &event->new_pointer->input_device;
+	wlr_cursor_attach_input_device(server->cursor, device);
+	if (event->suggested_output) {
+		wlr_cursor_map_input_to_output(server->cursor, device, event->suggested_output);
+	}
+}
+
+static void handle_request_set_cursor(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, request_set_cursor);
+	struct wlr_seat_pointer_request_set_cursor_event *event = data;
+	/* Only the client with pointer focus may set the image. */
+	if (event->seat_client == server->seat->pointer_state.focused_client) {
+		wlr_cursor_set_surface(server->cursor, event->surface,
+			event->hotspot_x, event->hotspot_y);
+		server->cursor_image = NULL;
+	}
+}
+
+static void handle_request_set_selection(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, request_set_selection);
+	struct wlr_seat_request_set_selection_event *event = data;
+	wlr_seat_set_selection(server->seat, event->source, event->serial);
+}
+
+static void handle_request_set_primary_selection(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server,
+		request_set_primary_selection);
+	struct wlr_seat_request_set_primary_selection_event *event = data;
+	wlr_seat_set_primary_selection(server->seat, event->source, event->serial);
+}
+
+bool seat_init(struct qw_server *server) {
+	wl_list_init(&server->keyboards);
+	server->seat = wlr_seat_create(server->wl_display, "seat0");
+	server->virtual_pointer = wlr_virtual_pointer_manager_v1_create(server->wl_display);
+	server->virtual_keyboard = wlr_virtual_keyboard_manager_v1_create(server->wl_display);
+	if (!server->seat || !server->virtual_pointer || !server->virtual_keyboard) {
+		wlr_log(WLR_ERROR, "failed to create the seat or virtual input managers");
+		return false;
+	}
+	server->new_input.notify = handle_new_input;
+	wl_signal_add(&server->backend->events.new_input, &server->new_input);
+	server->new_virtual_pointer.notify = handle_new_virtual_pointer;
+	wl_signal_add(&server->virtual_pointer->events.new_virtual_pointer,
+		&server->new_virtual_pointer);
+	server->new_virtual_keyboard.notify = handle_new_virtual_keyboard;
+	wl_signal_add(&server->virtual_keyboard->events.new_virtual_keyboard,
+		&server->new_virtual_keyboard);
+	server->request_set_cursor.notify = handle_request_set_cursor;
+	wl_signal_add(&server->seat->events.request_set_cursor, &server->request_set_cursor);
+	server->request_set_selection.notify = handle_request_set_selection;
+	wl_signal_add(&server->seat->events.request_set_selection,
+		&server->request_set_selection);
+	server->request_set_primary_selection.notify = handle_request_set_primary_selection;
+	wl_signal_add(&server->seat->events.request_set_primary_selection,
+		&server->request_set_primary_selection);
+	update_capabilities(server);
+	return true;
+}
+
+void seat_finish(struct qw_server *server) {
+	if (!server->new_input.notify) {
+		return;
+	}
+	struct qw_keyboard *keyboard, *tmp;
+	wl_list_for_each_safe(keyboard, tmp, &server->keyboards, link) {
+		keyboard_destroy(keyboard);
+	}
+	wl_list_remove(&server->new_input.link);
+	wl_list_remove(&server->new_virtual_pointer.link);
+	wl_list_remove(&server->new_virtual_keyboard.link);
+	wl_list_remove(&server->request_set_cursor.link);
+	wl_list_remove(&server->request_set_selection.link);
+	wl_list_remove(&server->request_set_primary_selection.link);
+}

@@ -1,0 +1,25 @@
+/* Seat, keyboards and input devices (real and virtual). */
+#ifndef QOSWAY_SEAT_H
+#define QOSWAY_SEAT_H
+
+#include <stdbool.h>
+#include <wayland-server-core.h>
+
+#include "server.h"
+
+struct qw_keyboard {
+	struct wl_list link; /* qw_server.keyboards */
+	struct qw_server *server;
+	struct wlr_input_device *device;
+
+	struct wl_listener modifiers;
+	struct wl_listener key;
+	struct wl_listener destroy;
+};
+
+bool seat_init(struct qw_server *server);
+void seat_finish(struct qw_server *server);
+/* Run a bound action (also used by the IPC). */
+void seat_run_action(struct qw_server *server, enum qw_action action, const char *arg);
+
+#endif

@@ -1,0 +1,312 @@
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wlr/backend.h>
+#include <wlr/backend/headless.h>
+#include <wlr/backend/multi.h>
+#include <wlr/render/allocator.h>
+#include <wlr/render/pixman.h>
+#include <wlr/render/wlr_renderer.h>
+#include <wlr/types/wlr_compositor.h>
+#include <wlr/types/wlr_data_device.h>
+#include <wlr/types/wlr_idle.h>
+#include <wlr/types/wlr_idle_inhibit_v1.h>
+#include <wlr/types/wlr_layer_shell_v1.h>
+#include <wlr/types/wlr_output_layout.h>
+#include <wlr/types/wlr_presentation_time.h>
+#include <wlr/types/wlr_primary_selection_v1.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_screencopy_v1.h>
+#include <wlr/types/wlr_server_decoration.h>
+#include <wlr/types/wlr_viewporter.h>
+#include <wlr/types/wlr_xdg_activation_v1.h>
+#include <wlr/types/wlr_xdg_decoration_v1.h>
+#include <wlr/types/wlr_xdg_output_v1.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/log.h>
+
+#include "cursor.h"
+#include "ipc.h"
+#include "layer_shell.h"
+#include "output.h"
+#include "seat.h"
+#include "server.h"
+#include "view.h"
+#include "xdg_decoration.h"
+
+void server_terminate(struct qw_server *server) {
+	wl_display_terminate(server->wl_display);
+}
+
+static int handle_terminate_signal(int signal, void *data) {
+	struct qw_server *server = data;
+	wlr_log(WLR_INFO, "signal %d: shutting down", signal);
+	server_terminate(server);
+	return 0;
+}
+
+static int handle_sigchld(int signal, void *data) {
+	/* Reap every child we started so none lingers as a zombie. */
+	int status;
+	while (waitpid(-1, &status, WNOHANG) > 0) {
+	}
+	return 0;
+}
+
+static void find_headless(struct wlr_backend *backend, void *data) {
+	struct qw_server *server = data;
+	if (wlr_backend_is_headless(backend)) {
+		server->headless_backend = backend;
+	}
+}
+
+/*
+ * Autodetection would wait seconds for a DRM device that cannot appear on
+ * a machine with no GPU; when nothing but DRM could work, skip straight to
+ * the headless fallback. WLR_BACKENDS always wins.
+ */
+static bool autodetect_hopeless(void) {
+	if (getenv("WLR_BACKENDS") || getenv("WAYLAND_DISPLAY") ||
+			getenv("WAYLAND_SOCKET") || getenv("DISPLAY")) {
+		return false;
+	}
+	glob_t cards;
+	bool none = glob("/dev/dri/card*", 0, NULL, &cards) != 0;
+	globfree(&cards);
+	return none;
+}
+
+static bool create_backend(struct qw_server *server) {
+	server->backend = autodetect_hopeless() ? NULL :
+		wlr_backend_autocreate(server->wl_display);
+	if (server->backend) {
+		if (wlr_backend_is_multi(server->backend)) {
+			wlr_multi_for_each_backend(server->backend, find_headless, server);
+		} else {
+			find_headless(server->backend, server);
+		}
+	} else {
+		/* No seat, no display, no GPU: a bare qosway still runs, headless. */
+		wlr_log(WLR_INFO, "no usable backend found; falling back to headless");
+		server->backend = wlr_headless_backend_create(server->wl_display);
+		server->headless_backend = server->backend;
+		if (!server->backend) {
+			wlr_log(WLR_ERROR, "failed to create the headless backend");
+			return false;
+		}
+	}
+	server->headless = server->headless_backend != NULL;
+	server->renderer = wlr_renderer_autocreate(server->backend);
+	if (!server->renderer) {
+		wlr_log(WLR_INFO, "no hardware renderer; using pixman");
+		server->renderer = wlr_pixman_renderer_create();
+	}
+	if (!server->renderer) {
+		wlr_log(WLR_ERROR, "failed to create a renderer");
+		return false;
+	}
+	wlr_renderer_init_wl_display(server->renderer, server->wl_display);
+	server->allocator = wlr_allocator_autocreate(server->backend, server->renderer);
+	if (!server->allocator) {
+		wlr_log(WLR_ERROR, "failed to create an allocator");
+		return false;
+	}
+	return true;
+}
+
+static bool create_scene(struct qw_server *server) {
+	server->scene = wlr_scene_create();
+	if (!server->scene || !wlr_scene_attach_output_layout(server->scene,
+			server->output_layout)) {
+		return false;
+	}
+	/* Creation order is stacking order (see server.h). */
+	struct wlr_scene_node *root = &server->scene->node;
+	server->layer_trees[QW_LAYER_BACKGROUND] = wlr_scene_tree_create(root);
+	server->layer_trees[QW_LAYER_BOTTOM] = wlr_scene_tree_create(root);
+	server->view_tree = wlr_scene_tree_create(root);
+	server->layer_trees[QW_LAYER_TOP] = wlr_scene_tree_create(root);
+	server->fullscreen_tree = wlr_scene_tree_create(root);
+	server->layer_trees[QW_LAYER_OVERLAY] = wlr_scene_tree_create(root);
+	for (int i = 0; i < QW_LAYER_COUNT; i++) {
+		if (!server->layer_trees[i]) {
+			return false;
+		}
+	}
+	return server->view_tree && server->fullscreen_tree;
+}
+
+static void handle_request_activate(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, request_activate);
+	struct wlr_xdg_activation_v1_request_activate_event *event = data;
+	if (!wlr_surface_is_xdg_surface(event->surface)) {
+		return;
+	}
+	struct wlr_xdg_surface *xdg_surface = wlr_xdg_surface_from_wlr_surface(event->surface);
+	if (!xdg_surface || xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL ||
+			!xdg_surface->data) {
+		return;
+	}
+	struct qw_node_desc *desc = node_desc_find(xdg_surface->data);
+	if (desc && desc->view) {
+		view_focus(desc->view);
+	}
+}
+
+static bool create_protocols(struct qw_server *server) {
+	struct wl_display *display = server->wl_display;
+	server->compositor = wlr_compositor_create(display, server->renderer);
+	server->presentation = wlr_presentation_create(display, server->backend);
+	server->xdg_shell = wlr_xdg_shell_create(display);
+	server->layer_shell = wlr_layer_shell_v1_create(display);
+	server->xdg_decoration_manager = wlr_xdg_decoration_manager_v1_create(display);
+	server->server_decoration_manager = wlr_server_decoration_manager_create(display);
+	server->xdg_activation = wlr_xdg_activation_v1_create(display);
+	server->idle = wlr_idle_create(display);
+	server->idle_inhibit = wlr_idle_inhibit_v1_create(display);
+	if (!server->compositor || !server->presentation || !server->xdg_shell ||
+			!server->layer_shell || !server->xdg_decoration_manager ||
+			!server->server_decoration_manager || !server->xdg_activation ||
+			!server->idle || !server->idle_inhibit ||
+			!wlr_data_device_manager_create(display) ||
+			!wlr_primary_selection_v1_device_manager_create(display) ||
+			!wlr_screencopy_manager_v1_create(display) ||
+			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
+			!wlr_viewporter_create(display)) {
+		wlr_log(WLR_ERROR, "failed to create a protocol global");
+		return false;
+	}
+	wlr_scene_set_presentation(server->scene, server->presentation);
+	wlr_server_decoration_manager_set_default_mode(server->server_decoration_manager,
+		WLR_SERVER_DECORATION_MANAGER_MODE_SERVER);
+
+	server->new_xdg_surface.notify = view_handle_new_xdg_surface;
+	wl_signal_add(&server->xdg_shell->events.new_surface, &server->new_xdg_surface);
+	server->new_layer_surface.notify = layer_shell_handle_new_surface;
+	wl_signal_add(&server->layer_shell->events.new_surface, &server->new_layer_surface);
+	server->new_toplevel_decoration.notify = xdg_decoration_handle_new;
+	wl_signal_add(&server->xdg_decoration_manager->events.new_toplevel_decoration,
+		&server->new_toplevel_decoration);
+	server->request_activate.notify = handle_request_activate;
+	wl_signal_add(&server->xdg_activation->events.request_activate,
+		&server->request_activate);
+	return true;
+}
+
+static bool start_ipc(struct qw_server *server) {
+	const char *dir = getenv("XDG_RUNTIME_DIR");
+	if (!dir) {
+		wlr_log(WLR_ERROR, "XDG_RUNTIME_DIR is not set; no IPC socket");
+		return false;
+	}
+	if (asprintf(&server->ipc_socket_path, "%s/qosway-%u.%d.sock", dir,
+			(unsigned int)getuid(), (int)getpid()) < 0) {
+		server->ipc_socket_path = NULL;
+		return false;
+	}
+	server->ipc = ipc_create(server, server->ipc_socket_path);
+	return server->ipc != NULL;
+}
+
+bool server_init(struct qw_server *server) {
+	wl_list_init(&server->outputs);
+	wl_list_init(&server->views);
+	wl_list_init(&server->keyboards);
+	server->wl_display = wl_display_create();
+	if (!server->wl_display) {
+		return false;
+	}
+	server->event_loop = wl_display_get_event_loop(server->wl_display);
+	if (!theme_init(&server->theme, &server->config)) {
+		return false;
+	}
+	if (!create_backend(server)) {
+		return false;
+	}
+	server->output_layout = wlr_output_layout_create();
+	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
+		return false;
+	}
+	if (!cursor_init(server) || !seat_init(server)) {
+		return false;
+	}
+	server->new_output.notify = output_handle_new;
+	wl_signal_add(&server->backend->events.new_output, &server->new_output);
+
+	server->socket = wl_display_add_socket_auto(server->wl_display);
+	if (!server->socket) {
+		wlr_log(WLR_ERROR, "cannot create a wayland socket (is XDG_RUNTIME_DIR set?)");
+		return false;
+	}
+	if (!wlr_backend_start(server->backend)) {
+		wlr_log(WLR_ERROR, "failed to start the backend");
+		return false;
+	}
+	if (server->headless_backend && !wlr_headless_add_output(server->headless_backend,
+			server->config.output_width, server->config.output_height)) {
+		wlr_log(WLR_ERROR, "failed to add a headless output");
+		return false;
+	}
+	if (!start_ipc(server)) {
+		return false;
+	}
+	server->sigint_source = wl_event_loop_add_signal(server->event_loop, SIGINT,
+		handle_terminate_signal, server);
+	server->sigterm_source = wl_event_loop_add_signal(server->event_loop, SIGTERM,
+		handle_terminate_signal, server);
+	server->sigchld_source = wl_event_loop_add_signal(server->event_loop, SIGCHLD,
+		handle_sigchld, server);
+	return server->sigint_source && server->sigterm_source && server->sigchld_source;
+}
+
+void server_finish(struct qw_server *server) {
+	if (!server->wl_display) {
+		return;
+	}
+	ipc_destroy(server->ipc);
+	server->ipc = NULL;
+	free(server->ipc_socket_path);
+	wl_display_destroy_clients(server->wl_display);
+	if (server->sigint_source) {
+		wl_event_source_remove(server->sigint_source);
+	}
+	if (server->sigterm_source) {
+		wl_event_source_remove(server->sigterm_source);
+	}
+	if (server->sigchld_source) {
+		wl_event_source_remove(server->sigchld_source);
+	}
+	if (server->new_xdg_surface.notify) {
+		wl_list_remove(&server->new_xdg_surface.link);
+		wl_list_remove(&server->new_layer_surface.link);
+		wl_list_remove(&server->new_toplevel_decoration.link);
+		wl_list_remove(&server->request_activate.link);
+	}
+	seat_finish(server);
+	if (server->new_output.notify) {
+		wl_list_remove(&server->new_output.link);
+	}
+	/* Destroying the backend destroys its outputs (and their listeners). */
+	if (server->backend) {
+		wlr_backend_destroy(server->backend);
+	}
+	cursor_finish(server);
+	if (server->scene) {
+		wlr_scene_node_destroy(&server->scene->node);
+	}
+	if (server->output_layout) {
+		wlr_output_layout_destroy(server->output_layout);
+	}
+	wl_display_destroy(server->wl_display);
+	if (server->allocator) {
+		wlr_allocator_destroy(server->allocator);
+	}
+	if (server->renderer) {
+		wlr_renderer_destroy(server->renderer);
+	}
+	theme_finish(&server->theme);
+	server->wl_display = NULL;
+}

@@ -1,0 +1,174 @@
+/*
+ * qosway compositor: shared server state.
+ *
+ * Scene tree (bottom to top), all children of server->scene:
+ *
+ *   layers[BACKGROUND]        layer-shell surfaces
+ *   layers[BOTTOM]
+ *   view_tree                 one qw_view tree per toplevel, stacking order
+ *     view->tree  (desc VIEW, at the frame's top-left corner)
+ *       deco.tree
+ *         grips[4]            transparent resize handles outside the border
+ *         border[4]           rects, focused/unfocused colour
+ *         titlebar tree       (desc TITLEBAR)
+ *           bg rect
+ *           title[2]          text buffer: focused / unfocused, one enabled
+ *           button[i] tree    (desc BUTTON)
+ *             state buffers   one per visual state, exactly one enabled
+ *       surface tree          wlr_scene_xdg_surface (+ its popups)
+ *   layers[TOP]
+ *   fullscreen_tree           a fullscreen view is reparented here
+ *   layers[OVERLAY]
+ *
+ * Hit-testing walks from the node under the cursor up to the first node
+ * carrying a struct qw_node_desc (node->data), so the scene graph itself is
+ * the single source of truth for what is where.
+ */
+#ifndef QOSWAY_SERVER_H
+#define QOSWAY_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <wayland-server-core.h>
+#include <wlr/util/box.h>
+
+#include "config.h"
+#include "theme.h"
+
+struct qw_ipc;
+struct wlr_scene_node;
+struct qw_view;
+
+enum qw_layer {
+	QW_LAYER_BACKGROUND = 0,
+	QW_LAYER_BOTTOM = 1,
+	QW_LAYER_TOP = 2,
+	QW_LAYER_OVERLAY = 3,
+	QW_LAYER_COUNT,
+};
+
+enum qw_node_type {
+	QW_NODE_VIEW,
+	QW_NODE_TITLEBAR,
+	QW_NODE_BUTTON,
+	QW_NODE_GRIP,
+	QW_NODE_LAYER_SURFACE,
+};
+
+#define QW_NODE_DESC_MAGIC 0x71774e44u /* "qwND" */
+
+/* Typed descriptor stored in wlr_scene_node.data of nodes we create. */
+struct qw_node_desc {
+	uint32_t magic;
+	enum qw_node_type type;
+	struct qw_view *view;
+	int button; /* enum qw_button_kind, for QW_NODE_BUTTON */
+};
+
+enum qw_cursor_mode {
+	QW_CURSOR_PASSTHROUGH,
+	QW_CURSOR_MOVE,
+	QW_CURSOR_RESIZE,
+	QW_CURSOR_BUTTON, /* a titlebar button is held down */
+};
+
+struct qw_server {
+	struct wl_display *wl_display;
+	struct wl_event_loop *event_loop;
+	struct qw_config config;
+	struct qw_theme theme;
+	const char *socket;
+	bool headless;
+
+	struct wlr_backend *backend;
+	struct wlr_backend *headless_backend; /* NULL unless we add outputs */
+	struct wlr_renderer *renderer;
+	struct wlr_allocator *allocator;
+	struct wlr_compositor *compositor;
+	struct wlr_presentation *presentation;
+
+	struct wlr_scene *scene;
+	struct wlr_scene_tree *layer_trees[QW_LAYER_COUNT];
+	struct wlr_scene_tree *view_tree;
+	struct wlr_scene_tree *fullscreen_tree;
+
+	struct wlr_output_layout *output_layout;
+	struct wl_list outputs; /* qw_output.link */
+	struct wl_listener new_output;
+
+	struct wlr_xdg_shell *xdg_shell;
+	struct wl_listener new_xdg_surface;
+	struct wl_list views; /* qw_view.link, most recently focused first */
+	uint32_t next_view_id;
+	unsigned int cascade_index;
+
+	struct wlr_layer_shell_v1 *layer_shell;
+	struct wl_listener new_layer_surface;
+
+	struct wlr_xdg_decoration_manager_v1 *xdg_decoration_manager;
+	struct wl_listener new_toplevel_decoration;
+	struct wlr_server_decoration_manager *server_decoration_manager;
+
+	struct wlr_xdg_activation_v1 *xdg_activation;
+	struct wl_listener request_activate;
+
+	struct wlr_virtual_pointer_manager_v1 *virtual_pointer;
+	struct wl_listener new_virtual_pointer;
+	struct wlr_virtual_keyboard_manager_v1 *virtual_keyboard;
+	struct wl_listener new_virtual_keyboard;
+
+	struct wlr_idle *idle;
+	struct wlr_idle_inhibit_manager_v1 *idle_inhibit;
+
+	/* Input */
+	struct wlr_seat *seat;
+	struct wl_listener new_input;
+	struct wl_listener request_set_cursor;
+	struct wl_listener request_set_selection;
+	struct wl_listener request_set_primary_selection;
+	struct wl_list keyboards; /* qw_keyboard.link */
+	struct wlr_cursor *cursor;
+	struct wlr_xcursor_manager *xcursor_manager;
+	const char *cursor_image; /* last image set by us, NULL if client's */
+	struct wl_listener cursor_motion;
+	struct wl_listener cursor_motion_absolute;
+	struct wl_listener cursor_button;
+	struct wl_listener cursor_axis;
+	struct wl_listener cursor_frame;
+
+	enum qw_cursor_mode cursor_mode;
+	struct qw_view *grabbed_view;
+	double grab_x, grab_y;
+	struct wlr_box grab_geobox;
+	uint32_t resize_edges;
+	int pressed_button; /* enum qw_button_kind while QW_CURSOR_BUTTON */
+	uint32_t pressed_mouse_button;
+	struct qw_view *hovered_view; /* view whose button is hovered */
+	int hovered_button;
+	uint32_t last_titlebar_click_msec;
+	struct qw_view *last_titlebar_click_view;
+
+	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
+
+	struct qw_ipc *ipc;
+	char *ipc_socket_path;
+
+	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
+	int exit_code;
+};
+
+/* server.c */
+bool server_init(struct qw_server *server);
+void server_finish(struct qw_server *server);
+/* Ask the event loop to stop; main() then tears everything down. */
+void server_terminate(struct qw_server *server);
+
+/* spawn.c: run `sh -c cmd` (or argv) detached, with the session env. */
+pid_t server_spawn_shell(struct qw_server *server, const char *cmd);
+pid_t server_spawn_argv(struct qw_server *server, char *const argv[]);
+
+/* Find our descriptor for a scene node (walking up), or NULL. */
+struct qw_node_desc *node_desc_find(struct wlr_scene_node *node);
+
+#endif

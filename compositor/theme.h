@@ -1,0 +1,43 @@
+/*
+ * Prebuilt decoration images. Every visual state of every titlebar button
+ * is drawn once at start-up into its own buffer; views only toggle which
+ * scene node is enabled, so a hover or a class change never re-renders.
+ */
+#ifndef QOSWAY_THEME_H
+#define QOSWAY_THEME_H
+
+#include <stdbool.h>
+#include "config.h"
+
+struct wlr_buffer;
+
+enum qw_button_state {
+	QW_BUTTON_STATE_NORMAL,
+	QW_BUTTON_STATE_HOVER,
+	QW_BUTTON_STATE_PRESSED,
+	QW_BUTTON_STATE_ON,
+	QW_BUTTON_STATE_ON_HOVER,
+	QW_BUTTON_STATE_ON_PRESSED,
+	QW_BUTTON_STATE_COUNT,
+};
+
+struct qw_theme {
+	int button_width, button_height;
+	int title_padding;
+	struct wlr_buffer *buttons[QW_BUTTON_KIND_COUNT][QW_BUTTON_STATE_COUNT];
+};
+
+bool theme_init(struct qw_theme *theme, const struct qw_config *config);
+void theme_finish(struct qw_theme *theme);
+
+/*
+ * Render `text` ellipsized into a transparent buffer of width x height with
+ * the focused or unfocused text colour. Returns NULL on failure or when
+ * width or height is not positive.
+ */
+struct wlr_buffer *theme_render_title(const struct qw_config *config,
+	const char *text, int width, int height, bool focused);
+
+enum qw_button_state theme_button_state(bool on, bool hover, bool pressed);
+
+#endif

@@ -1,0 +1,542 @@
+#include <stdlib.h>
+#include <wlr/types/wlr_cursor.h>
+#include <wlr/types/wlr_output_layout.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_seat.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/edges.h>
+#include <wlr/util/log.h>
+
+#include "cursor.h"
+#include "ipc.h"
+#include "output.h"
+#include "view.h"
+
+static const char *const class_names[] = {
+	[QW_VIEW_CLASS_NORMAL] = "normal",
+	[QW_VIEW_CLASS_REALTIME] = "realtime",
+	[QW_VIEW_CLASS_IDLE] = "idle",
+	[QW_VIEW_CLASS_PAUSED] = "paused",
+};
+
+const char *view_class_name(enum qw_view_class class) {
+	return class <= QW_VIEW_CLASS_PAUSED ? class_names[class] : "?";
+}
+
+static int deco_border(const struct qw_view *view) {
+	return view->deco.visible ? view->server->config.border_width : 0;
+}
+
+static int deco_titlebar(const struct qw_view *view) {
+	return view->deco.visible ? view->server->config.titlebar_height : 0;
+}
+
+struct wlr_box view_frame_box(const struct qw_view *view) {
+	int b = deco_border(view), t = deco_titlebar(view);
+	return (struct wlr_box){
+		.x = view->x - b,
+		.y = view->y - b - t,
+		.width = view->width + 2 * b,
+		.height = view->height + t + 2 * b,
+	};
+}
+
+struct wlr_box view_titlebar_box(const struct qw_view *view) {
+	int t = deco_titlebar(view);
+	return (struct wlr_box){view->x, view->y - t, t ? view->width : 0, t};
+}
+
+bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
+		struct wlr_box *box) {
+	const struct qw_button *button = &view->deco.buttons[kind];
+	if (!view->deco.visible || !button->present) {
+		return false;
+	}
+	struct wlr_box title = view_titlebar_box(view);
+	*box = (struct wlr_box){
+		.x = title.x + button->x,
+		.y = title.y,
+		.width = view->server->theme.button_width,
+		.height = view->server->theme.button_height,
+	};
+	return true;
+}
+
+pid_t view_get_pid(const struct qw_view *view) {
+	pid_t pid = 0;
+	uid_t uid;
+	gid_t gid;
+	struct wl_client *client = wl_resource_get_client(view->xdg_surface->resource);
+	wl_client_get_credentials(client, &pid, &uid, &gid);
+	return pid;
+}
+
+struct qw_view *view_from_id(struct qw_server *server, uint32_t id) {
+	struct qw_view *view;
+	wl_list_for_each(view, &server->views, link) {
+		if (view->id == id) {
+			return view;
+		}
+	}
+	return NULL;
+}
+
+struct qw_node_desc *node_desc_find(struct wlr_scene_node *node) {
+	for (; node; node = node->parent) {
+		struct qw_node_desc *desc = node->data;
+		if (desc && desc->magic == QW_NODE_DESC_MAGIC) {
+			return desc;
+		}
+	}
+	return NULL;
+}
+
+struct qw_view *view_at(struct qw_server *server, double lx, double ly,
+		struct wlr_surface **surface, double *sx, double *sy,
+		struct qw_node_desc **desc_out) {
+	double nx, ny;
+	*surface = NULL;
+	*desc_out = NULL;
+	struct wlr_scene_node *node = wlr_scene_node_at(&server->scene->node,
+		lx, ly, &nx, &ny);
+	if (!node) {
+		return NULL;
+	}
+	if (node->type == WLR_SCENE_NODE_SURFACE) {
+		*surface = wlr_scene_surface_from_node(node)->surface;
+		*sx = nx;
+		*sy = ny;
+	}
+	struct qw_node_desc *desc = node_desc_find(node);
+	*desc_out = desc;
+	return desc ? desc->view : NULL;
+}
+
+static struct qw_view *focused_view(struct qw_server *server) {
+	if (wl_list_empty(&server->views)) {
+		return NULL;
+	}
+	struct qw_view *view = wl_container_of(server->views.next, view, link);
+	return view->mapped && view->deco.focused ? view : NULL;
+}
+
+void view_focus(struct qw_view *view) {
+	if (!view || !view->mapped) {
+		return;
+	}
+	struct qw_server *server = view->server;
+	struct qw_view *prev = focused_view(server);
+	if (prev && prev != view) {
+		wlr_xdg_toplevel_set_activated(prev->xdg_surface, false);
+		decoration_set_focused(&prev->deco, server, false);
+	}
+	wl_list_remove(&view->link);
+	wl_list_insert(&server->views, &view->link);
+	if (!view->fullscreen) {
+		wlr_scene_node_raise_to_top(&view->tree->node);
+	}
+	wlr_xdg_toplevel_set_activated(view->xdg_surface, true);
+	decoration_set_focused(&view->deco, server, true);
+	if (server->focused_layer) {
+		/* An exclusive layer surface (a lock screen, a launcher) keeps
+		 * the keyboard until it goes away. */
+		return;
+	}
+	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
+	if (kb) {
+		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface,
+			kb->keycodes, kb->num_keycodes, &kb->modifiers);
+	} else {
+		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface,
+			NULL, 0, NULL);
+	}
+	if (prev != view) {
+		ipc_notify_focus(server, view);
+	}
+}
+
+/* Focus the most recently focused other mapped view, if any. */
+static void focus_next_after(struct qw_view *gone) {
+	struct qw_server *server = gone->server;
+	struct qw_view *view;
+	wl_list_for_each(view, &server->views, link) {
+		if (view != gone && view->mapped) {
+			view_focus(view);
+			return;
+		}
+	}
+	if (!server->focused_layer) {
+		wlr_seat_keyboard_notify_clear_focus(server->seat);
+	}
+}
+
+void view_close(struct qw_view *view) {
+	wlr_xdg_toplevel_send_close(view->xdg_surface);
+}
+
+void view_move_to(struct qw_view *view, int x, int y) {
+	view->x = x;
+	view->y = y;
+	decoration_update_geometry(&view->deco, view);
+}
+
+void view_set_geometry(struct qw_view *view, int x, int y, int width, int height) {
+	view->x = x;
+	view->y = y;
+	decoration_update_geometry(&view->deco, view);
+	if (width < 1) {
+		width = 1;
+	}
+	if (height < 1) {
+		height = 1;
+	}
+	wlr_xdg_toplevel_set_size(view->xdg_surface, width, height);
+}
+
+static struct qw_output *view_output(struct qw_view *view) {
+	return output_at(view->server, view->x + view->width / 2.0,
+		view->y + view->height / 2.0);
+}
+
+void view_set_maximized(struct qw_view *view, bool maximized) {
+	if (view->maximized == maximized || view->fullscreen) {
+		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		return;
+	}
+	struct qw_output *output = view_output(view);
+	if (!output) {
+		return;
+	}
+	view->maximized = maximized;
+	wlr_xdg_toplevel_set_maximized(view->xdg_surface, maximized);
+	if (maximized) {
+		view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
+		struct wlr_box area = output->usable_area;
+		int b = deco_border(view), t = deco_titlebar(view);
+		view_set_geometry(view, area.x + b, area.y + b + t,
+			area.width - 2 * b, area.height - 2 * b - t);
+	} else {
+		view_set_geometry(view, view->saved.x, view->saved.y,
+			view->saved.width, view->saved.height);
+	}
+}
+
+void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
+	if (view->fullscreen == fullscreen) {
+		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		return;
+	}
+	struct qw_output *output = view_output(view);
+	if (!output) {
+		return;
+	}
+	struct qw_server *server = view->server;
+	view->fullscreen = fullscreen;
+	wlr_xdg_toplevel_set_fullscreen(view->xdg_surface, fullscreen);
+	if (fullscreen) {
+		if (!view->maximized) {
+			view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
+		}
+		decoration_set_visible(&view->deco, false);
+		wlr_scene_node_reparent(&view->tree->node, &server->fullscreen_tree->node);
+		struct wlr_box box = output_layout_box(output);
+		view_set_geometry(view, box.x, box.y, box.width, box.height);
+	} else {
+		decoration_set_visible(&view->deco, true);
+		wlr_scene_node_reparent(&view->tree->node, &server->view_tree->node);
+		if (view->maximized) {
+			view->maximized = false;
+			view_set_maximized(view, true);
+		} else {
+			view_set_geometry(view, view->saved.x, view->saved.y,
+				view->saved.width, view->saved.height);
+		}
+	}
+	ipc_notify_window(server, view, "changed");
+}
+
+void view_set_class(struct qw_view *view, enum qw_view_class class) {
+	if (view->class == class) {
+		return;
+	}
+	view->class = class;
+	decoration_update_buttons(&view->deco, view);
+	ipc_notify_window(view->server, view, "class");
+}
+
+void view_request_class(struct qw_view *view, enum qw_view_class class) {
+	view_set_class(view, class);
+}
+
+/* Cascade new windows from the usable area's corner, one titlebar apart, so
+ * every titlebar stays visible; wrap when the next one would not fit. */
+static void place_new_view(struct qw_view *view) {
+	struct qw_server *server = view->server;
+	struct qw_output *output = output_at(server, server->cursor->x, server->cursor->y);
+	if (!output) {
+		view_move_to(view, 0, 0);
+		return;
+	}
+	struct wlr_box area = output->usable_area;
+	int b = deco_border(view), t = deco_titlebar(view);
+	int step = server->config.cascade_step;
+	int frame_w = view->width + 2 * b, frame_h = view->height + t + 2 * b;
+	int room_x = area.width - frame_w, room_y = area.height - frame_h;
+	int max_steps = step > 0 ? ((room_x < room_y ? room_x : room_y) / step) + 1 : 1;
+	if (max_steps < 1) {
+		max_steps = 1;
+	}
+	int k = (int)(server->cascade_index++ % (unsigned int)max_steps);
+	int x = area.x + b + k * step, y = area.y + b + t + k * step;
+	/* Windows bigger than the output start at its corner. */
+	if (room_x < 0) {
+		x = area.x + b;
+	}
+	if (room_y < 0) {
+		y = area.y + b + t;
+	}
+	view_move_to(view, x, y);
+}
+
+static void handle_map(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, map);
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
+	view->width = geo.width;
+	view->height = geo.height;
+	view->mapped = true;
+	place_new_view(view);
+	wlr_scene_node_set_enabled(&view->tree->node, true);
+	if (view->toplevel->requested.fullscreen) {
+		view_set_fullscreen(view, true);
+	} else if (view->toplevel->requested.maximized) {
+		view_set_maximized(view, true);
+	}
+	view_focus(view);
+	ipc_notify_window(view->server, view, "new");
+}
+
+static void handle_unmap(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, unmap);
+	struct qw_server *server = view->server;
+	bool was_focused = focused_view(server) == view;
+	view->mapped = false;
+	wlr_scene_node_set_enabled(&view->tree->node, false);
+	if (server->grabbed_view == view) {
+		server->grabbed_view = NULL;
+		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
+	}
+	if (server->hovered_view == view) {
+		server->hovered_view = NULL;
+	}
+	if (server->last_titlebar_click_view == view) {
+		server->last_titlebar_click_view = NULL;
+	}
+	decoration_set_focused(&view->deco, server, false);
+	if (was_focused) {
+		focus_next_after(view);
+	}
+	ipc_notify_window(server, view, "close");
+}
+
+static void handle_commit(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, commit);
+	if (!view->mapped) {
+		return;
+	}
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
+	if (geo.width == view->width && geo.height == view->height) {
+		return;
+	}
+	struct qw_server *server = view->server;
+	if (server->cursor_mode == QW_CURSOR_RESIZE && server->grabbed_view == view) {
+		/* Keep the edge opposite the one being dragged in place. */
+		if (server->resize_edges & WLR_EDGE_LEFT) {
+			view->x = server->grab_geobox.x + server->grab_geobox.width - geo.width;
+		}
+		if (server->resize_edges & WLR_EDGE_TOP) {
+			view->y = server->grab_geobox.y + server->grab_geobox.height - geo.height;
+		}
+	}
+	view->width = geo.width;
+	view->height = geo.height;
+	decoration_update_geometry(&view->deco, view);
+}
+
+static void handle_destroy(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, destroy);
+	wl_list_remove(&view->map.link);
+	wl_list_remove(&view->unmap.link);
+	wl_list_remove(&view->destroy.link);
+	wl_list_remove(&view->commit.link);
+	wl_list_remove(&view->request_move.link);
+	wl_list_remove(&view->request_resize.link);
+	wl_list_remove(&view->request_maximize.link);
+	wl_list_remove(&view->request_fullscreen.link);
+	wl_list_remove(&view->set_title.link);
+	wl_list_remove(&view->set_app_id.link);
+	wl_list_remove(&view->link);
+	view->xdg_surface->data = NULL;
+	wlr_scene_node_destroy(&view->tree->node);
+	free(view);
+}
+
+static void handle_request_move(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, request_move);
+	view_begin_interactive(view, QW_CURSOR_MOVE, 0);
+}
+
+static void handle_request_resize(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, request_resize);
+	struct wlr_xdg_toplevel_resize_event *event = data;
+	view_begin_interactive(view, QW_CURSOR_RESIZE, event->edges);
+}
+
+static void handle_request_maximize(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, request_maximize);
+	if (!view->mapped) {
+		/* Applied at map time from toplevel->requested. */
+		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		return;
+	}
+	view_set_maximized(view, view->toplevel->requested.maximized);
+}
+
+static void handle_request_fullscreen(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, request_fullscreen);
+	if (!view->mapped) {
+		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		return;
+	}
+	view_set_fullscreen(view, view->toplevel->requested.fullscreen);
+}
+
+static void handle_set_title(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, set_title);
+	decoration_update_title(&view->deco, view);
+	if (view->mapped) {
+		ipc_notify_window(view->server, view, "title");
+	}
+}
+
+static void handle_set_app_id(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, set_app_id);
+	if (view->mapped) {
+		ipc_notify_window(view->server, view, "app_id");
+	}
+}
+
+static void unconstrain_popup(struct wlr_xdg_popup *popup, struct qw_view *view) {
+	struct qw_output *output = view_output(view);
+	if (!output) {
+		return;
+	}
+	struct wlr_box obox = output_layout_box(output);
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
+	/* The box is in the toplevel's surface coordinates. */
+	struct wlr_box box = {
+		.x = obox.x - view->x + geo.x,
+		.y = obox.y - view->y + geo.y,
+		.width = obox.width,
+		.height = obox.height,
+	};
+	wlr_xdg_popup_unconstrain_from_box(popup, &box);
+}
+
+static void add_popup(struct wlr_xdg_surface *xdg_surface) {
+	struct wlr_surface *parent_surface = xdg_surface->popup->parent;
+	if (!parent_surface || !wlr_surface_is_xdg_surface(parent_surface)) {
+		/* Layer-shell parents attach their popups themselves. */
+		return;
+	}
+	struct wlr_xdg_surface *parent = wlr_xdg_surface_from_wlr_surface(parent_surface);
+	struct wlr_scene_node *parent_node = parent ? parent->data : NULL;
+	if (!parent_node) {
+		return;
+	}
+	struct wlr_scene_node *node = wlr_scene_xdg_surface_create(parent_node, xdg_surface);
+	if (!node) {
+		wlr_log(WLR_ERROR, "failed to create popup scene node");
+		return;
+	}
+	xdg_surface->data = node;
+	struct qw_node_desc *desc = node_desc_find(parent_node);
+	if (desc && desc->view) {
+		unconstrain_popup(xdg_surface->popup, desc->view);
+	}
+}
+
+void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_xdg_surface);
+	struct wlr_xdg_surface *xdg_surface = data;
+	if (xdg_surface->role == WLR_XDG_SURFACE_ROLE_POPUP) {
+		add_popup(xdg_surface);
+		return;
+	}
+	if (xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL) {
+		return;
+	}
+	struct qw_view *view = calloc(1, sizeof(*view));
+	if (!view) {
+		wlr_log(WLR_ERROR, "out of memory for a new view");
+		wl_resource_post_no_memory(xdg_surface->resource);
+		return;
+	}
+	view->server = server;
+	view->id = ++server->next_view_id;
+	view->xdg_surface = xdg_surface;
+	view->toplevel = xdg_surface->toplevel;
+	view->tree = wlr_scene_tree_create(&server->view_tree->node);
+	if (!view->tree) {
+		goto err_tree;
+	}
+	view->desc = (struct qw_node_desc){
+		.magic = QW_NODE_DESC_MAGIC,
+		.type = QW_NODE_VIEW,
+		.view = view,
+		.button = -1,
+	};
+	view->tree->node.data = &view->desc;
+	if (!decoration_init(&view->deco, view)) {
+		goto err_scene;
+	}
+	view->surface_node = wlr_scene_xdg_surface_create(&view->tree->node, xdg_surface);
+	if (!view->surface_node) {
+		goto err_scene;
+	}
+	xdg_surface->data = view->surface_node;
+	wlr_scene_node_set_enabled(&view->tree->node, false);
+
+	view->map.notify = handle_map;
+	wl_signal_add(&xdg_surface->events.map, &view->map);
+	view->unmap.notify = handle_unmap;
+	wl_signal_add(&xdg_surface->events.unmap, &view->unmap);
+	view->destroy.notify = handle_destroy;
+	wl_signal_add(&xdg_surface->events.destroy, &view->destroy);
+	view->commit.notify = handle_commit;
+	wl_signal_add(&xdg_surface->surface->events.commit, &view->commit);
+	struct wlr_xdg_toplevel *toplevel = xdg_surface->toplevel;
+	view->request_move.notify = handle_request_move;
+	wl_signal_add(&toplevel->events.request_move, &view->request_move);
+	view->request_resize.notify = handle_request_resize;
+	wl_signal_add(&toplevel->events.request_resize, &view->request_resize);
+	view->request_maximize.notify = handle_request_maximize;
+	wl_signal_add(&toplevel->events.request_maximize, &view->request_maximize);
+	view->request_fullscreen.notify = handle_request_fullscreen;
+	wl_signal_add(&toplevel->events.request_fullscreen, &view->request_fullscreen);
+	view->set_title.notify = handle_set_title;
+	wl_signal_add(&toplevel->events.set_title, &view->set_title);
+	view->set_app_id.notify = handle_set_app_id;
+	wl_signal_add(&toplevel->events.set_app_id, &view->set_app_id);
+	wl_list_insert(server->views.prev, &view->link);
+	return;
+
+err_scene:
+	wlr_scene_node_destroy(&view->tree->node);
+err_tree:
+	wlr_log(WLR_ERROR, "failed to create the scene nodes of a view");
+	free(view);
+	wl_resource_post_no_memory(xdg_surface->resource);
+}

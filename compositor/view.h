@@ -1,0 +1,94 @@
+/*
+ * A view is one xdg toplevel with its server-side frame. Positions are in
+ * layout coordinates; (x, y) is the top-left of the client's content (its
+ * xdg geometry), the frame extends around it.
+ */
+#ifndef QOSWAY_VIEW_H
+#define QOSWAY_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <wayland-server-core.h>
+#include <wlr/util/box.h>
+
+#include "decoration.h"
+#include "server.h"
+
+/*
+ * The window's QoS class. It is the one field the titlebar buttons show;
+ * view_request_class() is the single entry point for changing it.
+ */
+enum qw_view_class {
+	QW_VIEW_CLASS_NORMAL,
+	QW_VIEW_CLASS_REALTIME,
+	QW_VIEW_CLASS_IDLE,
+	QW_VIEW_CLASS_PAUSED,
+};
+
+struct qw_view {
+	struct wl_list link; /* qw_server.views */
+	struct qw_server *server;
+	uint32_t id;
+	struct wlr_xdg_surface *xdg_surface;
+	struct wlr_xdg_toplevel *toplevel;
+
+	struct wlr_scene_tree *tree; /* frame origin */
+	struct wlr_scene_node *surface_node;
+	struct qw_node_desc desc;
+	struct qw_decoration deco;
+
+	int x, y; /* content position */
+	int width, height; /* content size, from the committed geometry */
+	bool mapped;
+	bool maximized, fullscreen;
+	struct wlr_box saved; /* content box before maximize/fullscreen */
+	enum qw_view_class class;
+
+	struct wl_listener map;
+	struct wl_listener unmap;
+	struct wl_listener destroy;
+	struct wl_listener commit;
+	struct wl_listener request_move;
+	struct wl_listener request_resize;
+	struct wl_listener request_maximize;
+	struct wl_listener request_fullscreen;
+	struct wl_listener set_title;
+	struct wl_listener set_app_id;
+};
+
+/* Called for every new xdg surface (toplevels and popups). */
+void view_handle_new_xdg_surface(struct wl_listener *listener, void *data);
+
+void view_focus(struct qw_view *view);
+void view_close(struct qw_view *view);
+void view_move_to(struct qw_view *view, int x, int y);
+/* Ask the client for a new content size at a new position. */
+void view_set_geometry(struct qw_view *view, int x, int y, int width, int height);
+void view_set_maximized(struct qw_view *view, bool maximized);
+void view_set_fullscreen(struct qw_view *view, bool fullscreen);
+
+/* The frame box (content + titlebar + border) in layout coordinates. */
+struct wlr_box view_frame_box(const struct qw_view *view);
+struct wlr_box view_titlebar_box(const struct qw_view *view);
+bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
+	struct wlr_box *box);
+
+pid_t view_get_pid(const struct qw_view *view);
+const char *view_class_name(enum qw_view_class class);
+
+/*
+ * The QoS hook: a user (button, keybinding, IPC) asks for `class`. In this
+ * version the request is applied directly; the QoS manager will confirm or
+ * refuse it instead, and only a confirmed class reaches view_set_class().
+ */
+void view_request_class(struct qw_view *view, enum qw_view_class class);
+/* Record a confirmed class and update every image that shows it. */
+void view_set_class(struct qw_view *view, enum qw_view_class class);
+
+struct qw_view *view_from_id(struct qw_server *server, uint32_t id);
+struct qw_view *view_at(struct qw_server *server, double lx, double ly,
+	struct wlr_surface **surface, double *sx, double *sy,
+	struct qw_node_desc **desc);
+
+#endif

@@ -1,0 +1,9 @@
+#ifndef QOSWAY_XDG_DECORATION_H
+#define QOSWAY_XDG_DECORATION_H
+
+#include <wayland-server-core.h>
+
+/* new_toplevel_decoration handler of the xdg-decoration manager. */
+void xdg_decoration_handle_new(struct wl_listener *listener, void *data);
+
+#endif

@@ -1,0 +1,176 @@
+/* Unit tests for the compositor's configuration parser. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wlr/types/wlr_keyboard.h>
+
+#include "config.h"
+
+static int failures;
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		failures++; \
+	} \
+} while (0)
+
+static bool apply(struct qw_config *c, const char *line, char *msg) {
+	return config_apply_line(c, line, msg, 256);
+}
+
+static const struct qw_binding *find_binding(struct qw_config *c, uint32_t mods,
+		xkb_keysym_t sym) {
+	for (size_t i = 0; i < c->binding_count; i++) {
+		if (c->bindings[i].modifiers == mods && c->bindings[i].keysym == sym) {
+			return &c->bindings[i];
+		}
+	}
+	return NULL;
+}
+
+static void test_defaults(void) {
+	struct qw_config c;
+	config_init_defaults(&c);
+	CHECK(c.output_width == 1920 && c.output_height == 1080);
+	CHECK(c.output_refresh_mhz == 60000);
+	CHECK(strcmp(c.terminal, "foot") == 0);
+	CHECK(c.button_count == 4);
+	CHECK(c.buttons[0] == QW_BUTTON_REALTIME && c.buttons[3] == QW_BUTTON_CLOSE);
+	const struct qw_binding *b = find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_Return);
+	CHECK(b && b->action == QW_ACTION_TERMINAL);
+	b = find_binding(&c, WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e);
+	CHECK(b && b->action == QW_ACTION_EXIT);
+	CHECK(find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_q) != NULL);
+	CHECK(find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_Tab) != NULL);
+	config_finish(&c);
+}
+
+static void test_valid_lines(void) {
+	struct qw_config c;
+	char msg[256] = "";
+	config_init_defaults(&c);
+	CHECK(apply(&c, "", msg));
+	CHECK(apply(&c, "   # a comment", msg));
+	CHECK(apply(&c, "output-mode 1280x720@75", msg));
+	CHECK(c.output_width == 1280 && c.output_height == 720 && c.output_refresh_mhz == 75000);
+	CHECK(apply(&c, "output-mode 800x600", msg));
+	CHECK(c.output_refresh_mhz == 60000);
+	CHECK(apply(&c, "terminal foot -e htop  # trailing comment", msg));
+	CHECK(strcmp(c.terminal, "foot -e htop") == 0);
+	CHECK(apply(&c, "font Monospace Bold 12", msg));
+	CHECK(strcmp(c.font, "Monospace Bold 12") == 0);
+	CHECK(apply(&c, "titlebar-height 30", msg) && c.titlebar_height == 30);
+	CHECK(apply(&c, "border-width 0", msg) && c.border_width == 0);
+	CHECK(apply(&c, "color titlebar-focused #ff0000", msg));
+	CHECK(c.colors[QW_COLOR_TITLEBAR_FOCUSED][0] == 1.0f &&
+		c.colors[QW_COLOR_TITLEBAR_FOCUSED][1] == 0.0f);
+	CHECK(apply(&c, "color button-on #00ff0080", msg));
+	CHECK(c.colors[QW_COLOR_BUTTON_ON][3] > 0.49f && c.colors[QW_COLOR_BUTTON_ON][3] < 0.51f);
+	CHECK(apply(&c, "buttons close pause", msg));
+	CHECK(c.button_count == 2 && c.buttons[0] == QW_BUTTON_CLOSE);
+	CHECK(apply(&c, "bind Super+Shift+Return exec foot -e top", msg));
+	const struct qw_binding *b = find_binding(&c,
+		WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_Return);
+	CHECK(b && b->action == QW_ACTION_EXEC && strcmp(b->arg, "foot -e top") == 0);
+	/* A later binding of the same keys replaces the earlier one. */
+	size_t n = c.binding_count;
+	CHECK(apply(&c, "bind Super+Q maximize", msg));
+	CHECK(c.binding_count == n);
+	b = find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_q);
+	CHECK(b && b->action == QW_ACTION_MAXIMIZE);
+	config_finish(&c);
+}
+
+static void test_invalid_lines(void) {
+	static const struct {
+		const char *line;
+		const char *expect; /* substring of the message */
+	} cases[] = {
+		{"bogus 1", "unknown setting 'bogus'"},
+		{"output-mode 1920", "output-mode wants"},
+		{"output-mode 10x10", "output-mode wants"},
+		{"output-mode 1920x1080@abc", "output-mode wants"},
+		{"titlebar-height 5", "from 12 to 128"},
+		{"titlebar-height x", "from 12 to 128"},
+		{"border-width -1", "from 0 to 32"},
+		{"color titlebar-focused red", "bad colour"},
+		{"color nosuch #ffffff", "unknown colour name"},
+		{"color titlebar-focused", "usage: color"},
+		{"buttons realtime sparkle", "unknown button 'sparkle'"},
+		{"buttons close close", "listed twice"},
+		{"bind Hyper+x exit", "unknown modifier 'Hyper'"},
+		{"bind Super+NoSuchKey exit", "unknown key"},
+		{"bind Super+x", "usage: bind"},
+		{"bind Super+x exec", "needs a command"},
+		{"bind Super+x exit now", "takes no arguments"},
+		{"bind Super+x dance", "unknown action 'dance'"},
+		{"terminal", "needs a value"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct qw_config c;
+		char msg[256] = "";
+		config_init_defaults(&c);
+		bool ok = apply(&c, cases[i].line, msg);
+		if (ok || !strstr(msg, cases[i].expect)) {
+			fprintf(stderr, "line '%s': ok=%d msg='%s', want '%s'\n",
+				cases[i].line, ok, msg, cases[i].expect);
+			failures++;
+		}
+		/* A rejected line leaves the defaults untouched. */
+		CHECK(c.titlebar_height == 26 && c.button_count == 4);
+		config_finish(&c);
+	}
+}
+
+static void test_file_errors(void) {
+	const char *dir = getenv("QOSWAY_TEST_TMP");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/test-config-%d", dir ? dir : "/tmp", (int)getpid());
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f) {
+		return;
+	}
+	fputs("# test\ntitlebar-height 40\nnot-a-setting\nborder-width 99\nfont Serif 9\n", f);
+	fclose(f);
+	char *out = NULL;
+	size_t out_len = 0;
+	FILE *err = open_memstream(&out, &out_len);
+	struct qw_config c;
+	config_init_defaults(&c);
+	CHECK(config_load_file(&c, path, err));
+	fclose(err);
+	CHECK(c.titlebar_height == 40);
+	CHECK(strcmp(c.font, "Serif 9") == 0);
+	CHECK(c.border_width == 2);
+	CHECK(c.error_count == 2);
+	char want[4200];
+	snprintf(want, sizeof(want), "%s:3: unknown setting 'not-a-setting'", path);
+	CHECK(out && strstr(out, want));
+	snprintf(want, sizeof(want), "%s:4: border-width wants", path);
+	CHECK(out && strstr(out, want));
+	free(out);
+	config_finish(&c);
+	remove(path);
+
+	config_init_defaults(&c);
+	err = fopen("/dev/null", "w");
+	CHECK(!config_load_file(&c, "/nonexistent/qosway.conf", err));
+	fclose(err);
+	config_finish(&c);
+}
+
+int main(void) {
+	test_defaults();
+	test_valid_lines();
+	test_invalid_lines();
+	test_file_errors();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("config: all checks passed\n");
+	return 0;
+}
