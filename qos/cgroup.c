@@ -1,0 +1,388 @@
+#include "qos/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qos/sys.h"
+
+static bool exists(const char *dir, const char *file)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	return access(p, F_OK) == 0;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n) {
+		bool start = p == list || p[-1] == ' ' || p[-1] == ',';
+		bool end = p[n] == '\0' || p[n] == ' ' || p[n] == '\n' || p[n] == ',';
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
+bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root_name,
+	char *err, size_t err_len)
+{
+	memset(cg, 0, sizeof(*cg));
+	char buf[512];
+	if (exists(base, "cgroup.controllers")) {
+		cg->layout = QOS_CG_V2;
+		snprintf(cg->v2_base, sizeof(cg->v2_base), "%s", base);
+		snprintf(cg->cpu_base, sizeof(cg->cpu_base), "%s", base);
+		/* Our root only gets cpu files if the parent delegates the controller. */
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", base);
+		cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
+		snprintf(cg->rt_note, sizeof(cg->rt_note),
+			"cgroup v2 has no real-time group bandwidth");
+	} else if (exists(base, "unified/cgroup.procs") && exists(base, "cpu/cpu.shares")) {
+		cg->layout = QOS_CG_HYBRID;
+		snprintf(cg->v2_base, sizeof(cg->v2_base), "%s/unified", base);
+		snprintf(cg->cpu_base, sizeof(cg->cpu_base), "%s/cpu", base);
+		cg->cpu_ctl = true;
+		cg->rt_group = exists(cg->cpu_base, "cpu.rt_runtime_us");
+		if (!cg->rt_group)
+			snprintf(cg->rt_note, sizeof(cg->rt_note),
+				"kernel built without CONFIG_RT_GROUP_SCHED");
+	} else {
+		snprintf(err, err_len, "no usable cgroup layout under %s (need cgroup v2, or v1 "
+			"cpu with cgroup2 at %s/unified)", base, base);
+		return false;
+	}
+	if (strchr(root_name, '/') || !*root_name || strlen(root_name) > 63) {
+		snprintf(err, err_len, "bad root name '%s'", root_name);
+		return false;
+	}
+	snprintf(cg->v2_root, sizeof(cg->v2_root), "%s/%.63s", cg->v2_base, root_name);
+	snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s/%.63s", cg->cpu_base, root_name);
+	return true;
+}
+
+int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value)
+{
+	if (!cg->fake_files)
+		return qos_sys_write_file(path, value);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, value, strlen(value));
+	close(fd);
+	return n < 0 ? -EIO : 0;
+}
+
+static bool make_dir(const char *path)
+{
+	return mkdir(path, 0755) == 0 || errno == EEXIST;
+}
+
+bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len)
+{
+	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
+		snprintf(err, err_len, "cannot create the manager's cgroup root: %s", strerror(errno));
+		return false;
+	}
+	char p[PATH_MAX];
+	if (cg->layout == QOS_CG_V2 && cg->cpu_ctl) {
+		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2_root);
+		if (qos_cgroup_write(cg, p, "+cpu") < 0)
+			cg->cpu_ctl = false;
+	}
+	if (cg->layout == QOS_CG_HYBRID && cg->rt_group) {
+		/* Reserve groups carve their RT bandwidth out of our root's share. */
+		char v[32];
+		snprintf(p, sizeof(p), "%s/cpu.rt_period_us", cg->cpu_root);
+		qos_cgroup_write(cg, p, "1000000");
+		snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", cg->cpu_root);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)rt_ppm);
+		int r = qos_cgroup_write(cg, p, v);
+		if (r < 0) {
+			snprintf(cg->rt_note, sizeof(cg->rt_note),
+				"cannot give the qosway root RT bandwidth: %s", strerror(-r));
+			cg->rt_group = false;
+		}
+	}
+	return true;
+}
+
+void qos_cgroup_remove_root(struct qos_cgroup *cg)
+{
+	rmdir(cg->v2_root);
+	if (cg->layout == QOS_CG_HYBRID)
+		rmdir(cg->cpu_root);
+}
+
+void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,
+	const char *file, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s/%s", cpu_tree ? cg->cpu_root : cg->v2_root, name, file);
+}
+
+bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+	if (!make_dir(p))
+		return false;
+	if (cg->layout == QOS_CG_HYBRID) {
+		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
+		if (!make_dir(p)) {
+			snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+			rmdir(p);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* In a fake tree the control files we created keep the directory non-empty. */
+static void clear_fake(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_type == DT_REG)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+bool qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	bool ok = true;
+	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+	if (cg->fake_files)
+		clear_fake(p);
+	if (rmdir(p) != 0 && errno != ENOENT)
+		ok = false;
+	if (cg->layout == QOS_CG_HYBRID) {
+		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
+		if (cg->fake_files)
+			clear_fake(p);
+		if (rmdir(p) != 0 && errno != ENOENT)
+			ok = false;
+	}
+	return ok;
+}
+
+bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	snprintf(a, sizeof(a), "%s/%s", cg->v2_root, from);
+	snprintf(b, sizeof(b), "%s/%s", cg->v2_root, to);
+	if (rename(a, b) != 0)
+		return false;
+	if (cg->layout == QOS_CG_HYBRID) {
+		snprintf(a, sizeof(a), "%s/%s", cg->cpu_root, from);
+		snprintf(b, sizeof(b), "%s/%s", cg->cpu_root, to);
+		if (rename(a, b) != 0)
+			return false;
+	}
+	return true;
+}
+
+int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t quota_us)
+{
+	if (!cg->cpu_ctl)
+		return -ENOTSUP;
+	if (cg->layout == QOS_CG_HYBRID)
+		return qos_cgroup_v1_set_quota(cg, name, period_us, quota_us);
+	return qos_cgroup_v2_set_quota(cg, name, period_us, quota_us);
+}
+
+int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice)
+{
+	if (!cg->cpu_ctl)
+		return -ENOTSUP;
+	if (cg->layout == QOS_CG_HYBRID)
+		return qos_cgroup_v1_set_nice_weight(cg, name, nice);
+	return qos_cgroup_v2_set_nice_weight(cg, name, nice);
+}
+
+int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle)
+{
+	if (!cg->cpu_ctl)
+		return -ENOTSUP;
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, true, name, "cpu.idle", p, sizeof(p));
+	return qos_cgroup_write(cg, p, idle ? "1" : "0");
+}
+
+int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t runtime_us)
+{
+	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
+		return -ENOTSUP;
+	return qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
+}
+
+int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen)
+{
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, false, name, "cgroup.freeze", p, sizeof(p));
+	return qos_cgroup_write(cg, p, frozen ? "1" : "0");
+}
+
+static bool read_key(const char *path, const char *key, uint64_t *out)
+{
+	char buf[1024];
+	if (qos_sys_read_file(path, buf, sizeof(buf)) < 0)
+		return false;
+	size_t n = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (strncmp(line, key, n) == 0 && line[n] == ' ') {
+			*out = strtoull(line + n + 1, NULL, 10);
+			return true;
+		}
+	}
+	return false;
+}
+
+int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	uint64_t v;
+	qos_cgroup_path(cg, false, name, "cgroup.events", p, sizeof(p));
+	return read_key(p, "frozen", &v) ? (int)v : -1;
+}
+
+bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t *out)
+{
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, false, name, "cpu.stat", p, sizeof(p));
+	return read_key(p, "usage_usec", out);
+}
+
+int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid)
+{
+	char p[PATH_MAX], v[32];
+	snprintf(v, sizeof(v), "%d", pid);
+	qos_cgroup_path(cg, false, name, "cgroup.procs", p, sizeof(p));
+	int r = qos_cgroup_write(cg, p, v);
+	if (r < 0 || cg->layout != QOS_CG_HYBRID)
+		return r;
+	qos_cgroup_path(cg, true, name, "cgroup.procs", p, sizeof(p));
+	return qos_cgroup_write(cg, p, v);
+}
+
+int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid)
+{
+	if (cg->layout != QOS_CG_HYBRID)
+		return -ENOTSUP;
+	char p[PATH_MAX], v[32];
+	snprintf(v, sizeof(v), "%d", tid);
+	qos_cgroup_path(cg, true, name, "tasks", p, sizeof(p));
+	return qos_cgroup_write(cg, p, v);
+}
+
+bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char *v2,
+	size_t v2_len, char *cpu, size_t cpu_len)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/cgroup", pid, tid > 0 ? tid : pid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	v2[0] = cpu[0] = '\0';
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		const char *ctrls = c1 + 1;
+		if (*ctrls == '\0')
+			snprintf(v2, v2_len, "%s", c2 + 1);
+		else if (has_word(ctrls, "cpu"))
+			snprintf(cpu, cpu_len, "%s", c2 + 1);
+	}
+	if (cg->layout == QOS_CG_V2)
+		snprintf(cpu, cpu_len, "%s", v2);
+	return v2[0] != '\0';
+}
+
+int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	const char *v2, const char *cpu)
+{
+	char p[PATH_MAX], v[32];
+	int r = 0;
+	if (whole_process) {
+		snprintf(v, sizeof(v), "%d", pid);
+		snprintf(p, sizeof(p), "%s%s/cgroup.procs", cg->v2_base, v2);
+		r = qos_cgroup_write(cg, p, v);
+	}
+	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
+		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
+		snprintf(p, sizeof(p), "%s%s/%s", cg->cpu_base, cpu,
+			whole_process ? "cgroup.procs" : "tasks");
+		int r2 = qos_cgroup_write(cg, p, v);
+		if (r == 0)
+			r = r2;
+	}
+	return r;
+}
+
+int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
+	void (*fn)(pid_t pid, void *data), void *data)
+{
+	char p[PATH_MAX];
+	if (threads && cg->layout == QOS_CG_HYBRID)
+		qos_cgroup_path(cg, true, name, "tasks", p, sizeof(p));
+	else
+		qos_cgroup_path(cg, false, name, threads ? "cgroup.threads" : "cgroup.procs",
+			p, sizeof(p));
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return -1;
+	int n = 0, pid;
+	while (fscanf(f, "%d", &pid) == 1) {
+		fn(pid, data);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static int list_dirs(const char *root, void (*fn)(const char *name, void *data), void *data)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		fn(e->d_name, data);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name,
+	void *data), void *data)
+{
+	int n = list_dirs(cg->v2_root, fn, data);
+	if (cg->layout == QOS_CG_HYBRID) {
+		/* Groups that only exist in the cpu tree (a crash between two mkdirs). */
+		int m = list_dirs(cg->cpu_root, fn, data);
+		if (m > 0)
+			n = n < 0 ? m : n + m;
+	}
+	return n;
+}

@@ -1,0 +1,116 @@
+/*
+ * qos/cgroup.h - the manager's cgroup tree.
+ *
+ * Two layouts are supported:
+ *  - pure cgroup v2: one tree; cpu.max, cpu.weight, cpu.idle, cgroup.freeze.
+ *  - hybrid: the v1 "cpu" hierarchy carries the CPU controls (cfs quota,
+ *    shares, cpu.idle, rt_runtime_us) and the v2 tree at <base>/unified the
+ *    core files (cgroup.freeze, cgroup.events, cpu.stat, cgroup.kill).
+ * Each reserve is one directory named after it in every tree used, under the
+ * manager's own root "qosway-<uid>".  Nothing outside that root is written,
+ * except moving a member back into the cgroup it came from.
+ *
+ * `base` is normally /sys/fs/cgroup; tests point it at a fake tree in a temp
+ * directory (then fake_files makes the library create control files itself).
+ */
+#ifndef QOS_CGROUP_H
+#define QOS_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Sized so that base + group name + file always fits a PATH_MAX buffer. */
+#define QOS_CG_PATH 1024
+#define QOS_CG_REL_PATH 2048
+
+enum qos_cg_layout {
+	QOS_CG_NONE,
+	QOS_CG_V2,
+	QOS_CG_HYBRID,
+};
+
+struct qos_cgroup {
+	enum qos_cg_layout layout;
+	char v2_base[QOS_CG_PATH - 128];  /* mount point of the v2 tree */
+	char v2_root[QOS_CG_PATH];  /* our root in the v2 tree */
+	char cpu_base[QOS_CG_PATH - 128]; /* mount point of the cpu controls (v1 cpu or v2) */
+	char cpu_root[QOS_CG_PATH]; /* our root there (same as v2_root in pure v2) */
+	bool cpu_ctl;            /* cpu controls usable in our root */
+	bool rt_group;           /* v1 cpu.rt_runtime_us is available */
+	bool fake_files;         /* fake tree: create control files on write */
+	char rt_note[128];       /* why rt group bandwidth is unavailable */
+};
+
+/*
+ * Detects the layout under base and fills cg for root name root_name
+ * (e.g. "qosway-1000").  Does not touch the tree.
+ */
+bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root_name,
+	char *err, size_t err_len);
+
+/* Creates our root(s) and enables what our root needs.  Idempotent. */
+bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
+
+/* Removes the (empty) root directories. */
+void qos_cgroup_remove_root(struct qos_cgroup *cg);
+
+bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name);
+/* Removes a reserve's group; it must be empty.  Returns false if it was not. */
+bool qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name);
+bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to);
+
+/* Absolute path of a file in a reserve's group (tree: v2 core or cpu). */
+void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,
+	const char *file, char *out, size_t len);
+
+/* CFS bandwidth: quota_us == 0 means unlimited. */
+int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t quota_us);
+/* Weight equivalent to one task at this nice level. */
+int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
+int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle);
+/* Real-time group bandwidth (hybrid only); runtime_us == 0 forbids RT tasks. */
+int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t runtime_us);
+int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen);
+/* "frozen" from cgroup.events: the only trustworthy answer. -1 on error. */
+int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name);
+/* Cumulative CPU time of the group (cpu.stat usage_usec). */
+bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t *out);
+
+/* Moves a whole process into the group in every tree used. */
+int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid);
+/* Moves one thread (v1 cpu tree only; v2 keeps threads with their process). */
+int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid);
+
+/* Where a task is now, relative to each mount ("/user.slice/..."). */
+bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char *v2, size_t v2_len,
+	char *cpu, size_t cpu_len);
+/* Moves a task back to the cgroups recorded by qos_cgroup_current(). */
+int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	const char *v2, const char *cpu);
+
+/* Calls fn for each pid listed in the group's cgroup.procs (v2 tree). */
+int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
+	void (*fn)(pid_t pid, void *data), void *data);
+
+/* Calls fn with the name of every reserve group under our root. */
+int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name,
+	void *data), void *data);
+
+/* Internal: layout-specific writers (cgroup_v1.c, cgroup_v2.c). */
+int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value);
+int qos_cgroup_v1_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t quota_us);
+int qos_cgroup_v1_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
+int qos_cgroup_v1_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t runtime_us);
+int qos_cgroup_v2_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
+	uint64_t quota_us);
+int qos_cgroup_v2_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
+int qos_cgroup_nice_to_weight(int nice);
+
+#endif

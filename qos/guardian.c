@@ -1,0 +1,107 @@
+/*
+ * The guardian: a small child process that outlives a crashed manager just
+ * long enough to thaw every group under our root, so that no process stays
+ * frozen because the manager died.  It learns of the death through EOF on a
+ * pipe.  It is forked from a possibly multi-threaded process, so it only
+ * uses async-signal-safe calls (open, read, write, getdents64, _exit).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qos/internal.h"
+
+struct linux_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static void thaw_at(int dirfd, const char *name)
+{
+	char path[300];
+	size_t n = strlen(name);
+	if (n + sizeof("/cgroup.freeze") > sizeof(path))
+		return;
+	memcpy(path, name, n);
+	memcpy(path + n, "/cgroup.freeze", sizeof("/cgroup.freeze"));
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t w = write(fd, "0", 1);
+		(void)w;
+		close(fd);
+	}
+}
+
+static void thaw_tree(const char *root)
+{
+	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	thaw_at(dfd, ".");
+	char buf[4096];
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			if (d->d_type == DT_DIR && d->d_name[0] != '.')
+				thaw_at(dfd, d->d_name);
+			off += d->d_reclen;
+		}
+	}
+	close(dfd);
+}
+
+bool qos_guardian_start(struct qos_manager *mgr)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return false;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return false;
+	}
+	if (pid == 0) {
+		/* Drop everything inherited except the read end. */
+		for (int fd = 3; fd < 1024; fd++) {
+			if (fd != p[0])
+				close(fd);
+		}
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		prctl(PR_SET_NAME, "qos-guardian", 0, 0, 0);
+		char c;
+		while (read(p[0], &c, 1) != 0 && errno == EINTR)
+			;
+		thaw_tree(mgr->cg.v2_root);
+		_exit(0);
+	}
+	close(p[0]);
+	mgr->guardian_pid = pid;
+	mgr->guardian_fd = p[1];
+	return true;
+}
+
+void qos_guardian_stop(struct qos_manager *mgr)
+{
+	if (mgr->guardian_fd < 0)
+		return;
+	close(mgr->guardian_fd);
+	mgr->guardian_fd = -1;
+	while (waitpid(mgr->guardian_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}

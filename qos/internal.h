@@ -1,0 +1,90 @@
+/* qos/internal.h - the manager's private state, shared by its source files. */
+#ifndef QOS_INTERNAL_H
+#define QOS_INTERNAL_H
+
+#include "qos/admission.h"
+#include "qos/cgroup.h"
+#include "qos/police.h"
+#include "qos/qos.h"
+
+struct qos_reserve;
+
+struct qos_member {
+	struct qos_reserve *reserve;
+	pid_t pid;
+	pid_t tid; /* 0: whole process */
+	int pidfd;
+	uint64_t start_time;
+	char orig_v2[QOS_CG_REL_PATH];
+	char orig_cpu[QOS_CG_REL_PATH];
+	bool rttime_bounded;
+	uint64_t old_rt_soft, old_rt_hard;
+	int orig_nice;
+	uint64_t cpu_base_us; /* thread members: schedstat at join */
+};
+
+struct qos_reserve {
+	struct qos_manager *mgr;
+	struct qos_reserve *next;
+	char name[QOS_NAME_MAX + 1];
+	struct qos_params params;
+	bool is_auto;
+	pid_t owner;
+	struct qos_member **members;
+	size_t n_members, cap_members;
+	bool granted;
+	uint64_t granted_ppm;
+	bool has_group;
+	struct qos_police police;
+	uint64_t next_check_us;
+	bool fb_applied;      /* the manager switched members to the fallback */
+	uint64_t retired_us;  /* CPU time of thread members that left */
+};
+
+struct qos_manager {
+	struct qos_manager_config config;
+	char root_name[64];
+	char base[QOS_CG_PATH - 64];
+	struct qos_cgroup cg;
+	struct qos_admission adm;
+	struct qos_reserve *reserves;
+	struct qos_rules *rules;
+	int epoll_fd;
+	int timer_fd;
+	uint64_t armed_us;
+	uint64_t housekeeping_us;
+	pid_t guardian_pid;
+	int guardian_fd;
+	/* watchdog */
+	int canary_fd;          /* eventfd the canary thread bumps every second */
+	bool canary_running;
+	uint64_t canary_seen_us;
+	uint64_t cooldown_until_us;
+	unsigned long canary_thread;
+};
+
+void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
+	pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name);
+struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid);
+void qos_reserve_free(struct qos_reserve *r);
+void qos_member_remove(struct qos_member *m, bool alive, bool exited);
+/* Runs the police state machine for one reserve now and applies the result. */
+void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
+/* Re-applies per-thread policy to threads that appeared since the last pass. */
+void qos_reserve_housekeeping(struct qos_reserve *r);
+void qos_manager_rearm(struct qos_manager *mgr);
+void qos_demote_all_rt(struct qos_manager *mgr);
+
+/* guardian.c */
+bool qos_guardian_start(struct qos_manager *mgr);
+void qos_guardian_stop(struct qos_manager *mgr);
+/* reconcile.c */
+void qos_reconcile(struct qos_manager *mgr);
+/* watchdog.c */
+bool qos_watchdog_start(struct qos_manager *mgr);
+void qos_watchdog_stop(struct qos_manager *mgr);
+void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us);
+
+#endif

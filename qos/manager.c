@@ -1,0 +1,339 @@
+/* The manager object: setup, event loop integration, events and queries. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+#define HOUSEKEEPING_US 1000000u
+
+void qos_manager_config_init(struct qos_manager_config *config)
+{
+	*config = (struct qos_manager_config){
+		.cgroup_base = "/sys/fs/cgroup",
+		.rsvd_ppm = QOS_RSVD_DEFAULT_PPM,
+		.rttime_us = 5000000,
+		.watchdog_timeout_us = 5000000,
+		.watchdog_cooldown_us = 30000000,
+		.guardian = true,
+	};
+}
+
+void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
+	pid_t tid, uint64_t used_us, const char *fmt, ...)
+{
+	if (!mgr->config.event)
+		return;
+	char msg[512];
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+	}
+	struct qos_event ev = {
+		.type = type,
+		.reserve = reserve,
+		.pid = pid,
+		.tid = tid,
+		.used_us = used_us,
+		.message = fmt ? msg : NULL,
+	};
+	mgr->config.event(mgr->config.event_data, &ev);
+}
+
+void qos_manager_rearm(struct qos_manager *mgr)
+{
+	uint64_t next = mgr->housekeeping_us;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->next_check_us < next)
+			next = r->next_check_us;
+	}
+	if (next == mgr->armed_us)
+		return;
+	mgr->armed_us = next;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(next / 1000000u),
+			.tv_nsec = (long)(next % 1000000u) * 1000 },
+	};
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
+	char *err, size_t err_len)
+{
+	struct qos_manager *mgr = calloc(1, sizeof(*mgr));
+	if (!mgr) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	mgr->config = *config;
+	mgr->epoll_fd = mgr->timer_fd = mgr->guardian_fd = mgr->canary_fd = -1;
+	if (!mgr->config.cgroup_base)
+		mgr->config.cgroup_base = "/sys/fs/cgroup";
+	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);
+	mgr->config.cgroup_base = mgr->base;
+	if (config->root_name)
+		snprintf(mgr->root_name, sizeof(mgr->root_name), "%s", config->root_name);
+	else
+		snprintf(mgr->root_name, sizeof(mgr->root_name), "qosway-%u", (unsigned)getuid());
+	mgr->config.root_name = mgr->root_name;
+	unsigned ncpus = config->ncpus;
+	if (!ncpus) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		ncpus = n > 0 ? (unsigned)n : 1;
+	}
+	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
+
+	if (!qos_cgroup_detect(&mgr->cg, mgr->base, mgr->root_name, err, err_len))
+		goto err_free;
+	mgr->cg.fake_files = config->fake_files;
+	/* A dead predecessor may have left frozen groups: undo them before anything else. */
+	qos_reconcile(mgr);
+	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
+		goto err_free;
+
+	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (mgr->epoll_fd < 0 || mgr->timer_fd < 0) {
+		snprintf(err, err_len, "epoll/timerfd: %s", strerror(errno));
+		goto err_fds;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->timer_fd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->timer_fd, &ev) < 0) {
+		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
+		goto err_fds;
+	}
+	if (config->guardian && !qos_guardian_start(mgr)) {
+		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
+		goto err_fds;
+	}
+	if (config->watchdog_timeout_us && !qos_watchdog_start(mgr)) {
+		snprintf(err, err_len, "cannot start the starvation watchdog: %s", strerror(errno));
+		goto err_guardian;
+	}
+	mgr->housekeeping_us = qos_sys_now_us() + HOUSEKEEPING_US;
+	qos_manager_rearm(mgr);
+	return mgr;
+
+err_guardian:
+	qos_guardian_stop(mgr);
+err_fds:
+	if (mgr->timer_fd >= 0)
+		close(mgr->timer_fd);
+	if (mgr->epoll_fd >= 0)
+		close(mgr->epoll_fd);
+	qos_cgroup_remove_root(&mgr->cg);
+err_free:
+	free(mgr);
+	return NULL;
+}
+
+void qos_manager_destroy(struct qos_manager *mgr)
+{
+	if (!mgr)
+		return;
+	while (mgr->reserves) {
+		struct qos_reserve *r = mgr->reserves;
+		r->is_auto = false; /* freed below, not by the last leave */
+		while (r->n_members)
+			qos_member_remove(r->members[r->n_members - 1], true, false);
+		qos_reserve_free(r);
+	}
+	qos_cgroup_remove_root(&mgr->cg);
+	qos_watchdog_stop(mgr);
+	qos_guardian_stop(mgr);
+	qos_rules_destroy(mgr->rules);
+	close(mgr->timer_fd);
+	close(mgr->epoll_fd);
+	free(mgr);
+}
+
+int qos_manager_get_fd(struct qos_manager *mgr)
+{
+	return mgr->epoll_fd;
+}
+
+static void run_timers(struct qos_manager *mgr)
+{
+	uint64_t buf;
+	while (read(mgr->timer_fd, &buf, sizeof(buf)) > 0)
+		;
+	uint64_t now = qos_sys_now_us();
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->next_check_us <= now)
+			qos_reserve_check(r, now);
+	}
+	if (now >= mgr->housekeeping_us) {
+		mgr->housekeeping_us = now + HOUSEKEEPING_US;
+		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
+			qos_reserve_housekeeping(r);
+		qos_watchdog_check(mgr, now);
+	}
+}
+
+int qos_manager_dispatch(struct qos_manager *mgr)
+{
+	struct epoll_event evs[32];
+	int n = epoll_wait(mgr->epoll_fd, evs, 32, 0);
+	if (n < 0)
+		return errno == EINTR ? 0 : -1;
+	bool timers = false;
+	for (int i = 0; i < n; i++) {
+		void *ptr = evs[i].data.ptr;
+		if (ptr == &mgr->timer_fd) {
+			timers = true;
+		} else if (ptr == &mgr->canary_fd) {
+			uint64_t v;
+			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
+				mgr->canary_seen_us = qos_sys_now_us();
+		} else {
+			/* A member's pidfd became readable: it exited. */
+			struct qos_member *m = ptr;
+			qos_member_remove(m, false, true);
+			/* Later events may point at members freed with an automatic reserve. */
+			n = i + 1;
+			timers = true;
+		}
+	}
+	if (timers)
+		run_timers(mgr);
+	qos_manager_rearm(mgr);
+	return n;
+}
+
+bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
+{
+	qos_rules_destroy(mgr->rules);
+	mgr->rules = rules;
+	return true;
+}
+
+static bool read_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", pid);
+	ssize_t n = qos_sys_read_file(p, buf, len);
+	if (n <= 0)
+		return false;
+	for (ssize_t i = 0; i < n - 1; i++) {
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	}
+	return true;
+}
+
+bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id,
+	bool *applied, char *err, size_t err_len)
+{
+	*applied = false;
+	if (!mgr->rules)
+		return true;
+	char exe[PATH_MAX], link[64], cmd[4096];
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	bool have_cmd = read_cmdline(pid, cmd, sizeof(cmd));
+	const struct qos_rule *rule = qos_rules_match(mgr->rules, n > 0 ? exe : NULL,
+		have_cmd ? cmd : NULL, app_id);
+	if (!rule || !rule->auto_apply)
+		return true;
+	bool ok = rule->reserve[0] ? qos_manager_join(mgr, rule->reserve, pid, 0, err, err_len)
+		: qos_manager_set_class(mgr, pid, &rule->params, err, err_len);
+	*applied = ok;
+	return ok;
+}
+
+void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info)
+{
+	*info = (struct qos_manager_info){
+		.layout = mgr->cg.layout == QOS_CG_V2 ? "cgroup2" : "hybrid",
+		.v2_root = mgr->cg.v2_root,
+		.cpu_root = mgr->cg.cpu_root,
+		.rt_group = mgr->cg.rt_group,
+		.rt_note = mgr->cg.rt_note,
+		.ncpus = mgr->adm.ncpus,
+		.capacity_ppm = qos_admission_capacity_ppm(&mgr->adm),
+		.granted_ppm = mgr->adm.granted_ppm,
+		.watchdog_cooldown = qos_sys_now_us() < mgr->cooldown_until_us,
+	};
+}
+
+size_t qos_manager_reserve_count(struct qos_manager *mgr)
+{
+	size_t n = 0;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
+		n++;
+	return n;
+}
+
+static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
+{
+	*out = (struct qos_reserve_info){
+		.params = r->params,
+		.is_auto = r->is_auto,
+		.owner = r->owner,
+		.granted = r->granted,
+		.in_fallback = r->police.in_fallback,
+		.n_members = r->n_members,
+		.used_us = qos_police_used_us(&r->police),
+		.billed_us = r->police.billed_us,
+		.last_used_us = r->police.last_used_us,
+		.periods = r->police.periods,
+		.overruns = r->police.overruns,
+	};
+	snprintf(out->name, sizeof(out->name), "%s", r->name);
+}
+
+bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (index-- == 0) {
+			fill_info(r, out);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
+	struct qos_reserve_info *out)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r)
+		return false;
+	/* Bring the current-period figures up to date before reporting them. */
+	if (r->n_members) {
+		qos_reserve_check(r, qos_sys_now_us());
+		qos_manager_rearm(mgr);
+	}
+	fill_info(r, out);
+	return true;
+}
+
+ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
+	struct qos_member_info *out, size_t max)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r)
+		return -1;
+	for (size_t i = 0; i < r->n_members && i < max; i++) {
+		out[i].pid = r->members[i]->pid;
+		out[i].tid = r->members[i]->tid;
+	}
+	return (ssize_t)r->n_members;
+}
+
+const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	return m ? m->reserve->name : NULL;
+}

@@ -1,0 +1,169 @@
+/*
+ * qos/qos.h - the QoS manager: named reserves, scheduling classes, admission
+ * control and policing with fallback (Linux-SRT, Ingram ch. 3, 5.3, 7.3) on
+ * stock kernel mechanisms.  See docs/qos-kernel-mapping.md for the mapping.
+ *
+ * Include as "qos/qos.h"; link qos_dep.  No globals: every call takes the
+ * manager.  The manager is single-threaded and never blocks: add
+ * qos_manager_get_fd() to the event loop (readable -> qos_manager_dispatch()).
+ * Calls are not thread-safe.
+ *
+ * Members are whole processes (tid == 0) or single threads.  They are held by
+ * pidfd and checked against their start time before and after each change,
+ * so a recycled pid is never mistaken for a member.
+ */
+#ifndef QOS_QOS_H
+#define QOS_QOS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "qos/params.h"
+#include "qos/rules.h"
+
+struct qos_manager;
+
+enum qos_event_type {
+	QOS_EVENT_RESERVE_CREATED,
+	QOS_EVENT_RESERVE_DELETED,
+	QOS_EVENT_RESERVE_RENAMED,   /* automatic reserve passed to a new owner */
+	QOS_EVENT_PARAMS_CHANGED,
+	QOS_EVENT_MEMBER_JOINED,     /* class of pid/tid changed to the reserve's */
+	QOS_EVENT_MEMBER_LEFT,       /* pid/tid back to its own class */
+	QOS_EVENT_MEMBER_EXITED,
+	QOS_EVENT_ADMISSION_GRANTED,
+	QOS_EVENT_ADMISSION_REFUSED, /* message holds the reason for the user */
+	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end */
+	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
+	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted */
+	QOS_EVENT_ERROR,             /* a kernel call failed; message says which */
+};
+
+struct qos_event {
+	enum qos_event_type type;
+	const char *reserve; /* current name (old name for RENAMED is in message) */
+	pid_t pid;
+	pid_t tid;           /* 0 for whole-process members */
+	uint64_t used_us;    /* OVERRUN/RESTORED: time used in the period concerned */
+	const char *message; /* may be NULL */
+};
+
+typedef void (*qos_event_fn)(void *data, const struct qos_event *event);
+
+struct qos_manager_config {
+	const char *cgroup_base; /* default /sys/fs/cgroup */
+	const char *root_name;   /* default qosway-<uid> */
+	unsigned ncpus;          /* 0: online CPUs */
+	uint64_t rsvd_ppm;       /* share of each CPU kept from guarantees; default 10% */
+	uint64_t rttime_us;      /* RLIMIT_RTTIME bound for real-time members; default 5s */
+	uint64_t watchdog_timeout_us;  /* canary silence that triggers demotion; default 5s */
+	uint64_t watchdog_cooldown_us; /* no new real-time grants after that; default 30s */
+	bool guardian;           /* fork a helper that thaws everything if we die; default on */
+	bool fake_files;         /* cgroup_base is a fake tree (tests) */
+	qos_event_fn event;
+	void *event_data;
+};
+
+void qos_manager_config_init(struct qos_manager_config *config);
+
+/*
+ * Detects the kernel layout, reconciles leftovers of a dead instance (thaws,
+ * restores members, removes groups) and sets up our cgroup root.
+ */
+struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
+	char *err, size_t err_len);
+/* Restores every member to its original cgroup and policy, removes our groups. */
+void qos_manager_destroy(struct qos_manager *mgr);
+
+/* One fd for the event loop (epoll: policing timer, member pidfds, watchdog). */
+int qos_manager_get_fd(struct qos_manager *mgr);
+/* Handles whatever is ready without blocking.  Returns events handled or -1. */
+int qos_manager_dispatch(struct qos_manager *mgr);
+
+/*
+ * Reserves (thesis set_reserve/delete_reserve).  create: make it if missing;
+ * modify: change it if present.  Growing a granted qos reserve beyond free
+ * capacity fails and keeps the old parameters.
+ */
+bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
+	bool create, bool modify, char *err, size_t err_len);
+/* Fails while the reserve has members. */
+bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len);
+
+/*
+ * pid (tid == 0) or one thread joins a reserve, leaving its previous one.  The
+ * first member of a qos reserve triggers admission control; on refusal false is
+ * returned with the reason in err, and the task keeps running as before.  If
+ * the reserve does not exist and the loaded rules define it, it is created.
+ */
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
+	char *err, size_t err_len);
+/* Back to the original cgroup and policy.  False if it was not a member. */
+bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid);
+/* Puts pid in its automatic reserve "auto-<pid>" with these parameters. */
+bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
+	char *err, size_t err_len);
+
+/*
+ * AutoQOS: the manager keeps a copy of the rules (NULL clears them); apply
+ * looks up exe/cmdline/app_id and joins pid accordingly.  Returns false with
+ * err when refused, true (with *applied false) when no auto rule matched.
+ */
+bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules);
+bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id,
+	bool *applied, char *err, size_t err_len);
+
+/*
+ * Charges usec of CPU time spent on the reserve's behalf (e.g. compositor work
+ * for a client).  It counts against slice and limit exactly like own time and
+ * may trigger the fallback at once.
+ */
+bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
+/* Same, naming the reserve through one of its members. */
+bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
+
+struct qos_reserve_info {
+	char name[QOS_NAME_MAX + 1];
+	struct qos_params params;
+	bool is_auto;
+	pid_t owner;           /* automatic reserves */
+	bool granted;          /* holds admitted qos capacity */
+	bool in_fallback;
+	size_t n_members;
+	uint64_t used_us;      /* own + billed in the current period */
+	uint64_t billed_us;    /* billed part of used_us */
+	uint64_t last_used_us; /* previous period */
+	uint64_t periods, overruns;
+};
+
+struct qos_member_info {
+	pid_t pid;
+	pid_t tid; /* 0: the whole process */
+};
+
+struct qos_manager_info {
+	const char *layout;    /* "cgroup2" or "hybrid" */
+	const char *v2_root;
+	const char *cpu_root;
+	bool rt_group;
+	const char *rt_note;
+	unsigned ncpus;
+	uint64_t capacity_ppm, granted_ppm;
+	bool watchdog_cooldown;
+};
+
+void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info);
+size_t qos_manager_reserve_count(struct qos_manager *mgr);
+/* index < reserve_count, in creation order. */
+bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out);
+bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
+	struct qos_reserve_info *out);
+/* Fills up to max members; returns the total count, or -1 if no such reserve. */
+ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
+	struct qos_member_info *out, size_t max);
+/* The reserve pid (tid 0) or the thread is in, or NULL. */
+const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid);
+
+#endif

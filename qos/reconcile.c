@@ -1,0 +1,60 @@
+/*
+ * Start-up reconciliation: whatever a previous instance left under our root
+ * is undone.  Frozen groups are thawed first, their tasks return to time
+ * sharing and to the cgroup that holds our root (the original placement died
+ * with the old instance), and the empty groups are removed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+struct rc_ctx {
+	struct qos_manager *mgr;
+	const char *group;
+};
+
+static void reset_thread(pid_t tid, void *data)
+{
+	(void)data;
+	int pol = qos_sys_get_thread_policy(tid, NULL);
+	if (pol != 0 && pol >= 0)
+		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+}
+
+static void release_pid(pid_t pid, void *data)
+{
+	struct rc_ctx *c = data;
+	qos_sys_for_each_thread(pid, reset_thread, NULL);
+	qos_cgroup_restore(&c->mgr->cg, pid, 0, true, "", "/");
+}
+
+static void release_tid(pid_t tid, void *data)
+{
+	struct rc_ctx *c = data;
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+	qos_cgroup_restore(&c->mgr->cg, tid, tid, false, "", "/");
+}
+
+static void reconcile_group(const char *name, void *data)
+{
+	struct qos_manager *mgr = data;
+	struct rc_ctx c = { .mgr = mgr, .group = name };
+	qos_cgroup_freeze(&mgr->cg, name, false);
+	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
+		"reconciling group left by an earlier instance");
+	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, &c);
+	if (mgr->cg.layout == QOS_CG_HYBRID)
+		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, &c);
+	qos_cgroup_group_remove(&mgr->cg, name);
+}
+
+void qos_reconcile(struct qos_manager *mgr)
+{
+	/* Root-level thaw too, in case someone froze our whole subtree. */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/cgroup.freeze", mgr->cg.v2_root);
+	qos_sys_write_file(p, "0");
+	qos_cgroup_for_each_group(&mgr->cg, reconcile_group, mgr);
+}

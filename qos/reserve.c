@@ -1,0 +1,751 @@
+/* Reserves and their members: create/modify/delete, join/leave, policy application. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (strcmp(r->name, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			struct qos_member *m = r->members[i];
+			if (m->pid == pid && m->tid == tid)
+				return m;
+		}
+	}
+	return NULL;
+}
+
+static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
+	struct qos_reserve *except)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; r != except && i < r->n_members; i++) {
+			if (r->members[i]->pid == pid && r->members[i]->tid)
+				return r->members[i];
+		}
+	}
+	return NULL;
+}
+
+static bool member_alive(const struct qos_member *m)
+{
+	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
+}
+
+/* Whether the kernel itself stops the reserve at its limit (no freeze needed). */
+static bool kernel_caps(const struct qos_reserve *r)
+{
+	const struct qos_cgroup *cg = &r->mgr->cg;
+	switch (r->params.policy) {
+	case QOS_POLICY_QOS:
+		return true; /* SCHED_DEADLINE throttles at the runtime */
+	case QOS_POLICY_OTHER:
+	case QOS_POLICY_IDLE:
+		return cg->cpu_ctl;
+	case QOS_POLICY_FIFO:
+	case QOS_POLICY_RR:
+		return cg->rt_group;
+	case QOS_POLICY_PAUSE:
+		return true;
+	}
+	return false;
+}
+
+static size_t count_threads(struct qos_reserve *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		if (m->tid) {
+			n++;
+		} else {
+			char p[64];
+			snprintf(p, sizeof(p), "/proc/%d/status", m->pid);
+			char buf[4096];
+			int threads = 1;
+			if (qos_sys_read_file(p, buf, sizeof(buf)) > 0) {
+				char *t = strstr(buf, "Threads:");
+				if (t)
+					threads = atoi(t + 8);
+			}
+			n += (size_t)(threads > 0 ? threads : 1);
+		}
+	}
+	return n ? n : 1;
+}
+
+struct thread_ctx {
+	struct qos_reserve *r;
+	enum qos_policy policy;
+	uint64_t dl_runtime_ns;
+	int err;
+	pid_t err_tid;
+};
+
+static void set_one(pid_t tid, void *data)
+{
+	struct thread_ctx *c = data;
+	const struct qos_params *p = &c->r->params;
+	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
+		p->period_us * 1000u);
+	if (e < 0 && e != -ESRCH && !c->err) {
+		c->err = e;
+		c->err_tid = tid;
+	}
+}
+
+static const char *policy_error(enum qos_policy policy, int err)
+{
+	if (policy == QOS_POLICY_QOS && err == -EBUSY)
+		return "the kernel's deadline bandwidth is exhausted";
+	if (policy == QOS_POLICY_QOS && err == -EPERM)
+		return "deadline tasks must be allowed to run on every CPU";
+	if ((policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR) && err == -EPERM)
+		return "the reserve's group has no real-time bandwidth";
+	return strerror(-err);
+}
+
+/* Applies a per-thread policy to one member (all threads of a process member). */
+static int apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
+	uint64_t dl_runtime_ns)
+{
+	struct thread_ctx c = { .r = r, .policy = policy, .dl_runtime_ns = dl_runtime_ns };
+	if (m->tid)
+		set_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m->pid, set_one, &c);
+	if (c.err)
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
+			"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
+			policy_error(policy, c.err));
+	return c.err;
+}
+
+static uint64_t dl_runtime(struct qos_reserve *r)
+{
+	/* Threads of one reserve split its slice evenly (thesis 5.3.2, option a). */
+	uint64_t ns = r->params.slice_us * 1000u / count_threads(r);
+	return ns < 1024 ? 1024 : ns;
+}
+
+static int apply_threads(struct qos_reserve *r, enum qos_policy policy)
+{
+	uint64_t rt = policy == QOS_POLICY_QOS ? dl_runtime(r) : 0;
+	int err = 0;
+	for (size_t i = 0; i < r->n_members; i++) {
+		int e = apply_member(r, r->members[i], policy, rt);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* Group-level controls for the reserve's normal policy. */
+static void apply_group(struct qos_reserve *r)
+{
+	struct qos_cgroup *cg = &r->mgr->cg;
+	const struct qos_params *p = &r->params;
+	if (!r->has_group)
+		return;
+	if (cg->cpu_ctl) {
+		qos_cgroup_set_idle(cg, r->name, p->policy == QOS_POLICY_IDLE);
+		qos_cgroup_set_nice_weight(cg, r->name, p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+		bool ceiling = qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
+			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE);
+		int e = qos_cgroup_set_quota(cg, r->name, p->period_us, ceiling ? p->slice_us : 0);
+		if (e < 0)
+			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",
+				strerror(-e));
+	}
+	if (cg->rt_group) {
+		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
+		int e = qos_cgroup_set_rt(cg, r->name, rt ? p->period_us : 1000000,
+			rt ? p->slice_us : 0);
+		if (e < 0 && rt)
+			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				"cannot give the group real-time bandwidth: %s", strerror(-e));
+	}
+	qos_cgroup_freeze(cg, r->name, p->policy == QOS_POLICY_PAUSE);
+}
+
+static uint64_t own_cpu_us(struct qos_reserve *r)
+{
+	uint64_t total = r->retired_us, v;
+	bool group_counted = false;
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		if (m->tid) {
+			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
+				total += v - m->cpu_base_us;
+		} else if (!group_counted) {
+			/* One read covers every process member and its inheriting children. */
+			if (qos_cgroup_usage_us(&r->mgr->cg, r->name, &v))
+				total += v;
+			group_counted = true;
+		}
+	}
+	return total;
+}
+
+static void enter_fallback(struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	struct qos_cgroup *cg = &r->mgr->cg;
+	if (p->fallback == QOS_POLICY_PAUSE) {
+		/* Billed time is invisible to the kernel, so only then must we freeze. */
+		if (!kernel_caps(r) || r->police.billed_us > 0) {
+			qos_cgroup_freeze(cg, r->name, true);
+			r->fb_applied = true;
+		}
+		return;
+	}
+	if (p->fallback == p->policy)
+		return;
+	apply_threads(r, p->fallback);
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+		qos_cgroup_set_idle(cg, r->name, true);
+	r->fb_applied = true;
+}
+
+static void leave_fallback(struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	struct qos_cgroup *cg = &r->mgr->cg;
+	if (!r->fb_applied)
+		return;
+	r->fb_applied = false;
+	if (p->fallback == QOS_POLICY_PAUSE) {
+		qos_cgroup_freeze(cg, r->name, p->policy == QOS_POLICY_PAUSE);
+		return;
+	}
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+		qos_cgroup_set_idle(cg, r->name, p->policy == QOS_POLICY_IDLE);
+	apply_threads(r, p->policy);
+}
+
+void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
+{
+	if (r->n_members == 0) {
+		r->next_check_us = UINT64_MAX;
+		return;
+	}
+	uint64_t before = qos_police_used_us(&r->police);
+	enum qos_police_transition t = qos_police_update(&r->police, now_us, own_cpu_us(r),
+		&r->next_check_us);
+	if (t == QOS_POLICE_OVERRUN) {
+		enter_fallback(r);
+		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0, qos_police_used_us(&r->police),
+			"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
+			qos_policy_name(r->params.fallback));
+	} else if (t == QOS_POLICE_RESTORE) {
+		leave_fallback(r);
+		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+	}
+	(void)before;
+}
+
+struct adopt_ctx {
+	struct qos_reserve *r;
+	struct qos_member *m;
+};
+
+void qos_reserve_housekeeping(struct qos_reserve *r)
+{
+	/*
+	 * Threads created since the last pass start as SCHED_OTHER (reset on
+	 * fork), so give them the reserve's current policy.  Deadline runtimes
+	 * are re-split over the new thread count at the same time.
+	 */
+	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
+		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+	if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE))
+		apply_threads(r, active);
+}
+
+static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name,
+	const struct qos_params *params)
+{
+	struct qos_reserve *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->mgr = mgr;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->params = *params;
+	r->next_check_us = UINT64_MAX;
+	struct qos_reserve **tail = &mgr->reserves;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = r;
+	qos_emit(mgr, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
+	return r;
+}
+
+void qos_reserve_free(struct qos_reserve *r)
+{
+	if (!r)
+		return;
+	struct qos_manager *mgr = r->mgr;
+	for (struct qos_reserve **pp = &mgr->reserves; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	if (r->granted)
+		qos_admission_release(&mgr->adm, r->granted_ppm);
+	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->name))
+		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
+	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
+	free(r->members);
+	free(r);
+}
+
+bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
+	bool create, bool modify, char *err, size_t err_len)
+{
+	char why[256];
+	if (!qos_name_valid(name, err, err_len))
+		return false;
+	struct qos_params p = *params;
+	if (!qos_params_normalize(&p, err, err_len))
+		return false;
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r) {
+		if (!create) {
+			snprintf(err, err_len, "no reserve named '%s'", name);
+			return false;
+		}
+		if (qos_name_is_auto(name)) {
+			snprintf(err, err_len, "'%s' is an automatic reserve name", name);
+			return false;
+		}
+		if (!reserve_new(mgr, name, &p)) {
+			snprintf(err, err_len, "out of memory");
+			return false;
+		}
+		return true;
+	}
+	if (!modify) {
+		snprintf(err, err_len, "reserve '%s' already exists", name);
+		return false;
+	}
+	uint64_t new_ppm = p.policy == QOS_POLICY_QOS ? qos_params_util_ppm(&p) : 0;
+	if (r->granted) {
+		if (!qos_admission_resize(&mgr->adm, r->granted_ppm, new_ppm, why, sizeof(why))) {
+			snprintf(err, err_len, "cannot grow '%s': %s", name, why);
+			return false;
+		}
+		r->granted_ppm = new_ppm;
+		r->granted = new_ppm > 0;
+	} else if (new_ppm && r->n_members) {
+		if (!qos_admission_request(&mgr->adm, new_ppm, why, sizeof(why))) {
+			snprintf(err, err_len, "cannot make '%s' a qos reserve: %s", name, why);
+			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+			return false;
+		}
+		r->granted = true;
+		r->granted_ppm = new_ppm;
+		qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
+	}
+	leave_fallback(r);
+	r->params = p;
+	r->police.in_fallback = false;
+	uint64_t now = qos_sys_now_us();
+	qos_police_set_limit(&r->police, p.period_us, p.slice_us, now, own_cpu_us(r));
+	apply_group(r);
+	apply_threads(r, p.policy);
+	qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
+	qos_reserve_check(r, now);
+	qos_manager_rearm(mgr);
+	return true;
+}
+
+bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r) {
+		snprintf(err, err_len, "no reserve named '%s'", name);
+		return false;
+	}
+	if (r->n_members) {
+		snprintf(err, err_len, "reserve '%s' still has %zu member(s)", name, r->n_members);
+		return false;
+	}
+	qos_reserve_free(r);
+	return true;
+}
+
+static void restore_member(struct qos_member *m)
+{
+	struct qos_manager *mgr = m->reserve->mgr;
+	/* Back to time-sharing first, so a moved RT thread never lands in a group without RT bandwidth. */
+	struct qos_params p;
+	qos_params_init(&p);
+	struct thread_ctx c = { .r = m->reserve, .policy = QOS_POLICY_OTHER };
+	struct qos_params saved = m->reserve->params;
+	m->reserve->params.nice = m->orig_nice;
+	if (m->tid)
+		set_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m->pid, set_one, &c);
+	m->reserve->params = saved;
+	if (m->rttime_bounded)
+		qos_sys_restore_rttime(m->pid, m->old_rt_soft, m->old_rt_hard);
+	qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+}
+
+static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
+{
+	char name[QOS_NAME_MAX + 1], old[QOS_NAME_MAX + 1];
+	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", new_owner);
+	snprintf(old, sizeof(old), "%s", r->name);
+	if (r->has_group && !qos_cgroup_group_rename(&r->mgr->cg, old, name))
+		return false;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->owner = new_owner;
+	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
+	return true;
+}
+
+void qos_member_remove(struct qos_member *m, bool alive, bool exited)
+{
+	struct qos_reserve *r = m->reserve;
+	struct qos_manager *mgr = r->mgr;
+	if (m->pidfd >= 0) {
+		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
+		close(m->pidfd);
+	}
+	if (m->tid) {
+		uint64_t v;
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
+			r->retired_us += v - m->cpu_base_us;
+	}
+	if (alive && member_alive(m))
+		restore_member(m);
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i] == m) {
+			memmove(&r->members[i], &r->members[i + 1],
+				(r->n_members - i - 1) * sizeof(*r->members));
+			r->n_members--;
+			break;
+		}
+	}
+	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid,
+		m->tid, 0, NULL);
+	pid_t gone = m->pid;
+	free(m);
+
+	if (r->n_members == 0) {
+		/* Guarantees are held only while someone uses them (thesis 3.7.2). */
+		if (r->granted) {
+			qos_admission_release(&mgr->adm, r->granted_ppm);
+			r->granted = false;
+			r->granted_ppm = 0;
+		}
+		r->fb_applied = false;
+		r->next_check_us = UINT64_MAX;
+		if (r->has_group)
+			qos_cgroup_freeze(&mgr->cg, r->name, false);
+		if (r->is_auto)
+			qos_reserve_free(r);
+	} else if (r->is_auto && gone == r->owner) {
+		/* A daemon that forks and exits keeps the reserve set up for it. */
+		rename_auto(r, r->members[0]->pid);
+	}
+}
+
+static bool admit(struct qos_reserve *r, char *err, size_t err_len)
+{
+	struct qos_manager *mgr = r->mgr;
+	uint64_t now = qos_sys_now_us();
+	if (qos_policy_is_rt(r->params.policy) && now < mgr->cooldown_until_us) {
+		snprintf(err, err_len, "real-time grants are suspended for %llus after a starvation "
+			"alarm", (unsigned long long)((mgr->cooldown_until_us - now) / 1000000u + 1));
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
+		return false;
+	}
+	if (r->params.policy != QOS_POLICY_QOS || r->granted)
+		return true;
+	char why[256];
+	uint64_t ppm = qos_params_util_ppm(&r->params);
+	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
+		snprintf(err, err_len, "reserve '%s' refused: %s", r->name, why);
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
+		return false;
+	}
+	r->granted = true;
+	r->granted_ppm = ppm;
+	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU",
+		ppm / 1e4);
+	return true;
+}
+
+static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
+{
+	if (r->has_group)
+		return true;
+	if (!qos_cgroup_group_create(&r->mgr->cg, r->name)) {
+		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
+		return false;
+	}
+	r->has_group = true;
+	apply_group(r);
+	return true;
+}
+
+static bool add_member(struct qos_reserve *r, struct qos_member *m)
+{
+	if (r->n_members == r->cap_members) {
+		size_t cap = r->cap_members ? r->cap_members * 2 : 4;
+		struct qos_member **nm = realloc(r->members, cap * sizeof(*nm));
+		if (!nm)
+			return false;
+		r->members = nm;
+		r->cap_members = cap;
+	}
+	r->members[r->n_members++] = m;
+	return true;
+}
+
+static void release_if_unused(struct qos_reserve *r)
+{
+	if (r->n_members == 0 && r->granted) {
+		qos_admission_release(&r->mgr->adm, r->granted_ppm);
+		r->granted = false;
+		r->granted_ppm = 0;
+	}
+}
+
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
+	char *err, size_t err_len)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r && mgr->rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
+		if (def && !qos_reserve_set(mgr, name, &def->params, true, false, err, err_len))
+			return false;
+		r = qos_find_reserve(mgr, name);
+	}
+	if (!r) {
+		snprintf(err, err_len, "no reserve named '%s'", name);
+		return false;
+	}
+	struct qos_member *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, err_len, "out of memory");
+		return false;
+	}
+	m->pid = pid;
+	m->tid = tid == pid ? 0 : tid;
+	m->pidfd = -1;
+	m->start_time = qos_sys_start_time(pid, m->tid);
+	if (!m->start_time) {
+		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
+			m->tid ? m->tid : pid);
+		goto err_free;
+	}
+	if (m->tid && mgr->cg.layout != QOS_CG_HYBRID && r->params.policy == QOS_POLICY_PAUSE) {
+		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
+		goto err_free;
+	}
+	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
+	if (m->pidfd < 0) {
+		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
+		goto err_free;
+	}
+	bool first = r->n_members == 0;
+	if (first && !admit(r, err, err_len))
+		goto err_close;
+	if (!ensure_group(r, err, err_len))
+		goto err_admit;
+
+	/* Joining implies leaving: a task is in at most one reserve. */
+	struct qos_member *old = qos_find_member(mgr, pid, m->tid);
+	if (old == NULL && m->tid == 0) {
+		/* Threads of this process joined individually are folded into it. */
+		struct qos_member *t;
+		while ((t = find_thread_member(mgr, pid, r)))
+			qos_member_remove(t, true, false);
+	}
+	if (old) {
+		if (old->reserve == r) {
+			close(m->pidfd);
+			free(m);
+			return true;
+		}
+		/* Keep the original placement, not the reserve it is leaving. */
+		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
+		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
+		m->orig_nice = old->orig_nice;
+		qos_member_remove(old, true, false);
+	} else {
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)(m->tid ? m->tid : pid));
+		m->orig_nice = errno ? 0 : nice;
+	}
+	if (!m->orig_v2[0] && !qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2,
+			sizeof(m->orig_v2), m->orig_cpu, sizeof(m->orig_cpu))) {
+		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
+		goto err_admit;
+	}
+	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->name, m->tid)
+		: qos_cgroup_attach_process(&mgr->cg, r->name, pid);
+	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
+		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid,
+			r->name, strerror(-e));
+		goto err_admit;
+	}
+	/* The pid may have been recycled while we moved it: check again. */
+	if (!member_alive(m)) {
+		snprintf(err, err_len, "%d exited while joining", pid);
+		goto err_restore;
+	}
+	m->reserve = r;
+	if (!add_member(r, m)) {
+		snprintf(err, err_len, "out of memory");
+		goto err_restore;
+	}
+	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
+			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
+				&m->old_rt_hard) == 0)
+		m->rttime_bounded = true;
+	if (m->tid)
+		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
+
+	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
+		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
+	int perr = active == QOS_POLICY_QOS ? apply_threads(r, active)
+		: apply_member(r, m, active, 0);
+	if (perr && qos_policy_is_rt(active)) {
+		snprintf(err, err_len, "'%s' refused by the kernel: %s; running as other",
+			r->name, policy_error(active, perr));
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		qos_member_remove(m, true, false);
+		return false;
+	}
+	uint64_t now = qos_sys_now_us();
+	if (first) {
+		qos_police_start(&r->police, r->params.period_us, r->params.slice_us, now,
+			own_cpu_us(r));
+		r->police.parallel = 1;
+	}
+	if (m->tid == 0 || count_threads(r) > 1) {
+		unsigned n = (unsigned)count_threads(r);
+		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
+	}
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
+		qos_policy_name(r->params.policy));
+	qos_reserve_check(r, now);
+	qos_manager_rearm(mgr);
+	return true;
+
+err_restore:
+	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+err_admit:
+	release_if_unused(r);
+err_close:
+	close(m->pidfd);
+err_free:
+	free(m);
+	return false;
+}
+
+bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	if (!m)
+		return false;
+	qos_member_remove(m, true, false);
+	qos_manager_rearm(mgr);
+	return true;
+}
+
+bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
+	char *err, size_t err_len)
+{
+	char name[QOS_NAME_MAX + 1];
+	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
+	struct qos_params p = *params;
+	if (!qos_params_normalize(&p, err, err_len))
+		return false;
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	bool created = false;
+	if (r) {
+		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len))
+			return false;
+	} else {
+		r = reserve_new(mgr, name, &p);
+		if (!r) {
+			snprintf(err, err_len, "out of memory");
+			return false;
+		}
+		r->is_auto = true;
+		r->owner = pid;
+		created = true;
+	}
+	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
+		return true;
+	if (created && r->n_members == 0)
+		qos_reserve_free(r);
+	return false;
+}
+
+bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r)
+		return false;
+	qos_police_bill(&r->police, usec);
+	qos_reserve_check(r, qos_sys_now_us());
+	qos_manager_rearm(mgr);
+	return true;
+}
+
+bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, 0);
+	if (!m) {
+		for (struct qos_reserve *r = mgr->reserves; r && !m; r = r->next) {
+			for (size_t i = 0; i < r->n_members && !m; i++) {
+				if (r->members[i]->pid == pid)
+					m = r->members[i];
+			}
+		}
+	}
+	return m && qos_manager_bill(mgr, m->reserve->name, usec);
+}
+
+void qos_demote_all_rt(struct qos_manager *mgr)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (!qos_policy_is_rt(r->params.policy))
+			continue;
+		struct qos_params p = r->params;
+		p.policy = QOS_POLICY_OTHER;
+		p.fallback = QOS_POLICY_OTHER;
+		p.period_us = p.slice_us = 0;
+		char err[128];
+		qos_reserve_set(mgr, r->name, &p, false, true, err, sizeof(err));
+		qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
+			"normal tasks starved: demoted to other");
+	}
+}

@@ -1,0 +1,219 @@
+#include "qos/sys.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000
+#endif
+#define QOS_SCHED_FLAG_RESET_ON_FORK 0x01
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+/* Our own copy: glibc 2.36 does not declare struct sched_attr. */
+struct qos_sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+
+uint64_t qos_sys_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+ssize_t qos_sys_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t off = 0;
+	while (off + 1 < len) {
+		ssize_t n = read(fd, buf + off, len - 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+int qos_sys_write_file(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = strlen(value);
+	ssize_t n = write(fd, value, len);
+	int err = n < 0 ? -errno : ((size_t)n == len ? 0 : -EIO);
+	close(fd);
+	return err;
+}
+
+uint64_t qos_sys_start_time(pid_t pid, pid_t tid)
+{
+	char path[64], buf[1024];
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	/* comm may contain spaces and parentheses: count fields after the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return 0;
+	return strtoull(p + 1, NULL, 10);
+}
+
+int qos_sys_pidfd_open(pid_t pid, bool thread)
+{
+	return (int)syscall(SYS_pidfd_open, pid, thread ? PIDFD_THREAD : 0);
+}
+
+bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	*out = strtoull(buf, NULL, 10) / 1000u;
+	return true;
+}
+
+int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		fn((pid_t)atoi(e->d_name), data);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+struct sum_ctx {
+	pid_t pid;
+	uint64_t total;
+};
+
+static void add_thread(pid_t tid, void *data)
+{
+	struct sum_ctx *c = data;
+	uint64_t us;
+	if (qos_sys_thread_cpu_us(c->pid, tid, &us))
+		c->total += us;
+}
+
+bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out)
+{
+	struct sum_ctx c = { .pid = pid };
+	if (qos_sys_for_each_thread(pid, add_thread, &c) < 0)
+		return false;
+	*out = c.total;
+	return true;
+}
+
+int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
+	uint64_t dl_runtime_ns, uint64_t dl_period_ns)
+{
+	struct qos_sched_attr a = { .size = sizeof(a) };
+	switch (policy) {
+	case QOS_POLICY_OTHER:
+	case QOS_POLICY_PAUSE: /* frozen via the cgroup; the thread keeps time-sharing */
+		a.sched_policy = SCHED_OTHER;
+		a.sched_nice = nice;
+		break;
+	case QOS_POLICY_IDLE:
+		a.sched_policy = SCHED_IDLE;
+		a.sched_nice = nice;
+		break;
+	case QOS_POLICY_FIFO:
+	case QOS_POLICY_RR:
+		a.sched_policy = policy == QOS_POLICY_FIFO ? SCHED_FIFO : SCHED_RR;
+		a.sched_priority = (uint32_t)priority;
+		a.sched_flags = QOS_SCHED_FLAG_RESET_ON_FORK;
+		break;
+	case QOS_POLICY_QOS:
+		a.sched_policy = SCHED_DEADLINE;
+		a.sched_flags = QOS_SCHED_FLAG_RESET_ON_FORK;
+		a.sched_runtime = dl_runtime_ns;
+		a.sched_deadline = dl_period_ns;
+		a.sched_period = dl_period_ns;
+		break;
+	}
+	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
+		return -errno;
+	return 0;
+}
+
+int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)
+{
+	struct qos_sched_attr a = {0};
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
+		return -1;
+	if (reset_on_fork)
+		*reset_on_fork = a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK;
+	return (int)a.sched_policy;
+}
+
+int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard)
+{
+	struct rlimit old;
+	if (prlimit(pid, RLIMIT_RTTIME, NULL, &old) != 0)
+		return -errno;
+	*old_soft = old.rlim_cur;
+	*old_hard = old.rlim_max;
+	struct rlimit nl = old;
+	/* Never raise an existing bound, only tighten it. */
+	if (nl.rlim_max == RLIM_INFINITY || nl.rlim_max > usec)
+		nl.rlim_max = usec;
+	if (nl.rlim_cur == RLIM_INFINITY || nl.rlim_cur > nl.rlim_max)
+		nl.rlim_cur = nl.rlim_max;
+	if (prlimit(pid, RLIMIT_RTTIME, &nl, NULL) != 0)
+		return -errno;
+	return 0;
+}
+
+int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard)
+{
+	struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
+	return prlimit(pid, RLIMIT_RTTIME, &rl, NULL) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,53 @@
+/*
+ * qos/sys.h - thin wrappers over /proc, pidfds and the scheduler syscalls.
+ * Internal to the library (the manager API is in qos/qos.h), but kept in one
+ * header so the tests and the helper tool can reuse the process probes.
+ */
+#ifndef QOS_SYS_H
+#define QOS_SYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "qos/params.h"
+
+/* Start time (clock ticks since boot, /proc/PID/stat field 22); 0 when gone. */
+uint64_t qos_sys_start_time(pid_t pid, pid_t tid);
+
+/* pidfd for a process, or for a single thread when thread is true. */
+int qos_sys_pidfd_open(pid_t pid, bool thread);
+
+/* Cumulative CPU time of one thread from schedstat, in microseconds. */
+bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out);
+
+/* Cumulative CPU time of all live threads of a process (schedstat sums). */
+bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out);
+
+/* Calls fn for every thread of pid; returns the number of threads or -1. */
+int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
+
+/*
+ * Puts one thread under a per-thread policy.  fifo/rr/qos always carry
+ * SCHED_RESET_ON_FORK.  qos is SCHED_DEADLINE with the given runtime and
+ * period.  Returns 0 or a negative errno.
+ */
+int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
+	uint64_t dl_runtime_ns, uint64_t dl_period_ns);
+
+/* Reads the kernel policy of a thread (SCHED_* value) or -1. */
+int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);
+
+/* Lowers RLIMIT_RTTIME of pid to at most usec; the old soft/hard are returned. */
+int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard);
+int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard);
+
+/* Reads a whole small file into buf (NUL-terminated); returns length or -1. */
+ssize_t qos_sys_read_file(const char *path, char *buf, size_t len);
+/* Writes a string to a file (no O_CREAT); returns 0 or a negative errno. */
+int qos_sys_write_file(const char *path, const char *value);
+
+uint64_t qos_sys_now_us(void);
+
+#endif

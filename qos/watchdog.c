@@ -1,0 +1,86 @@
+/*
+ * Starvation watchdog.  A canary thread at normal priority ticks an eventfd
+ * once a second; if the manager hears nothing for watchdog_timeout_us, normal
+ * tasks are being starved, so every real-time reserve is demoted to other and
+ * new real-time grants are refused for watchdog_cooldown_us.
+ *
+ * The check runs in the manager's own loop, which must therefore not run at
+ * a lower priority than its real-time members (a compositor's loop normally
+ * runs above them).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+static void *canary_main(void *data)
+{
+	struct qos_manager *mgr = data;
+	struct sched_param sp = { 0 };
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	for (;;) {
+		struct timespec ts = { .tv_sec = 1 };
+		nanosleep(&ts, NULL);
+		uint64_t one = 1;
+		if (write(mgr->canary_fd, &one, sizeof(one)) < 0 && errno == EBADF)
+			break;
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+bool qos_watchdog_start(struct qos_manager *mgr)
+{
+	mgr->canary_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (mgr->canary_fd < 0)
+		return false;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->canary_fd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->canary_fd, &ev) < 0)
+		goto err;
+	pthread_t t;
+	if (pthread_create(&t, NULL, canary_main, mgr) != 0)
+		goto err;
+	mgr->canary_thread = (unsigned long)t;
+	mgr->canary_running = true;
+	mgr->canary_seen_us = qos_sys_now_us();
+	return true;
+err:
+	close(mgr->canary_fd);
+	mgr->canary_fd = -1;
+	return false;
+}
+
+void qos_watchdog_stop(struct qos_manager *mgr)
+{
+	if (mgr->canary_running) {
+		pthread_t t = (pthread_t)mgr->canary_thread;
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+		mgr->canary_running = false;
+	}
+	if (mgr->canary_fd >= 0)
+		close(mgr->canary_fd);
+	mgr->canary_fd = -1;
+}
+
+void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
+{
+	if (!mgr->canary_running)
+		return;
+	uint64_t v;
+	/* The event may not have been dispatched yet in this round. */
+	if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
+		mgr->canary_seen_us = now_us;
+	if (now_us - mgr->canary_seen_us < mgr->config.watchdog_timeout_us)
+		return;
+	mgr->cooldown_until_us = now_us + mgr->config.watchdog_cooldown_us;
+	mgr->canary_seen_us = now_us;
+	qos_demote_all_rt(mgr);
+}

@@ -1,0 +1,185 @@
+/*
+ * qos-helper: runs one QoS manager and takes commands on stdin, one per line,
+ * so the kernel tests (test_kernel.py) can drive real processes through it.
+ *
+ *   reserve NAME key=value...   create or modify (keys as in qosrc)
+ *   class PID key=value...      automatic reserve for PID
+ *   join NAME PID [TID]  |  leave PID [TID]  |  delete NAME
+ *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *
+ * Replies are "ok ...", or "err MESSAGE"; events are printed as "event ...".
+ * Options: --root NAME, --base DIR, --no-guardian, --fake.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qos/cgroup.h"
+#include "qos/qos.h"
+
+static const char *const event_names[] = {
+	"created", "deleted", "renamed", "params", "joined", "left", "exited", "granted",
+	"refused", "overrun", "restored", "watchdog", "error",
+};
+
+static void on_event(void *data, const struct qos_event *ev)
+{
+	printf("event %s reserve=%s pid=%d tid=%d used=%llu msg=%s\n", event_names[ev->type],
+		ev->reserve ? ev->reserve : "-", ev->pid, ev->tid,
+		(unsigned long long)ev->used_us, ev->message ? ev->message : "");
+	fflush(stdout);
+}
+
+static void diag(void *data, const char *msg)
+{
+	snprintf(data, 512, "%s", msg);
+}
+
+/* Parses "key=value..." with the rule-file parser so both accept the same syntax. */
+static bool parse_params(const char *kind, const char *rest, struct qos_params *out,
+	char *err)
+{
+	char line[1024];
+	snprintf(line, sizeof(line), "%s %s", kind, rest);
+	struct qos_rules *rules = qos_rules_create();
+	if (!rules)
+		return false;
+	err[0] = '\0';
+	int n = qos_rules_parse_string(rules, "cmd", line, diag, err);
+	bool ok = n == 0;
+	if (ok && rules->n_reserves)
+		*out = rules->reserves[0].params;
+	else if (ok && rules->n_rules)
+		*out = rules->rules[0].params;
+	else
+		ok = false;
+	qos_rules_destroy(rules);
+	return ok;
+}
+
+static void command(struct qos_manager *mgr, char *line, bool *quit)
+{
+	char err[512] = "";
+	char name[128];
+	int pid = 0, tid = 0, off = 0;
+	unsigned long long usec;
+	struct qos_params p;
+	line[strcspn(line, "\n")] = '\0';
+	if (sscanf(line, "reserve %127s %n", name, &off) == 1) {
+		if (!parse_params("reserve", line + 8, &p, err) ||
+				!qos_reserve_set(mgr, name, &p, true, true, err, sizeof(err)))
+			goto fail;
+	} else if (sscanf(line, "class %d %n", &pid, &off) == 1) {
+		char rest[1024];
+		snprintf(rest, sizeof(rest), "exe=x %s", line + off);
+		if (!parse_params("rule", rest, &p, err) ||
+				!qos_manager_set_class(mgr, pid, &p, err, sizeof(err)))
+			goto fail;
+	} else if (sscanf(line, "join %127s %d %d", name, &pid, &tid) >= 2) {
+		if (!qos_manager_join(mgr, name, pid, tid, err, sizeof(err)))
+			goto fail;
+	} else if (sscanf(line, "leave %d %d", &pid, &tid) >= 1) {
+		if (!qos_manager_leave(mgr, pid, tid)) {
+			snprintf(err, sizeof(err), "not a member");
+			goto fail;
+		}
+	} else if (sscanf(line, "delete %127s", name) == 1) {
+		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
+			goto fail;
+	} else if (sscanf(line, "bill %127s %llu", name, &usec) == 2) {
+		if (!qos_manager_bill(mgr, name, usec)) {
+			snprintf(err, sizeof(err), "no such reserve");
+			goto fail;
+		}
+	} else if (sscanf(line, "info %127s", name) == 1) {
+		struct qos_reserve_info info;
+		if (!qos_manager_reserve_info(mgr, name, &info)) {
+			snprintf(err, sizeof(err), "no such reserve");
+			goto fail;
+		}
+		char params[256];
+		qos_params_format(&info.params, params, sizeof(params));
+		printf("ok name=%s members=%zu granted=%d fallback=%d used=%llu billed=%llu "
+			"last=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n", info.name,
+			info.n_members, info.granted, info.in_fallback,
+			(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
+			(unsigned long long)info.last_used_us, (unsigned long long)info.periods,
+			(unsigned long long)info.overruns, info.owner, info.is_auto, params);
+		fflush(stdout);
+		return;
+	} else if (sscanf(line, "path %127s", name) == 1) {
+		struct qos_manager_info mi;
+		qos_manager_get_info(mgr, &mi);
+		printf("ok v2=%s/%s cpu=%s/%s layout=%s\n", mi.v2_root, name, mi.cpu_root, name,
+			mi.layout);
+		fflush(stdout);
+		return;
+	} else if (strcmp(line, "sync") == 0) {
+		qos_manager_dispatch(mgr);
+	} else if (strcmp(line, "quit") == 0) {
+		*quit = true;
+	} else {
+		snprintf(err, sizeof(err), "unknown command");
+		goto fail;
+	}
+	printf("ok\n");
+	fflush(stdout);
+	return;
+fail:
+	printf("err %s\n", err);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct qos_manager_config cfg;
+	qos_manager_config_init(&cfg);
+	cfg.event = on_event;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--root") && i + 1 < argc)
+			cfg.root_name = argv[++i];
+		else if (!strcmp(argv[i], "--base") && i + 1 < argc)
+			cfg.cgroup_base = argv[++i];
+		else if (!strcmp(argv[i], "--no-guardian"))
+			cfg.guardian = false;
+		else if (!strcmp(argv[i], "--fake"))
+			cfg.fake_files = true;
+		else {
+			fprintf(stderr, "usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	char err[512];
+	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
+	if (!mgr) {
+		printf("err %s\n", err);
+		return 1;
+	}
+	struct qos_manager_info mi;
+	qos_manager_get_info(mgr, &mi);
+	printf("ready layout=%s rt_group=%d capacity=%llu v2=%s cpu=%s\n", mi.layout, mi.rt_group,
+		(unsigned long long)mi.capacity_ppm, mi.v2_root, mi.cpu_root);
+	fflush(stdout);
+	bool quit = false;
+	char line[2048];
+	while (!quit) {
+		struct pollfd fds[2] = {
+			{ .fd = 0, .events = POLLIN },
+			{ .fd = qos_manager_get_fd(mgr), .events = POLLIN },
+		};
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents & POLLIN)
+			qos_manager_dispatch(mgr);
+		if (fds[0].revents & (POLLIN | POLLHUP)) {
+			if (!fgets(line, sizeof(line), stdin))
+				break;
+			command(mgr, line, &quit);
+		}
+	}
+	qos_manager_destroy(mgr);
+	return 0;
+}
