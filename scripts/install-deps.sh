@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything qosway needs to build, run and test on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(
+	build-essential meson ninja-build pkg-config
+	libwlroots-dev libwayland-dev wayland-protocols libpixman-1-dev
+	libinput-dev libxkbcommon-dev libcairo2-dev libpango1.0-dev libjson-c-dev
+	fonts-dejavu-core
+	# real clients and tools used by the demo, tests and benchmarks
+	foot weston grim sway util-linux procps python3 python3-pip valgrind
+)
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${apt_packages[@]}"
+
+# Test and benchmark helpers (pywayland for our own Wayland test clients).
+pip_args=(-q --disable-pip-version-check)
+if python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-packages; then
+	pip_args+=(--break-system-packages)
+fi
+python3 -m pip install "${pip_args[@]}" -r tests/requirements.txt

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Adds up the results in build/test-results and prints one closing line,
+"N passed, N failed, N skipped"; exits 1 if anything failed or nothing ran."""
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+
+def main():
+    results = pathlib.Path(sys.argv[1])
+    passed = failed = skipped = 0
+    for status in results.glob("*.status"):
+        name, code = status.read_text().split()
+        if code == "0":
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAILED: {name} (see {results}/{name}.log)")
+    meson = results / "meson.json"
+    if meson.exists():
+        for line in meson.read_text().splitlines():
+            test = json.loads(line)
+            if test["result"] == "OK":
+                passed += 1
+            elif test["result"] == "SKIP":
+                skipped += 1
+            else:
+                failed += 1
+                print(f"FAILED: meson test {test['name']}")
+    for xml in sorted(results.glob("pytest*.xml")):
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            outcome = [c.tag for c in case]
+            name = f"{xml.stem}: {case.get('classname')}::{case.get('name')}"
+            if "failure" in outcome or "error" in outcome:
+                failed += 1
+                print(f"FAILED: {name}")
+            elif "skipped" in outcome:
+                skipped += 1
+            else:
+                passed += 1
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
