@@ -115,6 +115,16 @@ def proc_cpu_s(pid):
     return (utime + stime) / CLK_TCK
 
 
+def machine_busy_ticks():
+    """(busy, total) jiffies over all CPUs, to show how loaded the machine
+    was during a window: other work on a 2-core box skews a run."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])       # guest time is already in user
+    return total - idle, total
+
+
 def proc_runtime_s(pid):
     """Nanosecond-precise CPU time of all live threads (schedstat), kept in
     the results as a cross-check of the 10 ms-granular utime+stime."""
@@ -368,12 +378,14 @@ def measure(comp, player, n_clients, logdir, tag, args):
 
         cpu0 = proc_cpu_s(comp.proc.pid)
         rt0 = proc_runtime_s(comp.proc.pid)
+        busy0, total0 = machine_busy_ticks()
         t0 = time.monotonic()
         for c in clients:
             c.send_signal(signal.SIGUSR1)
         time.sleep(args.measure)
         cpu1 = proc_cpu_s(comp.proc.pid)
         rt1 = proc_runtime_s(comp.proc.pid)
+        busy1, total1 = machine_busy_ticks()
         t1 = time.monotonic()
         for c in clients:
             c.send_signal(signal.SIGTERM)
@@ -410,6 +422,7 @@ def measure(comp, player, n_clients, logdir, tag, args):
         "client_fps_min": min(r["fps"] for r in reports),
         "worst_gap_ms": max(r["worst_gap_ms"] for r in reports),
         "client_cpu_s": sum(r["cpu_s"] for r in reports),
+        "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
     }
 
 
@@ -608,7 +621,8 @@ def run(args):
                 print(f"{tag}: {r['cpu_ms_per_frame']:.3f} ms/frame, "
                       f"{r['frames']} frames, cpu {r['cpu_s']:.2f} s "
                       f"({r['cpu_util'] * 100:.0f}%), fps mean {r['client_fps_mean']:.1f} "
-                      f"min {r['client_fps_min']:.1f}", flush=True)
+                      f"min {r['client_fps_min']:.1f}, machine busy "
+                      f"{r['machine_busy'] * 100:.0f}%", flush=True)
 
     names = [n for n in args.compositors if any(results.get(n, {}).values())]
     if not names:
