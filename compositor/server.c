@@ -245,7 +245,10 @@ bool server_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "failed to start the backend");
 		return false;
 	}
-	if (server->headless_backend && !wlr_headless_add_output(server->headless_backend,
+	/* wlroots' autocreate already adds WLR_HEADLESS_OUTPUTS (default 1)
+	 * outputs to a headless backend; only our own fallback needs one. */
+	if (server->headless_backend && server->headless_backend == server->backend &&
+			!wlr_headless_add_output(server->headless_backend,
 			server->config.output_width, server->config.output_height)) {
 		wlr_log(WLR_ERROR, "failed to add a headless output");
 		return false;

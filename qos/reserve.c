@@ -164,8 +164,14 @@ static void apply_group(struct qos_reserve *r)
 	if (!r->has_group)
 		return;
 	if (cg->cpu_ctl) {
-		qos_cgroup_set_idle(cg, r->name, p->policy == QOS_POLICY_IDLE);
-		qos_cgroup_set_nice_weight(cg, r->name, p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+		/* An idle group ignores its weight, and writing the weight clears idle. */
+		if (p->policy == QOS_POLICY_IDLE) {
+			qos_cgroup_set_idle(cg, r->name, true);
+		} else {
+			qos_cgroup_set_idle(cg, r->name, false);
+			qos_cgroup_set_nice_weight(cg, r->name,
+				p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+		}
 		bool ceiling = qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
 			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE);
 		int e = qos_cgroup_set_quota(cg, r->name, p->period_us, ceiling ? p->slice_us : 0);

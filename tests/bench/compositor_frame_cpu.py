@@ -258,19 +258,22 @@ class Qosway(Compositor):
         self.binary = require_program(self.args.qosway, "qosway")
 
     def prepare(self):
-        # qosway reads $XDG_CONFIG_HOME/qosway/config before the installed
-        # default, so this pins the output mode whatever the user has.
-        confdir = os.path.join(self.rundir, "config", "qosway")
-        os.makedirs(confdir)
+        # The shipped default (theme, titlebar, cascade) is what users run;
+        # the appended line pins the mode, as later lines override earlier.
         w, h, hz = OUTPUT_MODE
-        with open(os.path.join(confdir, "config"), "w") as f:
+        self.config = os.path.join(self.rundir, "qosway.conf")
+        shipped = os.path.join(REPO, "config", "config")
+        with open(self.config, "w") as f:
+            if os.path.isfile(shipped):
+                with open(shipped) as src:
+                    f.write(src.read().rstrip("\n") + "\n")
             f.write(f"output-mode {w}x{h}@{hz}\n")
 
     def env(self):
         return wlroots_env(super().env())
 
     def command(self):
-        return [self.binary]
+        return [self.binary, "-c", self.config]
 
 
 class Sway(Compositor):

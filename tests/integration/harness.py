@@ -429,10 +429,18 @@ class Compositor:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(self.sock)
-            s.sendall(data)
+            try:
+                s.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the compositor may reply and hang up before reading all
+                # of an over-long request; the reply is still readable
+                pass
             buf = b""
             while b"\n" not in buf:
-                chunk = s.recv(65536)
+                try:
+                    chunk = s.recv(65536)
+                except ConnectionResetError:
+                    break
                 if not chunk:
                     break
                 buf += chunk
