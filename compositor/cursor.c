@@ -19,6 +19,8 @@
 /* Corners of the frame count as two edges within this distance. */
 #define CORNER_SIZE 16
 #define DOUBLE_CLICK_MSEC 400
+/* Pointer travel that turns a titlebar press into a drag. */
+#define DRAG_THRESHOLD 8
 
 static void set_cursor_image(struct qw_server *server, const char *name) {
 	if (server->cursor_image == name) {
@@ -83,16 +85,14 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode,
 	if (!view->mapped || view->fullscreen) {
 		return;
 	}
-	if (view->maximized) {
-		if (mode == QW_CURSOR_RESIZE) {
-			return;
-		}
-		/* Dragging a maximized window restores it under the cursor. */
-		view_set_maximized(view, false);
-		view_move_to(view, server->cursor->x - view->width / 2,
-			server->cursor->y + server->config.titlebar_height / 2);
+	if (view->maximized && mode == QW_CURSOR_RESIZE) {
+		return;
 	}
 	wlr_seat_pointer_notify_clear_focus(server->seat);
+	server->grab_forward_release = false;
+	server->grab_unmaximize_pending = view->maximized;
+	server->grab_start_x = server->cursor->x;
+	server->grab_start_y = server->cursor->y;
 	server->grabbed_view = view;
 	server->cursor_mode = mode;
 	if (mode == QW_CURSOR_MOVE) {
@@ -160,6 +160,23 @@ static void set_hovered_button(struct qw_server *server, struct qw_view *view, i
 static void process_motion(struct qw_server *server, uint32_t time) {
 	if (server->cursor_mode == QW_CURSOR_MOVE) {
 		struct qw_view *view = server->grabbed_view;
+		if (server->grab_unmaximize_pending) {
+			double dx = server->cursor->x - server->grab_start_x;
+			double dy = server->cursor->y - server->grab_start_y;
+			if (dx * dx + dy * dy < DRAG_THRESHOLD * DRAG_THRESHOLD) {
+				return;
+			}
+			/* Restore under the cursor, keeping it at the same relative
+			 * spot of the titlebar. */
+			double rel = view->width > 0 ?
+				(server->grab_start_x - view->x) / view->width : 0.5;
+			double off_y = server->grab_start_y - view->y;
+			int restored_width = view->saved.width;
+			server->grab_unmaximize_pending = false;
+			view_set_maximized(view, false);
+			server->grab_x = rel * restored_width;
+			server->grab_y = off_y;
+		}
 		view_move_to(view, server->cursor->x - server->grab_x,
 			server->cursor->y - server->grab_y);
 		return;
@@ -332,11 +349,12 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 	}
 	case QW_CURSOR_MOVE:
 	case QW_CURSOR_RESIZE:
+		if (server->grab_forward_release) {
+			wlr_seat_pointer_notify_button(server->seat, event->time_msec,
+				event->button, event->state);
+		}
 		end_interactive(server);
 		process_motion(server, event->time_msec);
-		/* A client-initiated move began with a press the client saw. */
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec,
-			event->button, event->state);
 		return;
 	case QW_CURSOR_PASSTHROUGH:
 		wlr_seat_pointer_notify_button(server->seat, event->time_msec,

@@ -142,6 +142,13 @@ struct qw_server {
 	double grab_x, grab_y;
 	struct wlr_box grab_geobox;
 	uint32_t resize_edges;
+	/* The press that started the grab reached the client (xdg move/resize
+	 * requests), so the client must see the matching release too. */
+	bool grab_forward_release;
+	/* A maximized window restores only once a titlebar drag really moves,
+	 * so a click (or the first half of a double-click) leaves it alone. */
+	bool grab_unmaximize_pending;
+	double grab_start_x, grab_start_y;
 	int pressed_button; /* enum qw_button_kind while QW_CURSOR_BUTTON */
 	uint32_t pressed_mouse_button;
 	struct qw_view *hovered_view; /* view whose button is hovered */

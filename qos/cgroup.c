@@ -103,8 +103,12 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 		snprintf(p, sizeof(p), "%s/cpu.rt_period_us", cg->cpu_root);
 		qos_cgroup_write(cg, p, "1000000");
 		snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", cg->cpu_root);
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)rt_ppm);
-		int r = qos_cgroup_write(cg, p, v);
+		int r = -EINVAL;
+		/* Deadline servers and other groups share the global limit: take what fits. */
+		for (uint64_t want = rt_ppm; want >= 100000 && r < 0; want -= 50000) {
+			snprintf(v, sizeof(v), "%llu", (unsigned long long)want);
+			r = qos_cgroup_write(cg, p, v);
+		}
 		if (r < 0) {
 			snprintf(cg->rt_note, sizeof(cg->rt_note),
 				"cannot give the qosway root RT bandwidth: %s", strerror(-r));
@@ -219,6 +223,32 @@ int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle)
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, true, name, "cpu.idle", p, sizeof(p));
 	return qos_cgroup_write(cg, p, idle ? "1" : "0");
+}
+
+int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight)
+{
+	char p[PATH_MAX], v[32];
+	snprintf(p, sizeof(p), "%s/cpu.idle", cg->cpu_root);
+	if (idle)
+		return qos_cgroup_write(cg, p, "1");
+	int r = qos_cgroup_write(cg, p, "0");
+	if (cg->layout == QOS_CG_HYBRID) {
+		if (weight < 2)
+			weight = 2;
+		if (weight > 262144)
+			weight = 262144;
+		snprintf(p, sizeof(p), "%s/cpu.shares", cg->cpu_root);
+	} else {
+		weight = (weight * 100 + 512) / 1024;
+		if (weight < 1)
+			weight = 1;
+		if (weight > 10000)
+			weight = 10000;
+		snprintf(p, sizeof(p), "%s/cpu.weight", cg->cpu_root);
+	}
+	snprintf(v, sizeof(v), "%ld", weight);
+	int r2 = qos_cgroup_write(cg, p, v);
+	return r ? r : r2;
 }
 
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,

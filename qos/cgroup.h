@@ -72,6 +72,8 @@ int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t perio
 /* Weight equivalent to one task at this nice level. */
 int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle);
+/* Our root's own weight against the rest of the system (idle, or a load weight). */
+int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight);
 /* Real-time group bandwidth (hybrid only); runtime_us == 0 forbids RT tasks. */
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 	uint64_t runtime_us);

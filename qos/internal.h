@@ -76,6 +76,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
 void qos_reserve_housekeeping(struct qos_reserve *r);
 void qos_manager_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);
+void qos_root_weight_update(struct qos_manager *mgr);
 
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);

@@ -156,6 +156,31 @@ static int apply_threads(struct qos_reserve *r, enum qos_policy policy)
 	return err;
 }
 
+/*
+ * Reserve groups sit under our root, so against tasks outside it they all
+ * share the root's weight.  Make the root stand for what is inside: idle when
+ * every populated reserve is idle, else the sum of their nice weights.
+ */
+void qos_root_weight_update(struct qos_manager *mgr)
+{
+	struct qos_cgroup *cg = &mgr->cg;
+	if (!cg->cpu_ctl)
+		return;
+	long weight = 0;
+	bool any = false;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (!r->n_members)
+			continue;
+		any = true;
+		bool idle = r->params.policy == QOS_POLICY_IDLE ||
+			(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
+		if (!idle)
+			weight += qos_cgroup_nice_to_weight(r->params.policy == QOS_POLICY_OTHER ?
+				r->params.nice : 0) * (long)r->n_members;
+	}
+	qos_cgroup_set_root_weight(cg, any && weight == 0, weight ? weight : 1024);
+}
+
 /* Group-level controls for the reserve's normal policy. */
 static void apply_group(struct qos_reserve *r)
 {
@@ -227,6 +252,7 @@ static void enter_fallback(struct qos_reserve *r)
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_cgroup_set_idle(cg, r->name, true);
 	r->fb_applied = true;
+	qos_root_weight_update(r->mgr);
 }
 
 static void leave_fallback(struct qos_reserve *r)
@@ -243,6 +269,7 @@ static void leave_fallback(struct qos_reserve *r)
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_cgroup_set_idle(cg, r->name, p->policy == QOS_POLICY_IDLE);
 	apply_threads(r, p->policy);
+	qos_root_weight_update(r->mgr);
 }
 
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
@@ -376,6 +403,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us, now, own_cpu_us(r));
 	apply_group(r);
 	apply_threads(r, p.policy);
+	qos_root_weight_update(mgr);
 	qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
 	qos_reserve_check(r, now);
 	qos_manager_rearm(mgr);
@@ -456,6 +484,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 		m->tid, 0, NULL);
 	pid_t gone = m->pid;
 	free(m);
+	qos_root_weight_update(mgr);
 
 	if (r->n_members == 0) {
 		/* Guarantees are held only while someone uses them (thesis 3.7.2). */
@@ -658,6 +687,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		unsigned n = (unsigned)count_threads(r);
 		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	}
+	qos_root_weight_update(mgr);
 	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
 		qos_policy_name(r->params.policy));
 	qos_reserve_check(r, now);

@@ -500,6 +500,29 @@ class Compositor:
         return self.wait_window(lambda w: w.get("pid") == pid, timeout,
                                 desc="window of pid %d" % pid)
 
+    def visible_point(self, wid, keys=("titlebar", "geometry")):
+        """A point of window wid not covered by any window stacked above it:
+        in its titlebar left of the buttons if possible, else in its content."""
+        ws = self.windows()
+        idx = [i for i, w in enumerate(ws) if w["id"] == wid][0]
+        w = ws[idx]
+        above = [x["frame"] for x in ws[idx + 1:]]
+        # windows may have invisible resize grips just outside their frame
+        m = 12
+        above = [{"x": f["x"] - m, "y": f["y"] - m, "width": f["width"] + 2 * m,
+                  "height": f["height"] + 2 * m} for f in above]
+        for key in keys:
+            r = w[key]
+            x1 = r["x"] + r["width"]
+            if key == "titlebar" and w["buttons"]:
+                x1 = min(b["x"] for b in w["buttons"].values())
+            for y in range(r["y"] + 2, r["y"] + r["height"] - 1, 4):
+                for x in range(r["x"] + 4, x1 - 2, 4):
+                    if not any(f["x"] <= x < f["x"] + f["width"] and
+                               f["y"] <= y < f["y"] + f["height"] for f in above):
+                        return (x, y)
+        raise AssertionError("no visible point in %s of window %d" % (keys, wid))
+
     def wait_no_windows(self, timeout=10.0):
         return wait_for(lambda: self.windows() == [], timeout, desc="no windows")
 
