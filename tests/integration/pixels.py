@@ -50,10 +50,15 @@ def dominant(img, rect, inset=0):
     return max(cs)[1]
 
 
+def _flat(img):
+    getter = getattr(img, "get_flattened_data", None) or img.getdata
+    return list(getter())
+
+
 def diff_count(img_a, img_b, rect, tol=0):
     """Number of pixels in rect that differ between two screenshots."""
-    a = img_a.crop(box(rect)).getdata()
-    b = img_b.crop(box(rect)).getdata()
+    a = _flat(img_a.crop(box(rect)))
+    b = _flat(img_b.crop(box(rect)))
     return sum(1 for p, q in zip(a, b) if not near(p, q, tol))
 
 

@@ -1,0 +1,59 @@
+"""Default keybindings through the virtual keyboard: Super+Q closes the
+focused window, Super+Tab cycles focus, Super+Return starts the terminal
+(foot).  (Super+Shift+E is in test_shutdown.py.)"""
+
+from harness import wait_for
+from vinput import (VirtualInput, KEY_LEFTMETA, KEY_Q, KEY_TAB, KEY_ENTER)
+
+
+def focused_title(comp):
+    f = [w["title"] for w in comp.windows() if w["focused"]]
+    return f[0] if len(f) == 1 else None
+
+
+def test_super_q_closes_focused_window(qosway):
+    a = qosway.spawn_wlclient(title="Stay")
+    a.wait_event("mapped")
+    b = qosway.spawn_wlclient(title="Quit Me")
+    b.wait_event("mapped")
+    wb = qosway.window_by_title("Quit Me")
+    qosway.qosctl("focus", str(wb["id"]))
+    wait_for(lambda: focused_title(qosway) == "Quit Me", desc="Quit Me focused")
+    with VirtualInput(qosway.client_env()) as vi:
+        vi.chord([KEY_LEFTMETA], KEY_Q)
+    b.wait_event("close")
+    assert b.wait(10) == 0
+    wait_for(lambda: [w["title"] for w in qosway.windows()] == ["Stay"], desc="only Stay left")
+    assert a.alive()
+    # the binding is not delivered to clients as a key press
+    assert not [d for ev, d in a.events("key") if d["key"] == KEY_Q]
+
+
+def test_super_tab_cycles_focus(qosway):
+    titles = ["Cycle 1", "Cycle 2", "Cycle 3"]
+    for t in titles:
+        c = qosway.spawn_wlclient(title=t, width=300, height=200)
+        c.wait_event("mapped")
+        qosway.window_by_title(t)
+    seen = []
+    with VirtualInput(qosway.client_env()) as vi:
+        start = wait_for(lambda: focused_title(qosway), desc="a focused window")
+        seen.append(start)
+        for _ in range(3):
+            prev = seen[-1]
+            vi.chord([KEY_LEFTMETA], KEY_TAB)
+            seen.append(wait_for(lambda: focused_title(qosway) not in (None, prev)
+                                 and focused_title(qosway),
+                                 desc="focus to move from %r" % prev))
+    # three presses visit every window and come back to the start
+    assert set(seen[:3]) == set(titles), seen
+    assert seen[3] == seen[0], seen
+
+
+def test_super_return_starts_terminal(qosway):
+    assert qosway.windows() == []
+    with VirtualInput(qosway.client_env()) as vi:
+        vi.chord([KEY_LEFTMETA], KEY_ENTER)
+    w = qosway.wait_window(lambda w: w["app_id"] == "foot", timeout=20,
+                           desc="a foot window after Super+Return")
+    assert w["buttons"]
