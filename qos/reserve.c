@@ -94,6 +94,7 @@ struct thread_ctx {
 	struct qos_reserve *r;
 	enum qos_policy policy;
 	uint64_t dl_runtime_ns;
+	bool release; /* the thread leaves us: drop deadline bandwidth cleanly */
 	int err;
 	pid_t err_tid;
 };
@@ -101,6 +102,8 @@ struct thread_ctx {
 static void set_one(pid_t tid, void *data)
 {
 	struct thread_ctx *c = data;
+	if (c->release)
+		qos_sys_release_deadline(tid);
 	const struct qos_params *p = &c->r->params;
 	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
@@ -247,6 +250,14 @@ static void enter_fallback(struct qos_reserve *r)
 		return;
 	}
 	if (p->fallback == p->policy)
+		return;
+	/*
+	 * Not for deadline members: at this point the kernel has throttled them,
+	 * and a throttled deadline task that leaves the class and comes back is
+	 * never replenished (seen on 6.18).  They stay throttled until the period
+	 * ends, i.e. an optimistic qos reserve currently behaves like a hard one.
+	 */
+	if (p->policy == QOS_POLICY_QOS)
 		return;
 	apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
@@ -431,7 +442,7 @@ static void restore_member(struct qos_member *m)
 	/* Back to time-sharing first, so a moved RT thread never lands in a group without RT bandwidth. */
 	struct qos_params p;
 	qos_params_init(&p);
-	struct thread_ctx c = { .r = m->reserve, .policy = QOS_POLICY_OTHER };
+	struct thread_ctx c = { .r = m->reserve, .policy = QOS_POLICY_OTHER, .release = true };
 	struct qos_params saved = m->reserve->params;
 	m->reserve->params.nice = m->orig_nice;
 	if (m->tid)

@@ -179,29 +179,33 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 		a.sched_period = dl_period_ns;
 		break;
 	}
-	if (a.sched_policy != SCHED_DEADLINE) {
-		/*
-		 * A sleeping deadline task that switches class keeps its bandwidth
-		 * counted in the root domain for good (seen on 6.18).  Shrinking it
-		 * to a negligible reservation first makes that leak round to zero.
-		 */
-		struct qos_sched_attr cur = {0};
-		if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) == 0 &&
-				cur.sched_policy == SCHED_DEADLINE) {
-			struct qos_sched_attr tiny = {
-				.size = sizeof(tiny),
-				.sched_policy = SCHED_DEADLINE,
-				.sched_flags = cur.sched_flags,
-				.sched_runtime = 1024,
-				.sched_deadline = 4000000000ull,
-				.sched_period = 4000000000ull,
-			};
-			syscall(SYS_sched_setattr, tid, &tiny, 0);
-		}
-	}
 	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
 		return -errno;
 	return 0;
+}
+
+void qos_sys_release_deadline(pid_t tid)
+{
+	/*
+	 * A sleeping deadline task that switches class keeps its bandwidth
+	 * counted in the root domain for good (seen on 6.18).  Shrinking it to a
+	 * negligible reservation first makes that leak round to almost nothing.
+	 * Not used for the fallback switch: the task is running then, and a
+	 * long tiny reservation would delay its return to deadline.
+	 */
+	struct qos_sched_attr cur = {0};
+	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0 ||
+			cur.sched_policy != SCHED_DEADLINE)
+		return;
+	struct qos_sched_attr tiny = {
+		.size = sizeof(tiny),
+		.sched_policy = SCHED_DEADLINE,
+		.sched_flags = cur.sched_flags,
+		.sched_runtime = 1024,
+		.sched_deadline = 1000000000ull,
+		.sched_period = 1000000000ull,
+	};
+	syscall(SYS_sched_setattr, tid, &tiny, 0);
 }
 
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)
