@@ -10,8 +10,8 @@ cd "$(dirname "$0")/../.."
 dir=${1:-build-asan}
 [ $# -gt 0 ] && shift
 if [ ! -d "$dir" ]; then
-	meson setup "$dir" -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dbuildtype=debug -Dc_args=-fno-sanitize-recover=all
+    meson setup "$dir" -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dbuildtype=debug -Dc_args=-fno-sanitize-recover=all
 fi
 meson compile -C "$dir"
 # Same defaults as harness.sanitizer_env(); override by exporting your own.

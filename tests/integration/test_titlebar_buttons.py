@@ -33,7 +33,7 @@ def test_close_button_closes_client(qosway):
     c = qosway.spawn_wlclient(title="Close Me", color="3366cc")
     c.wait_event("mapped")
     w = qosway.window_by_title("Close Me")
-    with VirtualInput(env_of(qosway)) as vi:
+    with VirtualInput(env_of(qosway), keyboard=False) as vi:
         vi.click(*center(w["buttons"]["close"]))
     c.wait_event("close")
     assert c.wait(10) == 0
@@ -44,7 +44,7 @@ def test_close_button_closes_client(qosway):
 def test_close_button_closes_foot(qosway):
     foot = qosway.spawn(["foot", "--title", "Foot Close", "sh"], name="foot")
     w = qosway.window_by_title("Foot Close", timeout=20)
-    with VirtualInput(env_of(qosway)) as vi:
+    with VirtualInput(env_of(qosway), keyboard=False) as vi:
         vi.click(*center(w["buttons"]["close"]))
     foot.wait(10)
     qosway.wait_no_windows()
@@ -60,7 +60,7 @@ def test_class_buttons_toggle_class_and_image(qosway):
     def win():
         return qosway.find_window(lambda x: x["id"] == wid)
 
-    with VirtualInput(env_of(qosway)) as vi:
+    with VirtualInput(env_of(qosway), keyboard=False) as vi:
         park_pointer(vi, w)
 
         def all_off(img):
@@ -109,7 +109,7 @@ def test_class_buttons_are_mutually_exclusive(qosway):
     def win():
         return qosway.find_window(lambda x: x["id"] == wid)
 
-    with VirtualInput(env_of(qosway)) as vi:
+    with VirtualInput(env_of(qosway), keyboard=False) as vi:
         for button in ("realtime", "idle", "pause", "realtime"):
             vi.click(*center(win()["buttons"][button]))
             wait_for(lambda: win()["class"] == CLASS_OF[button],
@@ -134,7 +134,7 @@ def test_class_is_per_window(qosway):
     b.wait_event("mapped")
     wa = qosway.window_by_title("Win A")
     wb = qosway.window_by_title("Win B")
-    with VirtualInput(env_of(qosway)) as vi:
+    with VirtualInput(env_of(qosway), keyboard=False) as vi:
         # raise/focus A by clicking its title first, in case B overlaps it
         vi.click(wa["titlebar"]["x"] + 10, wa["titlebar"]["y"] + wa["titlebar"]["height"] // 2)
         wa = qosway.window_by_title("Win A")

@@ -38,7 +38,7 @@ def test_titlebar_double_click_toggles_maximize(qosway):
     out = qosway.outputs()[0]
     tb = w0["titlebar"]
     point = (tb["x"] + 30, tb["y"] + tb["height"] // 2)
-    with VirtualInput(qosway.client_env()) as vi:
+    with VirtualInput(qosway.client_env(), keyboard=False) as vi:
         mark = c.mark()
         vi.double_click(*point)
         cfg = c.wait_event("configure", lambda d: XDG_STATE_MAXIMIZED in d["states"],
@@ -97,7 +97,7 @@ def test_border_drag_resizes(qosway):
     bx = (g["x"] + g["width"] + f["x"] + f["width"]) // 2
     assert f["x"] + f["width"] > g["x"] + g["width"], "no right border in frame %r" % f
     by = g["y"] + g["height"] // 2
-    with VirtualInput(qosway.client_env()) as vi:
+    with VirtualInput(qosway.client_env(), keyboard=False) as vi:
         mark = c.mark()
         vi.drag((bx, by), (bx + 120, by), steps=8)
     final = c.wait_event("configure", lambda d: d["width"] > 300 and 3 not in d["states"],

@@ -16,7 +16,7 @@ def test_titlebar_drag_moves_window(qosway):
     tb = w["titlebar"]
     start = (tb["x"] + 20, tb["y"] + tb["height"] // 2)
     dx, dy = 170, 120
-    with VirtualInput(qosway.client_env()) as vi:
+    with VirtualInput(qosway.client_env(), keyboard=False) as vi:
         vi.drag(start, (start[0] + dx, start[1] + dy), steps=12)
     x0, y0 = pos(w)
     moved = wait_for(lambda: pos(qosway.window_by_title("Drag Me")) != (x0, y0) and

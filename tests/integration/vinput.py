@@ -101,8 +101,9 @@ def us_keymap():
 
 
 class VirtualInput:
-    def __init__(self, env, layout_size=None):
-        """env: a dict with WAYLAND_DISPLAY and XDG_RUNTIME_DIR."""
+    def __init__(self, env, layout_size=None, keyboard=True):
+        """env: a dict with WAYLAND_DISPLAY and XDG_RUNTIME_DIR.  With
+        keyboard=False the virtual keyboard is only created on first use."""
         self._saved = {k: os.environ.get(k) for k in ("WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")}
         os.environ["WAYLAND_DISPLAY"] = env["WAYLAND_DISPLAY"]
         os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
@@ -131,13 +132,12 @@ class VirtualInput:
             self.globals["zwp_virtual_keyboard_manager_v1"][0][0],
             ZwpVirtualKeyboardManagerV1, 1)
         self.pointer = self.ptr_manager.create_virtual_pointer(self.seat)
-        self.keyboard = self.kb_manager.create_virtual_keyboard(self.seat)
-        keymap = us_keymap() + b"\0"
-        fd = os.memfd_create("vkbd-keymap", os.MFD_CLOEXEC)
-        os.write(fd, keymap)
-        self.keyboard.keymap(1, fd, len(keymap))  # WL_KEYBOARD_KEYMAP_FORMAT_XKB_V1
-        os.close(fd)
+        # the keyboard is created on first use (see _kbd), so pointer-only
+        # tests do not add a keyboard device to the seat
+        self._keyboard = None
         self.display.roundtrip()
+        if keyboard:
+            self.keyboard  # noqa: B018 (create it now)
         if layout_size is None:
             if not self.output_modes:
                 raise AssertionError("no current wl_output mode to size the layout")
@@ -146,6 +146,19 @@ class VirtualInput:
         self.x = self.y = 0
         self.mods = 0
         self._t0 = time.monotonic()
+
+    @property
+    def keyboard(self):
+        if self._keyboard is None:
+            kb = self.kb_manager.create_virtual_keyboard(self.seat)
+            keymap = us_keymap() + b"\0"
+            fd = os.memfd_create("vkbd-keymap", os.MFD_CLOEXEC)
+            os.write(fd, keymap)
+            kb.keymap(1, fd, len(keymap))  # WL_KEYBOARD_KEYMAP_FORMAT_XKB_V1
+            os.close(fd)
+            self._keyboard = kb
+            self.display.roundtrip()
+        return self._keyboard
 
     def _on_mode(self, _out, flags, width, height, refresh):
         if flags & 1:  # current
@@ -160,7 +173,8 @@ class VirtualInput:
     def close(self):
         try:
             self.pointer.destroy()
-            self.keyboard.destroy()
+            if self._keyboard is not None:
+                self._keyboard.destroy()
             self.display.roundtrip()
         except Exception:
             pass

@@ -52,6 +52,14 @@ from _proto.xdg_decoration_unstable_v1 import ZxdgDecorationManagerV1  # noqa: E
 WL_SHM_FORMAT_XRGB8888 = 1
 
 
+def _u32_list(arr):
+    """A wl_array of uint32 (bytes from pywayland, or a list) as a list."""
+    if isinstance(arr, (bytes, bytearray)):
+        import struct
+        return list(struct.unpack("%dI" % (len(arr) // 4), arr))
+    return [int(x) for x in arr]
+
+
 def emit(event, **data):
     sys.stdout.write(event + " " + json.dumps(data, sort_keys=True) + "\n")
     sys.stdout.flush()
@@ -174,7 +182,7 @@ class Client:
             self.keyboard = seat.get_keyboard()
             self.keyboard.dispatcher["keymap"] = self._on_keymap
             self.keyboard.dispatcher["enter"] = (
-                lambda k, serial, surf, keys: emit("kb_enter"))
+                lambda k, serial, surf, keys: emit("kb_enter", keys=_u32_list(keys)))
             self.keyboard.dispatcher["leave"] = lambda k, serial, surf: emit("kb_leave")
             self.keyboard.dispatcher["key"] = (
                 lambda k, serial, t, key, state: emit("key", key=key, state=state))
@@ -188,12 +196,7 @@ class Client:
 
     # -- xdg ---------------------------------------------------------------
     def _on_toplevel_configure(self, _tl, width, height, states):
-        st = []
-        if isinstance(states, (bytes, bytearray)):
-            import struct
-            st = list(struct.unpack("%dI" % (len(states) // 4), states))
-        else:
-            st = [int(s) for s in states]
+        st = _u32_list(states)
         self.pending_size = (width, height)
         emit("configure", width=width, height=height, states=st)
 
