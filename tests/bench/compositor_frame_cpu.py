@@ -303,6 +303,18 @@ class Sway(Compositor):
             # instead of sway scaling tiles.
             f.write(f"output HEADLESS-1 resolution {w}x{h}@{hz}Hz position 0 0\n"
                     "for_window [app_id=\"^qos-player$\"] floating enable\n")
+            # sway centres every floating window on the same spot, which
+            # keeps its damage to one window's area; cascading like qosway
+            # tells placement apart from per-frame overhead.
+            if self.args.sway_titlebars:
+                # qos-player does not ask for server-side decorations, so sway
+                # leaves them to the client; qosway always draws titlebars.
+                f.write("for_window [app_id=\"^qos-player$\"] border normal 2\n")
+            step = self.args.sway_cascade
+            if step > 0:
+                for i in range(max(self.args.clients)):
+                    f.write(f"for_window [title=\"^qos-player {i}$\"] "
+                            f"move position {i * step} {i * step}\n")
         os.chmod(self.config, 0o644)
 
     def env(self):
@@ -559,6 +571,12 @@ def parse_args(argv):
                    help="measuring window in seconds (utime+stime tick at 10 ms)")
     p.add_argument("--start-timeout", type=float, default=15.0,
                    help="seconds to wait for a compositor's socket")
+    p.add_argument("--sway-cascade", type=int, default=0, metavar="PX",
+                   help="place sway's windows in a cascade with this step, like "
+                        "qosway's (32), instead of sway's centred stack (default 0: off)")
+    p.add_argument("--sway-titlebars", action="store_true",
+                   help="make sway draw titlebars and 2 px borders like qosway "
+                        "(default: none, as sway does for clients without xdg-decoration)")
     p.add_argument("--weston-repaint-window", type=int, default=15,
                    help="weston.ini repaint-window in ms (see README)")
     p.add_argument("--quick", action="store_true",
