@@ -235,7 +235,8 @@ def require_program(path, what):
     if os.path.sep in path:
         if not os.access(path, os.X_OK):
             raise SkipCompositor(f"{what} not found at {path}")
-        return path
+        # Compositors start inside their runtime dir.
+        return os.path.abspath(path)
     found = shutil.which(path)
     if found is None:
         raise SkipCompositor(f"{what} ({path}) is not installed")
@@ -449,7 +450,7 @@ def find_player(path):
                       for d in ("build", "build-bench")]
     for c in candidates:
         if os.access(c, os.X_OK):
-            return c
+            return os.path.abspath(c)
     sys.exit("compositor_frame_cpu: qos-player not found (tried "
              + ", ".join(candidates) + "); build it with\n"
              "  meson setup build && meson compile -C build qos-player\n"
