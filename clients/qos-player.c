@@ -789,6 +789,26 @@ destroy_window(struct player *p)
 	}
 }
 
+static void
+destroy_globals(struct player *p)
+{
+	if (p->presentation != NULL) {
+		wp_presentation_destroy(p->presentation);
+	}
+	if (p->wm_base != NULL) {
+		xdg_wm_base_destroy(p->wm_base);
+	}
+	if (p->shm != NULL) {
+		wl_shm_destroy(p->shm);
+	}
+	if (p->compositor != NULL) {
+		wl_compositor_destroy(p->compositor);
+	}
+	if (p->registry != NULL) {
+		wl_registry_destroy(p->registry);
+	}
+}
+
 /*
  * Feedback for the last frames arrives shortly after their frame callbacks;
  * waiting briefly keeps -p counts from being short by a frame or two.
@@ -851,8 +871,9 @@ out:
 		if (!p.failed) {
 			destroy_window(&p);
 			destroy_buffers(&p);
-			wl_display_flush(p.display);
 		}
+		destroy_globals(&p);
+		wl_display_flush(p.display);
 		wl_display_disconnect(p.display);
 	}
 	free(p.pattern);
