@@ -15,12 +15,27 @@
 #include "seat.h"
 #include "view.h"
 
+/*
+ * Keyboard capability is always advertised: wlroots 0.15 makes a client's
+ * wl_keyboard inert when the capability goes away and never sends enter to
+ * one created later, so clients connected before a keyboard (virtual,
+ * hot-plugged) appears would never get keys.
+ */
 static void update_capabilities(struct qw_server *server) {
-	uint32_t caps = WL_SEAT_CAPABILITY_POINTER;
-	if (!wl_list_empty(&server->keyboards)) {
-		caps |= WL_SEAT_CAPABILITY_KEYBOARD;
+	wlr_seat_set_capabilities(server->seat,
+		WL_SEAT_CAPABILITY_POINTER | WL_SEAT_CAPABILITY_KEYBOARD);
+}
+
+/* Re-send enter so the focused client learns about a keyboard that appeared. */
+static void refocus_keyboard(struct qw_server *server) {
+	struct wlr_surface *surface = server->seat->keyboard_state.focused_surface;
+	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
+	if (!surface || !kb) {
+		return;
 	}
-	wlr_seat_set_capabilities(server->seat, caps);
+	wlr_seat_keyboard_notify_clear_focus(server->seat);
+	wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes,
+		kb->num_keycodes, &kb->modifiers);
 }
 
 static struct qw_view *focused_mapped_view(struct qw_server *server) {
@@ -78,6 +93,10 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 	}
 }
 
+static bool has_keymap(struct wlr_input_device *device) {
+	return device->keyboard->keymap != NULL;
+}
+
 static bool run_binding(struct qw_server *server, uint32_t modifiers, xkb_keysym_t sym) {
 	sym = xkb_keysym_to_lower(sym);
 	for (size_t i = 0; i < server->config.binding_count; i++) {
@@ -108,7 +127,7 @@ static void handle_key(struct wl_listener *listener, void *data) {
 			handled = run_binding(server, modifiers, syms[i]);
 		}
 	}
-	if (!handled) {
+	if (!handled && has_keymap(keyboard->device)) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
 		wlr_seat_keyboard_notify_key(server->seat, event->time_msec,
 			event->keycode, event->state);
@@ -117,23 +136,88 @@ static void handle_key(struct wl_listener *listener, void *data) {
 
 static void handle_modifiers(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, modifiers);
+	if (!has_keymap(keyboard->device)) {
+		return;
+	}
 	wlr_seat_set_keyboard(keyboard->server->seat, keyboard->device);
 	wlr_seat_keyboard_notify_modifiers(keyboard->server->seat,
 		&keyboard->device->keyboard->modifiers);
 }
 
+/*
+ * The seat must never be handed a keyboard without a keymap: wlroots 0.15
+ * would send every client a keymap event with fd -1, which libwayland
+ * cannot marshal, and that client silently stops receiving events. A
+ * virtual keyboard gets its keymap only after creation, so it joins the
+ * seat here.
+ */
+static void handle_keymap(struct wl_listener *listener, void *data) {
+	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, keymap);
+	struct qw_server *server = keyboard->server;
+	struct wlr_keyboard *current = wlr_seat_get_keyboard(server->seat);
+	if (current == keyboard->device->keyboard) {
+		return; /* wlroots re-sends a changed keymap itself */
+	}
+	if (!current) {
+		wlr_seat_set_keyboard(server->seat, keyboard->device);
+		refocus_keyboard(server);
+	}
+}
+
 static void keyboard_destroy(struct qw_keyboard *keyboard) {
+	wl_list_remove(&keyboard->keymap.link);
 	wl_list_remove(&keyboard->modifiers.link);
 	wl_list_remove(&keyboard->key.link);
 	wl_list_remove(&keyboard->destroy.link);
 	wl_list_remove(&keyboard->link);
-	struct qw_server *server = keyboard->server;
 	free(keyboard);
-	update_capabilities(server);
+}
+
+/*
+ * wlroots 0.15's virtual keyboard never frees its wlr_keyboard: the
+ * keyboard's destroy hook is a no-op and the resource destructor frees only
+ * the wrapper, so every virtual keyboard (on-screen keyboards, input tools,
+ * our tests) would leak one. Once wlr_keyboard_destroy() has run nobody
+ * references it; we free it from an idle callback, or at shutdown.
+ */
+static void free_orphaned_keyboards(struct qw_server *server) {
+	for (size_t i = 0; i < server->orphaned_keyboard_count; i++) {
+		free(server->orphaned_keyboards[i]);
+	}
+	free(server->orphaned_keyboards);
+	server->orphaned_keyboards = NULL;
+	server->orphaned_keyboard_count = 0;
+	if (server->orphan_idle) {
+		wl_event_source_remove(server->orphan_idle);
+		server->orphan_idle = NULL;
+	}
+}
+
+static void handle_orphan_idle(void *data) {
+	struct qw_server *server = data;
+	server->orphan_idle = NULL; /* idle sources remove themselves */
+	free_orphaned_keyboards(server);
+}
+
+static void adopt_orphaned_keyboard(struct qw_server *server, struct wlr_keyboard *kb) {
+	struct wlr_keyboard **grown = realloc(server->orphaned_keyboards,
+		(server->orphaned_keyboard_count + 1) * sizeof(*grown));
+	if (!grown) {
+		return; /* leaking one keyboard beats crashing */
+	}
+	server->orphaned_keyboards = grown;
+	server->orphaned_keyboards[server->orphaned_keyboard_count++] = kb;
+	if (!server->orphan_idle) {
+		server->orphan_idle = wl_event_loop_add_idle(server->event_loop,
+			handle_orphan_idle, server);
+	}
 }
 
 static void handle_keyboard_destroy(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, destroy);
+	if (keyboard->virtual_device) {
+		adopt_orphaned_keyboard(keyboard->server, keyboard->device->keyboard);
+	}
 	keyboard_destroy(keyboard);
 }
 
@@ -146,6 +230,7 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	}
 	keyboard->server = server;
 	keyboard->device = device;
+	keyboard->virtual_device = virtual_device;
 	/* Virtual keyboards bring their own keymap; others use XKB_DEFAULT_*. */
 	if (!virtual_device) {
 		struct xkb_context *context = xkb_context_new(XKB_CONTEXT_NO_FLAGS);
@@ -162,13 +247,17 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	}
 	keyboard->modifiers.notify = handle_modifiers;
 	wl_signal_add(&device->keyboard->events.modifiers, &keyboard->modifiers);
+	keyboard->keymap.notify = handle_keymap;
+	wl_signal_add(&device->keyboard->events.keymap, &keyboard->keymap);
 	keyboard->key.notify = handle_key;
 	wl_signal_add(&device->keyboard->events.key, &keyboard->key);
 	keyboard->destroy.notify = handle_keyboard_destroy;
 	wl_signal_add(&device->events.destroy, &keyboard->destroy);
 	wl_list_insert(&server->keyboards, &keyboard->link);
-	wlr_seat_set_keyboard(server->seat, device);
-	update_capabilities(server);
+	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
+		wlr_seat_set_keyboard(server->seat, device);
+		refocus_keyboard(server);
+	}
 }
 
 static void handle_new_input(struct wl_listener *listener, void *data) {
@@ -263,6 +352,7 @@ void seat_finish(struct qw_server *server) {
 	wl_list_for_each_safe(keyboard, tmp, &server->keyboards, link) {
 		keyboard_destroy(keyboard);
 	}
+	free_orphaned_keyboards(server);
 	wl_list_remove(&server->new_input.link);
 	wl_list_remove(&server->new_virtual_pointer.link);
 	wl_list_remove(&server->new_virtual_keyboard.link);

@@ -11,9 +11,11 @@ struct qw_keyboard {
 	struct wl_list link; /* qw_server.keyboards */
 	struct qw_server *server;
 	struct wlr_input_device *device;
+	bool virtual_device;
 
 	struct wl_listener modifiers;
 	struct wl_listener key;
+	struct wl_listener keymap;
 	struct wl_listener destroy;
 };
 

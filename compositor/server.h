@@ -128,6 +128,10 @@ struct qw_server {
 	struct wl_listener request_set_selection;
 	struct wl_listener request_set_primary_selection;
 	struct wl_list keyboards; /* qw_keyboard.link */
+	/* See seat.c: virtual keyboards' wlr_keyboard that wlroots 0.15 orphans. */
+	struct wlr_keyboard **orphaned_keyboards;
+	size_t orphaned_keyboard_count;
+	struct wl_event_source *orphan_idle;
 	struct wlr_cursor *cursor;
 	struct wlr_xcursor_manager *xcursor_manager;
 	const char *cursor_image; /* last image set by us, NULL if client's */
