@@ -54,6 +54,7 @@ def xml_files():
         os.path.join(wp, "unstable/xdg-decoration/xdg-decoration-unstable-v1.xml"),
         os.path.join(REPO, "protocols/wlr-virtual-pointer-unstable-v1.xml"),
         os.path.join(REPO, "protocols/virtual-keyboard-unstable-v1.xml"),
+        os.path.join(REPO, "protocols/wlr-layer-shell-unstable-v1.xml"),
     ]
 
 

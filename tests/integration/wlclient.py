@@ -48,6 +48,10 @@ from _proto.wayland import (  # noqa: E402
 from _proto.xdg_shell import XdgWmBase  # noqa: E402
 from _proto.presentation_time import WpPresentation  # noqa: E402
 from _proto.xdg_decoration_unstable_v1 import ZxdgDecorationManagerV1  # noqa: E402
+from _proto.wlr_layer_shell_unstable_v1 import ZwlrLayerShellV1  # noqa: E402
+
+LAYERS = {"background": 0, "bottom": 1, "top": 2, "overlay": 3}
+ANCHORS = {"top": 1, "bottom": 2, "left": 4, "right": 8}
 
 WL_SHM_FORMAT_XRGB8888 = 1
 
@@ -147,6 +151,10 @@ class Client:
             self.deco_manager = bind(ZxdgDecorationManagerV1, 1)
 
         self.surface = self.compositor.create_surface()
+        if args.layer:
+            self._init_layer_surface(bind)
+            return
+
         self.xdg_surface = self.wm_base.get_xdg_surface(self.surface)
         self.xdg_surface.dispatcher["configure"] = self._on_xdg_configure
         self.toplevel = self.xdg_surface.get_toplevel()
@@ -162,6 +170,42 @@ class Client:
         self.surface.commit()
         self.display.roundtrip()
         emit("ready", globals=sorted(self.globals))
+
+    def _init_layer_surface(self, bind):
+        """--layer: a wlr-layer-shell surface (a panel or launcher)."""
+        if "zwlr_layer_shell_v1" not in self.globals:
+            raise SystemExit("missing global zwlr_layer_shell_v1")
+        self.layer_shell = bind(ZwlrLayerShellV1, 4)
+        self.toplevel = None
+        self.layer_surface = self.layer_shell.get_layer_surface(
+            self.surface, None, LAYERS[self.args.layer], self.args.app_id)
+        anchor = 0
+        for a in filter(None, self.args.anchor.split(",")):
+            anchor |= ANCHORS[a]
+        ls = self.layer_surface
+        ls.set_size(self.args.layer_width, self.args.layer_height)
+        ls.set_anchor(anchor)
+        ls.set_exclusive_zone(self.args.exclusive)
+        ls.set_keyboard_interactivity(self.args.kb_interactivity)
+        ls.dispatcher["configure"] = self._on_layer_configure
+        ls.dispatcher["closed"] = self._on_close
+        self.surface.commit()
+        self.display.roundtrip()
+        emit("ready", globals=sorted(self.globals))
+
+    def _on_layer_configure(self, ls, serial, width, height):
+        ls.ack_configure(serial)
+        emit("configure", width=width, height=height, states=[])
+        self.pending_size = (width, height)
+        new_size = (width or self.args.width, height or self.args.height)
+        first = not self.configured
+        self.configured = True
+        if first or new_size != (self.width, self.height):
+            self.width, self.height = new_size
+            self.redraw()
+            emit("mapped" if first else "resized", width=self.width, height=self.height)
+        else:
+            self.surface.commit()
 
     # -- registry / seat -------------------------------------------------
     def _on_global(self, registry, name, interface, version):
@@ -309,7 +353,7 @@ class Client:
     # -- commands ------------------------------------------------------------
     def command(self, line):
         cmd, _, arg = line.strip().partition(" ")
-        if cmd == "title":
+        if cmd == "title" and self.toplevel is not None:
             self.toplevel.set_title(arg)
             self.surface.commit()
             emit("title", title=arg)
@@ -361,6 +405,14 @@ def main():
     ap.add_argument("--height", type=int, default=300)
     ap.add_argument("--no-decoration", action="store_true",
                     help="do not use xdg-decoration")
+    ap.add_argument("--layer", choices=sorted(LAYERS),
+                    help="map a layer-shell surface instead of a toplevel")
+    ap.add_argument("--anchor", default="", help="e.g. top,left,right")
+    ap.add_argument("--layer-width", type=int, default=0)
+    ap.add_argument("--layer-height", type=int, default=0)
+    ap.add_argument("--exclusive", type=int, default=0, help="exclusive zone")
+    ap.add_argument("--kb-interactivity", type=int, default=0,
+                    help="0 none, 1 exclusive, 2 on demand")
     args = ap.parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
