@@ -439,7 +439,8 @@ bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, si
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
-	/* Back to time-sharing first, so a moved RT thread never lands in a group without RT bandwidth. */
+	/* Back to time-sharing first, so a moved RT thread never lands in a
+	 * group without RT bandwidth. */
 	struct qos_params p;
 	qos_params_init(&p);
 	struct thread_ctx c = { .r = m->reserve, .policy = QOS_POLICY_OTHER, .release = true };

@@ -295,7 +295,37 @@ def test_admission_refusal_reaches_caller(helper, procs):
     assert "granted=0" in helper.ok("info c")
 
 
-def test_fifo_limited_to_50_percent(helper, procs):
+@pytest.fixture
+def rt_bandwidth():
+    """The fifo tests need a new cpu group to get 50% real-time runtime.
+
+    With RT group scheduling (hybrid v1 layout) the kernel keeps the runtime
+    of removed-but-not-yet-freed ("dying") cgroups reserved; a kernel left in
+    that state refuses the grant with EINVAL until it frees them (a reboot
+    always does). That is the machine's state, not qosway's behaviour, so the
+    tests say so and skip instead of failing for the wrong reason.
+    """
+    base = "/sys/fs/cgroup/cpu"
+    if not os.path.exists(os.path.join(base, "cpu.rt_runtime_us")):
+        return
+    probe = os.path.join(base, "qosway-rtprobe-%d" % os.getpid())
+    os.mkdir(probe)
+    try:
+        with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
+            f.write("500000")
+    except OSError as e:
+        pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); "
+                    "dying cgroups hold it (see /proc/cgroups)" % e)
+    finally:
+        try:
+            with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+        os.rmdir(probe)
+
+
+def test_fifo_limited_to_50_percent(helper, procs, rt_bandwidth):
     p = busy(procs, 1)
     helper.ok("reserve f policy=fifo priority=10 period=100ms cpu=50% fallback=pause")
     helper.ok("join f %d" % p.pid)
@@ -317,7 +347,7 @@ time.sleep(30)
 """
 
 
-def test_rt_member_child_is_not_rt(helper, procs):
+def test_rt_member_child_is_not_rt(helper, procs, rt_bandwidth):
     p = procs([sys.executable, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
               text=True)
     assert p.stdout.readline().strip() == "ready"
