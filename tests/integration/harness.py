@@ -236,11 +236,15 @@ class Proc:
         return self.p.poll() is None
 
     def wait(self, timeout=10.0):
+        """Wait for exit and for all of its stdout to be collected."""
         try:
-            return self.p.wait(timeout)
+            rc = self.p.wait(timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError("%s (pid %d) still running after %.1fs"
                                  % (self.name, self.pid, timeout))
+        # a grandchild holding stdout open must not hang us: bounded join
+        self._reader.join(5)
+        return rc
 
     def kill(self):
         if self.p.poll() is None:
