@@ -313,9 +313,15 @@ class Compositor:
         self.env = env
         self.log_path = os.path.join(logdir, "qosway.log")
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=self._log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        except OSError as e:
+            # e.g. the binary is being relinked: leave nothing behind
+            self._log.close()
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+            raise AssertionError("cannot start %s: %s" % (self.binary, e))
         self.pid = self.proc.pid
         self.returncode = None
         self.clients = []
