@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scripts/install-deps.sh
-if [ -d build ]; then
+if [ -d build/meson-private ]; then
 	meson setup --reconfigure build >/dev/null
 else
 	meson setup build >/dev/null

@@ -15,7 +15,7 @@ mkdir -p "$results"
 setup() { # dir, extra meson args...
 	local dir=$1
 	shift
-	if [ -d "$dir" ]; then
+	if [ -d "$dir/meson-private" ]; then
 		meson setup --reconfigure "$dir" -Dwerror=true "$@" >"$results/setup-$dir.log" 2>&1
 	else
 		meson setup "$dir" -Dwerror=true "$@" >"$results/setup-$dir.log" 2>&1
