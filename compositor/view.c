@@ -382,29 +382,29 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	free(view);
 }
 
+/* Clients may start a move or resize only in answer to a press they got. */
+static bool client_grab_allowed(struct qw_view *view, uint32_t serial) {
+	return view->server->cursor_mode == QW_CURSOR_PASSTHROUGH &&
+		wlr_seat_validate_pointer_grab_serial(view->server->seat,
+			view->xdg_surface->surface, serial);
+}
+
 static void handle_request_move(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, request_move);
 	struct wlr_xdg_toplevel_move_event *event = data;
-	/* Only in answer to a button press the client really got. */
-	if (view->server->cursor_mode != QW_CURSOR_PASSTHROUGH ||
-			!wlr_seat_validate_pointer_grab_serial(view->server->seat,
-				view->xdg_surface->surface, event->serial)) {
-		return;
+	if (client_grab_allowed(view, event->serial)) {
+		view_begin_interactive(view, QW_CURSOR_MOVE, 0);
+		view->server->grab_forward_release = true;
 	}
-	view_begin_interactive(view, QW_CURSOR_MOVE, 0);
-	view->server->grab_forward_release = true;
 }
 
 static void handle_request_resize(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, request_resize);
 	struct wlr_xdg_toplevel_resize_event *event = data;
-	if (view->server->cursor_mode != QW_CURSOR_PASSTHROUGH ||
-			!wlr_seat_validate_pointer_grab_serial(view->server->seat,
-				view->xdg_surface->surface, event->serial)) {
-		return;
+	if (client_grab_allowed(view, event->serial)) {
+		view_begin_interactive(view, QW_CURSOR_RESIZE, event->edges);
+		view->server->grab_forward_release = true;
 	}
-	view_begin_interactive(view, QW_CURSOR_RESIZE, event->edges);
-	view->server->grab_forward_release = true;
 }
 
 static void handle_request_maximize(struct wl_listener *listener, void *data) {
