@@ -10,6 +10,7 @@
 
 #include "layer_shell.h"
 #include "output.h"
+#include "render.h"
 
 struct wlr_box output_layout_box(struct qw_output *output) {
 	struct wlr_box *box = wlr_output_layout_get_box(output->server->output_layout,
@@ -37,7 +38,7 @@ static void handle_frame(struct wl_listener *listener, void *data) {
 		return;
 	}
 	uint32_t seq_before = wlr_output->commit_seq;
-	bool committed = wlr_scene_output_commit(output->scene_output);
+	bool committed = render_output(output);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (committed && output->synthesize_present && wlr_output->commit_seq != seq_before) {
@@ -66,6 +67,7 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	wl_list_remove(&output->frame.link);
 	wl_list_remove(&output->destroy.link);
 	wl_list_remove(&output->link);
+	render_list_destroy(output->render_list);
 	output->wlr_output->data = NULL;
 	free(output);
 }

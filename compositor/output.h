@@ -18,6 +18,7 @@ struct qw_output {
 	/* The backend sends no presentation event itself (headless). */
 	bool synthesize_present;
 	unsigned int present_seq;
+	struct render_list *render_list; /* scratch space reused every frame */
 
 	struct wl_listener frame;
 	struct wl_listener destroy;
