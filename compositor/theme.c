@@ -149,13 +149,8 @@ void theme_finish(struct qw_theme *theme) {
 	}
 }
 
-struct wlr_buffer *theme_render_title(const struct qw_config *config,
-		const char *text, int width, int height, bool focused) {
-	cairo_t *cr;
-	struct wlr_buffer *buffer = cairo_buffer_create(width, height, &cr);
-	if (!buffer) {
-		return NULL;
-	}
+static PangoLayout *title_layout(cairo_t *cr, const struct qw_config *config,
+		const char *text, int width) {
 	PangoLayout *layout = pango_cairo_create_layout(cr);
 	PangoFontDescription *font = pango_font_description_from_string(
 		config->font ? config->font : "Sans 10");
@@ -165,8 +160,34 @@ struct wlr_buffer *theme_render_title(const struct qw_config *config,
 	pango_layout_set_single_paragraph_mode(layout, TRUE);
 	pango_layout_set_ellipsize(layout, PANGO_ELLIPSIZE_END);
 	pango_layout_set_width(layout, width * PANGO_SCALE);
+	return layout;
+}
+
+struct wlr_buffer *theme_render_title(const struct qw_config *config,
+		const char *text, int width, int height, bool focused) {
+	if (width <= 0 || height <= 0) {
+		return NULL;
+	}
+	/* Measure first: the buffer is only as wide as the text, since every
+	 * pixel of it is blended on each frame that redraws the titlebar. */
+	cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	cairo_t *measure = cairo_create(scratch);
+	PangoLayout *layout = title_layout(measure, config, text, width);
 	int text_w, text_h;
 	pango_layout_get_pixel_size(layout, &text_w, &text_h);
+	g_object_unref(layout);
+	cairo_destroy(measure);
+	cairo_surface_destroy(scratch);
+	if (text_w > width) {
+		text_w = width;
+	}
+
+	cairo_t *cr;
+	struct wlr_buffer *buffer = cairo_buffer_create(text_w, height, &cr);
+	if (!buffer) {
+		return NULL; /* also for an empty title */
+	}
+	layout = title_layout(cr, config, text, width);
 	set_source(cr, config->colors[focused ? QW_COLOR_TEXT_FOCUSED : QW_COLOR_TEXT_UNFOCUSED]);
 	cairo_move_to(cr, 0, (height - text_h) / 2.0);
 	pango_cairo_show_layout(cr, layout);

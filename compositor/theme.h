@@ -31,9 +31,10 @@ bool theme_init(struct qw_theme *theme, const struct qw_config *config);
 void theme_finish(struct qw_theme *theme);
 
 /*
- * Render `text` ellipsized into a transparent buffer of width x height with
- * the focused or unfocused text colour. Returns NULL on failure or when
- * width or height is not positive.
+ * Render `text`, ellipsized to at most `width` pixels, into a transparent
+ * buffer `height` high and only as wide as the text, in the focused or
+ * unfocused text colour. Returns NULL on failure, for an empty title, or
+ * when width or height is not positive.
  */
 struct wlr_buffer *theme_render_title(const struct qw_config *config,
 	const char *text, int width, int height, bool focused);
