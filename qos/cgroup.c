@@ -80,6 +80,8 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 	return n < 0 ? -EIO : 0;
 }
 
+static void clear_fake(const char *dir);
+
 static bool make_dir(const char *path)
 {
 	return mkdir(path, 0755) == 0 || errno == EEXIST;
@@ -118,11 +120,31 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 	return true;
 }
 
+/*
+ * A removed cpu group can stay "dying" for a while (until the last task that
+ * was in it is freed), and the kernel keeps counting its real-time runtime
+ * against its parent meanwhile.  Give the runtime back before removal.
+ */
+static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir)
+{
+	char p[PATH_MAX];
+	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
+		return;
+	snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", dir);
+	qos_cgroup_write(cg, p, "0");
+}
+
 void qos_cgroup_remove_root(struct qos_cgroup *cg)
 {
+	if (cg->fake_files)
+		clear_fake(cg->v2_root);
 	rmdir(cg->v2_root);
-	if (cg->layout == QOS_CG_HYBRID)
+	if (cg->layout == QOS_CG_HYBRID) {
+		drop_rt_runtime(cg, cg->cpu_root);
+		if (cg->fake_files)
+			clear_fake(cg->cpu_root);
 		rmdir(cg->cpu_root);
+	}
 }
 
 void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,
@@ -173,6 +195,7 @@ bool qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 		ok = false;
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
+		drop_rt_runtime(cg, p);
 		if (cg->fake_files)
 			clear_fake(p);
 		if (rmdir(p) != 0 && errno != ENOENT)

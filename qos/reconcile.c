@@ -19,10 +19,8 @@ static void reset_thread(pid_t tid, void *data)
 {
 	(void)data;
 	int pol = qos_sys_get_thread_policy(tid, NULL);
-	if (pol != 0 && pol >= 0) {
-		qos_sys_release_deadline(tid);
+	if (pol != 0 && pol >= 0 && qos_sys_release_deadline(tid))
 		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
-	}
 }
 
 static void release_pid(pid_t pid, void *data)
@@ -35,8 +33,8 @@ static void release_pid(pid_t pid, void *data)
 static void release_tid(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
-	qos_sys_release_deadline(tid);
-	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+	if (qos_sys_release_deadline(tid))
+		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
 	qos_cgroup_restore(&c->mgr->cg, tid, tid, false, "", "/");
 }
 

@@ -102,8 +102,8 @@ struct thread_ctx {
 static void set_one(pid_t tid, void *data)
 {
 	struct thread_ctx *c = data;
-	if (c->release)
-		qos_sys_release_deadline(tid);
+	if (c->release && !qos_sys_release_deadline(tid))
+		return;
 	const struct qos_params *p = &c->r->params;
 	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);

@@ -184,19 +184,42 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	return 0;
 }
 
-void qos_sys_release_deadline(pid_t tid)
+char qos_sys_thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+bool qos_sys_release_deadline(pid_t tid)
 {
 	/*
-	 * A sleeping deadline task that switches class keeps its bandwidth
-	 * counted in the root domain for good (seen on 6.18).  Shrinking it to a
-	 * negligible reservation first makes that leak round to almost nothing.
-	 * Not used for the fallback switch: the task is running then, and a
-	 * long tiny reservation would delay its return to deadline.
+	 * Two kernel behaviours (seen on 6.18) decide how a deadline thread
+	 * may leave the class:
+	 *  - a thread that sleeps past its 0-lag time and is then switched to
+	 *    another class keeps its bandwidth in the root domain's total for
+	 *    good.  Shrinking the reservation first (a deadline-to-deadline
+	 *    change is accounted at once) makes that leak round to nothing.
+	 *  - but a thread that *runs* with the tiny reservation overruns it by
+	 *    up to a tick, and the CBS then pushes its deadline (and the 0-lag
+	 *    time of its inactive timer) out by overrun / bandwidth: hours.
+	 *    The armed timer holds the task_struct, hence its css_set, hence
+	 *    every cgroup it was in: removed groups stay "dying" for hours.
+	 * So shrink only sleeping threads; a queued thread leaves through the
+	 * normal path, which releases its bandwidth at its 0-lag time.  Dead
+	 * threads (zombies) have released it already and are left alone.
 	 */
+	char state = qos_sys_thread_state(tid);
+	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
+		return false;
 	struct qos_sched_attr cur = {0};
-	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0 ||
-			cur.sched_policy != SCHED_DEADLINE)
-		return;
+	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0)
+		return false;
+	if (cur.sched_policy != SCHED_DEADLINE || state == 'R')
+		return true;
 	struct qos_sched_attr tiny = {
 		.size = sizeof(tiny),
 		.sched_policy = SCHED_DEADLINE,
@@ -206,6 +229,7 @@ void qos_sys_release_deadline(pid_t tid)
 		.sched_period = 1000000000ull,
 	};
 	syscall(SYS_sched_setattr, tid, &tiny, 0);
+	return true;
 }
 
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)

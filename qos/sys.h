@@ -36,8 +36,14 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
 	uint64_t dl_runtime_ns, uint64_t dl_period_ns);
 
-/* Call before a deadline thread leaves the manager's hands (see sys.c). */
-void qos_sys_release_deadline(pid_t tid);
+/*
+ * Call before a thread leaves the manager's hands (see sys.c).  False when
+ * the thread is gone or dead: then leave its policy alone.
+ */
+bool qos_sys_release_deadline(pid_t tid);
+
+/* Scheduler state letter of a thread (R, S, D, Z, ...), or 0 when it is gone. */
+char qos_sys_thread_state(pid_t tid);
 
 /* Reads the kernel policy of a thread (SCHED_* value) or -1. */
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);
