@@ -475,7 +475,7 @@ def summarise(results, names, counts):
             if runs:
                 summary[name][n] = {
                     key: median_of(runs, key)
-                    for key in ("cpu_ms_per_frame", "schedstat_ms_per_frame", "client_fps_mean", "client_fps_min",
+                    for key in ("cpu_ms_per_frame", "ticks_ms_per_frame", "client_fps_mean", "client_fps_min",
                                 "cpu_util", "worst_gap_ms")
                 }
                 summary[name][n]["runs"] = len(runs)
