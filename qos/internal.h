@@ -6,6 +6,7 @@
 #include "qos/cgroup.h"
 #include "qos/police.h"
 #include "qos/qos.h"
+#include "qos/watchdog.h"
 
 struct qos_reserve;
 
@@ -27,6 +28,7 @@ struct qos_reserve {
 	struct qos_manager *mgr;
 	struct qos_reserve *next;
 	char name[QOS_NAME_MAX + 1];
+	char group[QOS_NAME_MAX + 16]; /* its cgroup directory (kept across renames) */
 	struct qos_params params;
 	bool is_auto;
 	pid_t owner;
@@ -56,11 +58,10 @@ struct qos_manager {
 	pid_t guardian_pid;
 	int guardian_fd;
 	/* watchdog */
-	int canary_fd;          /* eventfd the canary thread bumps every second */
-	bool canary_running;
-	uint64_t canary_seen_us;
-	uint64_t cooldown_until_us;
+	int canary_fd;          /* eventfd the canary bumps every second */
+	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
+	struct qos_watchdog watchdog;
 };
 
 void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,

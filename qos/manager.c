@@ -194,7 +194,7 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 		} else if (ptr == &mgr->canary_fd) {
 			uint64_t v;
 			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
-				mgr->canary_seen_us = qos_sys_now_us();
+				qos_watchdog_tick(&mgr->watchdog, qos_sys_now_us());
 		} else {
 			/* A member's pidfd became readable: it exited. */
 			struct qos_member *m = ptr;
@@ -263,7 +263,8 @@ void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info
 		.ncpus = mgr->adm.ncpus,
 		.capacity_ppm = qos_admission_capacity_ppm(&mgr->adm),
 		.granted_ppm = mgr->adm.granted_ppm,
-		.watchdog_cooldown = qos_sys_now_us() < mgr->cooldown_until_us,
+		.watchdog_cooldown = !qos_watchdog_rt_allowed(&mgr->watchdog, qos_sys_now_us()),
+		.watchdog_alarms = mgr->watchdog.alarms,
 	};
 }
 
@@ -291,6 +292,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
 		.overruns = r->police.overruns,
 	};
 	snprintf(out->name, sizeof(out->name), "%s", r->name);
+	snprintf(out->group, sizeof(out->group), "%s", r->has_group ? r->group : "");
 }
 
 bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out)

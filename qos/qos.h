@@ -60,6 +60,12 @@ struct qos_manager_config {
 	uint64_t rttime_us;      /* RLIMIT_RTTIME bound for real-time members; default 5s */
 	uint64_t watchdog_timeout_us;  /* canary silence that triggers demotion; default 5s */
 	uint64_t watchdog_cooldown_us; /* no new real-time grants after that; default 30s */
+	/*
+	 * false (default): the manager runs its own canary thread at SCHED_OTHER.
+	 * true: the embedder runs the canary and calls qos_manager_watchdog_feed()
+	 * from it at least once per watchdog_timeout_us.
+	 */
+	bool watchdog_external_canary;
 	bool guardian;           /* fork a helper that thaws everything if we die; default on */
 	bool fake_files;         /* cgroup_base is a fake tree (tests) */
 	qos_event_fn event;
@@ -81,6 +87,12 @@ void qos_manager_destroy(struct qos_manager *mgr);
 int qos_manager_get_fd(struct qos_manager *mgr);
 /* Handles whatever is ready without blocking.  Returns events handled or -1. */
 int qos_manager_dispatch(struct qos_manager *mgr);
+
+/*
+ * The canary's heartbeat, for watchdog_external_canary.  Unlike every other
+ * call it may be made from any thread (it only writes to an eventfd).
+ */
+void qos_manager_watchdog_feed(struct qos_manager *mgr);
 
 /*
  * Reserves (thesis set_reserve/delete_reserve).  create: make it if missing;
@@ -126,6 +138,7 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
 
 struct qos_reserve_info {
 	char name[QOS_NAME_MAX + 1];
+	char group[QOS_NAME_MAX + 16]; /* cgroup directory under the root; "" before the first join */
 	struct qos_params params;
 	bool is_auto;
 	pid_t owner;           /* automatic reserves */
@@ -151,7 +164,8 @@ struct qos_manager_info {
 	const char *rt_note;
 	unsigned ncpus;
 	uint64_t capacity_ppm, granted_ppm;
-	bool watchdog_cooldown;
+	bool watchdog_cooldown;  /* real-time grants suspended after a starvation alarm */
+	uint64_t watchdog_alarms;
 };
 
 void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info);

@@ -48,6 +48,17 @@ static bool member_alive(const struct qos_member *m)
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
+/* The starvation watchdog's cool-down suspends every new real-time grant. */
+static bool rt_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len)
+{
+	uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, now);
+	if (!left)
+		return true;
+	snprintf(err, err_len, "real-time grants are suspended for %llus after a starvation "
+		"alarm", (unsigned long long)(left / 1000000u + 1));
+	return false;
+}
+
 /* Whether the kernel itself stops the reserve at its limit (no freeze needed). */
 static bool kernel_caps(const struct qos_reserve *r)
 {
@@ -102,7 +113,8 @@ struct thread_ctx {
 static void set_one(pid_t tid, void *data)
 {
 	struct thread_ctx *c = data;
-	if (c->release && !qos_sys_release_deadline(tid))
+	/* Leaving SCHED_DEADLINE (fallback, demotion, leave): see qos_sys_release_deadline. */
+	if ((c->release || c->policy != QOS_POLICY_QOS) && !qos_sys_release_deadline(tid))
 		return;
 	const struct qos_params *p = &c->r->params;
 	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
@@ -194,28 +206,28 @@ static void apply_group(struct qos_reserve *r)
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
 		if (p->policy == QOS_POLICY_IDLE) {
-			qos_cgroup_set_idle(cg, r->name, true);
+			qos_cgroup_set_idle(cg, r->group, true);
 		} else {
-			qos_cgroup_set_idle(cg, r->name, false);
-			qos_cgroup_set_nice_weight(cg, r->name,
+			qos_cgroup_set_idle(cg, r->group, false);
+			qos_cgroup_set_nice_weight(cg, r->group,
 				p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
 		bool ceiling = qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
 			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE);
-		int e = qos_cgroup_set_quota(cg, r->name, p->period_us, ceiling ? p->slice_us : 0);
+		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
 		if (e < 0)
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",
 				strerror(-e));
 	}
 	if (cg->rt_group) {
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
-		int e = qos_cgroup_set_rt(cg, r->name, rt ? p->period_us : 1000000,
+		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000,
 			rt ? p->slice_us : 0);
 		if (e < 0 && rt)
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"cannot give the group real-time bandwidth: %s", strerror(-e));
 	}
-	qos_cgroup_freeze(cg, r->name, p->policy == QOS_POLICY_PAUSE);
+	qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 }
 
 static uint64_t own_cpu_us(struct qos_reserve *r)
@@ -229,7 +241,7 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 				total += v - m->cpu_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
-			if (qos_cgroup_usage_us(&r->mgr->cg, r->name, &v))
+			if (qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
 				total += v;
 			group_counted = true;
 		}
@@ -244,7 +256,7 @@ static void enter_fallback(struct qos_reserve *r)
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		/* Billed time is invisible to the kernel, so only then must we freeze. */
 		if (!kernel_caps(r) || r->police.billed_us > 0) {
-			qos_cgroup_freeze(cg, r->name, true);
+			qos_cgroup_freeze(cg, r->group, true);
 			r->fb_applied = true;
 		}
 		return;
@@ -261,7 +273,7 @@ static void enter_fallback(struct qos_reserve *r)
 		return;
 	apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
-		qos_cgroup_set_idle(cg, r->name, true);
+		qos_cgroup_set_idle(cg, r->group, true);
 	r->fb_applied = true;
 	qos_root_weight_update(r->mgr);
 }
@@ -274,11 +286,11 @@ static void leave_fallback(struct qos_reserve *r)
 		return;
 	r->fb_applied = false;
 	if (p->fallback == QOS_POLICY_PAUSE) {
-		qos_cgroup_freeze(cg, r->name, p->policy == QOS_POLICY_PAUSE);
+		qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 		return;
 	}
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
-		qos_cgroup_set_idle(cg, r->name, p->policy == QOS_POLICY_IDLE);
+		qos_cgroup_set_idle(cg, r->group, p->policy == QOS_POLICY_IDLE);
 	apply_threads(r, p->policy);
 	qos_root_weight_update(r->mgr);
 }
@@ -353,7 +365,7 @@ void qos_reserve_free(struct qos_reserve *r)
 	}
 	if (r->granted)
 		qos_admission_release(&mgr->adm, r->granted_ppm);
-	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->name))
+	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->group))
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	free(r->members);
@@ -387,6 +399,12 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	}
 	if (!modify) {
 		snprintf(err, err_len, "reserve '%s' already exists", name);
+		return false;
+	}
+	if (r->n_members && qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy) &&
+			!rt_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
+		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 		return false;
 	}
 	uint64_t new_ppm = p.policy == QOS_POLICY_QOS ? qos_params_util_ppm(&p) : 0;
@@ -461,8 +479,7 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
 	char name[QOS_NAME_MAX + 1], old[QOS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", new_owner);
 	snprintf(old, sizeof(old), "%s", r->name);
-	if (r->has_group && !qos_cgroup_group_rename(&r->mgr->cg, old, name))
-		return false;
+	/* The group keeps its directory name: cgroup2 cannot rename groups. */
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->owner = new_owner;
 	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
@@ -508,7 +525,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 		r->fb_applied = false;
 		r->next_check_us = UINT64_MAX;
 		if (r->has_group)
-			qos_cgroup_freeze(&mgr->cg, r->name, false);
+			qos_cgroup_freeze(&mgr->cg, r->group, false);
 		if (r->is_auto)
 			qos_reserve_free(r);
 	} else if (r->is_auto && gone == r->owner) {
@@ -521,9 +538,7 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
-	if (qos_policy_is_rt(r->params.policy) && now < mgr->cooldown_until_us) {
-		snprintf(err, err_len, "real-time grants are suspended for %llus after a starvation "
-			"alarm", (unsigned long long)((mgr->cooldown_until_us - now) / 1000000u + 1));
+	if (qos_policy_is_rt(r->params.policy) && !rt_allowed(mgr, now, err, err_len)) {
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
 		return false;
 	}
@@ -543,11 +558,27 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 	return true;
 }
 
+static bool group_taken(struct qos_manager *mgr, const char *group)
+{
+	for (struct qos_reserve *o = mgr->reserves; o; o = o->next) {
+		if (o->has_group && strcmp(o->group, group) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 {
 	if (r->has_group)
 		return true;
-	if (!qos_cgroup_group_create(&r->mgr->cg, r->name)) {
+	/*
+	 * The directory is named after the reserve, unless a renamed automatic
+	 * reserve still holds that directory under its old name.
+	 */
+	snprintf(r->group, sizeof(r->group), "%s", r->name);
+	for (unsigned n = 1; group_taken(r->mgr, r->group); n++)
+		snprintf(r->group, sizeof(r->group), "%s~%u", r->name, n);
+	if (!qos_cgroup_group_create(&r->mgr->cg, r->group)) {
 		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
 		return false;
 	}
@@ -651,8 +682,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
 		goto err_admit;
 	}
-	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->name, m->tid)
-		: qos_cgroup_attach_process(&mgr->cg, r->name, pid);
+	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
+		: qos_cgroup_attach_process(&mgr->cg, r->group, pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
 		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid,
 			r->name, strerror(-e));

@@ -212,13 +212,15 @@ bool qos_sys_release_deadline(pid_t tid)
 	 * normal path, which releases its bandwidth at its 0-lag time.  Dead
 	 * threads (zombies) have released it already and are left alone.
 	 */
-	char state = qos_sys_thread_state(tid);
-	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
-		return false;
 	struct qos_sched_attr cur = {0};
 	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0)
 		return false;
-	if (cur.sched_policy != SCHED_DEADLINE || state == 'R')
+	if (cur.sched_policy != SCHED_DEADLINE)
+		return true;
+	char state = qos_sys_thread_state(tid);
+	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
+		return false;
+	if (state == 'R')
 		return true;
 	struct qos_sched_attr tiny = {
 		.size = sizeof(tiny),

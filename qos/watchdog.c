@@ -19,6 +19,43 @@
 
 #include "qos/internal.h"
 #include "qos/sys.h"
+#include "qos/watchdog.h"
+
+void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t cooldown_us,
+	uint64_t now_us)
+{
+	*w = (struct qos_watchdog){
+		.timeout_us = timeout_us,
+		.cooldown_us = cooldown_us,
+		.seen_us = now_us,
+	};
+}
+
+void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us)
+{
+	if (now_us > w->seen_us)
+		w->seen_us = now_us;
+}
+
+bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us)
+{
+	if (!w->timeout_us || now_us < w->seen_us || now_us - w->seen_us < w->timeout_us)
+		return false;
+	w->cooldown_until_us = now_us + w->cooldown_us;
+	w->seen_us = now_us;
+	w->alarms++;
+	return true;
+}
+
+bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us)
+{
+	return now_us >= w->cooldown_until_us;
+}
+
+uint64_t qos_watchdog_cooldown_left_us(const struct qos_watchdog *w, uint64_t now_us)
+{
+	return now_us < w->cooldown_until_us ? w->cooldown_until_us - now_us : 0;
+}
 
 static void *canary_main(void *data)
 {
@@ -44,12 +81,15 @@ bool qos_watchdog_start(struct qos_manager *mgr)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->canary_fd };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->canary_fd, &ev) < 0)
 		goto err;
+	qos_watchdog_init(&mgr->watchdog, mgr->config.watchdog_timeout_us,
+		mgr->config.watchdog_cooldown_us, qos_sys_now_us());
+	if (mgr->config.watchdog_external_canary)
+		return true;
 	pthread_t t;
 	if (pthread_create(&t, NULL, canary_main, mgr) != 0)
 		goto err;
 	mgr->canary_thread = (unsigned long)t;
 	mgr->canary_running = true;
-	mgr->canary_seen_us = qos_sys_now_us();
 	return true;
 err:
 	close(mgr->canary_fd);
@@ -72,15 +112,19 @@ void qos_watchdog_stop(struct qos_manager *mgr)
 
 void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
 {
-	if (!mgr->canary_running)
+	if (mgr->canary_fd < 0)
 		return;
 	uint64_t v;
 	/* The event may not have been dispatched yet in this round. */
 	if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
-		mgr->canary_seen_us = now_us;
-	if (now_us - mgr->canary_seen_us < mgr->config.watchdog_timeout_us)
+		qos_watchdog_tick(&mgr->watchdog, now_us);
+	if (qos_watchdog_expired(&mgr->watchdog, now_us))
+		qos_demote_all_rt(mgr);
+}
+
+void qos_manager_watchdog_feed(struct qos_manager *mgr)
+{
+	uint64_t one = 1;
+	if (mgr->canary_fd >= 0 && write(mgr->canary_fd, &one, sizeof(one)) < 0)
 		return;
-	mgr->cooldown_until_us = now_us + mgr->config.watchdog_cooldown_us;
-	mgr->canary_seen_us = now_us;
-	qos_demote_all_rt(mgr);
 }

@@ -6,9 +6,14 @@
  *   class PID key=value...      automatic reserve for PID
  *   join NAME PID [TID]  |  leave PID [TID]  |  delete NAME
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *   feed                        canary heartbeat (--external-canary)
+ *   stats                       event counts and watchdog state
  *
- * Replies are "ok ...", or "err MESSAGE"; events are printed as "event ...".
- * Options: --root NAME, --base DIR, --no-guardian, --fake.
+ * Replies are "ok ...", or "err MESSAGE"; events are printed as "event ..."
+ * (only counted with --quiet).
+ * Options: --root NAME, --base DIR, --no-guardian, --fake, --quiet,
+ * --rsvd PERCENT, --ncpus N, --watchdog-timeout MS, --watchdog-cooldown MS,
+ * --external-canary.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,8 +29,17 @@ static const char *const event_names[] = {
 	"refused", "overrun", "restored", "watchdog", "error",
 };
 
+#define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
+
+static bool quiet;
+static unsigned long long event_counts[N_EVENTS];
+
 static void on_event(void *data, const struct qos_event *ev)
 {
+	if ((size_t)ev->type < N_EVENTS)
+		event_counts[ev->type]++;
+	if (quiet)
+		return;
 	printf("event %s reserve=%s pid=%d tid=%d used=%llu msg=%s\n", event_names[ev->type],
 		ev->reserve ? ev->reserve : "-", ev->pid, ev->tid,
 		(unsigned long long)ev->used_us, ev->message ? ev->message : "");
@@ -111,9 +125,26 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		return;
 	} else if (sscanf(line, "path %127s", name) == 1) {
 		struct qos_manager_info mi;
+		struct qos_reserve_info ri;
 		qos_manager_get_info(mgr, &mi);
-		printf("ok v2=%s/%s cpu=%s/%s layout=%s\n", mi.v2_root, name, mi.cpu_root, name,
+		/* The group directory once there is one, else where it will be. */
+		const char *group = qos_manager_reserve_info(mgr, name, &ri) && ri.group[0]
+			? ri.group : name;
+		printf("ok v2=%s/%s cpu=%s/%s layout=%s\n", mi.v2_root, group, mi.cpu_root, group,
 			mi.layout);
+		fflush(stdout);
+		return;
+	} else if (strcmp(line, "feed") == 0) {
+		qos_manager_watchdog_feed(mgr);
+	} else if (strcmp(line, "stats") == 0) {
+		struct qos_manager_info mi;
+		qos_manager_get_info(mgr, &mi);
+		printf("ok watchdog_alarms=%llu cooldown=%d granted=%llu capacity=%llu",
+			(unsigned long long)mi.watchdog_alarms, mi.watchdog_cooldown,
+			(unsigned long long)mi.granted_ppm, (unsigned long long)mi.capacity_ppm);
+		for (size_t i = 0; i < N_EVENTS; i++)
+			printf(" %s=%llu", event_names[i], event_counts[i]);
+		printf("\n");
 		fflush(stdout);
 		return;
 	} else if (strcmp(line, "sync") == 0) {
@@ -146,9 +177,22 @@ int main(int argc, char **argv)
 			cfg.guardian = false;
 		else if (!strcmp(argv[i], "--fake"))
 			cfg.fake_files = true;
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = true;
+		else if (!strcmp(argv[i], "--external-canary"))
+			cfg.watchdog_external_canary = true;
+		else if (!strcmp(argv[i], "--rsvd") && i + 1 < argc)
+			cfg.rsvd_ppm = (uint64_t)(atof(argv[++i]) * 1e4);
+		else if (!strcmp(argv[i], "--ncpus") && i + 1 < argc)
+			cfg.ncpus = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--watchdog-timeout") && i + 1 < argc)
+			cfg.watchdog_timeout_us = strtoull(argv[++i], NULL, 10) * 1000u;
+		else if (!strcmp(argv[i], "--watchdog-cooldown") && i + 1 < argc)
+			cfg.watchdog_cooldown_us = strtoull(argv[++i], NULL, 10) * 1000u;
 		else {
-			fprintf(stderr, "usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake] "
+				"[--quiet] [--rsvd PERCENT] [--ncpus N] [--watchdog-timeout MS] "
+				"[--watchdog-cooldown MS] [--external-canary]\n", argv[0]);
 			return 2;
 		}
 	}

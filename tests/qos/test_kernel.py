@@ -41,8 +41,8 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 class Helper:
-    def __init__(self, root=ROOT, guardian=True):
-        args = [HELPER, "--root", root]
+    def __init__(self, root=ROOT, guardian=True, extra=()):
+        args = [HELPER, "--root", root] + list(extra)
         if not guardian:
             args.append("--no-guardian")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -271,22 +271,35 @@ def test_qos_periodic_workload_meets_every_period(helper, procs):
     w.stdin.write("go\n")
     w.stdin.flush()
     missed, n = map(int, w.stdout.readline().split())
+    w.wait(5)  # reaped before the manager removes the group it died in
     assert n == 150
     assert missed == 0, "%d of %d periods missed" % (missed, n)
 
 
-def test_admission_refusal_reaches_caller(helper, procs):
+@pytest.fixture
+def small_helper(procs):
+    """A manager that may guarantee only 1 CPU (2 x 50%): admission is then
+    tested without asking the kernel for more deadline bandwidth than a busy
+    machine may have left."""
+    h = Helper(extra=["--ncpus", "2", "--rsvd", "50"])
+    yield h
+    h.close()
+    _force_cleanup(ROOT)
+
+
+def test_admission_refusal_reaches_caller(small_helper, procs):
+    helper = small_helper
     a = procs(["sleep", "30"])
     b = procs(["sleep", "30"])
     c = procs(["sleep", "30"])
-    helper.ok("reserve a policy=qos period=100ms cpu=80% fallback=pause")
-    helper.ok("reserve b policy=qos period=100ms cpu=80% fallback=pause")
+    helper.ok("reserve a policy=qos period=100ms cpu=40% fallback=pause")
+    helper.ok("reserve b policy=qos period=100ms cpu=40% fallback=pause")
     helper.ok("reserve c policy=qos period=100ms cpu=30% fallback=pause")
     helper.ok("join a %d" % a.pid)
     helper.ok("join b %d" % b.pid)
     reply = helper.cmd("join c %d" % c.pid)
     assert reply.startswith("err"), reply
-    assert "needs 30.0% of a CPU but only 20.0%" in reply, reply
+    assert "needs 30.0% of a CPU but only 20.0% of the 100.0% reservable" in reply, reply
     assert any(e.startswith("event refused reserve=c") for e in helper.events)
     # The refused process keeps running without QoS; earlier grants stand.
     assert policy_of(c.pid) == os.SCHED_OTHER
@@ -415,6 +428,131 @@ def test_kill9_manager_guardian_thaws(procs):
         Helper().close()  # the next instance reconciles the leftover group
         assert not os.path.exists(v2)
     finally:
+        _force_cleanup(ROOT)
+
+
+def _wait_for(helper, predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        helper.ok("sync")
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_auto_reserve_passes_to_member_then_dies_empty(helper, procs):
+    owner = procs(["sleep", "60"])
+    other = procs(["sleep", "60"])
+    helper.ok("class %d policy=other nice=5" % owner.pid)
+    first, second = "auto-%d" % owner.pid, "auto-%d" % other.pid
+    assert "owner=%d auto=1" % owner.pid in helper.ok("info " + first)
+    helper.ok("join %s %d" % (first, other.pid))
+    v2, cpu = helper.path(first)
+    assert os.path.isdir(v2) and os.path.isdir(cpu)
+
+    # The owner exits: the reserve, its group and its parameters pass to the
+    # remaining member under that member's name (thesis 3.7.2).
+    owner.kill()
+    owner.wait()
+    _wait_for(helper, lambda: helper.cmd("info " + second).startswith("ok"), 5,
+              "the automatic reserve was not passed on")
+    info = helper.ok("info " + second)
+    assert "members=1" in info and "owner=%d auto=1" % other.pid in info, info
+    assert "nice=5" in info, info
+    assert helper.cmd("info " + first).startswith("err")
+    assert any(e.startswith("event renamed reserve=%s pid=%d" % (second, other.pid))
+               and e.endswith("msg=" + first) for e in helper.events), helper.events
+    # The group stays where it is (cgroup2 cannot rename) and keeps the member.
+    assert helper.path(second) == (v2, cpu)
+    for group in (v2, cpu):
+        with open(group + "/cgroup.procs") as f:
+            assert f.read().split() == [str(other.pid)]
+    assert os.getpriority(os.PRIO_PROCESS, other.pid) == 5
+
+    # The last member exits: the reserve and its groups are deleted.
+    other.kill()
+    other.wait()
+    _wait_for(helper, lambda: helper.cmd("info " + second).startswith("err"), 5,
+              "the empty automatic reserve was not deleted")
+    assert any(e.startswith("event deleted reserve=" + second) for e in helper.events)
+    assert not os.path.exists(v2) and not os.path.exists(cpu)
+
+
+def test_auto_reserve_owner_leaving_alive_keeps_it(helper, procs):
+    """A leave (not an exit) of the owner also passes the reserve on; leaving
+    the last member deletes it, and the process is back where it was."""
+    owner = procs(["sleep", "60"])
+    other = procs(["sleep", "60"])
+    with open("/proc/%d/cgroup" % owner.pid) as f:
+        before = f.read()
+    helper.ok("class %d policy=other nice=3" % owner.pid)
+    helper.ok("join auto-%d %d" % (owner.pid, other.pid))
+    helper.ok("leave %d" % owner.pid)
+    assert "owner=%d" % other.pid in helper.ok("info auto-%d" % other.pid)
+    with open("/proc/%d/cgroup" % owner.pid) as f:
+        assert f.read() == before
+    assert os.getpriority(os.PRIO_PROCESS, owner.pid) == 0
+    helper.ok("leave %d" % other.pid)
+    assert helper.cmd("info auto-%d" % other.pid).startswith("err")
+
+
+def _stats(helper):
+    return dict(kv.split("=", 1) for kv in helper.ok("stats").split()[1:])
+
+
+def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
+    """The canary is fed by the test instead of a thread: silence it and the
+    manager must demote its real-time members and refuse new real-time grants
+    for the cool-down, without starving anything on the machine."""
+    h = Helper(extra=["--external-canary", "--watchdog-timeout", "1000",
+                      "--watchdog-cooldown", "2500"])
+    try:
+        p = procs(["sleep", "60"])
+        q = procs(["sleep", "60"])
+        r = procs(["sleep", "60"])
+        h.ok("reserve rt policy=qos period=100ms cpu=10% fallback=pause")
+        h.ok("reserve rt2 policy=qos period=100ms cpu=10% fallback=pause")
+        h.ok("reserve plain policy=other")
+        h.ok("join rt %d" % p.pid)
+        h.ok("join plain %d" % r.pid)
+        assert policy_of(p.pid) == 6
+        # Fed every 200 ms, the watchdog stays quiet over twice its timeout.
+        end = time.monotonic() + 2.2
+        while time.monotonic() < end:
+            h.ok("feed")
+            time.sleep(0.2)
+        assert _stats(h)["watchdog_alarms"] == "0"
+        assert policy_of(p.pid) == 6
+        # Silence: within timeout + one housekeeping pass, the alarm.
+        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        assert any(e.startswith("event watchdog reserve=rt ") for e in h.events), h.events
+        assert policy_of(p.pid) == os.SCHED_OTHER
+        assert "policy=other" in h.ok("info rt")
+        assert _stats(h)["cooldown"] == "1"
+        # Every real-time reserve was demoted, empty ones too; a new one is
+        # refused at its first member.
+        assert "policy=other" in h.ok("info rt2")
+        h.ok("feed")
+        h.ok("reserve rt3 policy=qos period=100ms cpu=10% fallback=pause")
+        reply = h.cmd("join rt3 %d" % q.pid)
+        assert reply.startswith("err") and "suspended" in reply, reply
+        assert policy_of(q.pid) == os.SCHED_OTHER
+        reply = h.cmd("reserve plain policy=qos period=100ms cpu=10% fallback=pause")
+        assert reply.startswith("err") and "suspended" in reply, reply
+        assert policy_of(r.pid) == os.SCHED_OTHER
+        # After the cool-down (canary fed again) real-time grants work again.
+        end = time.monotonic() + 2.7
+        while time.monotonic() < end:
+            h.ok("feed")
+            time.sleep(0.2)
+        assert _stats(h)["cooldown"] == "0"
+        h.ok("join rt3 %d" % q.pid)
+        assert policy_of(q.pid) == 6
+        assert _stats(h)["watchdog_alarms"] == "1"
+    finally:
+        h.close()
         _force_cleanup(ROOT)
 
 

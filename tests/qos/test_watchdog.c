@@ -1,0 +1,72 @@
+/* The starvation watchdog's state machine against a fake clock. */
+#include "check.h"
+#include "qos/watchdog.h"
+
+#define S 1000000u
+
+static void test_canary_keeps_it_quiet(void)
+{
+	struct qos_watchdog w;
+	qos_watchdog_init(&w, 5 * S, 30 * S, 100 * S);
+	/* A canary ticking every second never raises the alarm. */
+	for (uint64_t t = 100 * S; t <= 200 * S; t += S) {
+		qos_watchdog_tick(&w, t);
+		CHECK(!qos_watchdog_expired(&w, t + S / 2));
+	}
+	CHECK_EQ_U(w.alarms, 0);
+	CHECK(qos_watchdog_rt_allowed(&w, 200 * S));
+	/* Four and a half seconds of silence are still tolerated. */
+	CHECK(!qos_watchdog_expired(&w, 204 * S + S / 2));
+}
+
+static void test_starvation_alarm_and_cooldown(void)
+{
+	struct qos_watchdog w;
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	qos_watchdog_tick(&w, 1 * S);
+	CHECK(!qos_watchdog_expired(&w, 5 * S));
+	CHECK(!qos_watchdog_expired(&w, 6 * S - 1));
+	/* Silent for exactly the timeout: demote now, once. */
+	CHECK(qos_watchdog_expired(&w, 6 * S));
+	CHECK_EQ_U(w.alarms, 1);
+	CHECK(!qos_watchdog_expired(&w, 6 * S + 1));
+	CHECK(!qos_watchdog_expired(&w, 10 * S));
+	/* New real-time grants are refused for the cool-down, then allowed again. */
+	CHECK(!qos_watchdog_rt_allowed(&w, 6 * S));
+	CHECK(!qos_watchdog_rt_allowed(&w, 10 * S));
+	CHECK_EQ_U(qos_watchdog_cooldown_left_us(&w, 10 * S), 26 * S);
+	/* Starvation that goes on raises the alarm again one timeout later and
+	 * extends the cool-down from there. */
+	CHECK(qos_watchdog_expired(&w, 11 * S));
+	CHECK_EQ_U(w.alarms, 2);
+	/* The canary comes back: quiet again, cool-down runs out on time. */
+	qos_watchdog_tick(&w, 12 * S);
+	CHECK(!qos_watchdog_expired(&w, 16 * S));
+	CHECK(!qos_watchdog_rt_allowed(&w, 40 * S));
+	CHECK_EQ_U(qos_watchdog_cooldown_left_us(&w, 40 * S), 1 * S);
+	CHECK(qos_watchdog_rt_allowed(&w, 41 * S));
+	CHECK_EQ_U(qos_watchdog_cooldown_left_us(&w, 41 * S), 0);
+}
+
+static void test_late_tick_and_disabled(void)
+{
+	struct qos_watchdog w;
+	qos_watchdog_init(&w, 5 * S, 30 * S, 10 * S);
+	/* A tick stamped before the last one (dispatch order) does not rewind. */
+	qos_watchdog_tick(&w, 14 * S);
+	qos_watchdog_tick(&w, 12 * S);
+	CHECK(!qos_watchdog_expired(&w, 18 * S));
+	CHECK(qos_watchdog_expired(&w, 19 * S));
+	/* timeout 0 disables the watchdog. */
+	qos_watchdog_init(&w, 0, 30 * S, 0);
+	CHECK(!qos_watchdog_expired(&w, 1000 * S));
+	CHECK(qos_watchdog_rt_allowed(&w, 0));
+}
+
+int main(void)
+{
+	test_canary_keeps_it_quiet();
+	test_starvation_alarm_and_cooldown();
+	test_late_tick_and_disabled();
+	return check_report("test_watchdog");
+}
