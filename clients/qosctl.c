@@ -22,12 +22,22 @@ static const char usage[] =
 	"  outputs              list outputs\n"
 	"  focus ID             focus a window\n"
 	"  close ID             ask a window to close\n"
-	"  exec -- CMD [ARG...] start a program in the session\n"
-	"  subscribe            print window events as JSON lines\n"
+	"  exec [-r RESERVE] -- CMD [ARG...]\n"
+	"                       start a program in the session (in RESERVE)\n"
+	"  set TARGET CLASS     CLASS: realtime, fifo, idle, nice, paused, normal\n"
+	"  join TARGET RESERVE  move a window's process into a reserve\n"
+	"  reserve NAME KEY=VALUE...\n"
+	"                       create or modify a reserve (qosrc keys)\n"
+	"  reserves             list reserves\n"
+	"  capacity             granted and total real-time capacity\n"
+	"  reload               reload the qosrc files\n"
+	"  top [-n COUNT]       refreshing view of windows and reserves\n"
+	"  subscribe            print window and QoS events as JSON lines\n"
 	"  version              print the compositor's version\n"
 	"  exit                 end the session\n"
 	"  raw JSON             send one raw request line\n"
 	"\n"
+	"TARGET is a window id (see 'windows') or pid:N.\n"
 	"The socket defaults to $QOSWAY_SOCK.\n";
 
 struct conn {
@@ -159,13 +169,18 @@ static int int_field(struct json_object *obj, const char *key) {
 	return json_object_object_get_ex(obj, key, &v) ? json_object_get_int(v) : 0;
 }
 
+static double double_field(struct json_object *obj, const char *key) {
+	struct json_object *v;
+	return json_object_object_get_ex(obj, key, &v) ? json_object_get_double(v) : 0.0;
+}
+
 static void print_windows(struct json_object *reply) {
 	struct json_object *list;
 	if (!json_object_object_get_ex(reply, "windows", &list)) {
 		return;
 	}
-	printf("%-5s %-9s %-3s %-8s %-20s %-24s %s\n", "ID", "CLASS", "FOC", "PID",
-		"APP_ID", "GEOMETRY", "TITLE");
+	printf("%-5s %-9s %-16s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS", "RESERVE",
+		"CPU%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
 		struct json_object *w = json_object_array_get_idx(list, i);
 		struct json_object *geo, *focused;
@@ -174,11 +189,45 @@ static void print_windows(struct json_object *reply) {
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
 			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
-		printf("%-5d %-9s %-3s %-8d %-20.20s %-24s %s\n", int_field(w, "id"),
-			str_field(w, "class"), json_object_get_boolean(focused) ? "*" : "",
-			int_field(w, "pid"), str_field(w, "app_id"), geometry,
-			str_field(w, "title"));
+		printf("%-5d %-9s %-16.16s %6.1f %-3s %-8d %-20.20s %-20s %s\n", int_field(w, "id"),
+			str_field(w, "class"), str_field(w, "reserve"), double_field(w, "cpu_percent"),
+			json_object_get_boolean(focused) ? "*" : "", int_field(w, "pid"),
+			str_field(w, "app_id"), geometry, str_field(w, "title"));
 	}
+}
+
+static void print_reserves(struct json_object *reply) {
+	struct json_object *list;
+	if (!json_object_object_get_ex(reply, "reserves", &list)) {
+		return;
+	}
+	printf("%-20s %-8s %-4s %10s %10s %-9s %s\n", "RESERVE", "POLICY", "OK", "USED_US",
+		"LAST_US", "MEMBERS", "PARAMS");
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *r = json_object_array_get_idx(list, i);
+		struct json_object *members, *granted, *policy;
+		json_object_object_get_ex(r, "members", &members);
+		json_object_object_get_ex(r, "granted", &granted);
+		json_object_object_get_ex(r, "policy", &policy);
+		char pids[64] = "";
+		size_t off = 0;
+		for (size_t m = 0; m < json_object_array_length(members) && off < 50; m++) {
+			off += snprintf(pids + off, sizeof(pids) - off, "%s%d", m ? "," : "",
+				int_field(json_object_array_get_idx(members, m), "pid"));
+		}
+		bool is_qos = strcmp(json_object_get_string(policy), "qos") == 0;
+		printf("%-20.20s %-8s %-4s %10lld %10lld %-9s %s\n", str_field(r, "name"),
+			json_object_get_string(policy),
+			is_qos ? (json_object_get_boolean(granted) ? "yes" : "no") : "-",
+			(long long)double_field(r, "used_us"), (long long)double_field(r, "last_used_us"),
+			pids[0] ? pids : "-", str_field(r, "params"));
+	}
+}
+
+static void print_capacity(struct json_object *reply) {
+	printf("granted %.1f%% of %.1f%% (%d CPUs, %.1f%% of each kept back)\n",
+		double_field(reply, "granted_ppm") / 10000.0, double_field(reply, "total_ppm") / 10000.0,
+		int_field(reply, "ncpus"), double_field(reply, "rsvd_ppm") / 10000.0);
 }
 
 static void print_outputs(struct json_object *reply) {
@@ -193,6 +242,14 @@ static void print_outputs(struct json_object *reply) {
 			int_field(o, "refresh_mhz") / 1000.0, int_field(o, "x"), int_field(o, "y"),
 			str_field(o, "scale"), str_field(o, "make"), str_field(o, "model"));
 	}
+}
+
+static bool valid_target(const char *t) {
+	long long id;
+	if (strncmp(t, "pid:", 4) == 0) {
+		return parse_id(t + 4, &id);
+	}
+	return parse_id(t, &id);
 }
 
 /* Build the request for argv; returns NULL (after printing why) on bad usage. */
@@ -223,8 +280,61 @@ static struct json_object *build_request(int argc, char **argv) {
 		json_object_object_add(req, "id", json_object_new_int64(id));
 		return req;
 	}
+	bool no_args_qos = strcmp(cmd, "reserves") == 0 || strcmp(cmd, "capacity") == 0 ||
+		strcmp(cmd, "reload") == 0;
+	if (no_args_qos) {
+		if (argc != 1) {
+			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
+			goto err;
+		}
+		return req;
+	}
+	if (strcmp(cmd, "set") == 0 || strcmp(cmd, "join") == 0) {
+		if (argc != 3) {
+			fprintf(stderr, "qosctl: usage: qosctl %s TARGET %s\n", cmd,
+				cmd[0] == 's' ? "CLASS" : "RESERVE");
+			goto err;
+		}
+		if (!valid_target(argv[1])) {
+			fprintf(stderr, "qosctl: invalid target '%s': want a window id or pid:N\n",
+				argv[1]);
+			goto err;
+		}
+		json_object_object_add(req, "target", json_object_new_string(argv[1]));
+		json_object_object_add(req, cmd[0] == 's' ? "class" : "reserve",
+			json_object_new_string(argv[2]));
+		return req;
+	}
+	if (strcmp(cmd, "reserve") == 0) {
+		if (argc < 2) {
+			fprintf(stderr, "qosctl: usage: qosctl reserve NAME KEY=VALUE...\n");
+			goto err;
+		}
+		char params[4096] = "";
+		size_t off = 0;
+		for (int i = 2; i < argc; i++) {
+			if (!strchr(argv[i], '=')) {
+				fprintf(stderr, "qosctl: '%s' is not KEY=VALUE\n", argv[i]);
+				goto err;
+			}
+			int n = snprintf(params + off, sizeof(params) - off, "%s%s", i > 2 ? " " : "",
+				argv[i]);
+			if (n < 0 || (size_t)n >= sizeof(params) - off) {
+				fprintf(stderr, "qosctl: parameters too long\n");
+				goto err;
+			}
+			off += n;
+		}
+		json_object_object_add(req, "name", json_object_new_string(argv[1]));
+		json_object_object_add(req, "params", json_object_new_string(params));
+		return req;
+	}
 	if (strcmp(cmd, "exec") == 0) {
 		int first = 1;
+		if (first + 1 < argc && strcmp(argv[first], "-r") == 0) {
+			json_object_object_add(req, "reserve", json_object_new_string(argv[first + 1]));
+			first += 2;
+		}
 		if (first < argc && strcmp(argv[first], "--") == 0) {
 			first++;
 		}
@@ -271,6 +381,65 @@ static int run_subscribe(struct conn *c) {
 	return 0;
 }
 
+/* One request on an open connection; NULL (after a message) on failure. */
+static struct json_object *request(struct conn *c, const char *line) {
+	if (!conn_send(c, line)) {
+		return NULL;
+	}
+	char *text = conn_read_line(c);
+	if (!text) {
+		fprintf(stderr, "qosctl: no reply from the compositor\n");
+		return NULL;
+	}
+	struct json_object *reply = json_tokener_parse(text);
+	free(text);
+	return reply;
+}
+
+/* Like the thesis's viewp in top mode: windows and reserves, refreshed. */
+static int run_top(const char *sock, int iterations) {
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c || !conn_open(c, sock)) {
+		free(c);
+		return 3;
+	}
+	int status = 0;
+	for (int n = 0; iterations <= 0 || n < iterations; n++) {
+		struct json_object *windows = request(c, "{\"command\":\"windows\"}");
+		struct json_object *reserves = request(c, "{\"command\":\"reserves\"}");
+		struct json_object *capacity = request(c, "{\"command\":\"capacity\"}");
+		if (!windows) {
+			status = 3;
+			break;
+		}
+		if (isatty(STDOUT_FILENO)) {
+			fputs("\033[H\033[2J", stdout);
+		}
+		print_windows(windows);
+		putchar('\n');
+		struct json_object *ok;
+		if (reserves && json_object_object_get_ex(reserves, "success", &ok) &&
+				json_object_get_boolean(ok)) {
+			print_reserves(reserves);
+			if (capacity) {
+				print_capacity(capacity);
+			}
+		} else {
+			printf("QoS: %s\n", reserves ? str_field(reserves, "error") : "no reply");
+		}
+		fflush(stdout);
+		json_object_put(windows);
+		json_object_put(reserves);
+		json_object_put(capacity);
+		if (iterations <= 0 || n + 1 < iterations) {
+			sleep(1);
+		}
+	}
+	close(c->fd);
+	free(c);
+	return status;
+}
+
 int main(int argc, char **argv) {
 	const char *sock = getenv("QOSWAY_SOCK");
 	bool json = false;
@@ -289,6 +458,23 @@ int main(int argc, char **argv) {
 	}
 	if (i >= argc) {
 		return die_usage("%s", "missing command");
+	}
+	if (strcmp(argv[i], "top") == 0) {
+		int iterations = 0;
+		if (argc - i == 3 && strcmp(argv[i + 1], "-n") == 0) {
+			long long n;
+			if (!parse_id(argv[i + 2], &n)) {
+				return die_usage("bad count '%s'", argv[i + 2]);
+			}
+			iterations = (int)n;
+		} else if (argc - i != 1) {
+			return die_usage("%s", "usage: qosctl top [-n COUNT]");
+		}
+		if (!sock || !*sock) {
+			fprintf(stderr, "qosctl: QOSWAY_SOCK is not set and no -s SOCKET given\n");
+			return 3;
+		}
+		return run_top(sock, iterations);
 	}
 	char *line = NULL;
 	struct json_object *req = NULL;
@@ -356,6 +542,17 @@ int main(int argc, char **argv) {
 			printf("qosway %s\n", str_field(reply, "version"));
 		} else if (strcmp(cmd, "exec") == 0) {
 			printf("%d\n", int_field(reply, "pid"));
+			struct json_object *refused;
+			if (json_object_object_get_ex(reply, "refused", &refused)) {
+				fprintf(stderr, "qosctl: started without the reserve: %s\n",
+					json_object_get_string(refused));
+			}
+		} else if (strcmp(cmd, "reserves") == 0) {
+			print_reserves(reply);
+		} else if (strcmp(cmd, "capacity") == 0) {
+			print_capacity(reply);
+		} else if (strcmp(cmd, "set") == 0) {
+			printf("pid %d: %s\n", int_field(reply, "pid"), str_field(reply, "class"));
 		}
 	}
 	if (!success) {

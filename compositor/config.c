@@ -8,6 +8,7 @@
 #include <wlr/types/wlr_keyboard.h>
 
 #include "config.h"
+#include "qos/params.h"
 
 static const char *const button_names[QW_BUTTON_KIND_COUNT] = {
 	[QW_BUTTON_REALTIME] = "realtime",
@@ -29,6 +30,9 @@ static const char *const color_names[QW_COLOR_COUNT] = {
 	[QW_COLOR_BUTTON_ON] = "button-on",
 	[QW_COLOR_BUTTON_ON_ICON] = "button-on-icon",
 	[QW_COLOR_CLOSE_HOVER] = "close-hover",
+	[QW_COLOR_BUTTON_REFUSED] = "button-refused",
+	[QW_COLOR_TEXT_WARNING] = "text-warning",
+	[QW_COLOR_PAUSED_DIM] = "paused-dim",
 };
 
 static const struct {
@@ -99,6 +103,9 @@ void config_init_defaults(struct qw_config *config) {
 		.buttons = {QW_BUTTON_REALTIME, QW_BUTTON_IDLE, QW_BUTTON_PAUSE,
 			QW_BUTTON_CLOSE},
 		.button_count = 4,
+		.realtime_cpu_ppm = 250000,
+		.realtime_period_us = 20000,
+		.realtime_fallback = QOS_POLICY_OTHER,
 	};
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_FOCUSED], 0x2d5b8a);
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_UNFOCUSED], 0x3a3d41);
@@ -112,6 +119,10 @@ void config_init_defaults(struct qw_config *config) {
 	set_rgb(config->colors[QW_COLOR_BUTTON_ON], 0xf0a30a);
 	set_rgb(config->colors[QW_COLOR_BUTTON_ON_ICON], 0x202020);
 	set_rgb(config->colors[QW_COLOR_CLOSE_HOVER], 0xc0392b);
+	set_rgb(config->colors[QW_COLOR_BUTTON_REFUSED], 0xd03030);
+	set_rgb(config->colors[QW_COLOR_TEXT_WARNING], 0xffb0a0);
+	set_rgb(config->colors[QW_COLOR_PAUSED_DIM], 0x000000);
+	config->colors[QW_COLOR_PAUSED_DIM][3] = 0.55f;
 	/* Strings are duplicated so finish() can free uniformly; a failed
 	 * strdup leaves NULL, which the users of these fields tolerate. */
 	static const struct {
@@ -431,6 +442,36 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	}
 	if (strcmp(key, "bind") == 0) {
 		return apply_bind(config, &cursor, msg, size);
+	}
+	if (strcmp(key, "realtime-cpu") == 0) {
+		char *value = next_word(&cursor);
+		uint64_t ppm;
+		if (!value || !qos_parse_percent_ppm(value, &ppm) || ppm == 0 || ppm > 1000000 ||
+				next_word(&cursor)) {
+			return fail(msg, size, "realtime-cpu wants a share of one CPU, e.g. 25%%");
+		}
+		config->realtime_cpu_ppm = ppm;
+		return true;
+	}
+	if (strcmp(key, "realtime-period") == 0) {
+		char *value = next_word(&cursor);
+		uint64_t us;
+		if (!value || !qos_parse_duration_us(value, &us) || us < 100 || us > 10000000 ||
+				next_word(&cursor)) {
+			return fail(msg, size, "realtime-period wants 100us to 10s, e.g. 20ms");
+		}
+		config->realtime_period_us = us;
+		return true;
+	}
+	if (strcmp(key, "realtime-fallback") == 0) {
+		char *value = next_word(&cursor);
+		enum qos_policy policy;
+		if (!value || !qos_policy_from_name(value, &policy) || next_word(&cursor) ||
+				policy == QOS_POLICY_QOS || qos_policy_is_rt(policy)) {
+			return fail(msg, size, "realtime-fallback wants other, idle or pause");
+		}
+		config->realtime_fallback = policy;
+		return true;
 	}
 	return fail(msg, size, "unknown setting '%s'", key);
 }

@@ -34,6 +34,9 @@ enum qw_color {
 	QW_COLOR_BUTTON_ON,
 	QW_COLOR_BUTTON_ON_ICON,
 	QW_COLOR_CLOSE_HOVER,
+	QW_COLOR_BUTTON_REFUSED,
+	QW_COLOR_TEXT_WARNING,
+	QW_COLOR_PAUSED_DIM,
 	QW_COLOR_COUNT,
 };
 
@@ -68,6 +71,11 @@ struct qw_config {
 	float colors[QW_COLOR_COUNT][4];
 	struct qw_binding *bindings;
 	size_t binding_count;
+	/* The standard reserve the real-time button gives a window that no
+	 * qosrc rule covers (thesis 8.5.4: 25% with an "other" fallback). */
+	uint64_t realtime_cpu_ppm;
+	uint64_t realtime_period_us;
+	int realtime_fallback; /* enum qos_policy */
 	unsigned int error_count; /* bad lines seen while loading */
 };
 

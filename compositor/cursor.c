@@ -85,7 +85,8 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode,
 	if (!view->mapped || view->fullscreen) {
 		return;
 	}
-	if (view->maximized && mode == QW_CURSOR_RESIZE) {
+	if ((view->maximized || view_is_paused(view)) && mode == QW_CURSOR_RESIZE) {
+		/* A paused client could not answer the configures a resize sends. */
 		return;
 	}
 	wlr_seat_pointer_notify_clear_focus(server->seat);
@@ -139,7 +140,9 @@ static void process_resize(struct qw_server *server) {
 	}
 	/* The position follows in the commit handler once the client has
 	 * picked its size, so the opposite edge never jitters. */
-	wlr_xdg_toplevel_set_size(view->xdg_surface, right - left, bottom - top);
+	view->want_width = right - left;
+	view->want_height = bottom - top;
+	wlr_xdg_toplevel_set_size(view->xdg_surface, view->want_width, view->want_height);
 }
 
 static void set_hovered_button(struct qw_server *server, struct qw_view *view, int button) {
@@ -191,6 +194,9 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 	double sx = 0, sy = 0;
 	struct qw_view *view = view_at(server, server->cursor->x, server->cursor->y,
 		&surface, &sx, &sy, &desc);
+	if (view && view_is_paused(view)) {
+		surface = NULL; /* a frozen client gets no enter or motion */
+	}
 
 	if (server->cursor_mode == QW_CURSOR_BUTTON) {
 		/* While a button is held only that button may look hovered. */
@@ -252,17 +258,24 @@ static void press_on_titlebar(struct qw_server *server, struct qw_view *view,
 	view_begin_interactive(view, QW_CURSOR_MOVE, 0);
 }
 
-static void click_button(struct qw_view *view, enum qw_button_kind kind) {
+static bool shift_held(struct qw_server *server) {
+	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
+	return kb && (wlr_keyboard_get_modifiers(kb) & WLR_MODIFIER_SHIFT);
+}
+
+static void click_button(struct qw_view *view, enum qw_button_kind kind, bool shift) {
 	enum qw_view_class want;
 	switch (kind) {
 	case QW_BUTTON_CLOSE:
 		view_close(view);
 		return;
 	case QW_BUTTON_REALTIME:
-		want = QW_VIEW_CLASS_REALTIME;
+		/* Shift: fifo with the safety limit instead of a reserve. */
+		want = shift ? QW_VIEW_CLASS_FIFO : QW_VIEW_CLASS_REALTIME;
 		break;
 	case QW_BUTTON_IDLE:
-		want = QW_VIEW_CLASS_IDLE;
+		/* Shift: nice 10 instead of the idle class. */
+		want = shift ? QW_VIEW_CLASS_NICE : QW_VIEW_CLASS_IDLE;
 		break;
 	case QW_BUTTON_PAUSE:
 		want = QW_VIEW_CLASS_PAUSED;
@@ -271,7 +284,9 @@ static void click_button(struct qw_view *view, enum qw_button_kind kind) {
 		return;
 	}
 	/* Each class button toggles between its class and normal. */
-	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want);
+	char err[256];
+	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want,
+		err, sizeof(err));
 }
 
 static void handle_press(struct qw_server *server, struct wlr_event_pointer_button *event) {
@@ -282,6 +297,9 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 		&surface, &sx, &sy, &desc);
 	if (view) {
 		view_focus(view);
+	}
+	if (view && view_is_paused(view) && desc && desc->type == QW_NODE_VIEW) {
+		return; /* clicks on a frozen client's content go nowhere */
 	}
 	if (view && super_held(server) &&
 			(event->button == BTN_LEFT || event->button == BTN_RIGHT)) {
@@ -342,7 +360,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 		if (view) {
 			decoration_update_buttons(&view->deco, view);
 			if (over) {
-				click_button(view, kind);
+				click_button(view, kind, shift_held(server));
 			}
 		}
 		return;

@@ -1,3 +1,5 @@
+#include <stdio.h>
+#include <stdlib.h>
 #include <wlr/types/wlr_buffer.h>
 #include <wlr/types/wlr_scene.h>
 #include <wlr/types/wlr_xdg_shell.h>
@@ -22,17 +24,24 @@ static void set_desc(struct qw_node_desc *desc, struct wlr_scene_node *node,
 	node->data = desc;
 }
 
-static bool button_is_on(const struct qw_view *view, enum qw_button_kind kind) {
-	switch (kind) {
-	case QW_BUTTON_REALTIME:
-		return view->class == QW_VIEW_CLASS_REALTIME;
-	case QW_BUTTON_IDLE:
-		return view->class == QW_VIEW_CLASS_IDLE;
-	case QW_BUTTON_PAUSE:
-		return view->class == QW_VIEW_CLASS_PAUSED;
+/* The button that shows (and asks for) a class. */
+static int button_for_class(int class) {
+	switch (class) {
+	case QW_VIEW_CLASS_REALTIME:
+	case QW_VIEW_CLASS_FIFO:
+		return QW_BUTTON_REALTIME;
+	case QW_VIEW_CLASS_IDLE:
+	case QW_VIEW_CLASS_NICE:
+		return QW_BUTTON_IDLE;
+	case QW_VIEW_CLASS_PAUSED:
+		return QW_BUTTON_PAUSE;
 	default:
-		return false;
+		return -1;
 	}
+}
+
+static bool button_is_on(const struct qw_view *view, enum qw_button_kind kind) {
+	return button_for_class(view->class) == (int)kind;
 }
 
 bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
@@ -86,7 +95,27 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
 		button->shown = QW_BUTTON_STATE_NORMAL;
 	}
 	deco->visible = true;
+	deco->refused_button = -1;
 	return true;
+}
+
+bool decoration_init_overlay(struct qw_decoration *deco, struct qw_view *view) {
+	deco->dim = wlr_scene_rect_create(&view->tree->node, 1, 1,
+		view->server->config.colors[QW_COLOR_PAUSED_DIM]);
+	if (!deco->dim) {
+		return false;
+	}
+	wlr_scene_node_set_enabled(&deco->dim->node, false);
+	return true;
+}
+
+void decoration_finish(struct qw_decoration *deco) {
+	if (deco->message_timer) {
+		wl_event_source_remove(deco->message_timer);
+		deco->message_timer = NULL;
+	}
+	free(deco->message);
+	deco->message = NULL;
 }
 
 void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view) {
@@ -99,6 +128,10 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 
 	wlr_scene_node_set_position(&view->tree->node, view->x - b, view->y - b - t);
 	wlr_scene_node_set_position(view->surface_node, b, b + t);
+	if (deco->dim) {
+		wlr_scene_node_set_position(&deco->dim->node, b, b + t);
+		wlr_scene_rect_set_size(deco->dim, w > 0 ? w : 1, h > 0 ? h : 1);
+	}
 	wlr_scene_node_set_enabled(&deco->tree->node, deco->visible);
 	if (!deco->visible) {
 		return;
@@ -143,13 +176,23 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 	const struct qw_config *config = &view->server->config;
 	const char *title = view->toplevel->title ? view->toplevel->title : "";
+	char text[512];
+	if (deco->message) {
+		snprintf(text, sizeof(text), "%s", deco->message);
+	} else if (view->class == QW_VIEW_CLASS_PAUSED) {
+		snprintf(text, sizeof(text), "paused \u2014 %s", title);
+	} else {
+		snprintf(text, sizeof(text), "%s", title);
+	}
 	for (int f = 0; f < 2; f++) {
 		if (deco->title[f]) {
 			wlr_scene_node_destroy(&deco->title[f]->node);
 			deco->title[f] = NULL;
 		}
-		struct wlr_buffer *buffer = theme_render_title(config, title,
-			deco->title_width, config->titlebar_height, f == 1);
+		enum qw_color color = deco->message ? QW_COLOR_TEXT_WARNING :
+			f == 1 ? QW_COLOR_TEXT_FOCUSED : QW_COLOR_TEXT_UNFOCUSED;
+		struct wlr_buffer *buffer = theme_render_title(config, text,
+			deco->title_width, config->titlebar_height, color);
 		if (!buffer) {
 			continue; /* too narrow for any text */
 		}
@@ -199,8 +242,9 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		bool hover = server->hovered_view == view && server->hovered_button == k;
 		bool pressed = hover && server->cursor_mode == QW_CURSOR_BUTTON &&
 			server->grabbed_view == view && server->pressed_button == k;
-		enum qw_button_state state = theme_button_state(button_is_on(view, k),
-			hover, pressed);
+		enum qw_button_state state = deco->refused_button == k ?
+			QW_BUTTON_STATE_REFUSED :
+			theme_button_state(button_is_on(view, k), hover, pressed);
 		if (state == button->shown) {
 			continue;
 		}
@@ -208,4 +252,46 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		wlr_scene_node_set_enabled(&button->states[state]->node, true);
 		button->shown = state;
 	}
+}
+
+/* How long a refusal stays on the titlebar. */
+#define REFUSAL_SHOW_MSEC 2000
+
+static int handle_message_timeout(void *data) {
+	struct qw_view *view = data;
+	struct qw_decoration *deco = &view->deco;
+	free(deco->message);
+	deco->message = NULL;
+	deco->refused_button = -1;
+	decoration_update_title(deco, view);
+	decoration_update_buttons(deco, view);
+	return 0;
+}
+
+void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
+		int class, const char *reason) {
+	char *text = NULL;
+	if (asprintf(&text, "refused: %s", reason) < 0) {
+		return;
+	}
+	free(deco->message);
+	deco->message = text;
+	deco->refused_button = button_for_class(class);
+	if (!deco->message_timer) {
+		deco->message_timer = wl_event_loop_add_timer(view->server->event_loop,
+			handle_message_timeout, view);
+	}
+	if (deco->message_timer) {
+		wl_event_source_timer_update(deco->message_timer, REFUSAL_SHOW_MSEC);
+	}
+	decoration_update_title(deco, view);
+	decoration_update_buttons(deco, view);
+}
+
+void decoration_update_paused(struct qw_decoration *deco, struct qw_view *view) {
+	if (deco->dim) {
+		wlr_scene_node_set_enabled(&deco->dim->node,
+			view->class == QW_VIEW_CLASS_PAUSED);
+	}
+	decoration_update_title(deco, view);
 }

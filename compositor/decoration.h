@@ -36,9 +36,24 @@ struct qw_decoration {
 	struct qw_node_desc titlebar_desc, grip_desc;
 	bool focused;
 	bool visible;
+	/* Over the content while the window is paused (above the surface). */
+	struct wlr_scene_rect *dim;
+	/* A refusal from the QoS manager: its text replaces the title and the
+	 * button that asked shows "refused", for a couple of seconds. */
+	char *message;
+	int refused_button; /* enum qw_button_kind, -1 if none */
+	struct wl_event_source *message_timer;
 };
 
 bool decoration_init(struct qw_decoration *deco, struct qw_view *view);
+/* The dimming layer must sit above the client surface: created after it. */
+bool decoration_init_overlay(struct qw_decoration *deco, struct qw_view *view);
+void decoration_finish(struct qw_decoration *deco);
+/* Show a QoS refusal of a request for `class` with its reason. */
+void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
+	int class, const char *reason);
+/* Follow the view's paused state: dimming and the title prefix. */
+void decoration_update_paused(struct qw_decoration *deco, struct qw_view *view);
 /* Lay the frame out around a content area of width x height. */
 void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view);
 void decoration_update_title(struct qw_decoration *deco, struct qw_view *view);

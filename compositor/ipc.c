@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,8 +16,11 @@
 #include <wlr/types/wlr_xdg_shell.h>
 #include <wlr/util/log.h>
 
+#include "client_identity.h"
 #include "ipc.h"
 #include "output.h"
+#include "qos/qos.h"
+#include "qos_link.h"
 #include "view.h"
 
 /* A request line longer than this is refused rather than buffered. */
@@ -42,6 +47,7 @@ struct ipc_client {
 	size_t out_len, out_cap;
 	bool subscribed;
 	bool close_after_flush;
+	pid_t peer_pid; /* never paused on its own request */
 };
 
 static void client_destroy(struct ipc_client *client) {
@@ -127,6 +133,12 @@ static struct json_object *window_json(struct qw_view *view) {
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
 	json_object_object_add(obj, "class",
 		json_object_new_string(view_class_name(view->class)));
+	const char *reserve = NULL;
+	qos_link_class_of(view->server, view_get_pid(view), &reserve);
+	json_object_object_add(obj, "reserve", string_or_null(reserve));
+	struct client_identity *id = view_identity(view);
+	json_object_object_add(obj, "cpu_percent",
+		json_object_new_double(id ? id->cpu_percent : 0.0));
 	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
@@ -229,6 +241,264 @@ static struct qw_view *lookup_view(struct qw_server *server, struct json_object 
 	return view;
 }
 
+static const char *get_string(struct json_object *req, const char *key) {
+	struct json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string)) {
+		return NULL;
+	}
+	return json_object_get_string(v);
+}
+
+/* "ID" (a window) or "pid:N" -> a live pid, or an error reply. */
+static pid_t resolve_target(struct qw_server *server, struct json_object *req,
+		struct json_object **error) {
+	const char *target = get_string(req, "target");
+	if (!target) {
+		*error = reply_error("missing string 'target' (a window id or pid:N)");
+		return -1;
+	}
+	char *end;
+	if (strncmp(target, "pid:", 4) == 0) {
+		long pid = strtol(target + 4, &end, 10);
+		if (*end || end == target + 4 || pid <= 0 || pid > INT32_MAX) {
+			*error = reply_error("bad target '%.64s': want pid:N", target);
+			return -1;
+		}
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+			*error = reply_error("no process %ld", pid);
+			return -1;
+		}
+		return (pid_t)pid;
+	}
+	long id = strtol(target, &end, 10);
+	struct qw_view *view = *end || end == target || id <= 0 || id > UINT32_MAX ? NULL :
+		view_from_id(server, (uint32_t)id);
+	if (!view || !view->mapped) {
+		*error = reply_error("unknown window '%.64s'", target);
+		return -1;
+	}
+	pid_t pid = view_get_pid(view);
+	if (pid <= 0) {
+		*error = reply_error("the process of window %ld is gone", id);
+		return -1;
+	}
+	return pid;
+}
+
+/* Pausing these would hang the session or the very tool asking. */
+static bool pause_forbidden(pid_t pid, pid_t asker, char *err, size_t len) {
+	if (pid == getpid()) {
+		snprintf(err, len, "refusing to pause the compositor itself");
+		return true;
+	}
+	if (pid == asker) {
+		snprintf(err, len, "refusing to pause the process asking (pid %d)", (int)pid);
+		return true;
+	}
+	for (pid_t p = getppid(); p > 1;) {
+		if (p == pid) {
+			snprintf(err, len, "refusing to pause pid %d: the session runs the "
+				"compositor under it", (int)pid);
+			return true;
+		}
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		FILE *f = fopen(path, "re");
+		if (!f) {
+			break;
+		}
+		char buf[512];
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *close_paren = strrchr(buf, ')');
+		int ppid = 0;
+		if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1) {
+			break;
+		}
+		p = ppid;
+	}
+	return false;
+}
+
+static struct json_object *cmd_set(struct ipc_client *client, struct json_object *req) {
+	struct qw_server *server = client->ipc->server;
+	struct json_object *error = NULL;
+	pid_t pid = resolve_target(server, req, &error);
+	if (pid < 0) {
+		return error;
+	}
+	const char *name = get_string(req, "class");
+	enum qw_view_class class;
+	if (!name || !view_class_from_name(name, &class)) {
+		return reply_error("bad class '%.32s': want realtime, fifo, idle, nice, paused "
+			"or normal", name ? name : "");
+	}
+	char err[256];
+	if (class == QW_VIEW_CLASS_PAUSED && pause_forbidden(pid, client->peer_pid, err,
+			sizeof(err))) {
+		return reply_error("%s", err);
+	}
+	if (!qos_link_request(server, pid, class, err, sizeof(err))) {
+		return reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "pid", json_object_new_int(pid));
+	json_object_object_add(reply, "class", json_object_new_string(
+		view_class_name(qos_link_class_of(server, pid, NULL))));
+	return reply;
+}
+
+static struct json_object *cmd_join(struct ipc_client *client, struct json_object *req) {
+	struct qw_server *server = client->ipc->server;
+	struct json_object *error = NULL;
+	pid_t pid = resolve_target(server, req, &error);
+	if (pid < 0) {
+		return error;
+	}
+	const char *reserve = get_string(req, "reserve");
+	char err[256];
+	if (!reserve || !qos_name_valid(reserve, err, sizeof(err))) {
+		return reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
+	}
+	if (!server->qos) {
+		return reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	struct qos_reserve_info info;
+	if (qos_manager_reserve_info(server->qos, reserve, &info) &&
+			info.params.policy == QOS_POLICY_PAUSE &&
+			pause_forbidden(pid, client->peer_pid, err, sizeof(err))) {
+		return reply_error("%s", err);
+	}
+	bool ok = qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err));
+	qos_link_schedule_refresh(server);
+	if (!ok) {
+		return reply_error("%s", err);
+	}
+	return reply_ok();
+}
+
+struct diag_buf {
+	char text[256];
+};
+
+static void keep_first_diag(void *data, const char *message) {
+	struct diag_buf *buf = data;
+	if (!buf->text[0]) {
+		snprintf(buf->text, sizeof(buf->text), "%s", message);
+	}
+}
+
+static struct json_object *cmd_reserve(struct qw_server *server, struct json_object *req) {
+	const char *name = get_string(req, "name");
+	const char *params = get_string(req, "params");
+	char err[256];
+	if (!name || !qos_name_valid(name, err, sizeof(err))) {
+		return reply_error("bad reserve name: %s", name ? err : "missing 'name'");
+	}
+	if (qos_name_is_auto(name)) {
+		return reply_error("names starting with '" QOS_AUTO_PREFIX "' are automatic reserves");
+	}
+	if (!server->qos) {
+		return reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	/* The same key=value grammar as qosrc, parsed by the same code. */
+	char *line = NULL;
+	if (asprintf(&line, "reserve %s %s", name, params ? params : "") < 0) {
+		return reply_error("out of memory");
+	}
+	struct qos_rules *parsed = qos_rules_create();
+	struct diag_buf diag = {0};
+	int bad = parsed ? qos_rules_parse_string(parsed, "request", line, keep_first_diag,
+		&diag) : -1;
+	free(line);
+	struct json_object *reply;
+	if (bad != 0 || parsed->n_reserves != 1) {
+		reply = reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
+	} else if (!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
+			err, sizeof(err))) {
+		reply = reply_error("%s", err);
+	} else {
+		reply = reply_ok();
+	}
+	qos_rules_destroy(parsed);
+	qos_link_schedule_refresh(server);
+	return reply;
+}
+
+static struct json_object *cmd_reserves(struct qw_server *server) {
+	if (!server->qos) {
+		return reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	size_t n = qos_manager_reserve_count(server->qos);
+	for (size_t i = 0; i < n; i++) {
+		struct qos_reserve_info info;
+		if (!qos_manager_reserve_at(server->qos, i, &info)) {
+			continue;
+		}
+		char params[256];
+		qos_params_format(&info.params, params, sizeof(params));
+		struct json_object *obj = json_object_new_object();
+		json_object_object_add(obj, "name", json_object_new_string(info.name));
+		json_object_object_add(obj, "params", json_object_new_string(params));
+		json_object_object_add(obj, "policy",
+			json_object_new_string(qos_policy_name(info.params.policy)));
+		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
+		json_object_object_add(obj, "slice_us", json_object_new_int64(info.params.slice_us));
+		json_object_object_add(obj, "granted", json_object_new_boolean(info.granted));
+		json_object_object_add(obj, "automatic", json_object_new_boolean(info.is_auto));
+		json_object_object_add(obj, "in_fallback", json_object_new_boolean(info.in_fallback));
+		json_object_object_add(obj, "used_us", json_object_new_int64(info.used_us));
+		json_object_object_add(obj, "billed_us", json_object_new_int64(info.billed_us));
+		json_object_object_add(obj, "last_used_us", json_object_new_int64(info.last_used_us));
+		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
+		struct qos_member_info members[64];
+		ssize_t count = qos_manager_members(server->qos, info.name, members, 64);
+		struct json_object *mlist = json_object_new_array();
+		for (ssize_t m = 0; m < count && m < 64; m++) {
+			struct json_object *mo = json_object_new_object();
+			json_object_object_add(mo, "pid", json_object_new_int(members[m].pid));
+			json_object_object_add(mo, "tid", json_object_new_int(members[m].tid));
+			json_object_array_add(mlist, mo);
+		}
+		json_object_object_add(obj, "members", mlist);
+		json_object_array_add(list, obj);
+	}
+	json_object_object_add(reply, "reserves", list);
+	return reply;
+}
+
+static struct json_object *cmd_capacity(struct qw_server *server) {
+	if (!server->qos) {
+		return reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	struct qos_manager_info info;
+	qos_manager_get_info(server->qos, &info);
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "ncpus", json_object_new_int(info.ncpus));
+	json_object_object_add(reply, "total_ppm", json_object_new_int64(info.capacity_ppm));
+	json_object_object_add(reply, "granted_ppm", json_object_new_int64(info.granted_ppm));
+	uint64_t all = (uint64_t)info.ncpus * 1000000;
+	json_object_object_add(reply, "rsvd_ppm", json_object_new_int64(
+		all > info.capacity_ppm ? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1) : 0));
+	json_object_object_add(reply, "layout", json_object_new_string(info.layout));
+	return reply;
+}
+
+static struct json_object *cmd_reload(struct qw_server *server) {
+	char err[256] = "";
+	if (!qos_link_reload(server, err, sizeof(err))) {
+		return reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	if (err[0]) {
+		json_object_object_add(reply, "warning", json_object_new_string(err));
+	}
+	return reply;
+}
+
 static struct json_object *cmd_exec(struct qw_server *server, struct json_object *req) {
 	struct json_object *argv_obj;
 	if (!json_object_object_get_ex(req, "argv", &argv_obj) ||
@@ -253,13 +523,23 @@ static struct json_object *cmd_exec(struct qw_server *server, struct json_object
 		}
 		argv[i] = (char *)json_object_get_string(arg);
 	}
-	pid_t pid = server_spawn_argv(server, argv);
+	const char *reserve = get_string(req, "reserve");
+	char err[256] = "";
+	if (reserve && !qos_name_valid(reserve, err, sizeof(err))) {
+		free(argv);
+		return reply_error("bad reserve name: %s", err);
+	}
+	pid_t pid = server_spawn_argv_qos(server, argv, reserve, err, sizeof(err));
 	free(argv);
 	if (pid < 0) {
-		return reply_error("fork failed: %s", strerror(errno));
+		return reply_error("%s", err[0] ? err : "fork failed");
 	}
 	struct json_object *reply = reply_ok();
 	json_object_object_add(reply, "pid", json_object_new_int(pid));
+	if (err[0]) {
+		/* It runs, but without the reserve: say why. */
+		json_object_object_add(reply, "refused", json_object_new_string(err));
+	}
 	return reply;
 }
 
@@ -302,6 +582,18 @@ static bool handle_request(struct ipc_client *client, const char *line) {
 		}
 	} else if (strcmp(command, "exec") == 0) {
 		reply = cmd_exec(server, req);
+	} else if (strcmp(command, "set") == 0) {
+		reply = cmd_set(client, req);
+	} else if (strcmp(command, "join") == 0) {
+		reply = cmd_join(client, req);
+	} else if (strcmp(command, "reserve") == 0) {
+		reply = cmd_reserve(server, req);
+	} else if (strcmp(command, "reserves") == 0) {
+		reply = cmd_reserves(server);
+	} else if (strcmp(command, "capacity") == 0) {
+		reply = cmd_capacity(server);
+	} else if (strcmp(command, "reload") == 0) {
+		reply = cmd_reload(server);
 	} else if (strcmp(command, "subscribe") == 0) {
 		client->subscribed = true;
 		reply = reply_ok();
@@ -390,6 +682,10 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 	}
 	client->ipc = ipc;
 	client->fd = client_fd;
+	struct ucred cred;
+	socklen_t cred_len = sizeof(cred);
+	client->peer_pid = getsockopt(client_fd, SOL_SOCKET, SO_PEERCRED, &cred,
+		&cred_len) == 0 ? cred.pid : -1;
 	client->source = wl_event_loop_add_fd(ipc->server->event_loop, client_fd,
 		WL_EVENT_READABLE, handle_client_event, client);
 	if (!client->source) {
@@ -492,4 +788,31 @@ void ipc_notify_window(struct qw_server *server, struct qw_view *view,
 
 void ipc_notify_focus(struct qw_server *server, struct qw_view *view) {
 	ipc_notify_window(server, view, "focus");
+}
+
+void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
+	if (!server->ipc || wl_list_empty(&server->ipc->clients)) {
+		return;
+	}
+	static const char *const names[] = {
+		[QOS_EVENT_ADMISSION_GRANTED] = "granted",
+		[QOS_EVENT_ADMISSION_REFUSED] = "refused",
+		[QOS_EVENT_OVERRUN] = "overrun",
+		[QOS_EVENT_WATCHDOG] = "watchdog",
+		[QOS_EVENT_ERROR] = "error",
+	};
+	const char *change = (size_t)event->type < sizeof(names) / sizeof(names[0]) ?
+		names[event->type] : NULL;
+	if (!change) {
+		return;
+	}
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "event", json_object_new_string("qos"));
+	json_object_object_add(obj, "change", json_object_new_string(change));
+	json_object_object_add(obj, "reserve", string_or_null(event->reserve));
+	json_object_object_add(obj, "pid", json_object_new_int(event->pid));
+	json_object_object_add(obj, "used_us", json_object_new_int64(event->used_us));
+	json_object_object_add(obj, "message", string_or_null(event->message));
+	broadcast(server, obj);
+	json_object_put(obj);
 }

@@ -5,9 +5,11 @@
 #include <wlr/types/wlr_output.h>
 #include <wlr/types/wlr_output_layout.h>
 #include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_surface.h>
 #include <wlr/types/wlr_xcursor_manager.h>
 #include <wlr/util/log.h>
 
+#include "client_identity.h"
 #include "layer_shell.h"
 #include "output.h"
 #include "render.h"
@@ -29,6 +31,33 @@ struct qw_output *output_at(struct qw_server *server, double lx, double ly) {
 	}
 	struct qw_output *first = wl_container_of(server->outputs.next, first, link);
 	return first;
+}
+
+/*
+ * Frame callbacks for every surface shown mainly on this output, except those
+ * of paused (frozen) clients: they cannot read them, and each would add to a
+ * socket buffer that disconnects the client when it overflows. A thawed
+ * client gets the next one.
+ */
+static void send_frame_done(struct wlr_scene_node *node, struct wlr_output *output,
+		struct timespec *now) {
+	if (!node->state.enabled) {
+		return;
+	}
+	if (node->type == WLR_SCENE_NODE_SURFACE) {
+		struct wlr_scene_surface *scene_surface = wlr_scene_surface_from_node(node);
+		struct wlr_surface *surface = scene_surface->surface;
+		struct client_identity *id =
+			client_identity_get(wl_resource_get_client(surface->resource));
+		if (scene_surface->primary_output == output && !(id && id->paused)) {
+			wlr_surface_send_frame_done(surface, now);
+		}
+		return;
+	}
+	struct wlr_scene_node *child;
+	wl_list_for_each(child, &node->state.children, state.link) {
+		send_frame_done(child, output, now);
+	}
 }
 
 static void handle_frame(struct wl_listener *listener, void *data) {
@@ -58,7 +87,7 @@ static void handle_frame(struct wl_listener *listener, void *data) {
 		};
 		wlr_output_send_present(wlr_output, &event);
 	}
-	wlr_scene_output_send_frame_done(output->scene_output, &now);
+	send_frame_done(&output->server->scene->node, wlr_output, &now);
 }
 
 static void handle_destroy(struct wl_listener *listener, void *data) {

@@ -32,6 +32,7 @@
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
+#include "qos_link.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
@@ -45,6 +46,15 @@ static int handle_terminate_signal(int signal, void *data) {
 	struct qw_server *server = data;
 	wlr_log(WLR_INFO, "signal %d: shutting down", signal);
 	server_terminate(server);
+	return 0;
+}
+
+static int handle_sighup(int signal, void *data) {
+	struct qw_server *server = data;
+	char err[256] = "";
+	if (!qos_link_reload(server, err, sizeof(err))) {
+		wlr_log(WLR_ERROR, "SIGHUP: qosrc not reloaded: %s", err);
+	}
 	return 0;
 }
 
@@ -262,13 +272,20 @@ bool server_init(struct qw_server *server) {
 		handle_terminate_signal, server);
 	server->sigchld_source = wl_event_loop_add_signal(server->event_loop, SIGCHLD,
 		handle_sigchld, server);
-	return server->sigint_source && server->sigterm_source && server->sigchld_source;
+	server->sighup_source = wl_event_loop_add_signal(server->event_loop, SIGHUP,
+		handle_sighup, server);
+	qos_link_init(server);
+	return server->sigint_source && server->sigterm_source && server->sigchld_source &&
+		server->sighup_source;
 }
 
 void server_finish(struct qw_server *server) {
 	if (!server->wl_display) {
 		return;
 	}
+	/* First give every process back its own cgroup and class: nothing
+	 * may stay frozen or real-time after the session. */
+	qos_link_finish(server);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
@@ -281,6 +298,9 @@ void server_finish(struct qw_server *server) {
 	}
 	if (server->sigchld_source) {
 		wl_event_source_remove(server->sigchld_source);
+	}
+	if (server->sighup_source) {
+		wl_event_source_remove(server->sighup_source);
 	}
 	if (server->new_xdg_surface.notify) {
 		wl_list_remove(&server->new_xdg_surface.link);

@@ -37,6 +37,8 @@
 #include "theme.h"
 
 struct qw_ipc;
+struct qos_manager;
+struct qos_rules;
 struct wlr_scene_node;
 struct qw_view;
 
@@ -165,7 +167,16 @@ struct qw_server {
 	struct qw_ipc *ipc;
 	char *ipc_socket_path;
 
+	/* QoS manager (qos_link.c); NULL when unavailable, see qos_error. */
+	struct qos_manager *qos;
+	struct qos_rules *qos_rules; /* owned by the manager */
+	struct wl_event_source *qos_source;
+	struct wl_event_source *qos_refresh;
+	struct wl_event_source *cpu_sample_timer;
+	char qos_error[256];
+
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
+	struct wl_event_source *sighup_source;
 	int exit_code;
 };
 
@@ -178,6 +189,14 @@ void server_terminate(struct qw_server *server);
 /* spawn.c: run `sh -c cmd` (or argv) detached, with the session env. */
 pid_t server_spawn_shell(struct qw_server *server, const char *cmd);
 pid_t server_spawn_argv(struct qw_server *server, char *const argv[]);
+/*
+ * Spawn with QoS settled before the program's first instruction: the child
+ * waits until it has joined `reserve` (or, if NULL, whatever AutoQOS rule
+ * matches the command), then execs. A refusal is reported in err and the
+ * program runs without QoS; -1 only if it could not be started.
+ */
+pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[],
+	const char *reserve, char *err, size_t err_len);
 
 /* Find our descriptor for a scene node (walking up), or NULL. */
 struct qw_node_desc *node_desc_find(struct wlr_scene_node *node);

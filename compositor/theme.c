@@ -70,11 +70,15 @@ static struct wlr_buffer *render_button(const struct qw_theme *theme,
 	if (!buffer) {
 		return NULL;
 	}
-	bool on = state >= QW_BUTTON_STATE_ON;
-	enum qw_button_state base = on ? state - QW_BUTTON_STATE_ON : state;
+	bool refused = state == QW_BUTTON_STATE_REFUSED;
+	bool on = !refused && state >= QW_BUTTON_STATE_ON;
+	enum qw_button_state base = on ? state - QW_BUTTON_STATE_ON :
+		refused ? QW_BUTTON_STATE_NORMAL : state;
 	const float *fill = NULL;
 	float tinted[4];
-	if (on) {
+	if (refused) {
+		fill = config->colors[QW_COLOR_BUTTON_REFUSED];
+	} else if (on) {
 		/* On: solid accent; hover lightens it, pressed darkens it. */
 		const float *accent = config->colors[QW_COLOR_BUTTON_ON];
 		float k = base == QW_BUTTON_STATE_HOVER ? 1.15f :
@@ -105,6 +109,14 @@ static struct wlr_buffer *render_button(const struct qw_theme *theme,
 	set_source(cr, config->colors[on ? QW_COLOR_BUTTON_ON_ICON : QW_COLOR_BUTTON_ICON]);
 	draw_icon(cr, kind);
 	cairo_restore(cr);
+	if (refused) {
+		/* A diagonal stroke: "asked for, not granted". */
+		set_source(cr, config->colors[QW_COLOR_BUTTON_ICON]);
+		cairo_set_line_width(cr, 2.0);
+		cairo_move_to(cr, inset + 2, h - inset - 2);
+		cairo_line_to(cr, w - inset - 2, inset + 2);
+		cairo_stroke(cr);
+	}
 	cairo_destroy(cr);
 	return buffer;
 }
@@ -164,7 +176,7 @@ static PangoLayout *title_layout(cairo_t *cr, const struct qw_config *config,
 }
 
 struct wlr_buffer *theme_render_title(const struct qw_config *config,
-		const char *text, int width, int height, bool focused) {
+		const char *text, int width, int height, enum qw_color color) {
 	if (width <= 0 || height <= 0) {
 		return NULL;
 	}
@@ -188,7 +200,7 @@ struct wlr_buffer *theme_render_title(const struct qw_config *config,
 		return NULL; /* also for an empty title */
 	}
 	layout = title_layout(cr, config, text, width);
-	set_source(cr, config->colors[focused ? QW_COLOR_TEXT_FOCUSED : QW_COLOR_TEXT_UNFOCUSED]);
+	set_source(cr, config->colors[color]);
 	cairo_move_to(cr, 0, (height - text_h) / 2.0);
 	pango_cairo_show_layout(cr, layout);
 	g_object_unref(layout);

@@ -18,6 +18,8 @@ enum qw_button_state {
 	QW_BUTTON_STATE_ON,
 	QW_BUTTON_STATE_ON_HOVER,
 	QW_BUTTON_STATE_ON_PRESSED,
+	/* The QoS manager refused the request this button made (shown ~2 s). */
+	QW_BUTTON_STATE_REFUSED,
 	QW_BUTTON_STATE_COUNT,
 };
 
@@ -32,12 +34,12 @@ void theme_finish(struct qw_theme *theme);
 
 /*
  * Render `text`, ellipsized to at most `width` pixels, into a transparent
- * buffer `height` high and only as wide as the text, in the focused or
- * unfocused text colour. Returns NULL on failure, for an empty title, or
- * when width or height is not positive.
+ * buffer `height` high and only as wide as the text, in `color`. Returns
+ * NULL on failure, for an empty title, or when width or height is not
+ * positive.
  */
 struct wlr_buffer *theme_render_title(const struct qw_config *config,
-	const char *text, int width, int height, bool focused);
+	const char *text, int width, int height, enum qw_color color);
 
 enum qw_button_state theme_button_state(bool on, bool hover, bool pressed);
 

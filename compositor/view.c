@@ -1,5 +1,7 @@
 #include <stdlib.h>
+#include <string.h>
 #include <wlr/types/wlr_cursor.h>
+#include <wlr/types/wlr_keyboard.h>
 #include <wlr/types/wlr_output_layout.h>
 #include <wlr/types/wlr_scene.h>
 #include <wlr/types/wlr_seat.h>
@@ -7,20 +9,34 @@
 #include <wlr/util/edges.h>
 #include <wlr/util/log.h>
 
+#include "client_identity.h"
 #include "cursor.h"
 #include "ipc.h"
 #include "output.h"
+#include "qos_link.h"
 #include "view.h"
 
-static const char *const class_names[] = {
+static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
 	[QW_VIEW_CLASS_NORMAL] = "normal",
 	[QW_VIEW_CLASS_REALTIME] = "realtime",
 	[QW_VIEW_CLASS_IDLE] = "idle",
 	[QW_VIEW_CLASS_PAUSED] = "paused",
+	[QW_VIEW_CLASS_FIFO] = "fifo",
+	[QW_VIEW_CLASS_NICE] = "nice",
 };
 
 const char *view_class_name(enum qw_view_class class) {
-	return class <= QW_VIEW_CLASS_PAUSED ? class_names[class] : "?";
+	return class < QW_VIEW_CLASS_COUNT ? class_names[class] : "?";
+}
+
+bool view_class_from_name(const char *name, enum qw_view_class *class) {
+	for (int i = 0; i < QW_VIEW_CLASS_COUNT; i++) {
+		if (strcmp(name, class_names[i]) == 0) {
+			*class = i;
+			return true;
+		}
+	}
+	return false;
 }
 
 static int deco_border(const struct qw_view *view) {
@@ -62,13 +78,14 @@ bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
 	return true;
 }
 
+struct client_identity *view_identity(const struct qw_view *view) {
+	return client_identity_get(wl_resource_get_client(view->xdg_surface->resource));
+}
+
 pid_t view_get_pid(const struct qw_view *view) {
-	pid_t pid = 0;
-	uid_t uid;
-	gid_t gid;
-	struct wl_client *client = wl_resource_get_client(view->xdg_surface->resource);
-	wl_client_get_credentials(client, &pid, &uid, &gid);
-	return pid;
+	/* Through the pidfd taken at connection: -1 once that process is gone,
+	 * never a recycled pid. */
+	return client_identity_pid(view_identity(view));
 }
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id) {
@@ -127,17 +144,17 @@ void view_focus(struct qw_view *view) {
 	struct qw_server *server = view->server;
 	struct qw_view *prev = focused_view(server);
 	if (prev && prev != view) {
-		wlr_xdg_toplevel_set_activated(prev->xdg_surface, false);
 		decoration_set_focused(&prev->deco, server, false);
+		view_send_configure(prev);
 	}
 	wl_list_remove(&view->link);
 	wl_list_insert(&server->views, &view->link);
 	if (!view->fullscreen) {
 		wlr_scene_node_raise_to_top(&view->tree->node);
 	}
-	wlr_xdg_toplevel_set_activated(view->xdg_surface, true);
 	decoration_set_focused(&view->deco, server, true);
-	if (server->focused_layer) {
+	view_send_configure(view);
+	if (server->focused_layer || view_is_paused(view)) {
 		/* An exclusive layer surface (a lock screen, a launcher) keeps
 		 * the keyboard until it goes away. */
 		return;
@@ -184,13 +201,30 @@ void view_set_geometry(struct qw_view *view, int x, int y, int width, int height
 	view->x = x;
 	view->y = y;
 	decoration_update_geometry(&view->deco, view);
-	if (width < 1) {
-		width = 1;
+	view->want_width = width < 1 ? 1 : width;
+	view->want_height = height < 1 ? 1 : height;
+	view_send_configure(view);
+}
+
+bool view_is_paused(const struct qw_view *view) {
+	return view->class == QW_VIEW_CLASS_PAUSED;
+}
+
+void view_send_configure(struct qw_view *view) {
+	if (view_is_paused(view)) {
+		/* A frozen client reads nothing: queued events would fill its
+		 * socket buffer and get it disconnected. Sent on thaw. */
+		view->configure_held = true;
+		return;
 	}
-	if (height < 1) {
-		height = 1;
+	view->configure_held = false;
+	struct wlr_xdg_surface *xdg = view->xdg_surface;
+	if (view->want_width > 0 && view->want_height > 0) {
+		wlr_xdg_toplevel_set_size(xdg, view->want_width, view->want_height);
 	}
-	wlr_xdg_toplevel_set_size(view->xdg_surface, width, height);
+	wlr_xdg_toplevel_set_activated(xdg, view->deco.focused);
+	wlr_xdg_toplevel_set_maximized(xdg, view->maximized);
+	wlr_xdg_toplevel_set_fullscreen(xdg, view->fullscreen);
 }
 
 static struct qw_output *view_output(struct qw_view *view) {
@@ -208,7 +242,6 @@ void view_set_maximized(struct qw_view *view, bool maximized) {
 		return;
 	}
 	view->maximized = maximized;
-	wlr_xdg_toplevel_set_maximized(view->xdg_surface, maximized);
 	if (maximized) {
 		view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
 		struct wlr_box area = output->usable_area;
@@ -232,7 +265,6 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 	}
 	struct qw_server *server = view->server;
 	view->fullscreen = fullscreen;
-	wlr_xdg_toplevel_set_fullscreen(view->xdg_surface, fullscreen);
 	if (fullscreen) {
 		if (!view->maximized) {
 			view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
@@ -255,17 +287,67 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 	ipc_notify_window(server, view, "changed");
 }
 
+static bool surface_is_client(struct wlr_surface *surface, struct wl_client *client) {
+	return surface && wl_resource_get_client(surface->resource) == client;
+}
+
+/* Take input focus away from a client about to be frozen, and give it back
+ * with everything held once it runs again. */
+static void update_paused(struct qw_view *view, bool was_paused) {
+	struct qw_server *server = view->server;
+	bool paused = view_is_paused(view);
+	struct client_identity *id = view_identity(view);
+	if (id) {
+		id->paused = paused;
+	}
+	struct wl_client *client = wl_resource_get_client(view->xdg_surface->resource);
+	struct wlr_seat *seat = server->seat;
+	if (paused && !was_paused) {
+		if (surface_is_client(seat->keyboard_state.focused_surface, client)) {
+			wlr_seat_keyboard_notify_clear_focus(seat);
+		}
+		if (surface_is_client(seat->pointer_state.focused_surface, client)) {
+			wlr_seat_pointer_notify_clear_focus(seat);
+		}
+		if (server->grabbed_view == view && server->cursor_mode == QW_CURSOR_RESIZE) {
+			server->cursor_mode = QW_CURSOR_PASSTHROUGH;
+			server->grabbed_view = NULL;
+		}
+	} else if (!paused && was_paused) {
+		if (view->configure_held) {
+			view_send_configure(view);
+		}
+		if (view->deco.focused && view->mapped && !server->focused_layer) {
+			struct wlr_keyboard *kb = wlr_seat_get_keyboard(seat);
+			wlr_seat_keyboard_notify_enter(seat, view->xdg_surface->surface,
+				kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
+				kb ? &kb->modifiers : NULL);
+		}
+		cursor_rebase(server, 0);
+	}
+	decoration_update_paused(&view->deco, view);
+}
+
 void view_set_class(struct qw_view *view, enum qw_view_class class) {
 	if (view->class == class) {
 		return;
 	}
+	bool was_paused = view_is_paused(view);
 	view->class = class;
+	if (was_paused != view_is_paused(view)) {
+		update_paused(view, was_paused);
+	}
 	decoration_update_buttons(&view->deco, view);
 	ipc_notify_window(view->server, view, "class");
 }
 
-void view_request_class(struct qw_view *view, enum qw_view_class class) {
-	view_set_class(view, class);
+bool view_request_class(struct qw_view *view, enum qw_view_class class,
+		char *err, size_t err_len) {
+	if (qos_link_request(view->server, view_get_pid(view), class, err, err_len)) {
+		return true;
+	}
+	decoration_show_refusal(&view->deco, view, class, err);
+	return false;
 }
 
 /* Cascade new windows from the usable area's corner, one titlebar apart, so
@@ -378,6 +460,7 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	wl_list_remove(&view->set_app_id.link);
 	wl_list_remove(&view->link);
 	view->xdg_surface->data = NULL;
+	decoration_finish(&view->deco);
 	wlr_scene_node_destroy(&view->tree->node);
 	free(view);
 }
@@ -521,6 +604,9 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 		goto err_scene;
 	}
 	xdg_surface->data = view->surface_node;
+	if (!decoration_init_overlay(&view->deco, view)) {
+		goto err_scene;
+	}
 	wlr_scene_node_set_enabled(&view->tree->node, false);
 
 	view->map.notify = handle_map;

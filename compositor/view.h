@@ -21,10 +21,15 @@
  */
 enum qw_view_class {
 	QW_VIEW_CLASS_NORMAL,
-	QW_VIEW_CLASS_REALTIME,
+	QW_VIEW_CLASS_REALTIME, /* a guaranteed reserve (policy qos) */
 	QW_VIEW_CLASS_IDLE,
 	QW_VIEW_CLASS_PAUSED,
+	QW_VIEW_CLASS_FIFO, /* fifo/rr with a safety limit; shown as real-time */
+	QW_VIEW_CLASS_NICE, /* other at nice 10; shown as idle */
+	QW_VIEW_CLASS_COUNT,
 };
+
+struct wlr_surface;
 
 struct qw_view {
 	struct wl_list link; /* qw_server.views */
@@ -43,6 +48,8 @@ struct qw_view {
 	bool mapped;
 	bool maximized, fullscreen;
 	struct wlr_box saved; /* content box before maximize/fullscreen */
+	int want_width, want_height; /* size last asked of the client, 0: its own */
+	bool configure_held; /* state changed while paused, not yet sent */
 	enum qw_view_class class;
 
 	struct wl_listener map;
@@ -67,6 +74,8 @@ void view_move_to(struct qw_view *view, int x, int y);
 void view_set_geometry(struct qw_view *view, int x, int y, int width, int height);
 void view_set_maximized(struct qw_view *view, bool maximized);
 void view_set_fullscreen(struct qw_view *view, bool fullscreen);
+/* Send the client its size and states, or hold them while it is paused. */
+void view_send_configure(struct qw_view *view);
 
 /* The frame box (content + titlebar + border) in layout coordinates. */
 struct wlr_box view_frame_box(const struct qw_view *view);
@@ -75,14 +84,19 @@ bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
 	struct wlr_box *box);
 
 pid_t view_get_pid(const struct qw_view *view);
+struct client_identity *view_identity(const struct qw_view *view);
+/* The client is frozen: send it nothing that could fill its socket. */
+bool view_is_paused(const struct qw_view *view);
 const char *view_class_name(enum qw_view_class class);
 
 /*
- * The QoS hook: a user (button, keybinding, IPC) asks for `class`. In this
- * version the request is applied directly; the QoS manager will confirm or
- * refuse it instead, and only a confirmed class reaches view_set_class().
+ * A user (button, keybinding, IPC) asks for `class` for the window's process.
+ * The QoS manager decides; only what it confirmed reaches view_set_class().
+ * A refusal shows on the titlebar and returns false with the reason.
  */
-void view_request_class(struct qw_view *view, enum qw_view_class class);
+bool view_request_class(struct qw_view *view, enum qw_view_class class,
+	char *err, size_t err_len);
+bool view_class_from_name(const char *name, enum qw_view_class *class);
 /* Record a confirmed class and update every image that shows it. */
 void view_set_class(struct qw_view *view, enum qw_view_class class);
 

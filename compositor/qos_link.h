@@ -1,0 +1,43 @@
+/*
+ * The QoS manager inside the compositor: it runs on the compositor's event
+ * loop (its one fd), loads the layered qosrc rules, and is the only place that
+ * turns a user's request for a window class into scheduling changes. Window
+ * classes shown on the titlebars are read back from the manager, so they show
+ * what it confirmed, whoever asked (button, qosctl, AutoQOS, the app).
+ */
+#ifndef QOSWAY_QOS_LINK_H
+#define QOSWAY_QOS_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "server.h"
+#include "view.h"
+
+/* Start the manager. Without it (no cgroup access) the session still runs
+ * and every request is refused with the reason kept in server->qos_error. */
+void qos_link_init(struct qw_server *server);
+void qos_link_finish(struct qw_server *server);
+
+/* Reload the qosrc layers; on total failure the old rules stay. */
+bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
+
+/*
+ * Ask for `class` for process `pid`. Refusals (admission control, policy,
+ * no manager) return false with a reason for the user in err.
+ */
+bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
+	char *err, size_t err_len);
+
+/* Apply AutoQOS rules to a process (app_id may be NULL). */
+void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);
+
+/* The class the manager has confirmed for pid, and its reserve (or NULL). */
+enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
+	const char **reserve);
+
+/* Re-read every window's class from the manager (coalesced to one pass). */
+void qos_link_schedule_refresh(struct qw_server *server);
+
+#endif
