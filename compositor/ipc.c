@@ -570,6 +570,15 @@ static bool handle_request(struct ipc_client *client, const char *line) {
 		reply = cmd_windows(server);
 	} else if (strcmp(command, "outputs") == 0) {
 		reply = cmd_outputs(server);
+	} else if (strcmp(command, "ping") == 0) {
+		struct qw_view *view = lookup_view(server, req, &reply);
+		if (view && view_is_paused(view)) {
+			/* It could not answer; the ping would only pile up. */
+			reply = reply_error("window %u is paused", view->id);
+		} else if (view) {
+			wlr_xdg_surface_ping(view->xdg_surface);
+			reply = reply_ok();
+		}
 	} else if (strcmp(command, "focus") == 0 || strcmp(command, "close") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view) {
