@@ -14,6 +14,7 @@
 
 #include "cursor.h"
 #include "layer_shell.h"
+#include "reserve_menu.h"
 #include "view.h"
 
 /* Corners of the frame count as two edges within this distance. */
@@ -206,6 +207,9 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 		return;
 	}
 
+	if (reserve_menu_is_open(server)) {
+		reserve_menu_hover(server, desc);
+	}
 	bool on_button = desc && desc->type == QW_NODE_BUTTON;
 	set_hovered_button(server, on_button ? view : NULL, on_button ? desc->button : -1);
 	if (surface) {
@@ -295,8 +299,18 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	double sx, sy;
 	struct qw_view *view = view_at(server, server->cursor->x, server->cursor->y,
 		&surface, &sx, &sy, &desc);
+	if (reserve_menu_is_open(server)) {
+		/* The click picks an item or dismisses the menu; nothing else. */
+		reserve_menu_press(server, desc);
+		return;
+	}
 	if (view) {
 		view_focus(view);
+	}
+	if (view && desc && desc->type == QW_NODE_BUTTON && event->button == BTN_RIGHT &&
+			desc->button != QW_BUTTON_CLOSE) {
+		reserve_menu_open(server, view, (int)server->cursor->x, (int)server->cursor->y);
+		return;
 	}
 	if (view && view_is_paused(view) && desc && desc->type == QW_NODE_VIEW) {
 		return; /* clicks on a frozen client's content go nowhere */

@@ -93,6 +93,10 @@ enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
 	return class_of_params(&info.params);
 }
 
+const char *qos_link_reserve_of(struct qw_server *server, pid_t pid) {
+	return server->qos && pid > 0 ? qos_manager_reserve_of(server->qos, pid, 0) : NULL;
+}
+
 static void refresh_views(void *data) {
 	struct qw_server *server = data;
 	server->qos_refresh = NULL;

@@ -37,6 +37,9 @@ void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_i
 enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
 	const char **reserve);
 
+/* The reserve pid is a member of, or NULL (also without a manager). */
+const char *qos_link_reserve_of(struct qw_server *server, pid_t pid);
+
 /* Re-read every window's class from the manager (coalesced to one pass). */
 void qos_link_schedule_refresh(struct qw_server *server);
 

@@ -12,6 +12,7 @@
 #include <wlr/util/log.h>
 #include <xkbcommon/xkbcommon.h>
 
+#include "reserve_menu.h"
 #include "seat.h"
 #include "view.h"
 
@@ -115,6 +116,15 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	struct wlr_event_keyboard_key *event = data;
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
 	bool handled = false;
+	if (event->state == WL_KEYBOARD_KEY_STATE_PRESSED && kb->xkb_state &&
+			reserve_menu_is_open(server)) {
+		uint32_t keycode = event->keycode + 8;
+		xkb_keysym_t sym = xkb_state_key_get_one_sym(kb->xkb_state, keycode);
+		if (sym == XKB_KEY_Escape) {
+			reserve_menu_close(server);
+			return;
+		}
+	}
 	if (event->state == WL_KEYBOARD_KEY_STATE_PRESSED && kb->xkb_state) {
 		/* Match bindings on the unshifted keysym so that "Super+Shift+e"
 		 * means the e key with Shift, whatever Shift produces. */

@@ -33,6 +33,7 @@
 #include "layer_shell.h"
 #include "output.h"
 #include "qos_link.h"
+#include "reserve_menu.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
@@ -317,6 +318,7 @@ void server_finish(struct qw_server *server) {
 		wlr_backend_destroy(server->backend);
 	}
 	cursor_finish(server);
+	reserve_menu_close(server);
 	if (server->scene) {
 		wlr_scene_node_destroy(&server->scene->node);
 	}

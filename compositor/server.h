@@ -19,6 +19,7 @@
  *   layers[TOP]
  *   fullscreen_tree           a fullscreen view is reparented here
  *   layers[OVERLAY]
+ *   reserve menu              while open (reserve_menu.h)
  *
  * Hit-testing walks from the node under the cursor up to the first node
  * carrying a struct qw_node_desc (node->data), so the scene graph itself is
@@ -56,6 +57,7 @@ enum qw_node_type {
 	QW_NODE_BUTTON,
 	QW_NODE_GRIP,
 	QW_NODE_LAYER_SURFACE,
+	QW_NODE_MENU_ITEM, /* button = item index */
 };
 
 #define QW_NODE_DESC_MAGIC 0x71774e44u /* "qwND" */
@@ -163,6 +165,7 @@ struct qw_server {
 	struct qw_view *last_titlebar_click_view;
 
 	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
+	struct qw_menu *menu; /* the open reserve menu, if any */
 
 	struct qw_ipc *ipc;
 	char *ipc_socket_path;

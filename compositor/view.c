@@ -14,6 +14,7 @@
 #include "ipc.h"
 #include "output.h"
 #include "qos_link.h"
+#include "reserve_menu.h"
 #include "view.h"
 
 static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
@@ -395,6 +396,13 @@ static void handle_map(struct wl_listener *listener, void *data) {
 		view_set_maximized(view, true);
 	}
 	view_focus(view);
+	/* AutoQOS for clients that connected on their own; those we started
+	 * were settled before exec and keep what they have. */
+	pid_t pid = view_get_pid(view);
+	if (!qos_link_reserve_of(view->server, pid)) {
+		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
+	}
+	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
 	ipc_notify_window(view->server, view, "new");
 }
 
@@ -402,6 +410,7 @@ static void handle_unmap(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, unmap);
 	struct qw_server *server = view->server;
 	bool was_focused = focused_view(server) == view;
+	reserve_menu_view_gone(server, view);
 	view->mapped = false;
 	wlr_scene_node_set_enabled(&view->tree->node, false);
 	if (server->grabbed_view == view) {
@@ -519,6 +528,11 @@ static void handle_set_title(struct wl_listener *listener, void *data) {
 
 static void handle_set_app_id(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, set_app_id);
+	pid_t pid = view_get_pid(view);
+	if (view->mapped && !qos_link_reserve_of(view->server, pid)) {
+		/* app_id= rules can only match once the toplevel names itself. */
+		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
+	}
 	if (view->mapped) {
 		ipc_notify_window(view->server, view, "app_id");
 	}

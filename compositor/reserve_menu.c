@@ -1,0 +1,246 @@
+#include <pango/pangocairo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wlr/types/wlr_buffer.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/util/log.h>
+
+#include "cairo_buffer.h"
+#include "qos/qos.h"
+#include "qos_link.h"
+#include "reserve_menu.h"
+#include "view.h"
+
+#define ITEM_PADDING 8
+#define MAX_ITEMS 32
+
+struct qw_menu_item {
+	char reserve[QOS_NAME_MAX + 1];
+	struct wlr_scene_tree *tree;
+	struct wlr_scene_buffer *normal, *hover;
+	struct qw_node_desc desc;
+};
+
+struct qw_menu {
+	struct qw_view *view;
+	struct wlr_scene_tree *tree;
+	struct qw_menu_item items[MAX_ITEMS];
+	size_t count;
+	int hovered;
+};
+
+static struct wlr_buffer *render_item(const struct qw_config *config, const char *text,
+		int width, int height, bool hover) {
+	cairo_t *cr;
+	struct wlr_buffer *buffer = cairo_buffer_create(width, height, &cr);
+	if (!buffer) {
+		return NULL;
+	}
+	const float *bg = config->colors[hover ? QW_COLOR_BUTTON_HOVER :
+		QW_COLOR_TITLEBAR_UNFOCUSED];
+	cairo_set_source_rgba(cr, bg[0], bg[1], bg[2], 1.0);
+	cairo_paint(cr);
+	PangoLayout *layout = pango_cairo_create_layout(cr);
+	PangoFontDescription *font = pango_font_description_from_string(
+		config->font ? config->font : "Sans 10");
+	pango_layout_set_font_description(layout, font);
+	pango_font_description_free(font);
+	pango_layout_set_text(layout, text, -1);
+	int tw, th;
+	pango_layout_get_pixel_size(layout, &tw, &th);
+	const float *fg = config->colors[QW_COLOR_TEXT_FOCUSED];
+	cairo_set_source_rgba(cr, fg[0], fg[1], fg[2], fg[3]);
+	cairo_move_to(cr, ITEM_PADDING, (height - th) / 2.0);
+	pango_cairo_show_layout(cr, layout);
+	g_object_unref(layout);
+	cairo_destroy(cr);
+	return buffer;
+}
+
+static int text_width(const struct qw_config *config, const char *text) {
+	cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	cairo_t *cr = cairo_create(surface);
+	PangoLayout *layout = pango_cairo_create_layout(cr);
+	PangoFontDescription *font = pango_font_description_from_string(
+		config->font ? config->font : "Sans 10");
+	pango_layout_set_font_description(layout, font);
+	pango_font_description_free(font);
+	pango_layout_set_text(layout, text, -1);
+	int w, h;
+	pango_layout_get_pixel_size(layout, &w, &h);
+	g_object_unref(layout);
+	cairo_destroy(cr);
+	cairo_surface_destroy(surface);
+	return w;
+}
+
+static void item_label(const struct qos_reserve_info *info, char *out, size_t len) {
+	if (info->params.period_us && info->params.slice_us) {
+		snprintf(out, len, "%s  (%s %.0f%% / %llu ms)", info->name,
+			qos_policy_name(info->params.policy),
+			100.0 * (double)info->params.slice_us / (double)info->params.period_us,
+			(unsigned long long)(info->params.period_us / 1000));
+	} else {
+		snprintf(out, len, "%s  (%s)", info->name, qos_policy_name(info->params.policy));
+	}
+}
+
+bool reserve_menu_is_open(struct qw_server *server) {
+	return server->menu != NULL;
+}
+
+void reserve_menu_close(struct qw_server *server) {
+	struct qw_menu *menu = server->menu;
+	if (!menu) {
+		return;
+	}
+	wlr_scene_node_destroy(&menu->tree->node);
+	free(menu);
+	server->menu = NULL;
+}
+
+bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, int y) {
+	reserve_menu_close(server);
+	if (!server->qos) {
+		char reason[300];
+		snprintf(reason, sizeof(reason), "QoS manager unavailable: %s", server->qos_error);
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, reason);
+		return false;
+	}
+	struct qw_menu *menu = calloc(1, sizeof(*menu));
+	if (!menu) {
+		return false;
+	}
+	menu->view = view;
+	menu->hovered = -1;
+	char labels[MAX_ITEMS][160];
+	int width = 0;
+	/* Reserves that exist, then those qosrc defines (created on first use). */
+	size_t n = qos_manager_reserve_count(server->qos);
+	size_t defs = server->qos_rules ? server->qos_rules->n_reserves : 0;
+	for (size_t i = 0; i < n + defs && menu->count < MAX_ITEMS; i++) {
+		struct qos_reserve_info info = {0};
+		if (i < n) {
+			if (!qos_manager_reserve_at(server->qos, i, &info) || info.is_auto) {
+				continue;
+			}
+		} else {
+			const struct qos_reserve_def *def = &server->qos_rules->reserves[i - n];
+			struct qos_reserve_info existing;
+			if (qos_manager_reserve_info(server->qos, def->name, &existing)) {
+				continue;
+			}
+			snprintf(info.name, sizeof(info.name), "%s", def->name);
+			info.params = def->params;
+		}
+		struct qw_menu_item *item = &menu->items[menu->count];
+		snprintf(item->reserve, sizeof(item->reserve), "%s", info.name);
+		item_label(&info, labels[menu->count], sizeof(labels[0]));
+		int w = text_width(&server->config, labels[menu->count]);
+		width = w > width ? w : width;
+		menu->count++;
+	}
+	if (menu->count == 0) {
+		free(menu);
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
+			"no named reserves defined");
+		return false;
+	}
+	width += 2 * ITEM_PADDING;
+	int height = server->config.titlebar_height;
+	/* Above every layer: it belongs to the user's pointer, not to a window. */
+	menu->tree = wlr_scene_tree_create(&server->scene->node);
+	if (!menu->tree) {
+		free(menu);
+		return false;
+	}
+	wlr_scene_node_set_position(&menu->tree->node, x, y);
+	for (size_t i = 0; i < menu->count; i++) {
+		struct qw_menu_item *item = &menu->items[i];
+		item->tree = wlr_scene_tree_create(&menu->tree->node);
+		struct wlr_buffer *normal = render_item(&server->config, labels[i], width, height, false);
+		struct wlr_buffer *hover = render_item(&server->config, labels[i], width, height, true);
+		if (item->tree && normal && hover) {
+			item->normal = wlr_scene_buffer_create(&item->tree->node, normal);
+			item->hover = wlr_scene_buffer_create(&item->tree->node, hover);
+		}
+		if (normal) {
+			wlr_buffer_drop(normal);
+		}
+		if (hover) {
+			wlr_buffer_drop(hover);
+		}
+		if (!item->normal || !item->hover) {
+			server->menu = menu;
+			reserve_menu_close(server);
+			return false;
+		}
+		wlr_scene_node_set_enabled(&item->hover->node, false);
+		wlr_scene_node_set_position(&item->tree->node, 0, (int)i * height);
+		item->desc = (struct qw_node_desc){
+			.magic = QW_NODE_DESC_MAGIC,
+			.type = QW_NODE_MENU_ITEM,
+			.view = view,
+			.button = (int)i,
+		};
+		item->tree->node.data = &item->desc;
+	}
+	server->menu = menu;
+	return true;
+}
+
+static void set_hovered(struct qw_menu *menu, int index) {
+	if (menu->hovered == index) {
+		return;
+	}
+	if (menu->hovered >= 0) {
+		struct qw_menu_item *old = &menu->items[menu->hovered];
+		wlr_scene_node_set_enabled(&old->hover->node, false);
+		wlr_scene_node_set_enabled(&old->normal->node, true);
+	}
+	if (index >= 0) {
+		struct qw_menu_item *item = &menu->items[index];
+		wlr_scene_node_set_enabled(&item->normal->node, false);
+		wlr_scene_node_set_enabled(&item->hover->node, true);
+	}
+	menu->hovered = index;
+}
+
+void reserve_menu_hover(struct qw_server *server, struct qw_node_desc *desc) {
+	if (!server->menu) {
+		return;
+	}
+	set_hovered(server->menu, desc && desc->type == QW_NODE_MENU_ITEM ? desc->button : -1);
+}
+
+void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
+	struct qw_menu *menu = server->menu;
+	if (!menu) {
+		return;
+	}
+	if (!desc || desc->type != QW_NODE_MENU_ITEM || desc->button < 0 ||
+			(size_t)desc->button >= menu->count) {
+		reserve_menu_close(server);
+		return;
+	}
+	struct qw_view *view = menu->view;
+	char reserve[QOS_NAME_MAX + 1];
+	snprintf(reserve, sizeof(reserve), "%s", menu->items[desc->button].reserve);
+	reserve_menu_close(server);
+	char err[256];
+	pid_t pid = view_get_pid(view);
+	if (pid <= 0 || !qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err))) {
+		if (pid <= 0) {
+			snprintf(err, sizeof(err), "the window's process is gone");
+		}
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
+	}
+	qos_link_schedule_refresh(server);
+}
+
+void reserve_menu_view_gone(struct qw_server *server, struct qw_view *view) {
+	if (server->menu && server->menu->view == view) {
+		reserve_menu_close(server);
+	}
+}
