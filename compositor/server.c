@@ -32,6 +32,7 @@
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
+#include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "seat.h"
@@ -223,6 +224,7 @@ static bool start_ipc(struct qw_server *server) {
 }
 
 bool server_init(struct qw_server *server) {
+	server->proc_events_fd = -1;
 	wl_list_init(&server->outputs);
 	wl_list_init(&server->views);
 	wl_list_init(&server->keyboards);
@@ -276,6 +278,9 @@ bool server_init(struct qw_server *server) {
 	server->sighup_source = wl_event_loop_add_signal(server->event_loop, SIGHUP,
 		handle_sighup, server);
 	qos_link_init(server);
+	if (server->qos) {
+		proc_events_init(server);
+	}
 	return server->sigint_source && server->sigterm_source && server->sigchld_source &&
 		server->sighup_source;
 }
@@ -286,6 +291,7 @@ void server_finish(struct qw_server *server) {
 	}
 	/* First give every process back its own cgroup and class: nothing
 	 * may stay frozen or real-time after the session. */
+	proc_events_finish(server);
 	qos_link_finish(server);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;

@@ -176,6 +176,8 @@ struct qw_server {
 	struct wl_event_source *qos_source;
 	struct wl_event_source *qos_refresh;
 	struct wl_event_source *cpu_sample_timer;
+	int proc_events_fd; /* netlink process connector, -1 if none */
+	struct wl_event_source *proc_events_source;
 	char qos_error[256];
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;

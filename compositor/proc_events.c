@@ -1,0 +1,130 @@
+#include <errno.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <wlr/util/log.h>
+
+#include "proc_events.h"
+#include "qos_link.h"
+
+/* The real uid of pid, or (uid_t)-1. */
+static uid_t process_uid(pid_t pid) {
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		return (uid_t)-1;
+	}
+	uid_t uid = (uid_t)-1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int real;
+		if (sscanf(line, "Uid: %u", &real) == 1) {
+			uid = real;
+			break;
+		}
+	}
+	fclose(f);
+	return uid;
+}
+
+static void handle_exec(struct qw_server *server, pid_t pid) {
+	/* Only the session user's processes, and only those not already
+	 * placed (our own children were settled before their exec). */
+	if (pid <= 0 || process_uid(pid) != getuid() || qos_link_reserve_of(server, pid)) {
+		return;
+	}
+	qos_link_apply_rules(server, pid, NULL);
+}
+
+static int handle_readable(int fd, uint32_t mask, void *data) {
+	struct qw_server *server = data;
+	/* One datagram per event; drain what is there. */
+	for (;;) {
+		char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+		ssize_t len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (len < 0) {
+			if (errno == ENOBUFS) {
+				/* The kernel dropped events under load: missed execs are
+				 * simply not matched; carry on. */
+				continue;
+			}
+			break;
+		}
+		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
+				nh = NLMSG_NEXT(nh, len)) {
+			if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP) {
+				continue;
+			}
+			struct cn_msg *msg = NLMSG_DATA(nh);
+			if (msg->id.idx != CN_IDX_PROC || msg->id.val != CN_VAL_PROC) {
+				continue;
+			}
+			struct proc_event *ev = (struct proc_event *)msg->data;
+			if (ev->what == PROC_EVENT_EXEC) {
+				handle_exec(server, ev->event_data.exec.process_tgid);
+			}
+		}
+	}
+	return 0;
+}
+
+static bool send_listen(int fd, enum proc_cn_mcast_op op) {
+	struct {
+		struct nlmsghdr nh;
+		struct cn_msg cn;
+		enum proc_cn_mcast_op op;
+	} __attribute__((packed)) req;
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = NLMSG_DONE;
+	req.nh.nlmsg_pid = getpid();
+	req.cn.id.idx = CN_IDX_PROC;
+	req.cn.id.val = CN_VAL_PROC;
+	req.cn.len = sizeof(op);
+	req.op = op;
+	return send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req);
+}
+
+bool proc_events_init(struct qw_server *server) {
+	int fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+	if (fd < 0) {
+		wlr_log_errno(WLR_INFO, "no process-event connector; AutoQOS only for "
+			"programs the compositor starts or that open windows");
+		return false;
+	}
+	struct sockaddr_nl addr = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = CN_IDX_PROC,
+	};
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+			!send_listen(fd, PROC_CN_MCAST_LISTEN)) {
+		wlr_log_errno(WLR_INFO, "cannot subscribe to process events");
+		close(fd);
+		return false;
+	}
+	server->proc_events_fd = fd;
+	server->proc_events_source = wl_event_loop_add_fd(server->event_loop, fd,
+		WL_EVENT_READABLE, handle_readable, server);
+	if (!server->proc_events_source) {
+		close(fd);
+		server->proc_events_fd = -1;
+		return false;
+	}
+	return true;
+}
+
+void proc_events_finish(struct qw_server *server) {
+	if (server->proc_events_source) {
+		wl_event_source_remove(server->proc_events_source);
+		server->proc_events_source = NULL;
+	}
+	if (server->proc_events_fd >= 0) {
+		send_listen(server->proc_events_fd, PROC_CN_MCAST_IGNORE);
+		close(server->proc_events_fd);
+		server->proc_events_fd = -1;
+	}
+}
