@@ -321,6 +321,32 @@ bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t
 	return read_key(p, "usage_usec", out);
 }
 
+int qos_cgroup_open_stat(const struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, false, name, "cpu.stat", p, sizeof(p));
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+bool qos_cgroup_usage_fd(int fd, uint64_t *out)
+{
+	char buf[512];
+	/* cgroup files regenerate their contents when read from offset 0. */
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (strncmp(buf, "usage_usec ", 11) != 0) {
+		char *line = strstr(buf, "\nusage_usec ");
+		if (!line)
+			return false;
+		*out = strtoull(line + 12, NULL, 10);
+		return true;
+	}
+	*out = strtoull(buf + 11, NULL, 10);
+	return true;
+}
+
 int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid)
 {
 	char p[PATH_MAX], v[32];

@@ -82,6 +82,9 @@ int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen);
 int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name);
 /* Cumulative CPU time of the group (cpu.stat usage_usec). */
 bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t *out);
+/* The same through a cpu.stat kept open (policing reads it up to every 0.5 ms). */
+int qos_cgroup_open_stat(const struct qos_cgroup *cg, const char *name);
+bool qos_cgroup_usage_fd(int fd, uint64_t *out);
 
 /* Moves a whole process into the group in every tree used. */
 int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid);

@@ -37,6 +37,8 @@ struct qos_reserve {
 	bool granted;
 	uint64_t granted_ppm;
 	bool has_group;
+	int stat_fd;          /* the group's cpu.stat, or -1 */
+	int group_idle;       /* cpu.idle last written, -1 unknown */
 	struct qos_police police;
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */
@@ -55,6 +57,9 @@ struct qos_manager {
 	int timer_fd;
 	uint64_t armed_us;
 	uint64_t housekeeping_us;
+	int root_idle;          /* our root's cpu.idle / weight last written, -1 unknown */
+	long root_weight;
+	bool root_weight_dirty; /* a weight change waits for housekeeping */
 	pid_t guardian_pid;
 	int guardian_fd;
 	/* watchdog */
@@ -78,6 +83,7 @@ void qos_reserve_housekeeping(struct qos_reserve *r);
 void qos_manager_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);
 void qos_root_weight_update(struct qos_manager *mgr);
+void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);
 
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);

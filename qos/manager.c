@@ -77,6 +77,8 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	}
 	mgr->config = *config;
 	mgr->epoll_fd = mgr->timer_fd = mgr->guardian_fd = mgr->canary_fd = -1;
+	mgr->root_idle = -1;
+	mgr->root_weight = -1;
 	if (!mgr->config.cgroup_base)
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);
@@ -168,14 +170,19 @@ static void run_timers(struct qos_manager *mgr)
 	while (read(mgr->timer_fd, &buf, sizeof(buf)) > 0)
 		;
 	uint64_t now = qos_sys_now_us();
+	/* First, so lazily accounted reserves are put off to the next pass. */
+	bool housekeeping = now >= mgr->housekeeping_us;
+	if (housekeeping)
+		mgr->housekeeping_us = now + HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->next_check_us <= now)
 			qos_reserve_check(r, now);
 	}
-	if (now >= mgr->housekeeping_us) {
-		mgr->housekeeping_us = now + HOUSEKEEPING_US;
+	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
 			qos_reserve_housekeeping(r);
+		if (mgr->root_weight_dirty)
+			qos_root_weight_update(mgr);
 		qos_watchdog_check(mgr, now);
 	}
 }

@@ -62,8 +62,9 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		 * wake-up latency is misattributed.
 		 */
 		p->own_us = own_cumulative_us - p->base_own_us;
-		p->last_used_us = qos_police_used_us(p);
 		uint64_t elapsed = (now_us - p->period_start_us) / w;
+		/* Not checked for several periods (lazy accounting): their average. */
+		p->last_used_us = qos_police_used_us(p) / elapsed;
 		p->periods += elapsed;
 		p->period_start_us += elapsed * w;
 		p->base_own_us = own_cumulative_us;

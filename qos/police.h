@@ -31,7 +31,8 @@ struct qos_police {
 	uint64_t base_own_us;     /* cumulative own time at period start */
 	uint64_t own_us;          /* own time used in this period */
 	uint64_t billed_us;       /* billed time charged in this period */
-	uint64_t last_used_us;    /* own + billed of the previous period */
+	uint64_t last_used_us;    /* own + billed of the previous period (the average
+	                           * per period when several passed unchecked) */
 	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
 	bool in_fallback;
 	uint64_t periods;         /* completed periods */

@@ -178,6 +178,18 @@ static int apply_threads(struct qos_reserve *r, enum qos_policy policy)
  */
 void qos_root_weight_update(struct qos_manager *mgr)
 {
+	qos_root_weight_update_deferred(mgr, false);
+}
+
+/*
+ * defer: a fallback switch, possibly 200 times a second per reserve.  Writing
+ * cpu.shares walks every CPU's runqueue under its lock, so then only a change
+ * between idle and not idle is written at once (it decides whether the
+ * fallback works against outside tasks); a new weight waits for the next
+ * housekeeping pass.  Unchanged values are never written again.
+ */
+void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer)
+{
 	struct qos_cgroup *cg = &mgr->cg;
 	if (!cg->cpu_ctl)
 		return;
@@ -193,7 +205,32 @@ void qos_root_weight_update(struct qos_manager *mgr)
 			weight += qos_cgroup_nice_to_weight(r->params.policy == QOS_POLICY_OTHER ?
 				r->params.nice : 0) * (long)r->n_members;
 	}
-	qos_cgroup_set_root_weight(cg, any && weight == 0, weight ? weight : 1024);
+	int idle = any && weight == 0;
+	if (!weight)
+		weight = 1024;
+	if (idle == mgr->root_idle && (idle || weight == mgr->root_weight)) {
+		mgr->root_weight_dirty = false;
+		return;
+	}
+	if (defer && idle == mgr->root_idle) {
+		mgr->root_weight_dirty = true;
+		return;
+	}
+	qos_cgroup_set_root_weight(cg, idle, weight);
+	mgr->root_idle = idle;
+	mgr->root_weight = idle ? -1 : weight;
+	mgr->root_weight_dirty = false;
+}
+
+/* The group's cpu.idle, written only when it changes. */
+static void set_group_idle(struct qos_reserve *r, bool idle)
+{
+	if (r->group_idle == (int)idle)
+		return;
+	if (qos_cgroup_set_idle(&r->mgr->cg, r->group, idle) == 0)
+		r->group_idle = idle;
+	else
+		r->group_idle = -1;
 }
 
 /* Group-level controls for the reserve's normal policy. */
@@ -205,10 +242,11 @@ static void apply_group(struct qos_reserve *r)
 		return;
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
+		r->group_idle = -1;
 		if (p->policy == QOS_POLICY_IDLE) {
-			qos_cgroup_set_idle(cg, r->group, true);
+			set_group_idle(r, true);
 		} else {
-			qos_cgroup_set_idle(cg, r->group, false);
+			set_group_idle(r, false);
 			qos_cgroup_set_nice_weight(cg, r->group,
 				p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
@@ -241,7 +279,10 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 				total += v - m->cpu_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
-			if (qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
+			if (r->stat_fd < 0)
+				r->stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
+			if ((r->stat_fd >= 0 && qos_cgroup_usage_fd(r->stat_fd, &v)) ||
+					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
 				total += v;
 			group_counted = true;
 		}
@@ -273,9 +314,9 @@ static void enter_fallback(struct qos_reserve *r)
 		return;
 	apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
-		qos_cgroup_set_idle(cg, r->group, true);
+		set_group_idle(r, true);
 	r->fb_applied = true;
-	qos_root_weight_update(r->mgr);
+	qos_root_weight_update_deferred(r->mgr, true);
 }
 
 static void leave_fallback(struct qos_reserve *r)
@@ -290,9 +331,28 @@ static void leave_fallback(struct qos_reserve *r)
 		return;
 	}
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
-		qos_cgroup_set_idle(cg, r->group, p->policy == QOS_POLICY_IDLE);
+		set_group_idle(r, p->policy == QOS_POLICY_IDLE);
 	apply_threads(r, p->policy);
-	qos_root_weight_update(r->mgr);
+	qos_root_weight_update_deferred(r->mgr, true);
+}
+
+/*
+ * Whether an overrun needs the manager to act (switch policies or freeze).
+ * When it does not, the kernel enforces the limit by itself and the manager
+ * only keeps the books, which it does lazily (see qos_reserve_check).
+ */
+static bool manager_polices(const struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	if (!qos_params_has_limit(p))
+		return false;
+	if (r->police.billed_us > 0 || r->fb_applied)
+		return true; /* billed time is invisible to the kernel */
+	if (p->fallback == QOS_POLICY_PAUSE)
+		return !kernel_caps(r);
+	if (p->fallback == p->policy || p->policy == QOS_POLICY_QOS)
+		return false; /* see enter_fallback */
+	return true;
 }
 
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
@@ -314,6 +374,16 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
 	}
 	(void)before;
+	/*
+	 * Checking a kernel-enforced reserve at every period boundary (and
+	 * more often within periods) would cost the manager more than the
+	 * reserve is worth: 50 reserves at 10 ms are 5000+ cpu.stat reads a
+	 * second.  Such reserves are accounted at the housekeeping pass instead
+	 * (per-period figures become averages over it), and again whenever they
+	 * are queried or billed.
+	 */
+	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
+		r->next_check_us = r->mgr->housekeeping_us;
 }
 
 struct adopt_ctx {
@@ -344,6 +414,8 @@ static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->params = *params;
 	r->next_check_us = UINT64_MAX;
+	r->stat_fd = -1;
+	r->group_idle = -1;
 	struct qos_reserve **tail = &mgr->reserves;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -365,6 +437,8 @@ void qos_reserve_free(struct qos_reserve *r)
 	}
 	if (r->granted)
 		qos_admission_release(&mgr->adm, r->granted_ppm);
+	if (r->stat_fd >= 0)
+		close(r->stat_fd);
 	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->group))
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);

@@ -11,6 +11,10 @@
  *       completes after the end of its period.  Stops the attempt at the first
  *       miss; prints "result PERIOD_US jobs missed max_response_us" and moves
  *       on to the next period, or stops when the caller answers "stop".
+ *       Appended: for the worst job, how long it waited runnable for a CPU in
+ *       this kernel (schedstat run_delay) and the rest of its response not
+ *       explained by its own CPU time or that wait ("lost": interrupts, or a
+ *       virtual CPU the host did not run).
  *   timerlat COUNT MIN_MS MAX_MS SEED
  *       COUNT alarms at uniformly random delays; prints "lat NS" per alarm
  *       (wake-up time minus expiry time), then "done".
@@ -48,6 +52,20 @@ static bool wait_go(void)
 	return strncmp(line, "stop", 4) != 0;
 }
 
+/* Cumulative time this thread spent runnable but waiting for a CPU. */
+static uint64_t run_delay_ns(void)
+{
+	char buf[128];
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+	unsigned long long run = 0, wait = 0;
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			sscanf(buf, "%llu %llu", &run, &wait);
+		fclose(f);
+	}
+	return wait;
+}
+
 static void burn(uint64_t cpu_ns)
 {
 	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -70,22 +88,33 @@ static int periodic(int argc, char **argv)
 		if (!wait_go())
 			return 0;
 		uint64_t start = now_ns(CLOCK_MONOTONIC) + period_ns;
-		uint64_t done = 0, missed = 0, worst = 0;
+		uint64_t done = 0, missed = 0, worst = 0, worst_wait = 0, worst_lost = 0;
+		uint64_t wait_before = run_delay_ns();
 		for (uint64_t k = 0; k < jobs; k++) {
 			uint64_t release = start + k * period_ns;
 			sleep_until(release);
+			uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 			burn(work_ns);
 			uint64_t resp = now_ns(CLOCK_MONOTONIC) - release;
-			if (resp > worst)
+			uint64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+			uint64_t wait_after = run_delay_ns();
+			uint64_t wait = wait_after - wait_before;
+			wait_before = wait_after;
+			if (resp > worst) {
 				worst = resp;
+				worst_wait = wait;
+				worst_lost = resp > cpu + wait ? resp - cpu - wait : 0;
+			}
 			done++;
 			if (resp > period_ns) {
 				missed++;
 				break;
 			}
 		}
-		printf("result %s %llu %llu %llu\n", argv[i], (unsigned long long)done,
-			(unsigned long long)missed, (unsigned long long)(worst / 1000u));
+		printf("result %s %llu %llu %llu %llu %llu\n", argv[i], (unsigned long long)done,
+			(unsigned long long)missed, (unsigned long long)(worst / 1000u),
+			(unsigned long long)(worst_wait / 1000u),
+			(unsigned long long)(worst_lost / 1000u));
 		fflush(stdout);
 	}
 	return 0;

@@ -80,6 +80,13 @@ static void test_missed_boundaries(void)
 	CHECK(qos_police_update(&p, 35000, 2600, &next) == QOS_POLICE_RESTORE);
 	CHECK_EQ_U(p.period_start_us, 30000);
 	CHECK_EQ_U(p.periods, 3);
+	CHECK_EQ_U(p.last_used_us, 2600 / 3); /* the average of the periods it spanned */
+	/* Lazy accounting of a reserve the kernel caps: one check a second. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	CHECK(qos_police_update(&p, 1000000, 100000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.periods, 100);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	CHECK_EQ_U(qos_police_used_us(&p), 0);
 	/* Overrun detected exactly at the boundary cancels the restore. */
 	qos_police_start(&p, 10000, 2000, 0, 0);
 	CHECK(qos_police_update(&p, 2000, 2000, &next) == QOS_POLICE_OVERRUN);

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Manager overhead: CPU time per second with 50 reserves at 10 ms periods.
+
+The manager (tests/qos/qos-helper, events counted, not printed) holds N
+reserves (default 50), each with a 10 ms period and one member process; its
+own CPU time (every thread, from schedstat) is measured over a window and
+given as a share of one CPU.  Scenarios, measured one after another in one
+run:
+
+  sleeping   qos 10 ms / 0.2 ms reserves (hard: the kernel caps them);
+             members sleep
+  busy       same reserves; members are busy loops, so every reserve
+             exhausts its slice every period
+  ceiling    other, 10% ceiling, fallback pause (cpu quota: the kernel caps
+             them; 1 ms is the smallest quota it takes); busy members
+  cut-idle   other, 10% limit, fallback idle: the manager itself switches
+             members to SCHED_IDLE at each overrun and back at the boundary;
+             busy members
+
+Goal: <= 0.5% of one CPU.  A benchmark, not a test: it always exits 0 once
+it has numbers.  See docs/qos-benchmarks.md.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qos_common as qc  # noqa: E402
+
+SCENARIOS = [
+    ("sleeping", "policy=qos period=10ms slice=200us fallback=pause", False),
+    ("busy", "policy=qos period=10ms slice=200us fallback=pause", True),
+    ("ceiling", "policy=other period=10ms slice=1ms fallback=pause", True),
+    ("cut-idle", "policy=other period=10ms slice=1ms fallback=idle", True),
+]
+
+
+def run(args, build, name, params, busy):
+    bench = os.path.join(build, "tests", "qos", "qos-bench")
+    mgr = qc.Manager(build, ["--quiet"])
+    members = []
+    try:
+        for i in range(args.reserves):
+            mgr.ok("reserve r%d %s" % (i, params))
+            p = qc.spawn([bench, "spin"] if busy else ["sleep", "3600"])
+            members.append(p)
+            mgr.ok("join r%d %d" % (i, p.pid))
+        time.sleep(args.warmup)
+        c0, t0 = mgr.cpu_ns(), time.monotonic()
+        before = mgr.ok("stats")
+        time.sleep(args.window)
+        c1, t1 = mgr.cpu_ns(), time.monotonic()
+        after = mgr.ok("stats")
+        share = (c1 - c0) / ((t1 - t0) * 1e9)
+        counts = {}
+        for key in ("overrun", "restored"):
+            a = int(dict(kv.split("=") for kv in before.split()[1:])[key])
+            b = int(dict(kv.split("=") for kv in after.split()[1:])[key])
+            counts[key + "_per_s"] = (b - a) / (t1 - t0)
+        infos = [mgr.ok("info r%d" % i) for i in range(min(3, args.reserves))]
+        return {"scenario": name, "params": params, "busy_members": busy,
+                "cpu_share": share, "cpu_ms_per_s": share * 1000, **counts,
+                "sample_info": infos}
+    finally:
+        mgr.close()
+        for p in members:
+            qc.stop(p)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", help="build dir with tests/qos/qos-helper and qos-bench")
+    ap.add_argument("--out", help="output dir (default BUILD/bench)")
+    ap.add_argument("--reserves", type=int, default=50)
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--scenarios", default=",".join(s[0] for s in SCENARIOS))
+    ap.add_argument("--quick", action="store_true", help="1 s warm-up, 3 s window")
+    args = ap.parse_args()
+    if args.quick:
+        args.warmup, args.window = 1.0, 3.0
+    if os.geteuid() != 0:
+        sys.exit("needs root (cgroups, SCHED_DEADLINE)")
+    build = qc.find_build(args.build)
+    out = qc.out_dir(args.out, build)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    qc.install_handlers()
+    wanted = args.scenarios.split(",")
+    results = []
+    t0 = time.monotonic()
+    try:
+        for name, params, busy in SCENARIOS:
+            if name not in wanted:
+                continue
+            r = run(args, build, name, params, busy)
+            results.append(r)
+            print("  %-9s %.3f%% of a CPU" % (name, r["cpu_share"] * 100), flush=True)
+    finally:
+        qc.cleanup()
+    elapsed = time.monotonic() - t0
+
+    print()
+    print("Manager CPU time with %d reserves at 10 ms periods (%.0f s window)" %
+          (args.reserves, args.window))
+    print("%-10s %-52s %10s %10s %10s" % ("scenario", "reserve", "CPU %", "overrun/s",
+                                          "restore/s"))
+    for r in results:
+        print("%-10s %-52s %9.3f%% %10.0f %10.0f" % (r["scenario"], r["params"],
+              r["cpu_share"] * 100, r["overrun_per_s"], r["restored_per_s"]))
+    worst = max(r["cpu_share"] for r in results) if results else 0
+    print()
+    print("Goal (<= 0.5%% of one CPU): %s (worst %.3f%%)" %
+          ("met" if worst <= 0.005 else "NOT met", worst * 100))
+    print("elapsed %.0f s" % elapsed)
+    data = {"machine": qc.machine_note(), "reserves": args.reserves, "window_s": args.window,
+            "elapsed_s": elapsed, "results": results}
+    jpath = os.path.join(out, "qos_overhead-%s.json" % stamp)
+    with open(jpath, "w") as f:
+        json.dump(data, f, indent=1)
+    print("json: " + jpath)
+    if results and qc.can_chart():
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        ax.bar([r["scenario"] for r in results], [r["cpu_share"] * 100 for r in results])
+        ax.axhline(0.5, color="red", lw=0.8, ls="--", label="goal 0.5%")
+        ax.set_ylabel("manager CPU (% of one CPU)")
+        ax.set_title("%d reserves, 10 ms periods (%s)" % (args.reserves, os.uname().release))
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        ppath = os.path.join(out, "qos_overhead-%s.png" % stamp)
+        fig.savefig(ppath, dpi=110)
+        print("chart: " + ppath)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
