@@ -564,3 +564,160 @@ class Compositor:
                     msg, os.path.join(self.logdir, "%s-%d.png" % (name, n))))
             n += 1
             time.sleep(0.1)
+
+
+# -- kernel QoS state of a process (the per-window QoS tests) -------------------
+
+CGROUP_BASE = "/sys/fs/cgroup"
+SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE = 0, 1, 2, 3, 5, 6
+SCHED_RESET_ON_FORK = 0x40000000
+POLICY_NAMES = {0: "other", 1: "fifo", 2: "rr", 3: "batch", 5: "idle", 6: "deadline"}
+_SYS_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275, "i686": 352, "armv7l": 381}
+
+
+def cgroup_hybrid():
+    """True on a hybrid (v1 controllers + cgroup2 at unified/) hierarchy."""
+    return os.path.exists(os.path.join(CGROUP_BASE, "unified", "cgroup.procs"))
+
+
+def sched_attr(tid):
+    """sched_getattr(2) of a thread as a dict: policy (without flags), flags,
+    nice, priority, runtime/deadline/period (ns, for SCHED_DEADLINE)."""
+    import ctypes
+    import platform
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_uint32), ("policy", ctypes.c_uint32),
+                    ("flags", ctypes.c_uint64), ("nice", ctypes.c_int32),
+                    ("priority", ctypes.c_uint32), ("runtime", ctypes.c_uint64),
+                    ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64),
+                    ("util_min", ctypes.c_uint32), ("util_max", ctypes.c_uint32)]
+    nr = _SYS_SCHED_GETATTR.get(platform.machine())
+    if nr is None:
+        pol = os.sched_getscheduler(tid)
+        return {"policy": pol & ~SCHED_RESET_ON_FORK,
+                "flags": 1 if pol & SCHED_RESET_ON_FORK else 0,
+                "nice": os.getpriority(os.PRIO_PROCESS, tid),
+                "priority": os.sched_getparam(tid).sched_priority,
+                "runtime": 0, "deadline": 0, "period": 0}
+    libc = ctypes.CDLL(None, use_errno=True)
+    a = Attr()
+    if libc.syscall(nr, ctypes.c_int(tid), ctypes.byref(a),
+                    ctypes.c_uint(ctypes.sizeof(a)), ctypes.c_uint(0)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "sched_getattr(%d): %s" % (tid, os.strerror(e)))
+    return {"policy": a.policy, "flags": a.flags, "nice": a.nice,
+            "priority": a.priority, "runtime": a.runtime, "deadline": a.deadline,
+            "period": a.period}
+
+
+def thread_ids(pid):
+    return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid))
+
+
+def proc_cgroups(pid):
+    """{controller: path} from /proc/PID/cgroup; "" is the cgroup2 path."""
+    out = {}
+    with open("/proc/%d/cgroup" % pid) as fh:
+        for line in fh:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(",") if ctrls else [""]:
+                out[c] = path
+    return out
+
+
+def cgroup2_dir(pid):
+    """The directory of pid's cgroup2 group."""
+    rel = proc_cgroups(pid)[""].lstrip("/")
+    base = os.path.join(CGROUP_BASE, "unified") if cgroup_hybrid() else CGROUP_BASE
+    return os.path.join(base, rel)
+
+
+def cpu_cgroup_dir(pid):
+    """The directory holding pid's cpu controller files (v1 cpu on a hybrid
+    hierarchy, else its cgroup2 group)."""
+    cg = proc_cgroups(pid)
+    if cgroup_hybrid() and "cpu" in cg:
+        return os.path.join(CGROUP_BASE, "cpu", cg["cpu"].lstrip("/"))
+    return cgroup2_dir(pid)
+
+
+def read_cgroup_file(d, name):
+    try:
+        with open(os.path.join(d, name)) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def cgroup2_frozen(pid):
+    """1 or 0 from cgroup.events of pid's cgroup2 group; None where the file
+    does not exist (the root group cannot be frozen)."""
+    ev = read_cgroup_file(cgroup2_dir(pid), "cgroup.events")
+    if ev is None:
+        return None
+    for line in ev.splitlines():
+        k, _, v = line.partition(" ")
+        if k == "frozen":
+            return int(v)
+    return None
+
+
+def qos_state(pid):
+    """What the kernel says about pid: its main thread's scheduling attributes,
+    every thread's policy, its cgroups and whether its group is frozen."""
+    st = sched_attr(pid)
+    st["thread_policies"] = {t: sched_attr(t)["policy"] for t in thread_ids(pid)}
+    st["policy_name"] = POLICY_NAMES.get(st["policy"], str(st["policy"]))
+    st["reset_on_fork"] = bool(st["flags"] & 1)
+    st["cgroups"] = proc_cgroups(pid)
+    st["cgroup2"] = st["cgroups"].get("")
+    st["frozen"] = cgroup2_frozen(pid)
+    return st
+
+
+def write_user_qosrc(comp, text):
+    """Write the compositor's user qosrc layer ($XDG_CONFIG_HOME/qosway/qosrc)."""
+    conf = comp.env.get("XDG_CONFIG_HOME") or os.path.join(comp.home, ".config")
+    d = os.path.join(conf, "qosway")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "qosrc")
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def qosway_cgroup_leftovers():
+    """qosway-* groups in the cgroup2 hierarchy that still hold processes or
+    are frozen: [(dir, reason)]."""
+    base = os.path.join(CGROUP_BASE, "unified") if cgroup_hybrid() else CGROUP_BASE
+    bad = []
+    try:
+        roots = [n for n in os.listdir(base) if n.startswith("qosway-")
+                 and not n.startswith("qosway-bench")]
+    except OSError:
+        return bad
+    for r in roots:
+        for d, _, _ in os.walk(os.path.join(base, r)):
+            procs = read_cgroup_file(d, "cgroup.procs")
+            if procs:
+                bad.append((d, "processes " + " ".join(procs.split())))
+            ev = read_cgroup_file(d, "cgroup.events") or ""
+            if "frozen 1" in ev:
+                bad.append((d, "frozen"))
+    return bad
+
+
+# Colours for the QoS feedback, distinct from THEME and from each other.
+QOS_THEME = {
+    "button-refused": (0xC8, 0x00, 0xB4),
+    "text-warning": (0x40, 0xFF, 0x80),
+}
+PAUSED_DIM_ALPHA = 0x8C   # color paused-dim #0000008C (black)
+
+
+def qos_test_config(extra=""):
+    """test_config() plus distinctive QoS feedback colours."""
+    lines = ["color %s %s" % (k, hexcolor(v)) for k, v in QOS_THEME.items()]
+    lines.append("color paused-dim #000000%02X" % PAUSED_DIM_ALPHA)
+    return test_config("\n".join(lines) + "\n" + extra)
