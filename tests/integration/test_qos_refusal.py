@@ -1,0 +1,126 @@
+"""Per-window QoS (issue 4): admission refusal when the real-time capacity is
+exhausted.  Two named qos reserves, each with a `sleep` member, take the
+capacity (so much that the 50% `default` reserve no longer fits, but with
+some slack left in the kernel's own deadline admission); the realtime button is then refused: the refused
+image in the button, the reason on the titlebar in the warning colour, class
+and kernel state unchanged; `qosctl set ID realtime` exits 1 with a reason."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import harness
+from harness import wait_for
+from test_qos_buttons import (  # noqa: F401  (fixtures)
+    Win, park, click_button, expect_buttons, assert_restored, check_refusal_shown,
+    qcomp, no_frozen_leftovers)
+
+
+@pytest.fixture
+def sleepers():
+    procs = []
+
+    def start():
+        p = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        procs.append(p)
+        return p
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+
+
+def capacity(comp):
+    r = comp.qosctl("--json", "capacity")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def reserves(comp):
+    r = comp.qosctl("--json", "reserves")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return {x["name"]: x for x in json.loads(r.stdout)["reserves"]}
+
+
+def fill_capacity(comp, sleepers):
+    """hogA and hogB (qos, 10 ms period), each granted with a member, leave
+    less than the 50% the `default` reserve needs; returns the capacity
+    reply afterwards."""
+    before = capacity(comp)
+    free_pct = (before["total_ppm"] - before["granted_ppm"]) / 1e4
+    # leave 20% of a CPU: too little for default (50%), enough slack for a
+    # few small deadline tasks elsewhere on the machine
+    each = min(85, int((free_pct - 20) / 2))
+    print("capacity before: %r; two hogs of %d%% each" % (before, each))
+    assert each >= 10, "no room for the hogs: %r" % before
+    for name in ("hogA", "hogB"):
+        r = comp.qosctl("reserve", name, "policy=qos", "period=10ms", "cpu=%d%%" % each)
+        assert r.returncode == 0, "reserve %s: %s%s" % (name, r.stdout, r.stderr)
+        s = sleepers()
+        r = comp.qosctl("join", "pid:%d" % s.pid, name)
+        assert r.returncode == 0, "join pid:%d %s: %s%s" % (s.pid, name, r.stdout, r.stderr)
+        res = wait_for(lambda: (lambda x: x if x.get("granted") else None)(
+            reserves(comp).get(name, {})), desc="%s granted" % name)
+        assert s.pid in [m["pid"] for m in res["members"]], res
+        st = harness.qos_state(s.pid)
+        assert st["policy"] == harness.SCHED_DEADLINE, (name, st)
+        assert st["runtime"] == each * 100_000 and st["period"] == 10_000_000, (name, st)
+    after = capacity(comp)
+    print("capacity after the hogs: %r" % after)
+    assert after["granted_ppm"] == before["granted_ppm"] + 2 * each * 10_000, (before, after)
+    assert after["total_ppm"] - after["granted_ppm"] < 500_000, after
+    return after
+
+
+def test_realtime_button_refused_when_capacity_exhausted(qcomp, sleepers):
+    win = Win(qcomp, "Refuse Me")
+    fill_capacity(qcomp, sleepers)
+    from vinput import VirtualInput
+    with VirtualInput(qcomp.client_env()) as vi:
+        park(vi, win)
+        qcomp.wait_screenshot(expect_buttons(win, None), name="before")
+        click_button(vi, win, "realtime")
+        check_refusal_shown(qcomp, win)
+    w = win.w()
+    assert w["class"] == "normal" and not w["reserve"], w
+    assert_restored(win)
+    assert win.pid not in [m["pid"] for m in reserves(qcomp)["default"]["members"]]
+
+
+def test_qosctl_set_realtime_refused_with_reason(qcomp, sleepers):
+    win = Win(qcomp, "Refuse CLI")
+    fill_capacity(qcomp, sleepers)
+    r = qcomp.qosctl("set", str(win.id), "realtime")
+    print("qosctl set realtime: rc %d stdout %r stderr %r" % (r.returncode, r.stdout, r.stderr))
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    msg = (r.stderr + r.stdout).strip()
+    assert len(msg.splitlines()) == 1, "want a one-line reason: %r" % msg
+    # the reason is about capacity: e.g. "reserve 'default' refused: needs
+    # 50.0% of a CPU but only 20.0% of the 180.0% reservable ... is left"
+    low = msg.lower()
+    assert any(k in low for k in ("capacity", "admission", "reservable")), msg
+    assert "50" in msg and "refused" in low, msg
+    assert win.w()["class"] == "normal"
+    assert_restored(win)
+    # by pid just the same
+    r = qcomp.qosctl("set", "pid:%d" % win.pid, "realtime")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert_restored(win)
+    # capacity given back: a hog leaves, and realtime is then granted
+    r = qcomp.qosctl("reserve", "hogB", "policy=qos", "period=10ms", "cpu=5%")
+    print("shrinking hogB: rc %d %s%s" % (r.returncode, r.stdout, r.stderr))
+    assert r.returncode == 0
+    r = qcomp.qosctl("set", str(win.id), "realtime")
+    assert r.returncode == 0, "realtime still refused after capacity was freed: %s%s" % (
+        r.stdout, r.stderr)
+    win.wait_class("realtime")
+    assert harness.qos_state(win.pid)["policy"] == harness.SCHED_DEADLINE
+    r = qcomp.qosctl("set", str(win.id), "normal")
+    assert r.returncode == 0
+    wait_for(lambda: harness.proc_cgroups(win.pid) == win.orig_cgroups, desc="cgroups back")
+    assert_restored(win)
+    assert os.getpriority(os.PRIO_PROCESS, win.pid) == 0
