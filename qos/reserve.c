@@ -386,13 +386,11 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		r->next_check_us = r->mgr->housekeeping_us;
 }
 
-struct adopt_ctx {
-	struct qos_reserve *r;
-	struct qos_member *m;
-};
+static void adopt_children(struct qos_reserve *r);
 
 void qos_reserve_housekeeping(struct qos_reserve *r)
 {
+	adopt_children(r);
 	/*
 	 * Threads created since the last pass start as SCHED_OTHER (reset on
 	 * fork), so give them the reserve's current policy.  Deadline runtimes
@@ -673,6 +671,123 @@ static bool add_member(struct qos_reserve *r, struct qos_member *m)
 	}
 	r->members[r->n_members++] = m;
 	return true;
+}
+
+#define ADOPT_MAX 256
+
+struct adopt_ctx {
+	pid_t pids[ADOPT_MAX];
+	size_t n;
+};
+
+static void collect_pid(pid_t pid, void *data)
+{
+	struct adopt_ctx *c = data;
+	if (c->n < ADOPT_MAX)
+		c->pids[c->n++] = pid;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	char *p = strrchr(buf, ')');
+	int ppid = 0;
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* The process member a new process in the group descends from (or the first). */
+static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
+{
+	struct qos_member *first = NULL;
+	for (pid_t p = parent_of(pid), depth = 0; p > 1 && depth < 16; p = parent_of(p), depth++) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			if (r->members[i]->pid == p && r->members[i]->tid == 0)
+				return r->members[i];
+		}
+	}
+	for (size_t i = 0; i < r->n_members && !first; i++) {
+		if (r->members[i]->tid == 0)
+			first = r->members[i];
+	}
+	return first;
+}
+
+static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
+{
+	struct thread_ctx c = { .r = r, .policy = QOS_POLICY_OTHER, .release = true };
+	struct qos_params saved = r->params;
+	r->params.nice = origin->orig_nice;
+	qos_sys_for_each_thread(pid, set_one, &c);
+	r->params = saved;
+	qos_cgroup_restore(&r->mgr->cg, pid, 0, true, origin->orig_v2, origin->orig_cpu);
+}
+
+static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
+{
+	struct qos_manager *mgr = r->mgr;
+	struct qos_member *m = calloc(1, sizeof(*m));
+	if (!m)
+		return false;
+	m->reserve = r;
+	m->pid = pid;
+	m->start_time = qos_sys_start_time(pid, 0);
+	m->pidfd = m->start_time ? qos_sys_pidfd_open(pid, false) : -1;
+	/* Leaving takes it back to where its ancestor came from. */
+	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
+	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
+	m->orig_nice = origin->orig_nice;
+	if (m->pidfd < 0 || !member_alive(m) || !add_member(r, m)) {
+		if (m->pidfd >= 0)
+			close(m->pidfd);
+		free(m);
+		return false;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
+	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
+			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
+				&m->old_rt_hard) == 0)
+		m->rttime_bounded = true;
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
+		origin->pid);
+	unsigned n = (unsigned)count_threads(r);
+	r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
+	return true;
+}
+
+/*
+ * A member's children start in its cgroup (the kernel puts them there) but
+ * not in the reserve: with reset-on-fork they do not even keep a real-time
+ * policy.  With inherit they become members like their parent (thesis:
+ * children join the parent's reserve); without, they go back to where the
+ * parent came from.  Found at each housekeeping pass.
+ */
+static void adopt_children(struct qos_reserve *r)
+{
+	if (!r->has_group || r->n_members == 0)
+		return;
+	struct adopt_ctx c = { .n = 0 };
+	qos_cgroup_for_each_pid(&r->mgr->cg, r->group, false, collect_pid, &c);
+	bool adopted = false;
+	for (size_t i = 0; i < c.n; i++) {
+		pid_t pid = c.pids[i];
+		if (qos_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
+			continue;
+		struct qos_member *origin = origin_member(r, pid);
+		if (!origin)
+			continue;
+		if (r->params.inherit && adopt(r, pid, origin))
+			adopted = true;
+		else
+			evict(r, pid, origin);
+	}
+	if (adopted)
+		qos_root_weight_update(r->mgr);
 }
 
 static void release_if_unused(struct qos_reserve *r)

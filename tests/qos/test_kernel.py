@@ -198,6 +198,21 @@ def test_ceiling_other_20_percent(helper, procs):
     assert 0.17 <= s <= 0.23, s
 
 
+def test_cut_to_idle_20_percent(helper, procs):
+    """other with a 20% limit and fallback idle, against a normal busy loop on
+    the same CPU: 20% in each period, then (nearly) nothing as SCHED_IDLE in
+    an idle group until the boundary; without policing it would get 50%."""
+    busy(procs, 1)
+    p = busy(procs, 1)
+    helper.ok("reserve cut policy=other period=100ms cpu=20% fallback=idle")
+    helper.ok("join cut %d" % p.pid)
+    time.sleep(0.3)
+    s = share(p.pid, 3.0)
+    assert 0.16 <= s <= 0.26, s
+    info = helper.ok("info cut")
+    assert "overruns=0" not in info, info
+
+
 def test_idle_under_5_percent(helper, procs):
     normal = busy(procs, 1)
     victim = busy(procs, 1)
@@ -496,6 +511,67 @@ def test_auto_reserve_owner_leaving_alive_keeps_it(helper, procs):
     assert os.getpriority(os.PRIO_PROCESS, owner.pid) == 0
     helper.ok("leave %d" % other.pid)
     assert helper.cmd("info auto-%d" % other.pid).startswith("err")
+
+
+SPAWNER = r"""
+import os, sys, time
+sys.stdout.write("ready\n"); sys.stdout.flush()
+for line in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    print(pid, flush=True)
+"""
+
+
+def _cgroups(pid):
+    with open("/proc/%d/cgroup" % pid) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("inherit", ["yes", "no"])
+def test_inherit_children(helper, procs, inherit):
+    """With inherit a member's child joins the reserve (and leaving puts it
+    where its parent came from); without, it is moved back out."""
+    parent = procs([sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE,
+                   stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline().strip() == "ready"
+    before = _cgroups(parent.pid)
+    helper.ok("reserve kids policy=other nice=4 inherit=%s" % inherit)
+    helper.ok("join kids %d" % parent.pid)
+    v2, _ = helper.path("kids")
+    parent.stdin.write("fork\n")
+    parent.stdin.flush()
+    child = int(parent.stdout.readline())
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, child) == 4  # fork keeps nice
+        if inherit == "yes":
+            _wait_for(helper, lambda: "members=2" in helper.ok("info kids"), 3,
+                      "the child was not adopted")
+            assert any(e.startswith("event joined reserve=kids pid=%d" % child) and
+                       e.endswith("inherited from %d" % parent.pid) for e in helper.events)
+            with open(v2 + "/cgroup.procs") as f:
+                assert sorted(f.read().split()) == sorted([str(parent.pid), str(child)])
+            # A member in its own right: it stays when the parent leaves, and
+            # leaving takes it to the parent's original cgroups and nice.
+            helper.ok("leave %d" % parent.pid)
+            assert "members=1" in helper.ok("info kids")
+            helper.ok("leave %d" % child)
+            assert _cgroups(child) == before
+            assert os.getpriority(os.PRIO_PROCESS, child) == 0
+        else:
+            _wait_for(helper, lambda: _cgroups(child) == before, 3,
+                      "the child was left in the reserve's group")
+            assert os.getpriority(os.PRIO_PROCESS, child) == 0
+            assert "members=1" in helper.ok("info kids")
+            assert os.getpriority(os.PRIO_PROCESS, parent.pid) == 4
+    finally:
+        os.kill(child, signal.SIGKILL)
+        try:
+            os.waitpid(child, 0)
+        except ChildProcessError:
+            pass
 
 
 def _stats(helper):

@@ -1,0 +1,169 @@
+"""The manager's cgroup file writing, against fake cgroup trees in a temp dir.
+
+qos-helper --fake --base DIR points the manager at a directory laid out like
+/sys/fs/cgroup (hybrid: cpu/ + unified/, or pure cgroup2) and lets it create
+the control files it writes, so every value can be read back.  Members are
+real child processes (only the scheduler calls reach the kernel), so this
+runs unprivileged too.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_kernel import HELPER, Helper  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
+                                reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"
+                                % HELPER)
+
+ROOT = "qosway-fake"
+
+
+def touch(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+@pytest.fixture
+def child():
+    p = subprocess.Popen(["sleep", "60"])
+    yield p
+    p.kill()
+    p.wait()
+
+
+def tree(tmp_path, layout):
+    base = str(tmp_path / "cg")
+    if layout == "hybrid":
+        touch(base + "/unified/cgroup.procs")
+        touch(base + "/cpu/cpu.shares", "1024")
+        touch(base + "/cpu/cpu.rt_runtime_us", "950000")
+        touch(base + "/cpu/cgroup.procs")
+        return base, base + "/unified/" + ROOT, base + "/cpu/" + ROOT
+    touch(base + "/cgroup.controllers", "cpuset cpu io memory pids")
+    touch(base + "/cgroup.subtree_control", "cpu memory pids")
+    touch(base + "/cgroup.procs")
+    return base, base + "/" + ROOT, base + "/" + ROOT
+
+
+def start(base):
+    return Helper(root=ROOT, guardian=False, extra=["--base", base, "--fake"])
+
+
+def test_hybrid_files(tmp_path, child):
+    base, v2, cpu = tree(tmp_path, "hybrid")
+    h = start(base)
+    try:
+        assert "layout=hybrid rt_group=1" in h.ready
+        # Our root takes the RT share of what is not kept back (90%).
+        assert read(cpu + "/cpu.rt_period_us") == "1000000"
+        assert read(cpu + "/cpu.rt_runtime_us") == "900000"
+        h.ok("reserve ceil policy=other nice=5 period=100ms cpu=20% fallback=pause")
+        assert not os.path.exists(v2 + "/ceil"), "groups are made at the first join"
+        h.ok("join ceil %d" % child.pid)
+        g = cpu + "/ceil/"
+        assert read(v2 + "/ceil/cgroup.procs") == str(child.pid)
+        assert read(g + "cgroup.procs") == str(child.pid)
+        # Ceiling: CFS bandwidth = slice per period; weight of one nice-5 task.
+        assert read(g + "cpu.cfs_period_us") == "100000"
+        assert read(g + "cpu.cfs_quota_us") == "20000"
+        assert read(g + "cpu.shares") == "335"
+        assert read(g + "cpu.idle") == "0"
+        # Not real-time: no RT runtime in the group.
+        assert read(g + "cpu.rt_runtime_us") == "0"
+        assert read(v2 + "/ceil/cgroup.freeze") == "0"
+        # The root stands for its populated reserves against the rest.
+        assert read(cpu + "/cpu.shares") == "335"
+        assert read(cpu + "/cpu.idle") == "0"
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == 5
+
+        # idle: group and root become idle, the quota goes.
+        h.ok("reserve ceil policy=idle")
+        assert read(g + "cpu.idle") == "1"
+        assert read(g + "cpu.cfs_quota_us") == "-1"
+        assert read(cpu + "/cpu.idle") == "1"
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+        # pause: frozen through cgroup.freeze (the v2 core file), never SIGSTOP.
+        h.ok("reserve ceil policy=pause")
+        assert read(v2 + "/ceil/cgroup.freeze") == "1"
+        h.ok("reserve ceil policy=other")
+        assert read(v2 + "/ceil/cgroup.freeze") == "0"
+        assert read(g + "cpu.idle") == "0"
+        assert read(g + "cpu.shares") == "1024"
+        assert read(cpu + "/cpu.idle") == "0"
+        assert read(cpu + "/cpu.shares") == "1024"
+
+        h.ok("leave %d" % child.pid)
+        if os.geteuid() == 0:  # lowering nice again needs CAP_SYS_NICE
+            assert os.getpriority(os.PRIO_PROCESS, child.pid) == 0
+        h.ok("delete ceil")
+        assert not os.path.exists(v2 + "/ceil") and not os.path.exists(g)
+    finally:
+        h.close()
+    # On shutdown the manager removes its root (RT runtime given back first).
+    assert not os.path.exists(v2) and not os.path.exists(cpu)
+
+
+def test_cgroup2_files(tmp_path, child):
+    base, root, _ = tree(tmp_path, "cgroup2")
+    h = start(base)
+    try:
+        assert "layout=cgroup2 rt_group=0" in h.ready
+        assert read(root + "/cgroup.subtree_control") == "+cpu"
+        h.ok("reserve ceil policy=other nice=5 period=100ms cpu=20% fallback=pause")
+        h.ok("join ceil %d" % child.pid)
+        g = root + "/ceil/"
+        assert read(g + "cgroup.procs") == str(child.pid)
+        assert read(g + "cpu.max") == "20000 100000"
+        # cpu.weight is 100 for nice 0, scaled from the kernel's load weights.
+        assert read(g + "cpu.weight") == "33"
+        assert read(root + "/cpu.weight") == "33"
+        assert not os.path.exists(g + "cpu.rt_runtime_us")
+        h.ok("reserve ceil policy=other")
+        assert read(g + "cpu.max") == "max 100000"
+        assert read(g + "cpu.weight") == "100"
+        h.ok("reserve ceil policy=idle")
+        assert read(g + "cpu.idle") == "1"
+        assert read(root + "/cpu.idle") == "1"
+    finally:
+        h.close()
+    assert not os.path.exists(root)
+
+
+def test_cgroup2_without_cpu_delegation(tmp_path, child):
+    """A parent that does not delegate the cpu controller: no cpu files are
+    written, pause still works through cgroup.freeze."""
+    base, root, _ = tree(tmp_path, "cgroup2")
+    touch(base + "/cgroup.subtree_control", "memory pids")
+    h = start(base)
+    try:
+        h.ok("reserve stop policy=pause")
+        h.ok("join stop %d" % child.pid)
+        assert read(root + "/stop/cgroup.freeze") == "1"
+        assert sorted(f for f in os.listdir(root + "/stop") if f.startswith("cpu.")) == []
+    finally:
+        h.close()
+
+
+def test_reconcile_removes_leftover_groups(tmp_path):
+    """Groups left by a dead instance are thawed and removed at start."""
+    base, v2, cpu = tree(tmp_path, "hybrid")
+    touch(v2 + "/old/cgroup.freeze", "1")
+    touch(v2 + "/old/cgroup.procs")
+    os.makedirs(cpu + "/old")
+    h = start(base)
+    try:
+        assert any("reserve=old" in e and "reconciling group left by an earlier instance" in e
+                   for e in h.events), h.events
+        assert not os.path.exists(v2 + "/old") and not os.path.exists(cpu + "/old")
+    finally:
+        h.close()
