@@ -1,0 +1,129 @@
+"""Per-window QoS (issue 4): AutoQOS.  A rule in the user's qosrc layer
+applies to a program started by `qosctl exec` from its first instruction
+(the child joins before it execs), and to a Wayland client that connects on
+its own, by app_id.
+
+Not here yet: rules for processes started outside the compositor (matched at
+exec through the netlink proc connector) are not implemented."""
+
+import json
+import os
+import signal
+import time
+
+import harness
+from harness import wait_for
+from test_qos_buttons import Win, qcomp, no_frozen_leftovers  # noqa: F401
+
+# The first thing the probe does, in the shell itself (builtins only): record
+# its own policy from /proc/self/sched, then exec a sleeper under the same pid.
+PROBE = ('while read -r k c v; do case "$k" in policy) echo "$v" > "$1";; esac; '
+         'done < /proc/self/sched; exec sleep 60')
+
+
+def set_rules(comp, text):
+    harness.write_user_qosrc(comp, text)
+    r = comp.qosctl("--json", "reload")
+    assert r.returncode == 0 and "warning" not in r.stdout, (
+        "qosrc rejected: %s%s" % (r.stdout, r.stderr))
+
+
+def exec_json(comp, *argv, reserve=None):
+    req = {"command": "exec", "argv": list(argv)}
+    if reserve:
+        req["reserve"] = reserve
+    rep = comp.ipc(req)
+    assert rep.get("success") and rep.get("pid"), rep
+    return rep
+
+
+def kill_pid(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_exec_rule_applies_from_first_instruction(qcomp, tmp_path):
+    set_rules(qcomp, 'rule cmdline="*autoqos-probe*" policy=idle auto=yes\n')
+    out = str(tmp_path / "policy")
+    # qosctl's own exec: the reply names the pid
+    r = qcomp.qosctl("--json", "exec", "--", "sh", "-c", PROBE, "autoqos-probe", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    pid = rep["pid"]
+    try:
+        assert "refused" not in rep, rep
+        st = harness.qos_state(pid)
+        print("exec'd pid %d: %r" % (pid, st))
+        assert st["policy"] == harness.SCHED_IDLE, st
+        assert st["cgroup2"] != harness.proc_cgroups(os.getpid())[""], st
+        assert "/qosway-" in st["cgroup2"], st
+        first = wait_for(lambda: open(out).read().strip() if os.path.exists(out) else None,
+                         desc="the probe's first record")
+        print("policy seen by the probe's first instruction: %s" % first)
+        assert first == str(harness.SCHED_IDLE), (
+            "the probe ran as policy %s before AutoQOS applied" % first)
+        # after the exec into sleep: same pid, still managed
+        wait_for(lambda: open("/proc/%d/comm" % pid).read().strip() == "sleep",
+                 desc="probe exec'd sleep")
+        assert harness.qos_state(pid)["policy"] == harness.SCHED_IDLE
+    finally:
+        kill_pid(pid)
+
+
+def test_exec_without_matching_rule_stays_normal(qcomp, tmp_path):
+    """The control: the same probe under another name is left alone (the
+    shipped catch-all rule is auto=no)."""
+    set_rules(qcomp, 'rule cmdline="*autoqos-probe*" policy=idle auto=yes\n')
+    out = str(tmp_path / "policy")
+    pid = exec_json(qcomp, "sh", "-c", PROBE, "other-probe", out)["pid"]
+    try:
+        first = wait_for(lambda: open(out).read().strip() if os.path.exists(out) else None,
+                         desc="the probe's first record")
+        assert first == str(harness.SCHED_OTHER), first
+        st = harness.qos_state(pid)
+        assert st["policy"] == harness.SCHED_OTHER, st
+        assert "/qosway-" not in st["cgroup2"], st
+    finally:
+        kill_pid(pid)
+
+
+def test_exec_into_named_reserve(qcomp, tmp_path):
+    """`qosctl exec -r RESERVE`: the child is in the reserve before exec."""
+    r = qcomp.qosctl("reserve", "probes", "policy=other", "nice=7")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = str(tmp_path / "policy")
+    r = qcomp.qosctl("--json", "exec", "-r", "probes", "--", "sh", "-c", PROBE, "p", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    pid = rep["pid"]
+    try:
+        assert "refused" not in rep, rep
+        st = harness.qos_state(pid)
+        print("exec -r probes: %r" % st)
+        assert st["nice"] == 7 and st["cgroup2"].rstrip("/").endswith("/probes"), st
+        res = {x["name"]: x for x in json.loads(
+            qcomp.qosctl("--json", "reserves").stdout)["reserves"]}["probes"]
+        assert pid in [m["pid"] for m in res["members"]], res
+        wait_for(lambda: os.path.exists(out), desc="probe ran")
+    finally:
+        kill_pid(pid)
+
+
+def test_client_connecting_on_its_own_matched_by_app_id(qcomp):
+    set_rules(qcomp, 'rule app_id="autoqos-app" policy=idle auto=yes\n')
+    c = qcomp.spawn_wlclient(title="Auto App", app_id="autoqos-app")
+    c.wait_event("mapped")
+    w = qcomp.window_by_title("Auto App")
+    wait_for(lambda: qcomp.find_window(lambda x: x["id"] == w["id"])["class"] == "idle",
+             desc="AutoQOS class idle by app_id")
+    st = harness.qos_state(c.pid)
+    print("client by app_id: %r" % st)
+    assert st["policy"] == harness.SCHED_IDLE, st
+    assert set(st["thread_policies"].values()) == {harness.SCHED_IDLE}, st
+    # a client with another app_id is left alone
+    other = Win(qcomp, "Other App")
+    time.sleep(0.5)
+    assert other.w()["class"] == "normal"
+    assert harness.qos_state(other.pid)["policy"] == harness.SCHED_OTHER
