@@ -285,42 +285,6 @@ static pid_t resolve_target(struct qw_server *server, struct json_object *req,
 	return pid;
 }
 
-/* Pausing these would hang the session or the very tool asking. */
-static bool pause_forbidden(pid_t pid, pid_t asker, char *err, size_t len) {
-	if (pid == getpid()) {
-		snprintf(err, len, "refusing to pause the compositor itself");
-		return true;
-	}
-	if (pid == asker) {
-		snprintf(err, len, "refusing to pause the process asking (pid %d)", (int)pid);
-		return true;
-	}
-	for (pid_t p = getppid(); p > 1;) {
-		if (p == pid) {
-			snprintf(err, len, "refusing to pause pid %d: the session runs the "
-				"compositor under it", (int)pid);
-			return true;
-		}
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-		FILE *f = fopen(path, "re");
-		if (!f) {
-			break;
-		}
-		char buf[512];
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		char *close_paren = strrchr(buf, ')');
-		int ppid = 0;
-		if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1) {
-			break;
-		}
-		p = ppid;
-	}
-	return false;
-}
-
 static struct json_object *cmd_set(struct ipc_client *client, struct json_object *req) {
 	struct qw_server *server = client->ipc->server;
 	struct json_object *error = NULL;
@@ -335,11 +299,9 @@ static struct json_object *cmd_set(struct ipc_client *client, struct json_object
 			"or normal", name ? name : "");
 	}
 	char err[256];
-	if (class == QW_VIEW_CLASS_PAUSED && pause_forbidden(pid, client->peer_pid, err,
-			sizeof(err))) {
-		return reply_error("%s", err);
-	}
-	if (!qos_link_request(server, pid, class, err, sizeof(err))) {
+	if (!qos_link_may_change(server, pid, client->peer_pid, class == QW_VIEW_CLASS_PAUSED,
+			err, sizeof(err)) ||
+			!qos_link_request(server, pid, class, err, sizeof(err))) {
 		return reply_error("%s", err);
 	}
 	struct json_object *reply = reply_ok();
@@ -364,10 +326,8 @@ static struct json_object *cmd_join(struct ipc_client *client, struct json_objec
 	if (!server->qos) {
 		return reply_error("QoS manager unavailable: %s", server->qos_error);
 	}
-	struct qos_reserve_info info;
-	if (qos_manager_reserve_info(server->qos, reserve, &info) &&
-			info.params.policy == QOS_POLICY_PAUSE &&
-			pause_forbidden(pid, client->peer_pid, err, sizeof(err))) {
+	if (!qos_link_may_change(server, pid, client->peer_pid,
+			qos_link_reserve_freezes(server, reserve), err, sizeof(err))) {
 		return reply_error("%s", err);
 	}
 	bool ok = qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err));
@@ -376,6 +336,22 @@ static struct json_object *cmd_join(struct ipc_client *client, struct json_objec
 		return reply_error("%s", err);
 	}
 	return reply_ok();
+}
+
+/* New parameters that can freeze must not reach a protected member. */
+static bool members_may_take(struct qw_server *server, const char *name,
+		const struct qos_params *params, pid_t asker, char *err, size_t len) {
+	if (params->policy != QOS_POLICY_PAUSE && params->fallback != QOS_POLICY_PAUSE) {
+		return true;
+	}
+	struct qos_member_info members[64];
+	ssize_t n = qos_manager_members(server->qos, name, members, 64);
+	for (ssize_t i = 0; i < n && i < 64; i++) {
+		if (!qos_link_may_change(server, members[i].pid, asker, true, err, len)) {
+			return false;
+		}
+	}
+	return true;
 }
 
 struct diag_buf {
@@ -389,7 +365,8 @@ static void keep_first_diag(void *data, const char *message) {
 	}
 }
 
-static struct json_object *cmd_reserve(struct qw_server *server, struct json_object *req) {
+static struct json_object *cmd_reserve(struct ipc_client *client, struct json_object *req) {
+	struct qw_server *server = client->ipc->server;
 	const char *name = get_string(req, "name");
 	const char *params = get_string(req, "params");
 	char err[256];
@@ -415,7 +392,9 @@ static struct json_object *cmd_reserve(struct qw_server *server, struct json_obj
 	struct json_object *reply;
 	if (bad != 0 || parsed->n_reserves != 1) {
 		reply = reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
-	} else if (!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
+	} else if (!members_may_take(server, name, &parsed->reserves[0].params,
+			client->peer_pid, err, sizeof(err)) ||
+			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
 			err, sizeof(err))) {
 		reply = reply_error("%s", err);
 	} else {
@@ -596,7 +575,7 @@ static bool handle_request(struct ipc_client *client, const char *line) {
 	} else if (strcmp(command, "join") == 0) {
 		reply = cmd_join(client, req);
 	} else if (strcmp(command, "reserve") == 0) {
-		reply = cmd_reserve(server, req);
+		reply = cmd_reserve(client, req);
 	} else if (strcmp(command, "reserves") == 0) {
 		reply = cmd_reserves(server);
 	} else if (strcmp(command, "capacity") == 0) {

@@ -257,6 +257,56 @@ static const char *app_id_of(struct qw_server *server, pid_t pid) {
 	return NULL;
 }
 
+static pid_t parent_of(pid_t pid) {
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		return -1;
+	}
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *end = strrchr(buf, ')');
+	int ppid;
+	return end && sscanf(end + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
+		char *err, size_t err_len) {
+	if (pid == getpid()) {
+		snprintf(err, err_len, "refusing to change the compositor's own scheduling");
+		return false;
+	}
+	if (!freezing) {
+		return true;
+	}
+	if (pid == asker) {
+		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
+		return false;
+	}
+	for (pid_t p = getppid(); p > 1; p = parent_of(p)) {
+		if (p == pid) {
+			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
+				"compositor under it", (int)pid);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool qos_link_reserve_freezes(struct qw_server *server, const char *name) {
+	struct qos_reserve_info info;
+	const struct qos_params *p = NULL;
+	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
+		p = &info.params;
+	} else if (server->qos_rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
+		p = def ? &def->params : NULL;
+	}
+	return p && (p->policy == QOS_POLICY_PAUSE || p->fallback == QOS_POLICY_PAUSE);
+}
+
 bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
 		char *err, size_t err_len) {
 	if (!server->qos) {
@@ -267,8 +317,7 @@ bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class cl
 		snprintf(err, err_len, "the window's process is unknown");
 		return false;
 	}
-	if (class == QW_VIEW_CLASS_PAUSED && pid == getpid()) {
-		snprintf(err, err_len, "refusing to pause the compositor itself");
+	if (!qos_link_may_change(server, pid, -1, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
 		return false;
 	}
 	struct qos_params params;

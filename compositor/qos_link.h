@@ -30,6 +30,17 @@ bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
 bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
 	char *err, size_t err_len);
 
+/*
+ * Whether pid's scheduling may be changed on request: never the compositor's
+ * own; and when the change can freeze it (`freezing`), not a process the
+ * session runs the compositor under, nor `asker` (the requesting process,
+ * -1 if none). False with the reason in err.
+ */
+bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
+	char *err, size_t err_len);
+/* The reserve (existing, or as qosrc defines it) can freeze its members. */
+bool qos_link_reserve_freezes(struct qw_server *server, const char *name);
+
 /* Apply AutoQOS rules to a process (app_id may be NULL). */
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);
 

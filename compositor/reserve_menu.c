@@ -230,10 +230,12 @@ void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 	reserve_menu_close(server);
 	char err[256];
 	pid_t pid = view_get_pid(view);
-	if (pid <= 0 || !qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err))) {
-		if (pid <= 0) {
-			snprintf(err, sizeof(err), "the window's process is gone");
-		}
+	if (pid <= 0) {
+		snprintf(err, sizeof(err), "the window's process is gone");
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
+	} else if (!qos_link_may_change(server, pid, -1, qos_link_reserve_freezes(server, reserve),
+				err, sizeof(err)) ||
+			!qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err))) {
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
 	}
 	qos_link_schedule_refresh(server);

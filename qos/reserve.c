@@ -972,7 +972,10 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 	}
 	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
 		return true;
-	if (created && r->n_members == 0)
+	/* A refused join may already have dropped the empty automatic
+	 * reserve: look it up again rather than trust r. */
+	r = qos_find_reserve(mgr, name);
+	if (created && r && r->n_members == 0)
 		qos_reserve_free(r);
 	return false;
 }
