@@ -345,8 +345,18 @@ def rt_bandwidth():
         with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
             f.write("500000")
     except OSError as e:
-        pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); "
-                    "dying cgroups hold it (see /proc/cgroups)" % e)
+        holders = []
+        for f in glob.glob(base + "/*/cpu.rt_runtime_us"):
+            try:
+                with open(f) as fh:
+                    if int(fh.read()) > 0 and not f.startswith(probe):
+                        holders.append(os.path.basename(os.path.dirname(f)))
+            except (OSError, ValueError):
+                pass
+        held = ("live groups hold it: %s" % ", ".join(holders) if holders else
+                "removed (dying) cpu groups hold it (see /proc/cgroups)")
+        pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); %s"
+                    % (e, held))
     finally:
         try:
             with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
