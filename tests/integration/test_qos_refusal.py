@@ -8,6 +8,7 @@ and kernel state unchanged; `qosctl set ID realtime` exits 1 with a reason."""
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -46,6 +47,23 @@ def reserves(comp):
     return {x["name"]: x for x in json.loads(r.stdout)["reserves"]}
 
 
+def other_deadline_tasks():
+    """[(tid, comm, runtime_ns, period_ns)] of SCHED_DEADLINE threads."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            for t in os.listdir("/proc/%s/task" % name):
+                a = harness.sched_attr(int(t))
+                if a["policy"] == harness.SCHED_DEADLINE:
+                    with open("/proc/%s/comm" % name) as fh:
+                        found.append((int(t), fh.read().strip(), a["runtime"], a["period"]))
+        except OSError:
+            continue
+    return found
+
+
 def fill_capacity(comp, sleepers):
     """hogA and hogB (qos, 10 ms period), each granted with a member, leave
     less than the 50% the `default` reserve needs; returns the capacity
@@ -61,8 +79,19 @@ def fill_capacity(comp, sleepers):
         r = comp.qosctl("reserve", name, "policy=qos", "period=10ms", "cpu=%d%%" % each)
         assert r.returncode == 0, "reserve %s: %s%s" % (name, r.stdout, r.stderr)
         s = sleepers()
-        r = comp.qosctl("join", "pid:%d" % s.pid, name)
-        assert r.returncode == 0, "join pid:%d %s: %s%s" % (s.pid, name, r.stdout, r.stderr)
+        # Other deadline tasks on the machine (benchmarks) may hold kernel
+        # bandwidth the manager does not know about: retry for a while.
+        deadline = time.monotonic() + 60
+        while True:
+            r = comp.qosctl("join", "pid:%d" % s.pid, name)
+            if r.returncode == 0 or "kernel" not in r.stderr \
+                    or time.monotonic() > deadline:
+                break
+            print("join %s refused by the kernel, retrying: %s; deadline tasks: %r" % (
+                name, r.stderr.strip(), other_deadline_tasks()))
+            time.sleep(1)
+        assert r.returncode == 0, "join pid:%d %s: %s%s; deadline tasks elsewhere: %r" % (
+            s.pid, name, r.stdout, r.stderr, other_deadline_tasks())
         res = wait_for(lambda: (lambda x: x if x.get("granted") else None)(
             reserves(comp).get(name, {})), desc="%s granted" % name)
         assert s.pid in [m["pid"] for m in res["members"]], res
