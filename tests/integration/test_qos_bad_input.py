@@ -206,3 +206,31 @@ def test_pause_forbidden_targets(qcomp):
         rescuer.kill()
         out = rescuer.communicate(timeout=10)[0]
     assert "RESCUED" not in out, "the test process had to be thawed: %s" % out
+
+
+def test_join_pause_reserve_forbidden_targets(qcomp):
+    """Joining a pause reserve is a pause: refused for the compositor and the
+    asker/its parent (once froze the compositor itself: the qosrc reserve
+    `pause` was not instantiated before the first join, so the check was
+    skipped)."""
+    win = Win(qcomp, "Join Guard")
+    rescuer = subprocess.Popen([sys.executable, "-c", RESCUER, str(os.getpid()), "30"],
+                               stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for target in (qcomp.pid, os.getpid()):
+            try:
+                rep = qcomp.ipc({"command": "join", "target": "pid:%d" % target,
+                                 "reserve": "pause"}, timeout=5)
+            except OSError as e:
+                rep = {"exception": repr(e), "compositor_frozen": harness.cgroup2_frozen(qcomp.pid)}
+            assert rep.get("success") is False, "join pid:%d pause: %r" % (target, rep)
+        assert not harness.cgroup2_frozen(qcomp.pid)
+        still_fine(qcomp, win)
+    finally:
+        rescuer.kill()
+        out = rescuer.communicate(timeout=10)[0]
+        if harness.cgroup2_frozen(qcomp.pid):
+            # let teardown's SIGTERM work
+            with open(os.path.join(harness.cgroup2_dir(qcomp.pid), "cgroup.freeze"), "w") as fh:
+                fh.write("0")
+    assert "RESCUED" not in out, "the test process had to be thawed: %s" % out

@@ -299,6 +299,46 @@ def test_shift_idle_is_nice_10(qcomp):
         toggle_back(vi, win, "idle", shift=True)
 
 
+def test_shift_realtime_is_fifo_or_refused(qcomp):
+    """Shift+realtime asks for fifo with the safety limit. The kernel may
+    refuse a new group RT bandwidth (dying cgroups hold it); then the
+    manager must refuse with a reason on the titlebar. Either way the state
+    shown must be the state in the kernel."""
+    win = Win(qcomp, "FIFO Btn")
+    with VirtualInput(qcomp.client_env()) as vi:
+        park(vi, win)
+        click_button(vi, win, "realtime", shift=True)
+
+        assert qcomp.alive(), "qosway died on a Shift+realtime click (rc %s)" % qcomp.proc.poll()
+        try:
+            # the decision is synchronous; class is re-read on the next idle
+            win.wait_class("fifo", timeout=1.0)
+        except AssertionError:
+            pass
+        assert qcomp.alive(), "qosway died on a Shift+realtime click (rc %s)" % qcomp.proc.poll()
+        w = win.w()
+        st = win.state()
+        if w["class"] == "fifo":
+            print("fifo GRANTED: reserve %s kernel %r" % (w["reserve"], st))
+            assert st["policy"] == harness.SCHED_FIFO, st
+            assert set(st["thread_policies"].values()) == {harness.SCHED_FIFO}, st
+            assert st["priority"] == 10, st
+            assert st["reset_on_fork"], "fifo without SCHED_RESET_ON_FORK: %r" % st
+            cpu = harness.cpu_cgroup_dir(win.pid)
+            rt = harness.read_cgroup_file(cpu, "cpu.rt_runtime_us")
+            print("cpu dir %s rt_runtime_us=%s rt_period_us=%s" % (
+                cpu, rt, harness.read_cgroup_file(cpu, "cpu.rt_period_us")))
+            if rt is not None:
+                assert int(rt) > 0
+            qcomp.wait_screenshot(expect_buttons(win, "realtime"), name="on-fifo")
+            toggle_back(vi, win, "realtime", shift=True)
+        else:
+            print("fifo REFUSED: class %s title %r kernel %r" % (w["class"], w["title"], st))
+            assert w["class"] == "normal", w
+            assert_restored(win, st)
+            check_refusal_shown(qcomp, win)
+
+
 def check_refusal_shown(comp, win, button="realtime"):
     """The refused image in the button and warning-coloured titlebar text
     (shown for 2 s), then back to the off image."""
