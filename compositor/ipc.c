@@ -338,6 +338,24 @@ static struct json_object *cmd_join(struct ipc_client *client, struct json_objec
 	return reply_ok();
 }
 
+/* Parameters the manager could never honour are refused when defined, not
+ * at the first join: a guarantee beyond the whole reservable capacity. */
+static bool reserve_params_valid(struct qw_server *server, struct qos_params *params,
+		char *err, size_t len) {
+	if (!qos_params_normalize(params, err, len)) {
+		return false;
+	}
+	struct qos_manager_info info;
+	qos_manager_get_info(server->qos, &info);
+	uint64_t util = qos_params_util_ppm(params);
+	if (params->policy == QOS_POLICY_QOS && util > info.capacity_ppm) {
+		snprintf(err, len, "a guarantee of %.1f%% of a CPU exceeds the reservable "
+			"capacity of %.1f%%", util / 10000.0, info.capacity_ppm / 10000.0);
+		return false;
+	}
+	return true;
+}
+
 /* New parameters that can freeze must not reach a protected member. */
 static bool members_may_take(struct qw_server *server, const char *name,
 		const struct qos_params *params, pid_t asker, char *err, size_t len) {
@@ -392,6 +410,8 @@ static struct json_object *cmd_reserve(struct ipc_client *client, struct json_ob
 	struct json_object *reply;
 	if (bad != 0 || parsed->n_reserves != 1) {
 		reply = reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
+	} else if (!reserve_params_valid(server, &parsed->reserves[0].params, err, sizeof(err))) {
+		reply = reply_error("bad parameters: %s", err);
 	} else if (!members_may_take(server, name, &parsed->reserves[0].params,
 			client->peer_pid, err, sizeof(err)) ||
 			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
@@ -522,17 +542,42 @@ static struct json_object *cmd_exec(struct qw_server *server, struct json_object
 	return reply;
 }
 
+/* One JSON value spanning the whole line (json-c alone stops after the
+ * first value and ignores trailing garbage). NULL if it does not. */
+static struct json_object *parse_whole(const char *line) {
+	struct json_tokener *tok = json_tokener_new();
+	if (!tok) {
+		return NULL;
+	}
+	size_t len = strlen(line);
+	struct json_object *obj = json_tokener_parse_ex(tok, line, (int)len);
+	if (obj && json_tokener_get_error(tok) == json_tokener_success) {
+		size_t used = json_tokener_get_parse_end(tok);
+		while (used < len && (line[used] == ' ' || line[used] == '\t' || line[used] == '\r')) {
+			used++;
+		}
+		if (used != len) {
+			json_object_put(obj);
+			obj = NULL;
+		}
+	} else if (obj) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	json_tokener_free(tok);
+	return obj;
+}
+
 /* Handle one request; returns false if the client is gone. */
 static bool handle_request(struct ipc_client *client, const char *line) {
 	struct qw_server *server = client->ipc->server;
-	enum json_tokener_error jerr;
-	struct json_object *req = json_tokener_parse_verbose(line, &jerr);
+	struct json_object *req = parse_whole(line);
 	struct json_object *reply = NULL;
 	const char *command = NULL;
 	struct json_object *cmd_obj;
 	bool terminate = false;
 	if (!req) {
-		reply = reply_error("malformed JSON: %s", json_tokener_error_desc(jerr));
+		reply = reply_error("malformed JSON: the line must be exactly one JSON object");
 	} else if (!json_object_is_type(req, json_type_object) ||
 			!json_object_object_get_ex(req, "command", &cmd_obj) ||
 			!json_object_is_type(cmd_obj, json_type_string)) {

@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +161,45 @@ static int handle_qos_fd(int fd, uint32_t mask, void *data) {
 	return 0;
 }
 
+/*
+ * One cgroup root per live instance. At start the manager treats everything
+ * under its root as left over by a dead instance and reconciles it, so a
+ * second qosway of the same user (nested, another seat, tests) must not take
+ * a root a live one holds. A flock on a file named after the root marks it
+ * live; it is released by the kernel when the instance (and its guard) dies.
+ */
+static bool claim_root(struct qw_server *server, char *name, size_t len) {
+	const char *dir = access("/run/user", W_OK) == 0 ? "/run/user" : "/tmp";
+	for (int n = 0; n < 32; n++) {
+		if (n == 0) {
+			snprintf(name, len, "qosway-%u", (unsigned int)getuid());
+		} else {
+			snprintf(name, len, "qosway-%u-%d", (unsigned int)getuid(), n);
+		}
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/.%s.lock", dir, name);
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			continue;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			server->qos_root_lock = fd;
+			return true;
+		}
+		close(fd);
+	}
+	return false;
+}
+
 void qos_link_init(struct qw_server *server) {
+	char root[64];
+	server->qos_root_lock = -1;
+	if (!claim_root(server, root, sizeof(root))) {
+		snprintf(server->qos_error, sizeof(server->qos_error),
+			"no free cgroup root: too many qosway instances");
+		wlr_log(WLR_ERROR, "QoS manager unavailable: %s", server->qos_error);
+		return;
+	}
 	server->cpu_sample_timer = wl_event_loop_add_timer(server->event_loop,
 		handle_cpu_sample, server);
 	if (server->cpu_sample_timer) {
@@ -167,6 +207,7 @@ void qos_link_init(struct qw_server *server) {
 	}
 	struct qos_manager_config config;
 	qos_manager_config_init(&config);
+	config.root_name = root;
 	config.event = handle_qos_event;
 	config.event_data = server;
 	server->qos = qos_manager_create(&config, server->qos_error, sizeof(server->qos_error));
@@ -201,6 +242,10 @@ void qos_link_finish(struct qw_server *server) {
 	qos_manager_destroy(server->qos);
 	server->qos = NULL;
 	server->qos_rules = NULL;
+	if (server->qos_root_lock >= 0) {
+		close(server->qos_root_lock);
+		server->qos_root_lock = -1;
+	}
 }
 
 static void read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len) {

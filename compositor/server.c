@@ -225,6 +225,7 @@ static bool start_ipc(struct qw_server *server) {
 
 bool server_init(struct qw_server *server) {
 	server->proc_events_fd = -1;
+	server->qos_root_lock = -1;
 	wl_list_init(&server->outputs);
 	wl_list_init(&server->views);
 	wl_list_init(&server->keyboards);

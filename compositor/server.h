@@ -179,6 +179,7 @@ struct qw_server {
 	int proc_events_fd; /* netlink process connector, -1 if none */
 	struct wl_event_source *proc_events_source;
 	char qos_error[256];
+	int qos_root_lock; /* flock marking our cgroup root live, -1 if none */
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
 	struct wl_event_source *sighup_source;

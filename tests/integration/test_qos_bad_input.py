@@ -234,3 +234,38 @@ def test_join_pause_reserve_forbidden_targets(qcomp):
             with open(os.path.join(harness.cgroup2_dir(qcomp.pid), "cgroup.freeze"), "w") as fh:
                 fh.write("0")
     assert "RESCUED" not in out, "the test process had to be thawed: %s" % out
+
+
+def _beyond_capacity_percent(qcomp):
+    total = json.loads(qcomp.qosctl("--json", "capacity").stdout)["total_ppm"]
+    return total // 10000 + 20
+
+
+def test_reserve_slice_beyond_capacity_refused(qcomp):
+    """A slice longer than the whole reservable capacity allows per period
+    can never be granted: refused when the reserve is defined."""
+    win = Win(qcomp, "Bad Slice")
+    slice_ms = _beyond_capacity_percent(qcomp) * 10 // 100
+    expect_failure(qcomp, win, ["reserve", "badres", "policy=qos", "period=10ms",
+                                "slice=%dms" % slice_ms], codes=(1,))
+    names = [x["name"] for x in json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]]
+    assert "badres" not in names, names
+
+
+def test_reserve_cpu_beyond_capacity_refused(qcomp):
+    """The same through cpu=: refused with a reason, nothing created."""
+    win = Win(qcomp, "Bad CPU")
+    expect_failure(qcomp, win, ["reserve", "badres", "policy=qos", "period=10ms",
+                                "cpu=%d%%" % _beyond_capacity_percent(qcomp)], codes=(1,))
+    names = [x["name"] for x in json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]]
+    assert "badres" not in names, names
+
+
+def test_trailing_garbage_after_json_refused(qcomp):
+    """A line must be exactly one JSON object: trailing text is refused and
+    nothing of the request is carried out."""
+    win = Win(qcomp, "Trailing")
+    line = qcomp.ipc_raw(b'{"command":"set","target":"%d","class":"idle"}}}\n' % win.id)
+    rep = json.loads(line)
+    assert rep.get("success") is False and rep.get("error"), rep
+    still_fine(qcomp, win)
