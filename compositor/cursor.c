@@ -302,6 +302,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	if (reserve_menu_is_open(server)) {
 		/* The click picks an item or dismisses the menu; nothing else. */
 		reserve_menu_press(server, desc);
+		server->swallowed_button = event->button;
 		return;
 	}
 	if (view) {
@@ -310,6 +311,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	if (view && desc && desc->type == QW_NODE_BUTTON && event->button == BTN_RIGHT &&
 			desc->button != QW_BUTTON_CLOSE) {
 		reserve_menu_open(server, view, (int)server->cursor->x, (int)server->cursor->y);
+		server->swallowed_button = event->button;
 		return;
 	}
 	if (view && view_is_paused(view) && desc && desc->type == QW_NODE_VIEW) {
@@ -389,6 +391,11 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 		process_motion(server, event->time_msec);
 		return;
 	case QW_CURSOR_PASSTHROUGH:
+		if (server->swallowed_button == event->button) {
+			/* Its press went to the menu, not to the client. */
+			server->swallowed_button = 0;
+			return;
+		}
 		wlr_seat_pointer_notify_button(server->seat, event->time_msec,
 			event->button, event->state);
 		return;

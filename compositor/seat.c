@@ -116,12 +116,24 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	struct wlr_event_keyboard_key *event = data;
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
 	bool handled = false;
+	if (event->state == WL_KEYBOARD_KEY_STATE_RELEASED) {
+		for (size_t i = 0; i < keyboard->swallowed_count; i++) {
+			if (keyboard->swallowed[i] == event->keycode) {
+				keyboard->swallowed[i] = keyboard->swallowed[--keyboard->swallowed_count];
+				return;
+			}
+		}
+	}
 	if (event->state == WL_KEYBOARD_KEY_STATE_PRESSED && kb->xkb_state &&
 			reserve_menu_is_open(server)) {
 		uint32_t keycode = event->keycode + 8;
 		xkb_keysym_t sym = xkb_state_key_get_one_sym(kb->xkb_state, keycode);
 		if (sym == XKB_KEY_Escape) {
 			reserve_menu_close(server);
+			if (keyboard->swallowed_count < sizeof(keyboard->swallowed) /
+					sizeof(keyboard->swallowed[0])) {
+				keyboard->swallowed[keyboard->swallowed_count++] = event->keycode;
+			}
 			return;
 		}
 	}

@@ -12,6 +12,9 @@ struct qw_keyboard {
 	struct qw_server *server;
 	struct wlr_input_device *device;
 	bool virtual_device;
+	/* Keys whose press we kept from the client: their release stays too. */
+	uint32_t swallowed[8];
+	size_t swallowed_count;
 
 	struct wl_listener modifiers;
 	struct wl_listener key;

@@ -166,6 +166,7 @@ struct qw_server {
 
 	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
 	struct qw_menu *menu; /* the open reserve menu, if any */
+	uint32_t swallowed_button; /* its press opened or used the menu; 0 if none */
 
 	struct qw_ipc *ipc;
 	char *ipc_socket_path;
