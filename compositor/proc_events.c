@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
@@ -63,9 +64,14 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 			if (msg->id.idx != CN_IDX_PROC || msg->id.val != CN_VAL_PROC) {
 				continue;
 			}
-			struct proc_event *ev = (struct proc_event *)msg->data;
-			if (ev->what == PROC_EVENT_EXEC) {
-				handle_exec(server, ev->event_data.exec.process_tgid);
+			/* The event sits 4-byte aligned in the datagram but holds a
+			 * 64-bit field: copy it out rather than read it in place. */
+			struct proc_event ev = {0};
+			size_t n = msg->len < sizeof(ev) ? msg->len : sizeof(ev);
+			memcpy(&ev, msg->data, n);
+			if (n >= offsetof(struct proc_event, event_data) + sizeof(ev.event_data.exec) &&
+					ev.what == PROC_EVENT_EXEC) {
+				handle_exec(server, ev.event_data.exec.process_tgid);
 			}
 		}
 	}

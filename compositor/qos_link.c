@@ -110,7 +110,7 @@ static void refresh_views(void *data) {
 }
 
 void qos_link_schedule_refresh(struct qw_server *server) {
-	if (!server->qos_refresh) {
+	if (server->qos && !server->qos_refresh) {
 		server->qos_refresh = wl_event_loop_add_idle(server->event_loop,
 			refresh_views, server);
 	}
@@ -148,6 +148,12 @@ static int handle_cpu_sample(void *data) {
 		if (id && now_ns - id->sampled_ns > 500000000u) {
 			client_identity_sample_cpu(id, now_ns);
 		}
+	}
+	if (server->qos) {
+		/* The starvation watchdog's canary: this loop runs at normal
+		 * priority, so if real-time members starve normal tasks this
+		 * timer stops firing and the manager demotes them. */
+		qos_manager_watchdog_feed(server->qos);
 	}
 	wl_event_source_timer_update(server->cpu_sample_timer, CPU_SAMPLE_MSEC);
 	return 0;
@@ -208,6 +214,8 @@ void qos_link_init(struct qw_server *server) {
 	struct qos_manager_config config;
 	qos_manager_config_init(&config);
 	config.root_name = root;
+	/* No threads in the compositor: the canary is our own loop (above). */
+	config.watchdog_external_canary = true;
 	config.event = handle_qos_event;
 	config.event_data = server;
 	server->qos = qos_manager_create(&config, server->qos_error, sizeof(server->qos_error));
@@ -229,19 +237,21 @@ void qos_link_finish(struct qw_server *server) {
 		wl_event_source_remove(server->cpu_sample_timer);
 		server->cpu_sample_timer = NULL;
 	}
-	if (server->qos_refresh) {
-		wl_event_source_remove(server->qos_refresh);
-		server->qos_refresh = NULL;
-	}
 	if (server->qos_source) {
 		wl_event_source_remove(server->qos_source);
 		server->qos_source = NULL;
 	}
 	/* Every member goes back to its own cgroup and policy; nothing stays
-	 * frozen. */
-	qos_manager_destroy(server->qos);
+	 * frozen. Its events may still ask for a refresh, so the idle source
+	 * goes only after it. */
+	struct qos_manager *qos = server->qos;
 	server->qos = NULL;
 	server->qos_rules = NULL;
+	qos_manager_destroy(qos);
+	if (server->qos_refresh) {
+		wl_event_source_remove(server->qos_refresh);
+		server->qos_refresh = NULL;
+	}
 	if (server->qos_root_lock >= 0) {
 		close(server->qos_root_lock);
 		server->qos_root_lock = -1;
@@ -317,10 +327,31 @@ static pid_t parent_of(pid_t pid) {
 	return end && sscanf(end + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
 }
 
+/* The QoS manager's guard is a fork of the compositor: our child, our exe. */
+static bool is_our_guard(pid_t pid) {
+	if (parent_of(pid) != getpid()) {
+		return false;
+	}
+	char self[PATH_MAX], other[PATH_MAX], path[64];
+	ssize_t a = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t b = readlink(path, other, sizeof(other) - 1);
+	if (a <= 0 || b <= 0) {
+		return false;
+	}
+	self[a] = other[b] = '\0';
+	return strcmp(self, other) == 0;
+}
+
 bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
 		char *err, size_t err_len) {
 	if (pid == getpid()) {
 		snprintf(err, err_len, "refusing to change the compositor's own scheduling");
+		return false;
+	}
+	if (is_our_guard(pid)) {
+		snprintf(err, err_len, "refusing to change pid %d: it guards the session's "
+			"frozen processes", (int)pid);
 		return false;
 	}
 	if (!freezing) {

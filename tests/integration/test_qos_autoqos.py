@@ -1,14 +1,13 @@
 """Per-window QoS (issue 4): AutoQOS.  A rule in the user's qosrc layer
 applies to a program started by `qosctl exec` from its first instruction
 (the child joins before it execs), and to a Wayland client that connects on
-its own, by app_id.
-
-Not here yet: rules for processes started outside the compositor (matched at
-exec through the netlink proc connector) are not implemented."""
+its own, by app_id, and to a program the same user starts anywhere else,
+matched at exec through the kernel's process-event connector."""
 
 import json
 import os
 import signal
+import subprocess
 import time
 
 import harness
@@ -127,3 +126,25 @@ def test_client_connecting_on_its_own_matched_by_app_id(qcomp):
     time.sleep(0.5)
     assert other.w()["class"] == "normal"
     assert harness.qos_state(other.pid)["policy"] == harness.SCHED_OTHER
+
+
+def test_rule_applies_at_exec_outside_the_compositor(qcomp, tmp_path):
+    """Started by the test process itself, not by qosway: the exec event
+    from the kernel's connector is what places it."""
+    tag = "outside-probe-%d" % os.getpid()
+    set_rules(qcomp, 'rule cmdline="*%s*" policy=idle auto=yes\n' % tag)
+    probe = subprocess.Popen(["bash", "-c", "exec -a %s sleep 60" % tag])
+    control = subprocess.Popen(["bash", "-c", "exec -a unmatched-%s sleep 60" % os.getpid()])
+    try:
+        st = wait_for(lambda: (lambda s: s if s["policy"] == harness.SCHED_IDLE else None)(
+            harness.qos_state(probe.pid)), timeout=5, desc="outside program placed at exec")
+        print("outside pid %d: %r" % (probe.pid, st))
+        w = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+        assert any(m["pid"] == probe.pid for r in w for m in r["members"]), w
+        # a program no rule names is left alone
+        time.sleep(0.5)
+        assert harness.qos_state(control.pid)["policy"] == harness.SCHED_OTHER
+    finally:
+        for p in (probe, control):
+            p.kill()
+            p.wait()
