@@ -148,3 +148,23 @@ def test_rule_applies_at_exec_outside_the_compositor(qcomp, tmp_path):
         for p in (probe, control):
             p.kill()
             p.wait()
+
+
+def test_sighup_reloads_the_rules(qcomp, tmp_path):
+    """SIGHUP is `qosctl reload` for session scripts: a rule written after
+    start applies to the next program once the compositor got the signal."""
+    tag = "hup-probe-%d" % os.getpid()
+    harness.write_user_qosrc(qcomp, 'rule cmdline="*%s*" policy=idle auto=yes\n' % tag)
+    os.kill(qcomp.pid, signal.SIGHUP)
+    out = str(tmp_path / "policy")
+
+    def placed():
+        rep = exec_json(qcomp, "sh", "-c", PROBE, tag, out)
+        try:
+            return harness.qos_state(rep["pid"])["policy"] == harness.SCHED_IDLE
+        finally:
+            kill_pid(rep["pid"])
+
+    # the signal is handled asynchronously: retry until the new rule is live
+    wait_for(placed, timeout=10, desc="rule loaded by SIGHUP")
+    assert qcomp.alive()
