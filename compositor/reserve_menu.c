@@ -10,6 +10,7 @@
 #include "qos/qos.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
+#include "theme.h"
 #include "view.h"
 
 #define ITEM_PADDING 8
@@ -41,12 +42,7 @@ static struct wlr_buffer *render_item(const struct qw_config *config, const char
 		QW_COLOR_TITLEBAR_UNFOCUSED];
 	cairo_set_source_rgba(cr, bg[0], bg[1], bg[2], 1.0);
 	cairo_paint(cr);
-	PangoLayout *layout = pango_cairo_create_layout(cr);
-	PangoFontDescription *font = pango_font_description_from_string(
-		config->font ? config->font : "Sans 10");
-	pango_layout_set_font_description(layout, font);
-	pango_font_description_free(font);
-	pango_layout_set_text(layout, text, -1);
+	PangoLayout *layout = theme_text_layout(cr, config, text, 0);
 	int tw, th;
 	pango_layout_get_pixel_size(layout, &tw, &th);
 	const float *fg = config->colors[QW_COLOR_TEXT_FOCUSED];
@@ -59,19 +55,8 @@ static struct wlr_buffer *render_item(const struct qw_config *config, const char
 }
 
 static int text_width(const struct qw_config *config, const char *text) {
-	cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
-	cairo_t *cr = cairo_create(surface);
-	PangoLayout *layout = pango_cairo_create_layout(cr);
-	PangoFontDescription *font = pango_font_description_from_string(
-		config->font ? config->font : "Sans 10");
-	pango_layout_set_font_description(layout, font);
-	pango_font_description_free(font);
-	pango_layout_set_text(layout, text, -1);
 	int w, h;
-	pango_layout_get_pixel_size(layout, &w, &h);
-	g_object_unref(layout);
-	cairo_destroy(cr);
-	cairo_surface_destroy(surface);
+	theme_text_size(config, text, 0, &w, &h);
 	return w;
 }
 

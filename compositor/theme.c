@@ -161,8 +161,8 @@ void theme_finish(struct qw_theme *theme) {
 	}
 }
 
-static PangoLayout *title_layout(cairo_t *cr, const struct qw_config *config,
-		const char *text, int width) {
+PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
+		const char *text, int max_width) {
 	PangoLayout *layout = pango_cairo_create_layout(cr);
 	PangoFontDescription *font = pango_font_description_from_string(
 		config->font ? config->font : "Sans 10");
@@ -170,9 +170,22 @@ static PangoLayout *title_layout(cairo_t *cr, const struct qw_config *config,
 	pango_font_description_free(font);
 	pango_layout_set_text(layout, text ? text : "", -1);
 	pango_layout_set_single_paragraph_mode(layout, TRUE);
-	pango_layout_set_ellipsize(layout, PANGO_ELLIPSIZE_END);
-	pango_layout_set_width(layout, width * PANGO_SCALE);
+	if (max_width > 0) {
+		pango_layout_set_ellipsize(layout, PANGO_ELLIPSIZE_END);
+		pango_layout_set_width(layout, max_width * PANGO_SCALE);
+	}
 	return layout;
+}
+
+void theme_text_size(const struct qw_config *config, const char *text, int max_width,
+		int *width, int *height) {
+	cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+	cairo_t *cr = cairo_create(scratch);
+	PangoLayout *layout = theme_text_layout(cr, config, text, max_width);
+	pango_layout_get_pixel_size(layout, width, height);
+	g_object_unref(layout);
+	cairo_destroy(cr);
+	cairo_surface_destroy(scratch);
 }
 
 struct wlr_buffer *theme_render_title(const struct qw_config *config,
@@ -182,14 +195,8 @@ struct wlr_buffer *theme_render_title(const struct qw_config *config,
 	}
 	/* Measure first: the buffer is only as wide as the text, since every
 	 * pixel of it is blended on each frame that redraws the titlebar. */
-	cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
-	cairo_t *measure = cairo_create(scratch);
-	PangoLayout *layout = title_layout(measure, config, text, width);
 	int text_w, text_h;
-	pango_layout_get_pixel_size(layout, &text_w, &text_h);
-	g_object_unref(layout);
-	cairo_destroy(measure);
-	cairo_surface_destroy(scratch);
+	theme_text_size(config, text, width, &text_w, &text_h);
 	if (text_w > width) {
 		text_w = width;
 	}
@@ -199,7 +206,7 @@ struct wlr_buffer *theme_render_title(const struct qw_config *config,
 	if (!buffer) {
 		return NULL; /* also for an empty title */
 	}
-	layout = title_layout(cr, config, text, width);
+	PangoLayout *layout = theme_text_layout(cr, config, text, width);
 	set_source(cr, config->colors[color]);
 	cairo_move_to(cr, 0, (height - text_h) / 2.0);
 	pango_cairo_show_layout(cr, layout);

@@ -6,6 +6,7 @@
 #ifndef QOSWAY_THEME_H
 #define QOSWAY_THEME_H
 
+#include <pango/pangocairo.h>
 #include <stdbool.h>
 #include "config.h"
 
@@ -42,5 +43,13 @@ struct wlr_buffer *theme_render_title(const struct qw_config *config,
 	const char *text, int width, int height, enum qw_color color);
 
 enum qw_button_state theme_button_state(bool on, bool hover, bool pressed);
+
+/* A single-line pango layout in the configured font, ellipsized to
+ * max_width pixels when max_width > 0. The caller unrefs it. */
+PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
+	const char *text, int max_width);
+/* The pixel size `text` takes in the configured font. */
+void theme_text_size(const struct qw_config *config, const char *text, int max_width,
+	int *width, int *height);
 
 #endif
