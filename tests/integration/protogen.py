@@ -2,7 +2,8 @@
 
 The bindings go to tests/integration/_proto/ (gitignored).  They are made with
 pywayland's own scanner from the core wayland.xml, the wayland-protocols XMLs
-we need and qosway's own virtual-pointer / virtual-keyboard XMLs, so the
+we need and qosway's own XMLs (virtual pointer / keyboard, layer shell,
+qosway-reserve-v1), so the
 tests speak exactly the interfaces described in protocols/.
 
 Usable as a module (``ensure_bindings()``) or as a script.
@@ -55,7 +56,13 @@ def xml_files():
         os.path.join(REPO, "protocols/wlr-virtual-pointer-unstable-v1.xml"),
         os.path.join(REPO, "protocols/virtual-keyboard-unstable-v1.xml"),
         os.path.join(REPO, "protocols/wlr-layer-shell-unstable-v1.xml"),
-    ]
+    ] + [f for f in OPTIONAL_XML if os.path.exists(f)]
+
+
+# Generated when present (a checkout predating the protocol has no XML).
+OPTIONAL_XML = [
+    os.path.join(REPO, "protocols/qosway-reserve-v1.xml"),
+]
 
 
 def _stamp(files):
