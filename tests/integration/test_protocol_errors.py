@@ -4,7 +4,6 @@ interface; the compositor and the other clients carry on (a bystander
 window keeps getting frame callbacks, another reserve client keeps its
 granted reserve)."""
 
-import os
 
 import pytest
 

@@ -1,0 +1,134 @@
+"""qosway-reserve-v1 (issue 5): legal requests that are denied get
+``refused`` with the right reason, and nothing changes: capacity exhausted
+(admission control), fifo without a qosrc rule (forbidden), the 11th
+set_params within a second (rate_limited)."""
+
+import time
+
+import harness
+from harness import wait_for
+from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
+from test_qos_refusal import sleepers, fill_capacity, capacity  # noqa: F401
+from test_protocol_reserve import (
+    RClient, reserves, reserves_holding, assert_other, assert_released,
+    request_granted, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
+
+
+def answers(rc, m, idx):
+    return [(e, d) for e, d in rc.events(start=m, idx=idx) if e in ("granted", "refused")]
+
+
+def test_refused_capacity(qcomp, sleepers):
+    """With the reservable capacity taken by two hog reserves, 45% of a CPU
+    is refused as capacity; the process, its cgroups and the manager's
+    bookkeeping stay as they were."""
+    rc = RClient(qcomp)
+    fill_capacity(qcomp, sleepers)
+    cap_before = capacity(qcomp)
+    res_before = sorted(reserves(qcomp))
+    idx = rc.get("")
+    m = rc.mark()
+    rc.send("params %d qos other 20000 9000 0 0" % idx)
+    rc.send("join %d 0" % idx)
+    rc.sync()
+    ans = answers(rc, m, idx)
+    print("answers: %r" % ans)
+    assert [e for e, _ in ans] == ["refused"], ans
+    assert ans[0][1]["reason"] == CAPACITY, ans
+    assert ans[0][1]["message"], ans
+    assert_other(rc.state())
+    assert harness.proc_cgroups(rc.pid) == rc.orig_cgroups
+    assert not reserves_holding(qcomp, rc.pid)
+    assert sorted(reserves(qcomp)) == res_before
+    assert capacity(qcomp)["granted_ppm"] == cap_before["granted_ppm"]
+    # a named reserve of the same size: refused just the same
+    idx2 = rc.get("big")
+    m = rc.mark()
+    rc.send("params %d qos other 20000 9000 0 0" % idx2)
+    rc.send("join %d 0" % idx2)
+    rc.sync()
+    ans = answers(rc, m, idx2)
+    print("named: %r" % ans)
+    assert ans and all(e == "refused" and d["reason"] == CAPACITY for e, d in ans), ans
+    assert_other(rc.state())
+    assert capacity(qcomp)["granted_ppm"] == cap_before["granted_ppm"]
+
+
+def test_refused_forbidden_fifo_without_rule(qcomp):
+    rc = RClient(qcomp)
+    for name, args in (("", "fifo other 0 0 0 50"), ("rt", "rr other 0 0 0 10"),
+                       ("frz", "pause other 0 0 0 0")):
+        idx = rc.get(name)
+        m = rc.mark()
+        rc.send("params %d %s" % (idx, args))
+        rc.send("join %d 0" % idx)
+        rc.sync()
+        ans = answers(rc, m, idx)
+        print("%r %s: %r" % (name, args, ans))
+        assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+        assert "granted" not in [e for e, _ in ans], ans
+        assert_other(rc.state())
+        assert harness.proc_cgroups(rc.pid) == rc.orig_cgroups
+    assert not reserves_holding(qcomp, rc.pid)
+
+
+def test_refused_forbidden_over_app_limit_and_user_reserve(qcomp):
+    """60% of a CPU is over the default per-app limit; redefining a reserve
+    the user defined in qosrc is forbidden."""
+    rc = RClient(qcomp)
+    idx = rc.get("")
+    m = rc.mark()
+    rc.send("params %d qos other 20000 12000 0 0" % idx)
+    rc.sync()
+    ans = answers(rc, m, idx)
+    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    before = reserves(qcomp).get("ui")
+    idx = rc.get("ui")
+    m = rc.mark()
+    rc.send("params %d qos other 10000 5000 0 0" % idx)
+    rc.sync()
+    ans = answers(rc, m, idx)
+    print("redefine ui: %r" % ans)
+    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    assert reserves(qcomp).get("ui") == before
+
+
+def test_refused_rate_limited(qcomp):
+    """The 11th set_params within a second is refused as rate_limited and
+    changes nothing; a second later requests are answered again."""
+    rc = RClient(qcomp)
+    idx = rc.get("rl")
+    request_granted(rc, idx, ["params %d qos other 20000 1000 0 0" % idx,
+                              "join %d 0" % idx])
+    time.sleep(1.1)
+    m = rc.mark()
+    lines = ["params %d qos other 20000 %d 0 0" % (idx, 1000 + 100 * i) for i in range(11)]
+    t0 = time.monotonic()
+    rc.send("\n".join(lines))
+    rc.sync()
+    elapsed = time.monotonic() - t0
+    ans = answers(rc, m, idx)
+    print("%.3fs: %r" % (elapsed, ans))
+    if elapsed > 0.9:
+        import pytest
+        pytest.skip("machine too slow: 11 requests took %.2fs" % elapsed)
+    limited = [d for e, d in ans if e == "refused" and d["reason"] == RATE_LIMITED]
+    assert len(limited) == 1, ans
+    assert len([e for e, _ in ans if e == "granted"]) == 10, ans
+    # nothing changed: the 10th request (slice 1900) is in force
+    res = reserves(qcomp)["rl"]
+    print("rl: %r" % res)
+    wait_for(lambda: sum(harness.sched_attr(t)["runtime"]
+                         for t in harness.thread_ids(rc.pid)) == 1_900_000,
+             desc="runtime of the 10th request in the kernel")
+    time.sleep(1.1)
+    m = rc.mark()
+    rc.send("params %d qos other 20000 3000 0 0" % idx)
+    rc.sync()
+    ans = answers(rc, m, idx)
+    assert [e for e, _ in ans] == ["granted"], ans
+    params = [d for e, d in rc.events("params", idx, start=m)]
+    assert params and params[-1]["slice_us"] == 3000 and params[-1]["policy"] == QOS, params
+    rc.send("destroy %d" % idx)
+    rc.sync()
+    assert_released(qcomp, rc.pid, rc.orig_cgroups)
