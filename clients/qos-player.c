@@ -3,8 +3,10 @@
  *
  * Every frame it spends a configurable amount of CPU time "decoding", draws a
  * full new W x H picture into a free shm buffer, damages the whole buffer and
- * commits, paced by wl_surface frame callbacks. It speaks only core and
- * stable protocols, so it plays on any compositor (qosway, sway, weston).
+ * commits, paced by wl_surface frame callbacks. It speaks core and stable
+ * protocols, so it plays on any compositor (qosway, sway, weston). On qosway
+ * it can also ask for a CPU reserve through qosway-reserve-v1 (-r, -q); where
+ * that global is missing it just plays.
  *
  * At exit it prints one JSON line with its statistics on stdout; everything
  * else goes to stderr so benchmark scripts can parse stdout blindly.
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,6 +32,17 @@
 
 #include "presentation-time-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
+
+/* Built without the XML (an old checkout), the player has no -r/-q. */
+#if defined(__has_include)
+#if __has_include("qosway-reserve-v1-client-protocol.h")
+#include "qosway-reserve-v1-client-protocol.h"
+#define HAVE_QOSWAY_RESERVE 1
+#endif
+#endif
+#ifndef HAVE_QOSWAY_RESERVE
+#define HAVE_QOSWAY_RESERVE 0
+#endif
 
 #define NUM_BUFFERS 3
 #define MAX_DIMENSION 16384
@@ -61,6 +75,19 @@ struct options {
 	const char *title;
 	const char *app_id;
 	bool presentation;
+	/* qosway-reserve-v1: a reserve by name (-r) and/or qos params (-q). */
+	const char *reserve_name;
+	bool reserve_qos;
+	uint32_t qos_period_us, qos_slice_us, qos_fallback;
+};
+
+/* What became of the reserve request, for stderr and the JSON line. */
+enum reserve_state {
+	RESERVE_NONE,           /* not asked for */
+	RESERVE_UNSUPPORTED,    /* no qosway_reserve_manager_v1 global */
+	RESERVE_PENDING,        /* asked, no answer yet */
+	RESERVE_GRANTED,
+	RESERVE_REFUSED,
 };
 
 struct stats {
@@ -84,11 +111,12 @@ struct player {
 	struct wl_shm *shm;
 	struct xdg_wm_base *wm_base;
 	struct wp_presentation *presentation;
-	/*
-	 * The qosway reservation protocol (qosway-reserve-v1) binds here, next
-	 * to the other globals, once it exists; the player is written so that a
-	 * frame budget can gate draw_frame() without restructuring.
-	 */
+#if HAVE_QOSWAY_RESERVE
+	struct qosway_reserve_manager_v1 *reserve_manager;
+	struct qosway_reserve_v1 *reserve;
+#endif
+	enum reserve_state reserve_state;
+	char reserve_refusal[32];
 
 	struct wl_surface *surface;
 	struct xdg_surface *xdg_surface;
@@ -416,6 +444,112 @@ static const struct xdg_wm_base_listener wm_base_listener = {
 	.ping = wm_base_ping,
 };
 
+/* Policy names of qosway-reserve-v1, indexed by the wire value. */
+static const char *const policy_names[] = {
+	"other", "idle", "pause", "qos", "fifo", "rr",
+};
+
+static const char *
+reserve_label(const struct player *p)
+{
+	return p->opt.reserve_name != NULL ? p->opt.reserve_name : "(automatic)";
+}
+
+#if HAVE_QOSWAY_RESERVE
+static const char *
+policy_name(uint32_t policy)
+{
+	return policy < sizeof(policy_names) / sizeof(policy_names[0]) ?
+		policy_names[policy] : "unknown";
+}
+
+static void
+reserve_params(void *data, struct qosway_reserve_v1 *reserve, uint32_t policy,
+		uint32_t fallback, uint32_t period_us, uint32_t slice_us, int32_t nice,
+		uint32_t priority)
+{
+	struct player *p = data;
+	fprintf(stderr, "qos-player: reserve %s: params policy=%s fallback=%s "
+		"period=%" PRIu32 "us slice=%" PRIu32 "us nice=%" PRId32 " priority=%" PRIu32 "\n",
+		reserve_label(p), policy_name(policy), policy_name(fallback),
+		period_us, slice_us, nice, priority);
+}
+
+static void
+reserve_granted(void *data, struct qosway_reserve_v1 *reserve)
+{
+	struct player *p = data;
+	p->reserve_state = RESERVE_GRANTED;
+	fprintf(stderr, "qos-player: reserve %s: granted\n", reserve_label(p));
+}
+
+static void
+reserve_refused(void *data, struct qosway_reserve_v1 *reserve, uint32_t reason,
+		const char *message)
+{
+	struct player *p = data;
+	static const char *const reasons[] = { "capacity", "forbidden", "rate_limited" };
+	const char *why = reason < sizeof(reasons) / sizeof(reasons[0]) ?
+		reasons[reason] : "unknown";
+	p->reserve_state = RESERVE_REFUSED;
+	snprintf(p->reserve_refusal, sizeof(p->reserve_refusal), "%s", why);
+	fprintf(stderr, "qos-player: reserve %s: refused (%s): %s\n",
+		reserve_label(p), why, message != NULL ? message : "");
+}
+
+static void
+reserve_overrun(void *data, struct qosway_reserve_v1 *reserve, uint32_t used_us,
+		uint32_t billed_us)
+{
+	(void)data; (void)reserve; (void)used_us; (void)billed_us;
+}
+
+static void
+reserve_stats(void *data, struct qosway_reserve_v1 *reserve, uint32_t period_us,
+		uint32_t used_us, uint32_t billed_us)
+{
+	(void)data; (void)reserve; (void)period_us; (void)used_us; (void)billed_us;
+}
+
+static const struct qosway_reserve_v1_listener reserve_listener = {
+	.params = reserve_params,
+	.granted = reserve_granted,
+	.refused = reserve_refused,
+	.overrun = reserve_overrun,
+	.stats = reserve_stats,
+};
+#endif
+
+/*
+ * Ask for the reserve the options name, for the whole process: the named
+ * reserve (-r) or the automatic one, with qos parameters first if -q gave
+ * them. The answer (granted/refused) arrives as events.
+ */
+static void
+request_reserve(struct player *p)
+{
+	if (p->opt.reserve_name == NULL && !p->opt.reserve_qos) {
+		return;
+	}
+#if HAVE_QOSWAY_RESERVE
+	if (p->reserve_manager != NULL) {
+		p->reserve = qosway_reserve_manager_v1_get_reserve(p->reserve_manager,
+			p->opt.reserve_name != NULL ? p->opt.reserve_name : "");
+		qosway_reserve_v1_add_listener(p->reserve, &reserve_listener, p);
+		if (p->opt.reserve_qos) {
+			qosway_reserve_v1_set_params(p->reserve, QOSWAY_RESERVE_V1_POLICY_QOS,
+				p->opt.qos_fallback, p->opt.qos_period_us, p->opt.qos_slice_us, 0, 0);
+		}
+		qosway_reserve_v1_join(p->reserve, 0);
+		p->reserve_state = RESERVE_PENDING;
+		return;
+	}
+#endif
+	p->reserve_state = RESERVE_UNSUPPORTED;
+	fprintf(stderr, "qos-player: reserve %s: the compositor has no "
+		"qosway_reserve_manager_v1, playing without a reserve\n", reserve_label(p));
+}
+
 static void
 registry_global(void *data, struct wl_registry *registry, uint32_t name,
 		const char *interface, uint32_t version)
@@ -434,6 +568,14 @@ registry_global(void *data, struct wl_registry *registry, uint32_t name,
 		p->presentation = wl_registry_bind(registry, name,
 			&wp_presentation_interface, 1);
 	}
+#if HAVE_QOSWAY_RESERVE
+	else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0 &&
+			(p->opt.reserve_name != NULL || p->opt.reserve_qos) &&
+			p->reserve_manager == NULL) {
+		p->reserve_manager = wl_registry_bind(registry, name,
+			&qosway_reserve_manager_v1_interface, 1);
+	}
+#endif
 }
 
 static void
@@ -603,9 +745,27 @@ print_stats(const struct player *p)
 		snprintf(presented, sizeof(presented), "%ld", s->presented);
 		snprintf(discarded, sizeof(discarded), "%ld", s->discarded);
 	}
+	char reserve[48] = "null";
+	switch (p->reserve_state) {
+	case RESERVE_NONE:
+		break;
+	case RESERVE_UNSUPPORTED:
+		snprintf(reserve, sizeof(reserve), "\"unsupported\"");
+		break;
+	case RESERVE_PENDING:
+		snprintf(reserve, sizeof(reserve), "\"pending\"");
+		break;
+	case RESERVE_GRANTED:
+		snprintf(reserve, sizeof(reserve), "\"granted\"");
+		break;
+	case RESERVE_REFUSED:
+		snprintf(reserve, sizeof(reserve), "\"refused:%s\"", p->reserve_refusal);
+		break;
+	}
 	printf("{\"frames\":%ld,\"elapsed_s\":%.3f,\"fps\":%.2f,\"worst_gap_ms\":%.2f,"
-		"\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f}\n",
-		s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu);
+		"\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f,\"reserve\":%s}\n",
+		s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu,
+		reserve);
 	fflush(stdout);
 }
 
@@ -623,13 +783,22 @@ usage(FILE *f)
 		"  -t TITLE    window title (default \"qos-player\")\n"
 		"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
 		"  -p          count presentation-time feedback (presented/discarded)\n"
+		"  -r NAME     join the process to reserve NAME (qosway-reserve-v1)\n"
+		"  -q PERIOD_US:SLICE_US[:FALLBACK]\n"
+		"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
+		"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
+		"              the automatic reserve, or on NAME with -r\n"
 		"  -h          show this help\n"
 		"\n"
+		"The reserve's result (granted/refused) goes to stderr; without the\n"
+		"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
 		"On exit prints one JSON line on stdout:\n"
 		"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
-		"   \"presented\":P,\"discarded\":D,\"cpu_s\":C}\n"
+		"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
 		"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
-		"interval between two of them; presented/discarded are null without -p.\n"
+		"interval between two of them; presented/discarded are null without -p;\n"
+		"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
+		"\"pending\" (no answer yet) or \"unsupported\".\n"
 		"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
 }
 
@@ -652,6 +821,50 @@ parse_long(const char *arg, char opt, long min, long max, long *out)
 	return true;
 }
 
+/* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
+static bool
+parse_qos(const char *arg, struct options *opt)
+{
+	char *end;
+	errno = 0;
+	unsigned long period = strtoul(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
+		goto bad;
+	}
+	const char *slice_s = end + 1;
+	errno = 0;
+	unsigned long slice = strtoul(slice_s, &end, 10);
+	if (errno != 0 || end == slice_s || (*end != ':' && *end != '\0') || slice_s[0] == '-') {
+		goto bad;
+	}
+	uint32_t fallback = 0;
+	if (*end == ':') {
+		const char *fb = end + 1;
+		size_t i, n = sizeof(policy_names) / sizeof(policy_names[0]);
+		for (i = 0; i < n && strcmp(fb, policy_names[i]) != 0; i++) {
+		}
+		if (i == n) {
+			fprintf(stderr, "qos-player: -q: unknown fallback '%s' (other, idle, "
+				"pause, qos, fifo or rr)\n", fb);
+			return false;
+		}
+		fallback = (uint32_t)i;
+	}
+	if (period < 100 || period > 10000000 || slice < 1 || slice > period) {
+		fprintf(stderr, "qos-player: -q: the period must be 100 to 10000000 us "
+			"and the slice 1 us to the period\n");
+		return false;
+	}
+	opt->reserve_qos = true;
+	opt->qos_period_us = (uint32_t)period;
+	opt->qos_slice_us = (uint32_t)slice;
+	opt->qos_fallback = fallback;
+	return true;
+bad:
+	fprintf(stderr, "qos-player: -q: '%s' is not PERIOD_US:SLICE_US[:FALLBACK]\n", arg);
+	return false;
+}
+
 static bool
 parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
 {
@@ -666,7 +879,7 @@ parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
 		.app_id = "qos-player",
 		.presentation = false,
 	};
-	while ((c = getopt(argc, argv, ":n:W:H:u:t:a:ph")) != -1) {
+	while ((c = getopt(argc, argv, ":n:W:H:u:t:a:pr:q:h")) != -1) {
 		switch (c) {
 		case 'n':
 			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
@@ -698,6 +911,26 @@ parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
 			break;
 		case 'p':
 			opt->presentation = true;
+			break;
+		case 'r': {
+			size_t len = strlen(optarg);
+			bool ok = len >= 1 && len <= 63;
+			for (size_t i = 0; ok && i < len; i++) {
+				unsigned char ch = (unsigned char)optarg[i];
+				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
+			}
+			if (!ok) {
+				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes "
+					"without '/' or control characters\n");
+				goto bad;
+			}
+			opt->reserve_name = optarg;
+			break;
+		}
+		case 'q':
+			if (!parse_qos(optarg, opt)) {
+				goto bad;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -749,6 +982,12 @@ connect_and_bind(struct player *p)
 		fprintf(stderr, "qos-player: -p: compositor lacks wp_presentation, "
 			"presented/discarded will be null\n");
 	}
+	request_reserve(p);
+	/* The answer before the first frame: the reserve holds from the start. */
+	if (p->reserve_state == RESERVE_PENDING && wl_display_roundtrip(p->display) < 0) {
+		fprintf(stderr, "qos-player: lost the connection while asking for the reserve\n");
+		return false;
+	}
 	return true;
 }
 
@@ -792,6 +1031,14 @@ destroy_window(struct player *p)
 static void
 destroy_globals(struct player *p)
 {
+#if HAVE_QOSWAY_RESERVE
+	if (p->reserve != NULL) {
+		qosway_reserve_v1_destroy(p->reserve);
+	}
+	if (p->reserve_manager != NULL) {
+		qosway_reserve_manager_v1_destroy(p->reserve_manager);
+	}
+#endif
 	if (p->presentation != NULL) {
 		wp_presentation_destroy(p->presentation);
 	}
