@@ -22,6 +22,10 @@ struct client_identity {
 	/* CPU use of the process over the last sampling interval (~1 s). */
 	double cpu_percent;
 	uint64_t cpu_ns, sampled_ns;
+	/* qosway-reserve-v1 bookkeeping: objects held, set_params this second. */
+	unsigned int reserve_objects;
+	uint64_t rate_window_start_ms;
+	unsigned int rate_count;
 	struct wl_listener destroy;
 };
 

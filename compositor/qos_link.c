@@ -13,6 +13,7 @@
 #include "ipc.h"
 #include "qos/qos.h"
 #include "qos_link.h"
+#include "reserve_protocol.h"
 
 static void rules_diag(void *data, const char *message) {
 	/* file:line:col: message, as the issue asks: on stderr via the log. */
@@ -129,6 +130,7 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 	default:
 		break;
 	}
+	reserve_protocol_notify(server, event);
 	/* Anything may have changed some process's class: re-read once, after
 	 * the manager has finished the operation that emitted this. */
 	qos_link_schedule_refresh(server);

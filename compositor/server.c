@@ -35,6 +35,7 @@
 #include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
+#include "reserve_protocol.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
@@ -281,6 +282,9 @@ bool server_init(struct qw_server *server) {
 	qos_link_init(server);
 	if (server->qos) {
 		proc_events_init(server);
+	}
+	if (!reserve_protocol_create(server)) {
+		wlr_log(WLR_ERROR, "failed to create the qosway-reserve-v1 global");
 	}
 	return server->sigint_source && server->sigterm_source && server->sigchld_source &&
 		server->sighup_source;

@@ -181,6 +181,7 @@ struct qw_server {
 	struct wl_event_source *proc_events_source;
 	char qos_error[256];
 	int qos_root_lock; /* flock marking our cgroup root live, -1 if none */
+	struct reserve_protocol *reserve_protocol;
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
 	struct wl_event_source *sighup_source;

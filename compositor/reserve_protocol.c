@@ -1,0 +1,609 @@
+/*
+ * qosway-reserve-v1: QoS-aware clients ask for CPU reserves over their own
+ * Wayland connection. Everything goes through the same QoS manager as the
+ * titlebar buttons and qosctl, so the three never disagree. A client only
+ * ever affects its own process: the pid comes from the connection's pidfd.
+ */
+#include <assert.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <wlr/util/log.h>
+
+#include "client_identity.h"
+#include "qos/qos.h"
+#include "qos_link.h"
+#include "qosway-reserve-v1-protocol.h"
+#include "reserve_protocol.h"
+
+#define MANAGER_VERSION 1
+#define MAX_OBJECTS_PER_CLIENT 64
+#define MAX_SET_PARAMS_PER_SECOND 10
+#define MIN_FEEDBACK_MS 100
+/* Per application, unless a qosrc rule for it says more (thesis 7.3). */
+#define DEFAULT_APP_MAX_PPM 500000
+
+struct reserve_object {
+	struct wl_resource *resource;
+	struct qw_server *server;
+	struct wl_list link; /* reserve_protocol.objects */
+	pid_t pid;           /* the client's process at connection */
+	bool automatic;      /* "" : the process's automatic reserve */
+	char name[QOS_NAME_MAX + 1];
+	bool have_params;    /* pending parameters for a not yet created auto reserve */
+	struct qos_params params;
+	pid_t joined[16];    /* tids joined through this object; 0 = process */
+	size_t n_joined;
+	uint32_t feedback_ms;
+	struct wl_event_source *feedback_timer;
+	uint64_t last_periods; /* stats sent up to this period count */
+};
+
+struct reserve_protocol {
+	struct qw_server *server;
+	struct wl_global *global;
+	struct wl_list objects; /* reserve_object.link */
+	struct wl_listener display_destroy;
+};
+
+static const struct qosway_reserve_manager_v1_interface manager_impl;
+static const struct qosway_reserve_v1_interface reserve_impl;
+
+static struct reserve_protocol *manager_from_resource(struct wl_resource *resource) {
+	assert(wl_resource_instance_of(resource, &qosway_reserve_manager_v1_interface,
+		&manager_impl));
+	return wl_resource_get_user_data(resource);
+}
+
+/* NULL for an inert object (its reserve request failed or it was torn down). */
+static struct reserve_object *object_from_resource(struct wl_resource *resource) {
+	assert(wl_resource_instance_of(resource, &qosway_reserve_v1_interface, &reserve_impl));
+	return wl_resource_get_user_data(resource);
+}
+
+static uint64_t now_ms(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *reserve_name(struct reserve_object *obj, char *buf, size_t len) {
+	if (!obj->automatic) {
+		return obj->name;
+	}
+	snprintf(buf, len, QOS_AUTO_PREFIX "%d", (int)obj->pid);
+	return buf;
+}
+
+static enum qosway_reserve_v1_policy to_wire(enum qos_policy p) {
+	switch (p) {
+	case QOS_POLICY_OTHER:
+		return QOSWAY_RESERVE_V1_POLICY_OTHER;
+	case QOS_POLICY_IDLE:
+		return QOSWAY_RESERVE_V1_POLICY_IDLE;
+	case QOS_POLICY_PAUSE:
+		return QOSWAY_RESERVE_V1_POLICY_PAUSE;
+	case QOS_POLICY_QOS:
+		return QOSWAY_RESERVE_V1_POLICY_QOS;
+	case QOS_POLICY_FIFO:
+		return QOSWAY_RESERVE_V1_POLICY_FIFO;
+	case QOS_POLICY_RR:
+		return QOSWAY_RESERVE_V1_POLICY_RR;
+	}
+	return QOSWAY_RESERVE_V1_POLICY_OTHER;
+}
+
+static bool from_wire(uint32_t w, enum qos_policy *p) {
+	static const enum qos_policy map[] = {
+		[QOSWAY_RESERVE_V1_POLICY_OTHER] = QOS_POLICY_OTHER,
+		[QOSWAY_RESERVE_V1_POLICY_IDLE] = QOS_POLICY_IDLE,
+		[QOSWAY_RESERVE_V1_POLICY_PAUSE] = QOS_POLICY_PAUSE,
+		[QOSWAY_RESERVE_V1_POLICY_QOS] = QOS_POLICY_QOS,
+		[QOSWAY_RESERVE_V1_POLICY_FIFO] = QOS_POLICY_FIFO,
+		[QOSWAY_RESERVE_V1_POLICY_RR] = QOS_POLICY_RR,
+	};
+	if (w >= sizeof(map) / sizeof(map[0])) {
+		return false;
+	}
+	*p = map[w];
+	return true;
+}
+
+/* The parameters this object's client should see now. */
+static void current_params(struct reserve_object *obj, struct qos_params *out) {
+	struct qw_server *server = obj->server;
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
+	struct qos_reserve_info info;
+	qos_params_init(out);
+	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
+		*out = info.params;
+	} else if (obj->have_params) {
+		*out = obj->params;
+	} else if (!obj->automatic && server->qos_rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
+		if (def) {
+			*out = def->params;
+		}
+	}
+}
+
+static void send_params(struct reserve_object *obj) {
+	struct qos_params p;
+	current_params(obj, &p);
+	qosway_reserve_v1_send_params(obj->resource, to_wire(p.policy), to_wire(p.fallback),
+		(uint32_t)p.period_us, (uint32_t)p.slice_us, p.nice, (uint32_t)p.priority);
+}
+
+static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refusal reason,
+		const char *message) {
+	qosway_reserve_v1_send_refused(obj->resource, reason, message ? message : "");
+}
+
+/* A refusal by the manager: capacity if it was admission control. */
+static enum qosway_reserve_v1_refusal refusal_of(const char *err) {
+	return strstr(err, "capacity") || strstr(err, "reservable") || strstr(err, "% of") ?
+		QOSWAY_RESERVE_V1_REFUSAL_CAPACITY : QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
+}
+
+static bool tid_of_process(pid_t pid, uint32_t tid) {
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%u", (int)pid, tid);
+	return access(path, F_OK) == 0;
+}
+
+/* The qosrc rule for this client's program, if any. */
+static const struct qos_rule *app_rule(struct reserve_object *obj) {
+	struct qw_server *server = obj->server;
+	if (!server->qos_rules) {
+		return NULL;
+	}
+	char path[64], exe[512] = "", cmd[1024] = "";
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)obj->pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)obj->pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		size_t len = fread(cmd, 1, sizeof(cmd) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i + 1 < len; i++) {
+			cmd[i] = cmd[i] ? cmd[i] : ' ';
+		}
+		cmd[len] = '\0';
+	}
+	return qos_rules_match(server->qos_rules, exe[0] ? exe : NULL, cmd[0] ? cmd : NULL, NULL);
+}
+
+/*
+ * Per-application policy: qos, other and idle are open to every app; pause
+ * and fifo/rr only if a qosrc rule for the app names that policy. An app may
+ * take at most 50% of a CPU, more only as far as its rule grants. A reserve
+ * the user defined in qosrc is theirs: apps may join it, not redefine it.
+ */
+static bool policy_allows(struct reserve_object *obj, const struct qos_params *p,
+		char *why, size_t len) {
+	const struct qos_rule *rule = app_rule(obj);
+	struct qos_params granted;
+	qos_params_init(&granted);
+	if (rule) {
+		const struct qos_reserve_def *def = rule->reserve[0] ?
+			qos_rules_find_reserve(obj->server->qos_rules, rule->reserve) : NULL;
+		granted = def ? def->params : rule->params;
+	}
+	bool privileged = p->policy == QOS_POLICY_PAUSE || qos_policy_is_rt(p->policy);
+	if (privileged && granted.policy != p->policy) {
+		snprintf(why, len, "policy %s needs a qosrc rule for this application",
+			qos_policy_name(p->policy));
+		return false;
+	}
+	uint64_t max_ppm = DEFAULT_APP_MAX_PPM;
+	if (granted.policy == QOS_POLICY_QOS && qos_params_util_ppm(&granted) > max_ppm) {
+		max_ppm = qos_params_util_ppm(&granted);
+	}
+	if (p->policy == QOS_POLICY_QOS && qos_params_util_ppm(p) > max_ppm) {
+		snprintf(why, len, "%.1f%% of a CPU is over this application's limit of %.1f%%",
+			qos_params_util_ppm(p) / 10000.0, max_ppm / 10000.0);
+		return false;
+	}
+	if (!obj->automatic && obj->server->qos_rules &&
+			qos_rules_find_reserve(obj->server->qos_rules, obj->name)) {
+		snprintf(why, len, "reserve '%s' is defined by the user", obj->name);
+		return false;
+	}
+	if (!obj->automatic && qos_name_is_auto(obj->name)) {
+		snprintf(why, len, "'%s' is another process's automatic reserve", obj->name);
+		return false;
+	}
+	return true;
+}
+
+static bool rate_ok(struct reserve_object *obj) {
+	struct client_identity *id = client_identity_get(wl_resource_get_client(obj->resource));
+	if (!id) {
+		return true;
+	}
+	uint64_t now = now_ms();
+	if (now - id->rate_window_start_ms >= 1000) {
+		id->rate_window_start_ms = now;
+		id->rate_count = 0;
+	}
+	return ++id->rate_count <= MAX_SET_PARAMS_PER_SECOND;
+}
+
+static void handle_set_params(struct wl_client *client, struct wl_resource *resource,
+		uint32_t policy, uint32_t fallback, uint32_t period_us, uint32_t slice_us,
+		int32_t nice, uint32_t priority) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	struct qos_params p;
+	qos_params_init(&p);
+	bool rt = policy == QOSWAY_RESERVE_V1_POLICY_FIFO || policy == QOSWAY_RESERVE_V1_POLICY_RR;
+	if (!from_wire(policy, &p.policy) || !from_wire(fallback, &p.fallback) ||
+			slice_us > period_us ||
+			(period_us != 0 && (period_us < 100 || period_us > 10000000)) ||
+			nice < -20 || nice > 19 || (rt && (priority < 1 || priority > 99))) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_PARAMS,
+			"invalid parameters: policy %u, fallback %u, period %u us, slice %u us, "
+			"nice %d, priority %u", policy, fallback, period_us, slice_us, nice, priority);
+		return;
+	}
+	p.period_us = period_us;
+	p.slice_us = slice_us;
+	p.nice = nice;
+	p.priority = rt ? (int)priority : 0;
+	if (!rate_ok(obj)) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_RATE_LIMITED,
+			"more than 10 set_params a second");
+		return;
+	}
+	struct qw_server *server = obj->server;
+	char err[256];
+	if (!server->qos) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
+		return;
+	}
+	if (!qos_params_normalize(&p, err, sizeof(err)) ||
+			!policy_allows(obj, &p, err, sizeof(err))) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
+		return;
+	}
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
+	struct qos_reserve_info info;
+	bool exists = qos_manager_reserve_info(server->qos, name, &info);
+	if (obj->automatic && !exists) {
+		/* Created with the process as its first member, on join(0). */
+		obj->params = p;
+		obj->have_params = true;
+		send_params(obj);
+		return;
+	}
+	if (!qos_reserve_set(server->qos, name, &p, true, true, err, sizeof(err))) {
+		send_refused(obj, refusal_of(err), err);
+		return;
+	}
+	obj->params = p;
+	obj->have_params = true;
+	qos_link_schedule_refresh(server);
+	if (qos_manager_reserve_info(server->qos, name, &info) && info.n_members > 0) {
+		qosway_reserve_v1_send_granted(obj->resource);
+	}
+	/* params goes to every object on this reserve from the manager event. */
+}
+
+static bool remember_join(struct reserve_object *obj, pid_t tid) {
+	for (size_t i = 0; i < obj->n_joined; i++) {
+		if (obj->joined[i] == tid) {
+			return true;
+		}
+	}
+	if (obj->n_joined == sizeof(obj->joined) / sizeof(obj->joined[0])) {
+		return false;
+	}
+	obj->joined[obj->n_joined++] = tid;
+	return true;
+}
+
+static void forget_join(struct reserve_object *obj, pid_t tid) {
+	for (size_t i = 0; i < obj->n_joined; i++) {
+		if (obj->joined[i] == tid) {
+			obj->joined[i] = obj->joined[--obj->n_joined];
+			return;
+		}
+	}
+}
+
+static void handle_join(struct wl_client *client, struct wl_resource *resource, uint32_t tid) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	if (tid != 0 && (tid > INT32_MAX || !tid_of_process(obj->pid, tid))) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_TID,
+			"%u is not a thread of the client's process", tid);
+		return;
+	}
+	struct qw_server *server = obj->server;
+	char err[256];
+	if (!server->qos) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
+		return;
+	}
+	if (client_identity_pid(client_identity_get(client)) != obj->pid) {
+		return; /* the process is gone: nothing to place */
+	}
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
+	struct qos_reserve_info info;
+	bool exists = qos_manager_reserve_info(server->qos, name, &info);
+	bool ok;
+	if (obj->automatic && !exists) {
+		if (tid != 0 || !obj->have_params) {
+			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, tid != 0 ?
+				"the automatic reserve starts with the whole process (join 0)" :
+				"set_params first");
+			return;
+		}
+		ok = qos_manager_set_class(server->qos, obj->pid, &obj->params, err, sizeof(err));
+	} else if (!exists && !(server->qos_rules &&
+			qos_rules_find_reserve(server->qos_rules, name))) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
+			"no such reserve: set_params defines it");
+		return;
+	} else {
+		ok = qos_manager_join(server->qos, name, obj->pid, (pid_t)tid, err, sizeof(err));
+	}
+	qos_link_schedule_refresh(server);
+	if (!ok) {
+		send_refused(obj, refusal_of(err), err);
+		return;
+	}
+	remember_join(obj, (pid_t)tid);
+	qosway_reserve_v1_send_granted(obj->resource);
+}
+
+static void handle_leave(struct wl_client *client, struct wl_resource *resource, uint32_t tid) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj || !obj->server->qos) {
+		return;
+	}
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
+	const char *in = qos_manager_reserve_of(obj->server->qos, obj->pid, (pid_t)tid);
+	/* Only what sits in this object's reserve: never another app's. */
+	if (in && strcmp(in, name) == 0) {
+		qos_manager_leave(obj->server->qos, obj->pid, (pid_t)tid);
+		qos_link_schedule_refresh(obj->server);
+	}
+	forget_join(obj, (pid_t)tid);
+}
+
+static int handle_feedback_timer(void *data) {
+	struct reserve_object *obj = data;
+	struct qw_server *server = obj->server;
+	char buf[QOS_NAME_MAX + 1];
+	struct qos_reserve_info info;
+	if (server->qos && qos_manager_reserve_info(server->qos,
+			reserve_name(obj, buf, sizeof(buf)), &info)) {
+		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
+		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period,
+			(uint32_t)info.last_used_us, (uint32_t)info.billed_us);
+	}
+	wl_event_source_timer_update(obj->feedback_timer, obj->feedback_ms);
+	return 0;
+}
+
+static void handle_set_feedback(struct wl_client *client, struct wl_resource *resource,
+		uint32_t interval_ms) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	obj->feedback_ms = interval_ms == 0 ? 0 :
+		interval_ms < MIN_FEEDBACK_MS ? MIN_FEEDBACK_MS : interval_ms;
+	if (!obj->feedback_ms) {
+		if (obj->feedback_timer) {
+			wl_event_source_remove(obj->feedback_timer);
+			obj->feedback_timer = NULL;
+		}
+		return;
+	}
+	if (!obj->feedback_timer) {
+		obj->feedback_timer = wl_event_loop_add_timer(obj->server->event_loop,
+			handle_feedback_timer, obj);
+	}
+	if (obj->feedback_timer) {
+		wl_event_source_timer_update(obj->feedback_timer, obj->feedback_ms);
+	}
+}
+
+static void object_destroy(struct reserve_object *obj) {
+	if (!obj) {
+		return;
+	}
+	/* Everything joined through this object returns to the default class. */
+	struct qw_server *server = obj->server;
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
+	for (size_t i = 0; server->qos && i < obj->n_joined; i++) {
+		const char *in = qos_manager_reserve_of(server->qos, obj->pid, obj->joined[i]);
+		if (in && strcmp(in, name) == 0) {
+			qos_manager_leave(server->qos, obj->pid, obj->joined[i]);
+		}
+	}
+	if (obj->n_joined) {
+		qos_link_schedule_refresh(server);
+	}
+	if (obj->feedback_timer) {
+		wl_event_source_remove(obj->feedback_timer);
+	}
+	struct client_identity *id =
+		client_identity_get(wl_resource_get_client(obj->resource));
+	if (id && id->reserve_objects > 0) {
+		id->reserve_objects--;
+	}
+	wl_list_remove(&obj->link);
+	wl_resource_set_user_data(obj->resource, NULL);
+	free(obj);
+}
+
+static void handle_resource_destroy(struct wl_resource *resource) {
+	object_destroy(object_from_resource(resource));
+}
+
+static void handle_destroy(struct wl_client *client, struct wl_resource *resource) {
+	wl_resource_destroy(resource);
+}
+
+static const struct qosway_reserve_v1_interface reserve_impl = {
+	.destroy = handle_destroy,
+	.set_params = handle_set_params,
+	.join = handle_join,
+	.leave = handle_leave,
+	.set_feedback = handle_set_feedback,
+};
+
+static void handle_get_reserve(struct wl_client *client, struct wl_resource *manager_resource,
+		uint32_t id, const char *name) {
+	struct reserve_protocol *proto = manager_from_resource(manager_resource);
+	char err[256];
+	if (name[0] && !qos_name_valid(name, err, sizeof(err))) {
+		wl_resource_post_error(manager_resource, QOSWAY_RESERVE_MANAGER_V1_ERROR_INVALID_NAME,
+			"%s", err);
+		return;
+	}
+	struct wl_resource *resource = wl_resource_create(client, &qosway_reserve_v1_interface,
+		wl_resource_get_version(manager_resource), id);
+	if (!resource) {
+		wl_client_post_no_memory(client);
+		return;
+	}
+	wl_resource_set_implementation(resource, &reserve_impl, NULL, handle_resource_destroy);
+	struct client_identity *identity = client_identity_get(client);
+	if (identity && identity->reserve_objects >= MAX_OBJECTS_PER_CLIENT) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_TOO_MANY_OBJECTS,
+			"more than %d reserve objects", MAX_OBJECTS_PER_CLIENT);
+		return;
+	}
+	pid_t pid = client_identity_pid(identity);
+	struct reserve_object *obj = pid > 0 ? calloc(1, sizeof(*obj)) : NULL;
+	if (!obj) {
+		/* Unidentifiable or out of memory: an inert object that only
+		 * answers with a refusal. */
+		qosway_reserve_v1_send_refused(resource, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
+			"the client's process cannot be identified");
+		return;
+	}
+	obj->resource = resource;
+	obj->server = proto->server;
+	obj->pid = pid;
+	obj->automatic = name[0] == '\0';
+	snprintf(obj->name, sizeof(obj->name), "%s", name);
+	wl_list_insert(&proto->objects, &obj->link);
+	identity->reserve_objects++;
+	wl_resource_set_user_data(resource, obj);
+	send_params(obj);
+}
+
+static void handle_manager_destroy(struct wl_client *client, struct wl_resource *resource) {
+	wl_resource_destroy(resource);
+}
+
+static const struct qosway_reserve_manager_v1_interface manager_impl = {
+	.destroy = handle_manager_destroy,
+	.get_reserve = handle_get_reserve,
+};
+
+static void manager_bind(struct wl_client *client, void *data, uint32_t version, uint32_t id) {
+	struct reserve_protocol *proto = data;
+	struct wl_resource *resource = wl_resource_create(client,
+		&qosway_reserve_manager_v1_interface, version, id);
+	if (!resource) {
+		wl_client_post_no_memory(client);
+		return;
+	}
+	wl_resource_set_implementation(resource, &manager_impl, proto, NULL);
+}
+
+/* Today every client sees the global; a sandboxing policy hooks in here. */
+static bool global_filter(const struct wl_client *client, const struct wl_global *global,
+		void *data) {
+	return true;
+}
+
+static void handle_display_destroy(struct wl_listener *listener, void *data) {
+	struct reserve_protocol *proto = wl_container_of(listener, proto, display_destroy);
+	struct reserve_object *obj, *tmp;
+	wl_list_for_each_safe(obj, tmp, &proto->objects, link) {
+		object_destroy(obj);
+	}
+	wl_list_remove(&proto->display_destroy.link);
+	wl_global_destroy(proto->global);
+	proto->server->reserve_protocol = NULL;
+	free(proto);
+}
+
+bool reserve_protocol_create(struct qw_server *server) {
+	struct reserve_protocol *proto = calloc(1, sizeof(*proto));
+	if (!proto) {
+		return false;
+	}
+	proto->server = server;
+	wl_list_init(&proto->objects);
+	proto->global = wl_global_create(server->wl_display,
+		&qosway_reserve_manager_v1_interface, MANAGER_VERSION, proto, manager_bind);
+	if (!proto->global) {
+		free(proto);
+		return false;
+	}
+	wl_display_set_global_filter(server->wl_display, global_filter, proto);
+	proto->display_destroy.notify = handle_display_destroy;
+	wl_display_add_destroy_listener(server->wl_display, &proto->display_destroy);
+	server->reserve_protocol = proto;
+	return true;
+}
+
+void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event) {
+	struct reserve_protocol *proto = server->reserve_protocol;
+	if (!proto) {
+		return;
+	}
+	struct reserve_object *obj;
+	wl_list_for_each(obj, &proto->objects, link) {
+		char buf[QOS_NAME_MAX + 1];
+		const char *name = reserve_name(obj, buf, sizeof(buf));
+		bool same_reserve = event->reserve && strcmp(event->reserve, name) == 0;
+		bool same_process = event->pid == obj->pid;
+		switch (event->type) {
+		case QOS_EVENT_PARAMS_CHANGED:
+			if (same_reserve) {
+				send_params(obj);
+			}
+			break;
+		case QOS_EVENT_MEMBER_JOINED:
+		case QOS_EVENT_MEMBER_LEFT:
+			/* The user (button, qosctl) moved the app: it should know. */
+			if (same_process) {
+				send_params(obj);
+			}
+			break;
+		case QOS_EVENT_OVERRUN:
+			if (same_reserve) {
+				struct qos_reserve_info info;
+				uint64_t billed = server->qos &&
+					qos_manager_reserve_info(server->qos, name, &info) ? info.billed_us : 0;
+				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)event->used_us,
+					(uint32_t)billed);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+}

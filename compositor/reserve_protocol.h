@@ -1,0 +1,16 @@
+/* The qosway-reserve-v1 global (protocols/qosway-reserve-v1.xml). */
+#ifndef QOSWAY_RESERVE_PROTOCOL_H
+#define QOSWAY_RESERVE_PROTOCOL_H
+
+#include <stdbool.h>
+
+#include "server.h"
+
+struct qos_event;
+
+/* Advertise the global; it goes away with the display. */
+bool reserve_protocol_create(struct qw_server *server);
+/* Forward what the QoS manager reports to the objects it concerns. */
+void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event);
+
+#endif
