@@ -106,6 +106,7 @@ void config_init_defaults(struct qw_config *config) {
 		.realtime_cpu_ppm = 250000,
 		.realtime_period_us = 20000,
 		.realtime_fallback = QOS_POLICY_OTHER,
+		.qos_reserved_ppm = 100000,
 	};
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_FOCUSED], 0x2d5b8a);
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_UNFOCUSED], 0x3a3d41);
@@ -451,6 +452,16 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 			return fail(msg, size, "realtime-cpu wants a share of one CPU, e.g. 25%%");
 		}
 		config->realtime_cpu_ppm = ppm;
+		return true;
+	}
+	if (strcmp(key, "qos-reserved") == 0) {
+		char *value = next_word(&cursor);
+		uint64_t ppm;
+		if (!value || !qos_parse_percent_ppm(value, &ppm) || ppm < 50000 || ppm > 1000000 ||
+				next_word(&cursor)) {
+			return fail(msg, size, "qos-reserved wants 5%% to 100%% of each CPU, e.g. 10%%");
+		}
+		config->qos_reserved_ppm = ppm;
 		return true;
 	}
 	if (strcmp(key, "realtime-period") == 0) {

@@ -76,6 +76,8 @@ struct qw_config {
 	uint64_t realtime_cpu_ppm;
 	uint64_t realtime_period_us;
 	int realtime_fallback; /* enum qos_policy */
+	/* Share of each CPU kept back from guarantees (admission control). */
+	uint64_t qos_reserved_ppm;
 	unsigned int error_count; /* bad lines seen while loading */
 };
 

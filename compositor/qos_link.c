@@ -216,6 +216,9 @@ void qos_link_init(struct qw_server *server) {
 	struct qos_manager_config config;
 	qos_manager_config_init(&config);
 	config.root_name = root;
+	config.rsvd_ppm = server->config.qos_reserved_ppm;
+	/* The guard holds the root's lock until it has thawed everything. */
+	config.guardian_keep_fd = server->qos_root_lock;
 	/* No threads in the compositor: the canary is our own loop (above). */
 	config.watchdog_external_canary = true;
 	config.event = handle_qos_event;

@@ -121,7 +121,9 @@ static void current_params(struct reserve_object *obj, struct qos_params *out) {
 	qos_params_init(out);
 	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
 		*out = info.params;
-	} else if (obj->have_params) {
+	} else if (obj->have_params && obj->n_joined == 0) {
+		/* Asked for but not created yet (an automatic reserve is created
+		 * by join 0). Once it existed and is gone, the user took over. */
 		*out = obj->params;
 	} else if (!obj->automatic && server->qos_rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
@@ -134,8 +136,9 @@ static void current_params(struct reserve_object *obj, struct qos_params *out) {
 static void send_params(struct reserve_object *obj) {
 	struct qos_params p;
 	current_params(obj, &p);
+	bool rt = qos_policy_is_rt(p.policy);
 	qosway_reserve_v1_send_params(obj->resource, to_wire(p.policy), to_wire(p.fallback),
-		(uint32_t)p.period_us, (uint32_t)p.slice_us, p.nice, (uint32_t)p.priority);
+		(uint32_t)p.period_us, (uint32_t)p.slice_us, p.nice, rt ? (uint32_t)p.priority : 0);
 }
 
 static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refusal reason,
@@ -221,6 +224,25 @@ static bool policy_allows(struct reserve_object *obj, const struct qos_params *p
 	return true;
 }
 
+/* Would a reserve with these parameters be admitted now? */
+static bool admissible(struct qw_server *server, const struct qos_params *p,
+		char *err, size_t len) {
+	if (p->policy != QOS_POLICY_QOS) {
+		return true;
+	}
+	struct qos_manager_info info;
+	qos_manager_get_info(server->qos, &info);
+	uint64_t need = qos_params_util_ppm(p);
+	uint64_t free_ppm = info.capacity_ppm > info.granted_ppm ?
+		info.capacity_ppm - info.granted_ppm : 0;
+	if (need > free_ppm) {
+		snprintf(err, len, "needs %.1f%% of a CPU; %.1f%% of the reservable capacity is left",
+			need / 10000.0, free_ppm / 10000.0);
+		return false;
+	}
+	return true;
+}
+
 static bool rate_ok(struct reserve_object *obj) {
 	struct client_identity *id = client_identity_get(wl_resource_get_client(obj->resource));
 	if (!id) {
@@ -277,11 +299,19 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
 	bool exists = qos_manager_reserve_info(server->qos, name, &info);
+	bool has_members = exists && info.n_members > 0;
+	if (!has_members && !admissible(server, &p, err, sizeof(err))) {
+		/* Admission is decided at the first join; tell now what it
+		 * would say, and change nothing. */
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_CAPACITY, err);
+		return;
+	}
 	if (obj->automatic && !exists) {
 		/* Created with the process as its first member, on join(0). */
 		obj->params = p;
 		obj->have_params = true;
 		send_params(obj);
+		qosway_reserve_v1_send_granted(obj->resource);
 		return;
 	}
 	if (!qos_reserve_set(server->qos, name, &p, true, true, err, sizeof(err))) {
@@ -291,10 +321,8 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	obj->params = p;
 	obj->have_params = true;
 	qos_link_schedule_refresh(server);
-	if (qos_manager_reserve_info(server->qos, name, &info) && info.n_members > 0) {
-		qosway_reserve_v1_send_granted(obj->resource);
-	}
 	/* params goes to every object on this reserve from the manager event. */
+	qosway_reserve_v1_send_granted(obj->resource);
 }
 
 static bool remember_join(struct reserve_object *obj, pid_t tid) {
@@ -366,6 +394,16 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	}
 	remember_join(obj, (pid_t)tid);
 	qosway_reserve_v1_send_granted(obj->resource);
+}
+
+/* Whether tid was joined through this object and is still recorded. */
+static bool joined_here(struct reserve_object *obj, pid_t tid) {
+	for (size_t i = 0; i < obj->n_joined; i++) {
+		if (obj->joined[i] == tid) {
+			return true;
+		}
+	}
+	return false;
 }
 
 static void handle_leave(struct wl_client *client, struct wl_resource *resource, uint32_t tid) {
@@ -588,8 +626,19 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			break;
 		case QOS_EVENT_MEMBER_JOINED:
 		case QOS_EVENT_MEMBER_LEFT:
-			/* The user (button, qosctl) moved the app: it should know. */
-			if (same_process) {
+			/* The user (button, qosctl) moved the app elsewhere: it
+			 * should know, and what it joined is no longer its own. */
+			if (same_process && !same_reserve) {
+				send_params(obj);
+			} else if (same_process && event->type == QOS_EVENT_MEMBER_LEFT &&
+					!joined_here(obj, event->tid)) {
+				send_params(obj);
+			}
+			break;
+		case QOS_EVENT_RESERVE_DELETED:
+			if (same_reserve) {
+				obj->n_joined = 0;
+				obj->have_params = false;
 				send_params(obj);
 			}
 			break;

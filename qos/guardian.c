@@ -77,7 +77,7 @@ bool qos_guardian_start(struct qos_manager *mgr)
 	if (pid == 0) {
 		/* Drop everything inherited except the read end. */
 		for (int fd = 3; fd < 1024; fd++) {
-			if (fd != p[0])
+			if (fd != p[0] && fd != mgr->config.guardian_keep_fd)
 				close(fd);
 		}
 		signal(SIGINT, SIG_IGN);

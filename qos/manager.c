@@ -22,6 +22,7 @@ void qos_manager_config_init(struct qos_manager_config *config)
 		.watchdog_timeout_us = 5000000,
 		.watchdog_cooldown_us = 30000000,
 		.guardian = true,
+		.guardian_keep_fd = -1,
 	};
 }
 

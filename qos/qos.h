@@ -67,6 +67,13 @@ struct qos_manager_config {
 	 */
 	bool watchdog_external_canary;
 	bool guardian;           /* fork a helper that thaws everything if we die; default on */
+	/*
+	 * An fd the guardian keeps open until it has thawed and exits (default
+	 * -1: none). The embedder's lock on the root goes here, so a new
+	 * instance cannot take the root while a dead one's guardian still works
+	 * on it.
+	 */
+	int guardian_keep_fd;
 	bool fake_files;         /* cgroup_base is a fake tree (tests) */
 	qos_event_fn event;
 	void *event_data;

@@ -720,4 +720,9 @@ def qos_test_config(extra=""):
     """test_config() plus distinctive QoS feedback colours."""
     lines = ["color %s %s" % (k, hexcolor(v)) for k, v in QOS_THEME.items()]
     lines.append("color paused-dim #000000%02X" % PAUSED_DIM_ALPHA)
+    # Guarantees are SCHED_DEADLINE reservations: keep the manager's capacity
+    # (2 x 45% here) well inside what the kernel can still give, so a kernel
+    # that leaked deadline bandwidth (seen on 6.18) cannot fail admission
+    # tests for the wrong reason.
+    lines.append("qos-reserved 55%")
     return test_config("\n".join(lines) + "\n" + extra)
