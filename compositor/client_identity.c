@@ -104,11 +104,19 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	free(id);
 }
 
-struct client_identity *client_identity_get(struct wl_client *client) {
+struct client_identity *client_identity_find(struct wl_client *client) {
 	struct wl_listener *existing = wl_client_get_destroy_listener(client, handle_destroy);
+	if (!existing) {
+		return NULL;
+	}
+	struct client_identity *id = wl_container_of(existing, id, destroy);
+	return id;
+}
+
+struct client_identity *client_identity_get(struct wl_client *client) {
+	struct client_identity *existing = client_identity_find(client);
 	if (existing) {
-		struct client_identity *id = wl_container_of(existing, id, destroy);
-		return id;
+		return existing;
 	}
 	struct client_identity *id = calloc(1, sizeof(*id));
 	if (!id) {

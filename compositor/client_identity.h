@@ -31,6 +31,9 @@ struct client_identity {
 
 /* The identity of `client`, created on first use; NULL only without memory. */
 struct client_identity *client_identity_get(struct wl_client *client);
+/* The identity if it exists, never creating one: for destroy paths, where a
+ * new one would outlive its client. */
+struct client_identity *client_identity_find(struct wl_client *client);
 /* The client's pid if its process is still the one that connected, else -1. */
 pid_t client_identity_pid(const struct client_identity *id);
 /* The pid behind an open pidfd, -1 if it has exited or on error. */

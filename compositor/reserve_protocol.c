@@ -482,7 +482,7 @@ static void object_destroy(struct reserve_object *obj) {
 		wl_event_source_remove(obj->feedback_timer);
 	}
 	struct client_identity *id =
-		client_identity_get(wl_resource_get_client(obj->resource));
+		client_identity_find(wl_resource_get_client(obj->resource));
 	if (id && id->reserve_objects > 0) {
 		id->reserve_objects--;
 	}
