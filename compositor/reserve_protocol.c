@@ -146,9 +146,10 @@ static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refu
 	qosway_reserve_v1_send_refused(obj->resource, reason, message ? message : "");
 }
 
-/* A refusal by the manager: capacity if it was admission control. */
-static enum qosway_reserve_v1_refusal refusal_of(const char *err) {
-	return strstr(err, "capacity") || strstr(err, "reservable") || strstr(err, "% of") ?
+/* The manager's refusal, on the wire: capacity if admission control or the
+ * kernel's bandwidth bound said no, else forbidden. */
+static enum qosway_reserve_v1_refusal refusal_of(struct qw_server *server) {
+	return qos_manager_last_refusal(server->qos) == QOS_REFUSAL_CAPACITY ?
 		QOSWAY_RESERVE_V1_REFUSAL_CAPACITY : QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
 }
 
@@ -158,12 +159,13 @@ static bool tid_of_process(pid_t pid, uint32_t tid) {
 	return access(path, F_OK) == 0;
 }
 
-/* The qosrc rule for this client's program, if any. */
-static const struct qos_rule *app_rule(struct reserve_object *obj) {
+/*
+ * What qosrc says about this client's program: the rule that places it (NULL
+ * if none) and what it may ask for itself.
+ */
+static const struct qos_rule *app_rule(struct reserve_object *obj,
+		struct qos_app_limits *limits) {
 	struct qw_server *server = obj->server;
-	if (!server->qos_rules) {
-		return NULL;
-	}
 	char path[64], exe[512] = "", cmd[1024] = "";
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)obj->pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
@@ -178,41 +180,76 @@ static const struct qos_rule *app_rule(struct reserve_object *obj) {
 		}
 		cmd[len] = '\0';
 	}
-	return qos_rules_match(server->qos_rules, exe[0] ? exe : NULL, cmd[0] ? cmd : NULL, NULL);
+	const char *e = exe[0] ? exe : NULL, *c = cmd[0] ? cmd : NULL;
+	qos_rules_app_limits(server->qos_rules, e, c, NULL, limits);
+	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, NULL) : NULL;
 }
 
 /*
- * Per-application policy: qos, other and idle are open to every app; pause
- * and fifo/rr only if a qosrc rule for the app names that policy. An app may
- * take at most 50% of a CPU, more only as far as its rule grants. A reserve
- * the user defined in qosrc is theirs: apps may join it, not redefine it.
+ * qos utilisation this client's process holds through the protocol in
+ * reserves other than `except` (each reserve counted once).
  */
-static bool policy_allows(struct reserve_object *obj, const struct qos_params *p,
-		char *why, size_t len) {
-	const struct qos_rule *rule = app_rule(obj);
+static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
+	struct reserve_protocol *proto = obj->server->reserve_protocol;
+	char seen[MAX_OBJECTS_PER_CLIENT][QOS_NAME_MAX + 1];
+	size_t n_seen = 0;
+	uint64_t sum = 0;
+	struct reserve_object *o;
+	wl_list_for_each(o, &proto->objects, link) {
+		char buf[QOS_NAME_MAX + 1];
+		const char *name = reserve_name(o, buf, sizeof(buf));
+		if (o->pid != obj->pid || !o->have_params || o->params.policy != QOS_POLICY_QOS ||
+				strcmp(name, except) == 0) {
+			continue;
+		}
+		bool dup = false;
+		for (size_t i = 0; i < n_seen && !dup; i++) {
+			dup = strcmp(seen[i], name) == 0;
+		}
+		if (dup || n_seen == MAX_OBJECTS_PER_CLIENT) {
+			continue;
+		}
+		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", name);
+		sum += qos_params_util_ppm(&o->params);
+	}
+	return sum;
+}
+
+/*
+ * Per-application policy from qosrc (qos_rules_app_limits): by default qos,
+ * other and idle, at most 50% of a CPU over all the app's reserves, and no
+ * redefining the user's reserves. Unless allow= or max-cpu= say otherwise
+ * for the app, the rule that places it also grants its own policy and
+ * utilisation.
+ */
+static bool policy_allows(struct reserve_object *obj, const char *name,
+		const struct qos_params *p, char *why, size_t len) {
+	struct qos_app_limits limits;
+	const struct qos_rule *rule = app_rule(obj, &limits);
 	struct qos_params granted;
 	qos_params_init(&granted);
-	if (rule) {
+	if (rule && !(limits.set & (QOS_APP_LIMIT_ALLOW | QOS_APP_LIMIT_MAX_CPU))) {
 		const struct qos_reserve_def *def = rule->reserve[0] ?
 			qos_rules_find_reserve(obj->server->qos_rules, rule->reserve) : NULL;
 		granted = def ? def->params : rule->params;
 	}
-	bool privileged = p->policy == QOS_POLICY_PAUSE || qos_policy_is_rt(p->policy);
-	if (privileged && granted.policy != p->policy) {
-		snprintf(why, len, "policy %s needs a qosrc rule for this application",
+	if (!(limits.allow & (1u << p->policy)) && granted.policy != p->policy) {
+		snprintf(why, len, "policy %s needs a qosrc rule allowing it for this application",
 			qos_policy_name(p->policy));
 		return false;
 	}
-	uint64_t max_ppm = DEFAULT_APP_MAX_PPM;
+	uint64_t max_ppm = limits.max_cpu_ppm;
 	if (granted.policy == QOS_POLICY_QOS && qos_params_util_ppm(&granted) > max_ppm) {
 		max_ppm = qos_params_util_ppm(&granted);
 	}
-	if (p->policy == QOS_POLICY_QOS && qos_params_util_ppm(p) > max_ppm) {
-		snprintf(why, len, "%.1f%% of a CPU is over this application's limit of %.1f%%",
-			qos_params_util_ppm(p) / 10000.0, max_ppm / 10000.0);
+	uint64_t held = app_held_ppm(obj, name);
+	if (p->policy == QOS_POLICY_QOS && held + qos_params_util_ppm(p) > max_ppm) {
+		snprintf(why, len, "%.1f%% of a CPU (%.1f%% held already) is over this "
+			"application's limit of %.1f%%", qos_params_util_ppm(p) / 10000.0,
+			held / 10000.0, max_ppm / 10000.0);
 		return false;
 	}
-	if (!obj->automatic && obj->server->qos_rules &&
+	if (!obj->automatic && !limits.redefine && obj->server->qos_rules &&
 			qos_rules_find_reserve(obj->server->qos_rules, obj->name)) {
 		snprintf(why, len, "reserve '%s' is defined by the user", obj->name);
 		return false;
@@ -290,13 +327,13 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
 		return;
 	}
+	char buf[QOS_NAME_MAX + 1];
+	const char *name = reserve_name(obj, buf, sizeof(buf));
 	if (!qos_params_normalize(&p, err, sizeof(err)) ||
-			!policy_allows(obj, &p, err, sizeof(err))) {
+			!policy_allows(obj, name, &p, err, sizeof(err))) {
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
 		return;
 	}
-	char buf[QOS_NAME_MAX + 1];
-	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
 	bool exists = qos_manager_reserve_info(server->qos, name, &info);
 	bool has_members = exists && info.n_members > 0;
@@ -315,7 +352,7 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		return;
 	}
 	if (!qos_reserve_set(server->qos, name, &p, true, true, err, sizeof(err))) {
-		send_refused(obj, refusal_of(err), err);
+		send_refused(obj, refusal_of(server), err);
 		return;
 	}
 	obj->params = p;
@@ -389,7 +426,7 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	}
 	qos_link_schedule_refresh(server);
 	if (!ok) {
-		send_refused(obj, refusal_of(err), err);
+		send_refused(obj, refusal_of(server), err);
 		return;
 	}
 	remember_join(obj, (pid_t)tid);

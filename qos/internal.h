@@ -53,6 +53,7 @@ struct qos_manager {
 	struct qos_admission adm;
 	struct qos_reserve *reserves;
 	struct qos_rules *rules;
+	enum qos_refusal last_refusal; /* why the last refused call was refused */
 	int epoll_fd;
 	int timer_fd;
 	uint64_t armed_us;

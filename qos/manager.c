@@ -239,10 +239,16 @@ static bool read_cmdline(pid_t pid, char *buf, size_t len)
 	return true;
 }
 
+enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr)
+{
+	return mgr->last_refusal;
+}
+
 bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id,
 	bool *applied, char *err, size_t err_len)
 {
 	*applied = false;
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	if (!mgr->rules)
 		return true;
 	char exe[PATH_MAX], link[64], cmd[4096];

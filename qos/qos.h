@@ -176,6 +176,18 @@ struct qos_manager_info {
 };
 
 void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info);
+
+enum qos_refusal {
+	QOS_REFUSAL_ERROR,     /* bad request or a failed call (no such task, ...) */
+	QOS_REFUSAL_CAPACITY,  /* admission control, or the kernel's own bandwidth bound */
+	QOS_REFUSAL_FORBIDDEN, /* a safety policy (watchdog cool-down) */
+};
+
+/*
+ * Why the last qos_reserve_set(), qos_manager_join(), qos_manager_set_class()
+ * or qos_manager_apply_rules() that returned false was refused.
+ */
+enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr);
 size_t qos_manager_reserve_count(struct qos_manager *mgr);
 /* index < reserve_count, in creation order. */
 bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out);

@@ -56,6 +56,7 @@ static bool rt_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t 
 		return true;
 	snprintf(err, err_len, "real-time grants are suspended for %llus after a starvation "
 		"alarm", (unsigned long long)(left / 1000000u + 1));
+	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
@@ -448,6 +449,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	bool create, bool modify, char *err, size_t err_len)
 {
 	char why[256];
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	if (!qos_name_valid(name, err, err_len))
 		return false;
 	struct qos_params p = *params;
@@ -483,6 +485,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	if (r->granted) {
 		if (!qos_admission_resize(&mgr->adm, r->granted_ppm, new_ppm, why, sizeof(why))) {
 			snprintf(err, err_len, "cannot grow '%s': %s", name, why);
+			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 			return false;
 		}
 		r->granted_ppm = new_ppm;
@@ -490,6 +493,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	} else if (new_ppm && r->n_members) {
 		if (!qos_admission_request(&mgr->adm, new_ppm, why, sizeof(why))) {
 			snprintf(err, err_len, "cannot make '%s' a qos reserve: %s", name, why);
+			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 			return false;
 		}
@@ -620,6 +624,7 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 	uint64_t ppm = qos_params_util_ppm(&r->params);
 	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
 		snprintf(err, err_len, "reserve '%s' refused: %s", r->name, why);
+		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
 		return false;
 	}
@@ -802,6 +807,7 @@ static void release_if_unused(struct qos_reserve *r)
 bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
 	char *err, size_t err_len)
 {
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r && mgr->rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
@@ -905,6 +911,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	if (perr && qos_policy_is_rt(active)) {
 		snprintf(err, err_len, "'%s' refused by the kernel: %s; running as other",
 			r->name, policy_error(active, perr));
+		/* EBUSY: the kernel's deadline bound; EPERM for fifo/rr: no RT group
+		 * bandwidth left.  Both are capacity, not permission. */
+		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM) ?
+			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		qos_member_remove(m, true, false);
 		return false;
@@ -952,6 +962,7 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 {
 	char name[QOS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	struct qos_params p = *params;
 	if (!qos_params_normalize(&p, err, err_len))
 		return false;

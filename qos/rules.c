@@ -109,17 +109,50 @@ static bool match_one(const struct qos_rule_match *m, const char *exe, const cha
 	return false;
 }
 
+static bool rule_matches(const struct qos_rule *r, const char *exe, const char *cmdline,
+	const char *app_id)
+{
+	for (size_t k = 0; k < r->n_matches; k++) {
+		if (!match_one(&r->matches[k], exe, cmdline, app_id))
+			return false;
+	}
+	return true;
+}
+
 const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
 	const char *cmdline, const char *app_id)
 {
 	/* Walk backwards: the last matching line is the most specific one. */
 	for (size_t i = rules->n_rules; i-- > 0;) {
 		const struct qos_rule *r = &rules->rules[i];
-		bool all = true;
-		for (size_t k = 0; k < r->n_matches && all; k++)
-			all = match_one(&r->matches[k], exe, cmdline, app_id);
-		if (all)
+		if (r->places && rule_matches(r, exe, cmdline, app_id))
 			return r;
 	}
 	return NULL;
+}
+
+void qos_app_limits_init(struct qos_app_limits *limits)
+{
+	*limits = (struct qos_app_limits){
+		.allow = 1u << QOS_POLICY_QOS | 1u << QOS_POLICY_OTHER | 1u << QOS_POLICY_IDLE,
+		.max_cpu_ppm = QOS_APP_MAX_CPU_DEFAULT_PPM,
+	};
+}
+
+void qos_rules_app_limits(const struct qos_rules *rules, const char *exe, const char *cmdline,
+	const char *app_id, struct qos_app_limits *out)
+{
+	qos_app_limits_init(out);
+	for (size_t i = 0; rules && i < rules->n_rules; i++) {
+		const struct qos_rule *r = &rules->rules[i];
+		if (!r->limits_set || !rule_matches(r, exe, cmdline, app_id))
+			continue;
+		if (r->limits_set & QOS_APP_LIMIT_ALLOW)
+			out->allow = r->limits.allow;
+		if (r->limits_set & QOS_APP_LIMIT_MAX_CPU)
+			out->max_cpu_ppm = r->limits.max_cpu_ppm;
+		if (r->limits_set & QOS_APP_LIMIT_REDEFINE)
+			out->redefine = r->limits.redefine;
+		out->set |= r->limits_set;
+	}
 }

@@ -12,6 +12,14 @@
  * nice, priority, reserve=NAME, auto=yes|no, inherit=yes|no.  Values may be
  * double-quoted.  '#' starts a comment.
  *
+ * Rules also say what an application may ask for itself through the
+ * qosway-reserve-v1 protocol: allow=POLICY,... (policies it may request;
+ * default qos,other,idle; other is always allowed), max-cpu=PERCENT (the qos
+ * utilisation all its reserves together may hold; default 50%) and
+ * redefine=yes|no (whether it may change reserves defined in qosrc; default
+ * no).  A rule may carry only these keys; it then grants permissions without
+ * placing the program anywhere.
+ *
  * Diagnostics are "file:line:col: message"; a bad line is skipped and the rest
  * of the file still loads.
  */
@@ -20,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "qos/params.h"
 
@@ -41,6 +50,22 @@ struct qos_reserve_def {
 	int line;
 };
 
+/* What an application may request itself (qosway-reserve-v1). */
+struct qos_app_limits {
+	unsigned allow;       /* 1u << enum qos_policy, per policy it may request */
+	uint64_t max_cpu_ppm; /* qos utilisation over all its reserves */
+	bool redefine;        /* may modify reserves defined in qosrc */
+	unsigned set;         /* enum qos_app_limit_key: given by some rule, not defaults */
+};
+
+#define QOS_APP_MAX_CPU_DEFAULT_PPM 500000u
+
+enum qos_app_limit_key {
+	QOS_APP_LIMIT_ALLOW = 1u << 0,
+	QOS_APP_LIMIT_MAX_CPU = 1u << 1,
+	QOS_APP_LIMIT_REDEFINE = 1u << 2,
+};
+
 struct qos_rule {
 	struct qos_rule_match *matches;
 	size_t n_matches;
@@ -49,6 +74,9 @@ struct qos_rule {
 	/* ... or inline parameters for the process's automatic reserve. */
 	struct qos_params params;
 	bool auto_apply; /* apply at start; otherwise only when asked for */
+	bool places;     /* has reserve= or parameters (else only app limits) */
+	struct qos_app_limits limits;
+	unsigned limits_set; /* enum qos_app_limit_key bits given on this line */
 	const char *file;
 	int line;
 };
@@ -99,8 +127,22 @@ size_t qos_rules_default_paths(const char *datadir, char *out[3]);
 const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
 	const char *name);
 
-/* Any argument may be NULL; a match on a missing attribute never holds. */
+/*
+ * The last rule that places the program (reserve= or parameters); rules that
+ * only carry app limits are passed over.  Any argument may be NULL; a match
+ * on a missing attribute never holds.
+ */
 const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
 	const char *cmdline, const char *app_id);
+
+/* The defaults: qos, other and idle allowed, 50% of a CPU, no redefining. */
+void qos_app_limits_init(struct qos_app_limits *limits);
+
+/*
+ * An application's limits: the defaults, then every matching rule in file
+ * order, each overriding the keys it gives.  rules may be NULL.
+ */
+void qos_rules_app_limits(const struct qos_rules *rules, const char *exe, const char *cmdline,
+	const char *app_id, struct qos_app_limits *out);
 
 #endif

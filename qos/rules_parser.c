@@ -128,15 +128,42 @@ struct settings {
 	bool has_reserve, has_auto;
 	char reserve[QOS_NAME_MAX + 1];
 	bool auto_apply;
+	struct qos_app_limits limits;
+	unsigned limits_set;
 	unsigned seen; /* bit per key, to catch duplicates */
 };
 
 enum key_id { K_POLICY, K_FALLBACK, K_PERIOD, K_SLICE, K_CPU, K_NICE, K_PRIORITY, K_RESERVE,
-	K_AUTO, K_INHERIT, K_COUNT };
+	K_AUTO, K_INHERIT, K_ALLOW, K_MAX_CPU, K_REDEFINE, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"policy", "fallback", "period", "slice", "cpu", "nice", "priority", "reserve", "auto",
-	"inherit",
+	"inherit", "allow", "max-cpu", "redefine",
 };
+
+/* allow=qos,fifo: a comma-separated list of policy names. */
+static bool parse_policy_list(const char *v, unsigned *out)
+{
+	unsigned mask = 1u << QOS_POLICY_OTHER; /* going back to normal is always allowed */
+	const char *p = v;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char name[16];
+		enum qos_policy policy;
+		if (len == 0 || len >= sizeof(name))
+			return false;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (!qos_policy_from_name(name, &policy))
+			return false;
+		mask |= 1u << policy;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*out = mask;
+	return true;
+}
 
 static bool parse_int(const char *s, int lo, int hi, int *out)
 {
@@ -158,7 +185,9 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		if (strcmp(t->key, key_names[i]) == 0)
 			id = i;
 	}
-	if (id < 0 || (!is_rule && (id == K_RESERVE || id == K_AUTO))) {
+	bool rule_only = id == K_RESERVE || id == K_AUTO || id == K_ALLOW || id == K_MAX_CPU ||
+		id == K_REDEFINE;
+	if (id < 0 || (!is_rule && rule_only)) {
 		report(ctx, t->col, "unknown key '%s'", t->key);
 		return false;
 	}
@@ -211,6 +240,21 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		ok = qos_parse_bool(v, &s->auto_apply);
 		what = "yes or no";
 		s->has_auto = true;
+		break;
+	case K_ALLOW:
+		ok = parse_policy_list(v, &s->limits.allow);
+		what = "a list of policies such as qos,fifo";
+		s->limits_set |= QOS_APP_LIMIT_ALLOW;
+		break;
+	case K_MAX_CPU:
+		ok = qos_parse_percent_ppm(v, &s->limits.max_cpu_ppm);
+		what = "a percentage of one CPU such as 80%";
+		s->limits_set |= QOS_APP_LIMIT_MAX_CPU;
+		break;
+	case K_REDEFINE:
+		ok = qos_parse_bool(v, &s->limits.redefine);
+		what = "yes or no";
+		s->limits_set |= QOS_APP_LIMIT_REDEFINE;
 		break;
 	case K_RESERVE: {
 		char err[128];
@@ -395,15 +439,25 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 		report(ctx, tok[1].col, "a rule names a reserve or gives parameters, not both");
 		return 0;
 	}
-	if (!s.has_reserve && !s.has_policy_keys) {
-		report(ctx, tok[0].col, "a rule needs reserve= or scheduling parameters");
+	bool places = s.has_reserve || s.has_policy_keys;
+	if (!places && !s.limits_set) {
+		report(ctx, tok[0].col,
+			"a rule needs reserve=, scheduling parameters or app limits (allow=, "
+			"max-cpu=, redefine=)");
 		return 0;
 	}
-	if (!s.has_reserve && !finish_params(ctx, &s, tok[1].col))
+	if (!places && (s.has_auto || (s.seen & (1u << K_INHERIT)))) {
+		report(ctx, tok[1].col, "auto= and inherit= need reserve= or scheduling parameters");
+		return 0;
+	}
+	if (!s.has_reserve && places && !finish_params(ctx, &s, tok[1].col))
 		return 0;
 
 	rule.params = s.params;
 	rule.auto_apply = s.auto_apply;
+	rule.places = places;
+	rule.limits = s.limits;
+	rule.limits_set = s.limits_set;
 	snprintf(rule.reserve, sizeof(rule.reserve), "%s", s.has_reserve ? s.reserve : "");
 	rule.file = file;
 	rule.line = ctx->line;

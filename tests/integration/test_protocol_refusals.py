@@ -11,7 +11,7 @@ from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures
 from test_qos_refusal import sleepers, fill_capacity, capacity  # noqa: F401
 from test_protocol_reserve import (
     RClient, reserves, reserves_holding, assert_other, assert_released,
-    request_granted, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
+    request_granted, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
 
 
 def answers(rc, m, idx):
@@ -94,6 +94,71 @@ def test_refused_forbidden_over_app_limit_and_user_reserve(qcomp):
     print("redefine ui: %r" % ans)
     assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
     assert reserves(qcomp).get("ui") == before
+
+
+def test_qosrc_app_limits(qcomp):
+    """qosrc rules set the per-app limits: allow= opens fifo, max-cpu= is the
+    total over all the app's reserves, redefine=yes lets it change a reserve
+    the user defined.  A limits-only rule places nothing by itself."""
+    reload_user_qosrc(qcomp, 'rule cmdline="*reserve_client.py*" allow=qos,fifo '
+                      'max-cpu=70% redefine=yes\n')
+    rc = RClient(qcomp)
+    idx = rc.get("")
+    m = rc.mark()
+    rc.send("params %d fifo other 50000 10000 0 10" % idx)
+    rc.sync()
+    ans = answers(rc, m, idx)
+    print("fifo: %r" % ans)
+    assert [e for e, _ in ans] == ["granted"], ans
+    # 60% in the automatic reserve is within 70% ...
+    m = rc.mark()
+    rc.send("params %d qos other 20000 12000 0 0" % idx)
+    rc.sync()
+    assert [e for e, _ in answers(rc, m, idx)] == ["granted"]
+    # ... and counts against the app's total: 20% more is over it, 5% is not
+    idx2 = rc.get("extra")
+    m = rc.mark()
+    rc.send("params %d qos other 20000 4000 0 0" % idx2)
+    rc.sync()
+    ans = answers(rc, m, idx2)
+    print("extra 20%%: %r" % ans)
+    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    assert "70.0%" in ans[0][1]["message"] and "60.0% held" in ans[0][1]["message"], ans
+    assert "extra" not in reserves(qcomp)
+    m = rc.mark()
+    rc.send("params %d qos other 20000 1000 0 0" % idx2)
+    rc.sync()
+    assert [e for e, _ in answers(rc, m, idx2)] == ["granted"]
+    # the user's reserve 'ui' may be redefined by this app (5%: 70% in all)
+    idx3 = rc.get("ui")
+    m = rc.mark()
+    rc.send("params %d qos other 10000 500 0 0" % idx3)
+    rc.sync()
+    ans = answers(rc, m, idx3)
+    print("redefine ui: %r" % ans)
+    assert [e for e, _ in ans] == ["granted"], ans
+    ui = reserves(qcomp)["ui"]
+    assert ui["period_us"] == 10000 and ui["slice_us"] == 500, ui
+    # nothing was joined: the process is where it was
+    assert_other(rc.state())
+    assert not reserves_holding(qcomp, rc.pid)
+    assert harness.proc_cgroups(rc.pid) == rc.orig_cgroups
+
+    # allow= can also take policies away (other always stays)
+    reload_user_qosrc(qcomp, 'rule cmdline="*reserve_client.py*" allow=idle\n')
+    rc2 = RClient(qcomp)
+    idx = rc2.get("")
+    for args, want in (("qos other 20000 1000 0 0", "refused"),
+                       ("idle idle 0 0 0 0", "granted"),
+                       ("other other 0 0 5 0", "granted")):
+        m = rc2.mark()
+        rc2.send("params %d %s" % (idx, args))
+        rc2.sync()
+        ans = answers(rc2, m, idx)
+        print("%s: %r" % (args, ans))
+        assert ans and ans[0][0] == want, (args, ans)
+        if want == "refused":
+            assert ans[0][1]["reason"] == FORBIDDEN, ans
 
 
 def test_refused_rate_limited(qcomp):

@@ -111,7 +111,20 @@ static void test_invalid(void)
 		"t:1:17: expected a space after the quoted value");
 	CHECK_STR(diag_for("rule reserve=x"),
 		"t:1:6: a rule needs at least one of exe=, cmdline=, app_id= first");
-	CHECK_STR(diag_for("rule exe=a"), "t:1:1: a rule needs reserve= or scheduling parameters");
+	CHECK_STR(diag_for("rule exe=a"), "t:1:1: a rule needs reserve=, scheduling parameters "
+		"or app limits (allow=, max-cpu=, redefine=)");
+	CHECK_STR(diag_for("rule exe=a allow=fifo,warp"),
+		"t:1:18: bad value 'fifo,warp' for allow: expected a list of policies such as "
+		"qos,fifo");
+	CHECK_STR(diag_for("rule exe=a allow=qos,"),
+		"t:1:18: bad value 'qos,' for allow: expected a list of policies such as qos,fifo");
+	CHECK_STR(diag_for("rule exe=a max-cpu=lots"),
+		"t:1:20: bad value 'lots' for max-cpu: expected a percentage of one CPU such as 80%");
+	CHECK_STR(diag_for("rule exe=a redefine=perhaps"),
+		"t:1:21: bad value 'perhaps' for redefine: expected yes or no");
+	CHECK_STR(diag_for("reserve x max-cpu=10%"), "t:1:11: unknown key 'max-cpu'");
+	CHECK_STR(diag_for("rule exe=a max-cpu=80% auto=yes"),
+		"t:1:6: auto= and inherit= need reserve= or scheduling parameters");
 	CHECK_STR(diag_for("rule exe=a reserve=x policy=idle"),
 		"t:1:6: a rule names a reserve or gives parameters, not both");
 	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
@@ -255,8 +268,42 @@ static void test_layering(void)
 	rmdir(dir);
 }
 
+/* Per-app protocol limits: defaults, per-key layering, no shadowing of placement. */
+static void test_app_limits(void)
+{
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_create();
+	const char *text =
+		"rule exe=/usr/bin/mpv policy=qos period=20ms cpu=30%\n"
+		"rule exe=mpv allow=qos,fifo,pause max-cpu=80%\n"
+		"rule cmdline=\"mpv --quiet*\" redefine=yes\n"
+		"rule exe=greedy allow=idle max-cpu=0\n";
+	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
+	CHECK(d.n == 0);
+	struct qos_app_limits l;
+	qos_rules_app_limits(NULL, "/usr/bin/foot", NULL, NULL, &l);
+	CHECK(l.max_cpu_ppm == 500000 && !l.redefine);
+	CHECK(l.allow == (1u << QOS_POLICY_QOS | 1u << QOS_POLICY_OTHER | 1u << QOS_POLICY_IDLE));
+	qos_rules_app_limits(r, "/usr/bin/mpv", "mpv a.mkv", NULL, &l);
+	CHECK(l.max_cpu_ppm == 800000 && !l.redefine);
+	CHECK(l.allow == (1u << QOS_POLICY_QOS | 1u << QOS_POLICY_FIFO | 1u << QOS_POLICY_PAUSE |
+		1u << QOS_POLICY_OTHER));
+	/* A later rule overrides only the keys it gives. */
+	qos_rules_app_limits(r, "/usr/bin/mpv", "mpv --quiet a.mkv", NULL, &l);
+	CHECK(l.max_cpu_ppm == 800000 && l.redefine && (l.allow & (1u << QOS_POLICY_FIFO)));
+	/* other can never be taken away. */
+	qos_rules_app_limits(r, "/opt/greedy", "greedy", NULL, &l);
+	CHECK(l.max_cpu_ppm == 0 && l.allow == (1u << QOS_POLICY_IDLE | 1u << QOS_POLICY_OTHER));
+	/* Limits-only rules never shadow the rule that places the program. */
+	const struct qos_rule *m = qos_rules_match(r, "/usr/bin/mpv", "mpv --quiet x", NULL);
+	CHECK(m && m->line == 1 && m->params.policy == QOS_POLICY_QOS);
+	CHECK(qos_rules_match(r, "/opt/greedy", "greedy", NULL) == NULL);
+	qos_rules_destroy(r);
+}
+
 int main(void)
 {
+	test_app_limits();
 	test_valid();
 	test_invalid();
 	test_thesis_example();
