@@ -40,6 +40,8 @@ struct reserve_object {
 	uint32_t feedback_ms;
 	struct wl_event_source *feedback_timer;
 	uint64_t last_periods; /* stats sent up to this period count */
+	bool params_sent;
+	uint32_t sent[6];      /* the last params event, to send changes only */
 };
 
 struct reserve_protocol {
@@ -133,12 +135,19 @@ static void current_params(struct reserve_object *obj, struct qos_params *out) {
 	}
 }
 
+/* params is an event about change: the same values are never sent twice. */
 static void send_params(struct reserve_object *obj) {
 	struct qos_params p;
 	current_params(obj, &p);
 	bool rt = qos_policy_is_rt(p.policy);
-	qosway_reserve_v1_send_params(obj->resource, to_wire(p.policy), to_wire(p.fallback),
-		(uint32_t)p.period_us, (uint32_t)p.slice_us, p.nice, rt ? (uint32_t)p.priority : 0);
+	uint32_t v[6] = { to_wire(p.policy), to_wire(p.fallback), (uint32_t)p.period_us,
+		(uint32_t)p.slice_us, (uint32_t)p.nice, rt ? (uint32_t)p.priority : 0 };
+	if (obj->params_sent && memcmp(v, obj->sent, sizeof(v)) == 0) {
+		return;
+	}
+	memcpy(obj->sent, v, sizeof(v));
+	obj->params_sent = true;
+	qosway_reserve_v1_send_params(obj->resource, v[0], v[1], v[2], v[3], (int32_t)v[4], v[5]);
 }
 
 static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refusal reason,
