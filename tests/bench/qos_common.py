@@ -8,16 +8,15 @@ removed, on normal exit, failure, Ctrl-C and SIGTERM.
 import glob
 import math
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "qos"))
+from qos_helper_driver import QosHelper, force_cleanup  # noqa: E402
+
 ROOT = "qosway-bench-%d" % os.getpid()
-CG = "/sys/fs/cgroup"
 
 _started = []
 
@@ -69,17 +68,7 @@ def cleanup():
         else:
             stop(p)
     del _started[:]
-    # Last resort: thaw and remove whatever a crashed manager left.
-    for top in glob.glob("%s/*/%s" % (CG, ROOT)):
-        for group in sorted(glob.glob(top + "/*/"), reverse=True) + [top + "/"]:
-            for _ in range(40):
-                try:
-                    os.rmdir(group)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+    force_cleanup(ROOT)  # last resort: whatever a crashed manager left
 
 
 def _on_signal(signum, frame):
@@ -92,51 +81,13 @@ def install_handlers():
     signal.signal(signal.SIGHUP, _on_signal)
 
 
-class Manager:
+class Manager(QosHelper):
     """One qos-helper process: a QoS manager taking commands on stdin."""
 
     def __init__(self, build, extra=()):
-        argv = [os.path.join(build, "tests", "qos", "qos-helper"), "--root", ROOT] + list(extra)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+        super().__init__(os.path.join(build, "tests", "qos", "qos-helper"), ROOT,
+                         extra=extra, close_timeout=10)
         _started.append(self)
-        self.events = []
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        line = self._line(10)
-        while line.startswith("event "):
-            line = self._line(10)
-        if not line.startswith("ready"):
-            raise RuntimeError("qos-helper: " + line)
-        self.ready = line
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def _line(self, timeout):
-        line = self.lines.get(timeout=timeout)
-        if line is None:
-            self.lines.put(None)
-            raise RuntimeError("qos-helper exited")
-        return line
-
-    def cmd(self, text, timeout=10):
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-        while True:
-            line = self._line(timeout)
-            if line.startswith("event "):
-                self.events.append(line)
-                continue
-            return line
-
-    def ok(self, text):
-        reply = self.cmd(text)
-        if not reply.startswith("ok"):
-            raise RuntimeError("%s -> %s" % (text, reply))
-        return reply
 
     def cpu_ns(self):
         """CPU time of the manager process, all its threads (schedstat, ns)."""
@@ -150,16 +101,7 @@ class Manager:
         return total
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.cmd("quit", timeout=10)
-            except Exception:
-                pass
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().close()
         if self in _started:
             _started.remove(self)
 

@@ -7,19 +7,20 @@ otherwise every test is skipped with the reason printed.
 """
 import glob
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qos_helper_driver import CG, QosHelper  # noqa: E402
+from qos_helper_driver import force_cleanup as _force_cleanup  # noqa: E402
+
 BUILD = os.environ.get("QOSWAY_BUILD_DIR", "build")
 HELPER = os.path.join(BUILD, "tests", "qos", "qos-helper")
 ROOT = "qosway-test-%d" % os.getpid()
-CG = "/sys/fs/cgroup"
 
 
 def _skip_reason():
@@ -40,99 +41,9 @@ if REASON:
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
-class Helper:
+class Helper(QosHelper):
     def __init__(self, root=ROOT, guardian=True, extra=()):
-        args = [HELPER, "--root", root] + list(extra)
-        if not guardian:
-            args.append("--no-guardian")
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        self.events = []
-        self.lines = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        line = self._line(10)
-        while line.startswith("event "):  # reconciliation reports come first
-            self.events.append(line)
-            line = self._line(10)
-        assert line.startswith("ready"), line
-        self.ready = line
-
-    def _read(self):
-        # A thread, because select() cannot see lines already in the pipe's buffer.
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def _line(self, timeout):
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError("qos-helper did not answer")
-        if line is None:
-            self.lines.put(None)
-            raise EOFError("qos-helper exited")
-        return line
-
-    def cmd(self, text, timeout=10):
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-        while True:
-            line = self._line(timeout)
-            if line.startswith("event "):
-                self.events.append(line)
-                continue
-            return line
-
-    def ok(self, text):
-        reply = self.cmd(text)
-        assert reply.startswith("ok"), "%s -> %s" % (text, reply)
-        return reply
-
-    def path(self, name):
-        parts = dict(p.split("=", 1) for p in self.ok("path " + name).split()[1:])
-        return parts["v2"], parts["cpu"]
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.cmd("quit", timeout=5)
-            except (TimeoutError, EOFError, BrokenPipeError):
-                pass
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def _force_cleanup(root):
-    """Last resort after a failed test: thaw, kill and remove whatever is left."""
-    for top in glob.glob("%s/*/%s" % (CG, root)):
-        for group in sorted(glob.glob(top + "/*/"), reverse=True) + [top + "/"]:
-            try:
-                with open(group + "cgroup.freeze", "w") as f:
-                    f.write("0")
-            except OSError:
-                pass
-            for procs in ("cgroup.procs", "tasks"):
-                try:
-                    with open(group + procs) as f:
-                        for pid in f.read().split():
-                            try:
-                                os.kill(int(pid), signal.SIGKILL)
-                            except OSError:
-                                pass
-                except OSError:
-                    pass
-            for _ in range(50):
-                try:
-                    os.rmdir(group)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        super().__init__(HELPER, root, guardian, extra)
 
 
 @pytest.fixture

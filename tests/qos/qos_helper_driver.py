@@ -1,0 +1,125 @@
+"""Driver for tests/qos/qos-helper: one QoS manager taking commands on stdin.
+
+Shared by the kernel tests (tests/qos/test_kernel.py, test_cgroup_files.py)
+and the qos benchmarks (tests/bench/qos_common.py).  The helper answers each
+command with one line ("ok ..." or "err ..."); lines starting with "event "
+may come at any time and are collected in `events`.
+"""
+import glob
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+CG = "/sys/fs/cgroup"
+
+
+class HelperError(AssertionError):
+    """qos-helper did not start or refused a command (an AssertionError, so
+    that pytest reports it as a failed check)."""
+
+
+class QosHelper:
+    def __init__(self, binary, root, guardian=True, extra=(), close_timeout=5):
+        args = [binary, "--root", root] + list(extra)
+        if not guardian:
+            args.append("--no-guardian")
+        self.close_timeout = close_timeout
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        self.events = []
+        self.lines = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        try:
+            line = self._line(10)
+            while line.startswith("event "):  # reconciliation reports come first
+                self.events.append(line)
+                line = self._line(10)
+            if not line.startswith("ready"):
+                raise HelperError("qos-helper: " + line)
+        except BaseException:
+            self.close()
+            raise
+        self.ready = line
+
+    def _read(self):
+        # A thread, because select() cannot see lines already in the pipe's buffer.
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def _line(self, timeout):
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError("qos-helper did not answer")
+        if line is None:
+            self.lines.put(None)
+            raise EOFError("qos-helper exited")
+        return line
+
+    def cmd(self, text, timeout=10):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self._line(timeout)
+            if line.startswith("event "):
+                self.events.append(line)
+                continue
+            return line
+
+    def ok(self, text):
+        reply = self.cmd(text)
+        if not reply.startswith("ok"):
+            raise HelperError("%s -> %s" % (text, reply))
+        return reply
+
+    def path(self, name):
+        """The reserve's cgroup2 and cpu group directories."""
+        parts = dict(p.split("=", 1) for p in self.ok("path " + name).split()[1:])
+        return parts["v2"], parts["cpu"]
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.cmd("quit", timeout=self.close_timeout)
+            except (TimeoutError, EOFError, BrokenPipeError):
+                pass
+            try:
+                self.proc.wait(self.close_timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def force_cleanup(root):
+    """Last resort: thaw, kill and remove whatever is left below the cgroup
+    root `root` (in every hierarchy), innermost groups first."""
+    for top in glob.glob("%s/*/%s" % (CG, root)):
+        for group in sorted(glob.glob(top + "/*/"), reverse=True) + [top + "/"]:
+            try:
+                with open(group + "cgroup.freeze", "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+            for procs in ("cgroup.procs", "tasks"):
+                try:
+                    with open(group + procs) as f:
+                        for pid in f.read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except OSError:
+                                pass
+                except OSError:
+                    pass
+            for _ in range(50):
+                try:
+                    os.rmdir(group)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
