@@ -71,9 +71,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import pywayland  # noqa: E402
-from pywayland.client import Display  # noqa: E402
 from pywayland._ffi import ffi  # noqa: E402
 
+from wlcommon import Buffer, StdinLines, connect, emit, exit_now  # noqa: E402
 from _proto.wayland import WlCompositor, WlShm  # noqa: E402
 from _proto.xdg_shell import XdgWmBase  # noqa: E402
 from _proto.xdg_decoration_unstable_v1 import ZxdgDecorationManagerV1  # noqa: E402
@@ -83,11 +83,6 @@ from _proto.qosway_reserve_v1 import (  # noqa: E402
 
 POLICIES = {e.name: e.value for e in QoswayReserveV1.policy}
 REFUSALS = {e.value: e.name for e in QoswayReserveV1.refusal}
-
-
-def emit(event, **data):
-    sys.stdout.write(event + " " + json.dumps(data, sort_keys=True) + "\n")
-    sys.stdout.flush()
 
 
 def _libwayland_client():
@@ -180,7 +175,6 @@ class Client:
     def __init__(self, args):
         self.args = args
         self.running = True
-        self.globals = {}
         self.objects = []
         self.workers = {}
         self.quiet = None   # event counts while flooding
@@ -188,16 +182,7 @@ class Client:
         self.keep = set()
         self.connected = True
 
-        self.display = Display()
-        self.display.connect()
-        registry = self.display.get_registry()
-        registry.dispatcher["global"] = self._on_global
-        self.display.roundtrip()
-
-        def bind(iface, maxver):
-            name, ver = self.globals[iface.name]
-            return registry.bind(name, iface, min(ver, maxver))
-
+        self.display, self.globals, bind = connect()
         self.manager = None
         if QoswayReserveManagerV1.name in self.globals:
             self.manager = bind(QoswayReserveManagerV1, 1)
@@ -208,12 +193,8 @@ class Client:
         emit("ready", globals=sorted(self.globals), pid=os.getpid(),
              tid=threading.get_native_id(), manager=self.manager is not None)
 
-    def _on_global(self, registry, name, interface, version):
-        self.globals.setdefault(interface, (name, version))
-
     # -- optional window ---------------------------------------------------------
     def _map_window(self, bind):
-        from wlclient import Buffer
         self.compositor = bind(WlCompositor, 4)
         self.shm = bind(WlShm, 1)
         self.wm_base = bind(XdgWmBase, 2)
@@ -402,32 +383,26 @@ class Client:
 
     def run(self):
         fd = self.display.get_fd()
-        stdin_open = True
-        buf = b""
+        stdin = StdinLines()
         while self.running:
             if not self.connected:
                 fd = -1
             else:
                 self.pump()
-            rlist = ([fd] if fd >= 0 else []) + ([0] if stdin_open else [])
+            rlist = ([fd] if fd >= 0 else []) + ([0] if stdin.open else [])
             r, _, _ = select.select(rlist, [], [], 0.5)
             if fd in r:
                 self.display.read()
                 self.display.dispatch(block=False)
             if 0 in r:
-                chunk = os.read(0, 65536)
-                if not chunk:
-                    stdin_open = False
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
+                for line in stdin.read():
                     try:
-                        self.command(line.decode())
+                        self.command(line)
                     except (ValueError, IndexError, KeyError) as e:
-                        emit("bad_command", message="%s: %r" % (line.decode(), e))
+                        emit("bad_command", message="%s: %r" % (line, e))
                     if self.connected:
                         self.pump()
-            if not stdin_open and fd < 0:
+            if not stdin.open and fd < 0:
                 break
         if self.connected:
             self.display.flush()
@@ -459,8 +434,4 @@ def main():
 
 
 if __name__ == "__main__":
-    rc = main()
-    sys.stdout.flush()
-    # Skip interpreter teardown (pywayland proxies finalised after the
-    # display is gone can crash and hide the exit code).
-    os._exit(rc)
+    exit_now(main())
