@@ -164,12 +164,20 @@ class Client:
         ls.ack_configure(serial)
         emit("configure", width=width, height=height, states=[])
         self.pending_size = (width, height)
-        new_size = (width or self.args.width, height or self.args.height)
+        self._apply_configure()
+
+    def _apply_configure(self):
+        """After an acked configure: draw at the configured size (0: ours)
+        the first time and whenever it changed ("mapped", "resized"), else
+        just commit."""
+        w, h = self.pending_size or (0, 0)
+        new_size = (w or self.args.width, h or self.args.height)
         first = not self.configured
         self.configured = True
         if first or new_size != (self.width, self.height):
             self.width, self.height = new_size
             self.redraw()
+            self.mapped = True
             emit("mapped" if first else "resized", width=self.width, height=self.height)
         else:
             self.surface.commit()
@@ -217,20 +225,7 @@ class Client:
 
     def _on_xdg_configure(self, xdg_surface, serial):
         xdg_surface.ack_configure(serial)
-        w, h = self.pending_size or (0, 0)
-        new_size = (w or self.args.width, h or self.args.height)
-        first = not self.configured
-        self.configured = True
-        if first or new_size != (self.width, self.height):
-            self.width, self.height = new_size
-            self.redraw()
-            if first:
-                self.mapped = True
-                emit("mapped", width=self.width, height=self.height)
-            else:
-                emit("resized", width=self.width, height=self.height)
-        else:
-            self.surface.commit()
+        self._apply_configure()
 
     def _on_close(self, _tl):
         emit("close")
