@@ -163,8 +163,7 @@ def test_destroy_mid_flight(qcomp):
     idx = rc.get("mid2")
     rc.send("flood %d 2000 join" % idx)
     rc.send("destroy %d" % idx)
-    rc.sync(timeout=60)
-    assert not rc.events("error"), rc.events("error")
+    rc.assert_no_error(timeout=60)
     assert_released(qcomp, rc.pid, rc.orig_cgroups)
     assert harness.sched_attr(tid)["policy"] == harness.SCHED_OTHER
     assert_carries_on(qcomp, wl)

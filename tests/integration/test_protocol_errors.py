@@ -38,8 +38,7 @@ def expect_error(comp, rc, others, code, interface):
     assert comp.alive()
     wl, keeper = others
     frames_keep_coming(comp, wl)
-    keeper.sync()
-    assert not keeper.events("error"), keeper.events("error")
+    keeper.assert_no_error()
     st = keeper.state()
     assert st["policy"] == harness.SCHED_DEADLINE, st
     assert keeper.pid in member_pids(reserves(comp)["auto-%d" % keeper.pid])
@@ -71,8 +70,7 @@ def test_name_of_63_bytes_is_fine(qcomp):
     rc.wait("params", idx)
     utf8 = "\u00e9" * 31          # 62 bytes of UTF-8
     rc.getj(utf8)
-    rc.sync()
-    assert not rc.events("error"), rc.events("error")
+    rc.assert_no_error()
 
 
 @pytest.mark.parametrize("args", [
@@ -108,8 +106,7 @@ def test_boundary_params_are_not_errors(qcomp, args):
     rc = RClient(qcomp)
     idx = rc.get("edge")
     rc.send("params %d %s" % (idx, args))
-    rc.sync()
-    assert not rc.events("error"), rc.events("error")
+    rc.assert_no_error()
     assert rc.p.alive()
 
 
@@ -150,9 +147,8 @@ def test_too_many_objects(qcomp, others):
     rc = RClient(qcomp)
     for i in range(64):
         rc.send("get r%d" % (i % 8))
-    rc.sync()
+    rc.assert_no_error()
     assert len(rc.events("object")) == 64
-    assert not rc.events("error"), rc.events("error")
     rc.send("get r65")
     expect_error(qcomp, rc, others, TOO_MANY_OBJECTS, RESERVE)
 
@@ -165,6 +161,5 @@ def test_destroyed_objects_do_not_count(qcomp):
     rc.sync()
     rc.send("destroy 0")
     rc.send("get again")
-    rc.sync()
-    assert not rc.events("error"), rc.events("error")
+    rc.assert_no_error()
     assert rc.p.alive()

@@ -14,8 +14,13 @@ from test_protocol_reserve import (
     request_granted, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
 
 
-def answers(rc, m, idx):
-    return [(e, d) for e, d in rc.events(start=m, idx=idx) if e in ("granted", "refused")]
+def assert_refused_first(ans, reason):
+    """The first answer is refused, with that reason."""
+    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == reason, ans
+
+
+def names(ans):
+    return [e for e, _ in ans]
 
 
 def test_refused_capacity(qcomp, sleepers):
@@ -27,11 +32,7 @@ def test_refused_capacity(qcomp, sleepers):
     cap_before = capacity(qcomp)
     res_before = sorted(reserves(qcomp))
     idx = rc.get("")
-    m = rc.mark()
-    rc.send("params %d qos other 20000 9000 0 0" % idx)
-    rc.send("join %d 0" % idx)
-    rc.sync()
-    ans = answers(rc, m, idx)
+    ans = rc.answers(idx, "params %d qos other 20000 9000 0 0" % idx, "join %d 0" % idx)
     print("answers: %r" % ans)
     # set_params is answered at once (admission as it would be decided);
     # the join that follows a refused set_params is refused too
@@ -45,11 +46,7 @@ def test_refused_capacity(qcomp, sleepers):
     assert capacity(qcomp)["granted_ppm"] == cap_before["granted_ppm"]
     # a named reserve of the same size: refused just the same
     idx2 = rc.get("big")
-    m = rc.mark()
-    rc.send("params %d qos other 20000 9000 0 0" % idx2)
-    rc.send("join %d 0" % idx2)
-    rc.sync()
-    ans = answers(rc, m, idx2)
+    ans = rc.answers(idx2, "params %d qos other 20000 9000 0 0" % idx2, "join %d 0" % idx2)
     print("named: %r" % ans)
     assert ans and all(e == "refused" for e, _ in ans), ans
     assert ans[0][1]["reason"] == CAPACITY, ans
@@ -62,14 +59,10 @@ def test_refused_forbidden_fifo_without_rule(qcomp):
     for name, args in (("", "fifo other 0 0 0 50"), ("rt", "rr other 0 0 0 10"),
                        ("frz", "pause other 0 0 0 0")):
         idx = rc.get(name)
-        m = rc.mark()
-        rc.send("params %d %s" % (idx, args))
-        rc.send("join %d 0" % idx)
-        rc.sync()
-        ans = answers(rc, m, idx)
+        ans = rc.answers(idx, "params %d %s" % (idx, args), "join %d 0" % idx)
         print("%r %s: %r" % (name, args, ans))
-        assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
-        assert "granted" not in [e for e, _ in ans], ans
+        assert_refused_first(ans, FORBIDDEN)
+        assert "granted" not in names(ans), ans
         assert_other(rc.state())
         assert harness.proc_cgroups(rc.pid) == rc.orig_cgroups
     assert not reserves_holding(qcomp, rc.pid)
@@ -80,19 +73,12 @@ def test_refused_forbidden_over_app_limit_and_user_reserve(qcomp):
     the user defined in qosrc is forbidden."""
     rc = RClient(qcomp)
     idx = rc.get("")
-    m = rc.mark()
-    rc.send("params %d qos other 20000 12000 0 0" % idx)
-    rc.sync()
-    ans = answers(rc, m, idx)
-    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    assert_refused_first(rc.answers(idx, "params %d qos other 20000 12000 0 0" % idx), FORBIDDEN)
     before = reserves(qcomp).get("ui")
     idx = rc.get("ui")
-    m = rc.mark()
-    rc.send("params %d qos other 10000 5000 0 0" % idx)
-    rc.sync()
-    ans = answers(rc, m, idx)
+    ans = rc.answers(idx, "params %d qos other 10000 5000 0 0" % idx)
     print("redefine ui: %r" % ans)
-    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    assert_refused_first(ans, FORBIDDEN)
     assert reserves(qcomp).get("ui") == before
 
 
@@ -104,39 +90,26 @@ def test_qosrc_app_limits(qcomp):
                       'max-cpu=70% redefine=yes\n')
     rc = RClient(qcomp)
     idx = rc.get("")
-    m = rc.mark()
-    rc.send("params %d fifo other 50000 10000 0 10" % idx)
-    rc.sync()
-    ans = answers(rc, m, idx)
+    ans = rc.answers(idx, "params %d fifo other 50000 10000 0 10" % idx)
     print("fifo: %r" % ans)
-    assert [e for e, _ in ans] == ["granted"], ans
+    assert names(ans) == ["granted"], ans
     # 60% in the automatic reserve is within 70% ...
-    m = rc.mark()
-    rc.send("params %d qos other 20000 12000 0 0" % idx)
-    rc.sync()
-    assert [e for e, _ in answers(rc, m, idx)] == ["granted"]
+    ans = rc.answers(idx, "params %d qos other 20000 12000 0 0" % idx)
+    assert names(ans) == ["granted"], ans
     # ... and counts against the app's total: 20% more is over it, 5% is not
     idx2 = rc.get("extra")
-    m = rc.mark()
-    rc.send("params %d qos other 20000 4000 0 0" % idx2)
-    rc.sync()
-    ans = answers(rc, m, idx2)
+    ans = rc.answers(idx2, "params %d qos other 20000 4000 0 0" % idx2)
     print("extra 20%%: %r" % ans)
-    assert ans and ans[0][0] == "refused" and ans[0][1]["reason"] == FORBIDDEN, ans
+    assert_refused_first(ans, FORBIDDEN)
     assert "70.0%" in ans[0][1]["message"] and "60.0% held" in ans[0][1]["message"], ans
     assert "extra" not in reserves(qcomp)
-    m = rc.mark()
-    rc.send("params %d qos other 20000 1000 0 0" % idx2)
-    rc.sync()
-    assert [e for e, _ in answers(rc, m, idx2)] == ["granted"]
+    ans = rc.answers(idx2, "params %d qos other 20000 1000 0 0" % idx2)
+    assert names(ans) == ["granted"], ans
     # the user's reserve 'ui' may be redefined by this app (5%: 70% in all)
     idx3 = rc.get("ui")
-    m = rc.mark()
-    rc.send("params %d qos other 10000 500 0 0" % idx3)
-    rc.sync()
-    ans = answers(rc, m, idx3)
+    ans = rc.answers(idx3, "params %d qos other 10000 500 0 0" % idx3)
     print("redefine ui: %r" % ans)
-    assert [e for e, _ in ans] == ["granted"], ans
+    assert names(ans) == ["granted"], ans
     ui = reserves(qcomp)["ui"]
     assert ui["period_us"] == 10000 and ui["slice_us"] == 500, ui
     # nothing was joined: the process is where it was
@@ -151,10 +124,7 @@ def test_qosrc_app_limits(qcomp):
     for args, want in (("qos other 20000 1000 0 0", "refused"),
                        ("idle idle 0 0 0 0", "granted"),
                        ("other other 0 0 5 0", "granted")):
-        m = rc2.mark()
-        rc2.send("params %d %s" % (idx, args))
-        rc2.sync()
-        ans = answers(rc2, m, idx)
+        ans = rc2.answers(idx, "params %d %s" % (idx, args))
         print("%s: %r" % (args, ans))
         assert ans and ans[0][0] == want, (args, ans)
         if want == "refused":
@@ -169,13 +139,10 @@ def test_refused_rate_limited(qcomp):
     request_granted(rc, idx, ["params %d qos other 20000 1000 0 0" % idx,
                               "join %d 0" % idx])
     time.sleep(1.1)
-    m = rc.mark()
     lines = ["params %d qos other 20000 %d 0 0" % (idx, 1000 + 100 * i) for i in range(11)]
     t0 = time.monotonic()
-    rc.send("\n".join(lines))
-    rc.sync()
+    ans = rc.answers(idx, "\n".join(lines))
     elapsed = time.monotonic() - t0
-    ans = answers(rc, m, idx)
     print("%.3fs: %r" % (elapsed, ans))
     if elapsed > 0.9:
         import pytest
@@ -190,12 +157,9 @@ def test_refused_rate_limited(qcomp):
                          for t in harness.thread_ids(rc.pid)) == 1_900_000,
              desc="runtime of the 10th request in the kernel")
     time.sleep(1.1)
-    m = rc.mark()
-    rc.send("params %d qos other 20000 3000 0 0" % idx)
-    rc.sync()
-    ans = answers(rc, m, idx)
-    assert [e for e, _ in ans] == ["granted"], ans
-    params = [d for e, d in rc.events("params", idx, start=m)]
+    ev = rc.ask(idx, "params %d qos other 20000 3000 0 0" % idx)
+    assert [e for e, _ in ev if e in ("granted", "refused")] == ["granted"], ev
+    params = [d for e, d in ev if e == "params"]
     assert params and params[-1]["slice_us"] == 3000 and params[-1]["policy"] == QOS, params
     rc.send("destroy %d" % idx)
     rc.sync()

@@ -82,6 +82,24 @@ class RClient:
             out.append((ev, d))
         return out
 
+    def ask(self, idx, *lines):
+        """Send lines, wait until the compositor has handled them: the events
+        of object idx they brought, as [(name, data)]."""
+        m = self.mark()
+        for line in lines:
+            self.send(line)
+        self.sync()
+        return self.events(start=m, idx=idx)
+
+    def answers(self, idx, *lines):
+        """ask(), but only the answers (granted, refused)."""
+        return [(e, d) for e, d in self.ask(idx, *lines) if e in ("granted", "refused")]
+
+    def assert_no_error(self, timeout=20.0):
+        """Everything sent so far was handled, and no protocol error came."""
+        self.sync(timeout)
+        assert not self.events("error"), self.events("error")
+
     def spawn_thread(self):
         m = self.mark()
         self.send("spawn_thread")
@@ -172,10 +190,7 @@ def request_granted(rc, idx, cmds, timeout=60.0):
     deadline = time.monotonic() + timeout
     while True:
         m = rc.mark()
-        for c in cmds:
-            rc.send(c)
-        rc.sync()
-        ev = rc.events(start=m, idx=idx)
+        ev = rc.ask(idx, *cmds)
         names = [e for e, _ in ev]
         refused = [d for e, d in ev if e == "refused"]
         if "granted" in names and not refused:
