@@ -433,6 +433,13 @@ class Compositor:
                 "--app-id", app_id or "qosway-test"] + list(extra_args)
         return self.spawn(argv, name=name or "wlclient-%d" % len(self.clients))
 
+    def open_window(self, title, **kw):
+        """spawn_wlclient(title, **kw), wait until it has mapped and its
+        window is listed; returns (client, window)."""
+        c = self.spawn_wlclient(title=title, **kw)
+        c.wait_event("mapped")
+        return c, self.window_by_title(title)
+
     # -- IPC ---------------------------------------------------------------------
     def ipc_raw(self, data, timeout=10.0):
         """Send raw bytes on a fresh connection; return the first reply line."""

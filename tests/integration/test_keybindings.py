@@ -12,11 +12,8 @@ def focused_title(comp):
 
 
 def test_super_q_closes_focused_window(qosway):
-    a = qosway.spawn_wlclient(title="Stay")
-    a.wait_event("mapped")
-    b = qosway.spawn_wlclient(title="Quit Me")
-    b.wait_event("mapped")
-    wb = qosway.window_by_title("Quit Me")
+    a, _ = qosway.open_window("Stay")
+    b, wb = qosway.open_window("Quit Me")
     qosway.qosctl("focus", str(wb["id"]))
     wait_for(lambda: focused_title(qosway) == "Quit Me", desc="Quit Me focused")
     with VirtualInput(qosway.client_env()) as vi:
@@ -48,9 +45,7 @@ def test_super_q_closes_focused_window(qosway):
 def test_super_tab_cycles_focus(qosway):
     titles = ["Cycle 1", "Cycle 2", "Cycle 3"]
     for t in titles:
-        c = qosway.spawn_wlclient(title=t, width=300, height=200)
-        c.wait_event("mapped")
-        qosway.window_by_title(t)
+        qosway.open_window(t, width=300, height=200)
     seen = []
     with VirtualInput(qosway.client_env()) as vi:
         start = wait_for(lambda: focused_title(qosway), desc="a focused window")

@@ -36,6 +36,13 @@ def exec_json(comp, *argv, reserve=None):
     return rep
 
 
+def qosctl_exec(comp, *args):
+    """qosctl --json exec ARGS: its reply (pid; refused if a reserve was)."""
+    r = comp.qosctl("--json", "exec", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
 def kill_pid(pid):
     try:
         os.kill(pid, signal.SIGKILL)
@@ -47,9 +54,7 @@ def test_exec_rule_applies_from_first_instruction(qcomp, tmp_path):
     set_rules(qcomp, 'rule cmdline="*autoqos-probe*" policy=idle auto=yes\n')
     out = str(tmp_path / "policy")
     # qosctl's own exec: the reply names the pid
-    r = qcomp.qosctl("--json", "exec", "--", "sh", "-c", PROBE, "autoqos-probe", out)
-    assert r.returncode == 0, r.stdout + r.stderr
-    rep = json.loads(r.stdout)
+    rep = qosctl_exec(qcomp, "--", "sh", "-c", PROBE, "autoqos-probe", out)
     pid = rep["pid"]
     try:
         assert "refused" not in rep, rep
@@ -93,9 +98,7 @@ def test_exec_into_named_reserve(qcomp, tmp_path):
     r = qcomp.qosctl("reserve", "probes", "policy=other", "nice=7")
     assert r.returncode == 0, r.stdout + r.stderr
     out = str(tmp_path / "policy")
-    r = qcomp.qosctl("--json", "exec", "-r", "probes", "--", "sh", "-c", PROBE, "p", out)
-    assert r.returncode == 0, r.stdout + r.stderr
-    rep = json.loads(r.stdout)
+    rep = qosctl_exec(qcomp, "-r", "probes", "--", "sh", "-c", PROBE, "p", out)
     pid = rep["pid"]
     try:
         assert "refused" not in rep, rep
@@ -112,9 +115,7 @@ def test_exec_into_named_reserve(qcomp, tmp_path):
 
 def test_client_connecting_on_its_own_matched_by_app_id(qcomp):
     set_rules(qcomp, 'rule app_id="autoqos-app" policy=idle auto=yes\n')
-    c = qcomp.spawn_wlclient(title="Auto App", app_id="autoqos-app")
-    c.wait_event("mapped")
-    w = qcomp.window_by_title("Auto App")
+    c, w = qcomp.open_window("Auto App", app_id="autoqos-app")
     wait_for(lambda: qcomp.find_window(lambda x: x["id"] == w["id"])["class"] == "idle",
              desc="AutoQOS class idle by app_id")
     st = harness.qos_state(c.pid)

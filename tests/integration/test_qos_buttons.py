@@ -145,6 +145,13 @@ def reserve_info(comp, name):
     return None
 
 
+def click_into(vi, win, button, cls, shift=False):
+    """Click the button and wait until the window's class is cls; returns
+    (the window as qosctl lists it, the kernel state of its process)."""
+    click_button(vi, win, button, shift=shift)
+    return win.wait_class(cls), win.state()
+
+
 def toggle_back(vi, win, button, shift=False):
     click_button(vi, win, button, shift=shift)
     win.wait_class("normal")
@@ -164,9 +171,7 @@ def test_realtime_button_rule_reserve(qcomp):
     with VirtualInput(qcomp.client_env()) as vi:
         park(vi, win)
         qcomp.wait_screenshot(expect_buttons(win, None), name="off")
-        click_button(vi, win, "realtime")
-        w = win.wait_class("realtime")
-        st = win.state()
+        w, st = click_into(vi, win, "realtime", "realtime")
         print("realtime via rule: class %s reserve %s kernel %r" % (w["class"], w["reserve"], st))
         assert w["reserve"] == "default", w
         assert st["policy"] == harness.SCHED_DEADLINE, st
@@ -191,9 +196,7 @@ def test_realtime_button_standard_reserve(qcomp):
     win = Win(qcomp, "RT Auto")
     with VirtualInput(qcomp.client_env()) as vi:
         park(vi, win)
-        click_button(vi, win, "realtime")
-        w = win.wait_class("realtime")
-        st = win.state()
+        w, st = click_into(vi, win, "realtime", "realtime")
         print("realtime standard: reserve %s kernel %r" % (w["reserve"], st))
         assert w["reserve"] == "auto-%d" % win.pid, w
         assert st["policy"] == harness.SCHED_DEADLINE, st
@@ -208,9 +211,7 @@ def test_idle_button(qcomp):
     win = Win(qcomp, "Idle Btn")
     with VirtualInput(qcomp.client_env()) as vi:
         park(vi, win)
-        click_button(vi, win, "idle")
-        w = win.wait_class("idle")
-        st = win.state()
+        w, st = click_into(vi, win, "idle", "idle")
         print("idle: reserve %s kernel %r" % (w["reserve"], st))
         assert st["policy"] == harness.SCHED_IDLE, st
         assert set(st["thread_policies"].values()) == {harness.SCHED_IDLE}, st
@@ -277,9 +278,7 @@ def test_shift_idle_is_nice_10(qcomp):
     win = Win(qcomp, "Nice Btn")
     with VirtualInput(qcomp.client_env()) as vi:
         park(vi, win)
-        click_button(vi, win, "idle", shift=True)
-        w = win.wait_class("nice")
-        st = win.state()
+        w, st = click_into(vi, win, "idle", "nice", shift=True)
         print("nice: reserve %s kernel %r" % (w["reserve"], st))
         assert st["policy"] == harness.SCHED_OTHER, st
         assert os.getpriority(os.PRIO_PROCESS, win.pid) == 10, st

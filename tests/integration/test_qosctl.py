@@ -14,9 +14,7 @@ RECT_KEYS = {"x", "y", "width", "height"}
 
 def test_windows_json_fields(qosway):
     assert qosway.windows() == []
-    c = qosway.spawn_wlclient(title="Fields", app_id="org.qosway.fields", width=320, height=240)
-    c.wait_event("mapped")
-    w = qosway.window_by_title("Fields")
+    c, w = qosway.open_window("Fields", app_id="org.qosway.fields", width=320, height=240)
     assert WINDOW_KEYS <= set(w), "missing keys: %s" % (WINDOW_KEYS - set(w))
     assert isinstance(w["id"], int)
     assert w["app_id"] == "org.qosway.fields"
@@ -40,9 +38,7 @@ def test_windows_json_fields(qosway):
 
 
 def test_windows_table_lists_titles(qosway):
-    c = qosway.spawn_wlclient(title="Table Row")
-    c.wait_event("mapped")
-    w = qosway.window_by_title("Table Row")
+    _, w = qosway.open_window("Table Row")
     r = qosway.qosctl("windows")
     assert r.returncode == 0, r.stderr
     assert "Table Row" in r.stdout and str(w["id"]) in r.stdout
@@ -64,12 +60,8 @@ def test_outputs(qosway):
 
 
 def test_focus_by_id(qosway):
-    a = qosway.spawn_wlclient(title="Focus Me A")
-    a.wait_event("mapped")
-    b = qosway.spawn_wlclient(title="Focus Me B")
-    b.wait_event("mapped")
-    wa = qosway.window_by_title("Focus Me A")
-    wb = qosway.window_by_title("Focus Me B")
+    a, wa = qosway.open_window("Focus Me A")
+    b, wb = qosway.open_window("Focus Me B")
     # the newest window (B) has focus; focus A, B, A
     for target, client in ((wa, a), (wb, b), (wa, a)):
         mark = client.mark()
@@ -84,24 +76,16 @@ def test_focus_by_id(qosway):
 
 
 def test_focus_raises_window(qosway):
-    a = qosway.spawn_wlclient(title="Raise A")
-    a.wait_event("mapped")
-    b = qosway.spawn_wlclient(title="Raise B")
-    b.wait_event("mapped")
-    wa = qosway.window_by_title("Raise A")
-    qosway.window_by_title("Raise B")
+    _, wa = qosway.open_window("Raise A")
+    qosway.open_window("Raise B")
     assert qosway.qosctl("focus", str(wa["id"])).returncode == 0
     # windows are listed bottom first: the focused one is on top
     wait_for(lambda: qosway.windows()[-1]["id"] == wa["id"], desc="A on top after focus")
 
 
 def test_close_by_id(qosway):
-    c = qosway.spawn_wlclient(title="Close By Id")
-    c.wait_event("mapped")
-    keep = qosway.spawn_wlclient(title="Keep Me")
-    keep.wait_event("mapped")
-    w = qosway.window_by_title("Close By Id")
-    qosway.window_by_title("Keep Me")
+    c, w = qosway.open_window("Close By Id")
+    keep, _ = qosway.open_window("Keep Me")
     r = qosway.qosctl("close", str(w["id"]))
     assert r.returncode == 0, r.stderr
     c.wait_event("close")
