@@ -33,10 +33,20 @@ static const char *diag_for(const char *line)
 	return d.msg[0];
 }
 
-static void test_valid(void)
+/* Parses text that must load cleanly: no error, no diagnostic (printed if any). */
+static struct qos_rules *parse_valid(const char *text)
 {
 	struct diags d = {0};
 	struct qos_rules *r = qos_rules_create();
+	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
+	CHECK(d.n == 0);
+	for (int i = 0; i < d.n && i < 16; i++)
+		fprintf(stderr, "unexpected: %s\n", d.msg[i]);
+	return r;
+}
+
+static void test_valid(void)
+{
 	const char *text =
 		"# comment\n"
 		"\n"
@@ -46,8 +56,7 @@ static void test_valid(void)
 		"rule exe=mpv* app_id=\"mpv\" reserve=bg auto=no\n"
 		"rule cmdline=\"foo --x \\\"y\\\"\" policy=fifo priority=10 period=10ms cpu=50%\n"
 		"reserve video policy=qos period=40ms cpu=25% fallback=other\n";
-	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
-	CHECK(d.n == 0);
+	struct qos_rules *r = parse_valid(text);
 	CHECK_EQ_U(r->n_reserves, 2);
 	CHECK_EQ_U(r->n_rules, 3);
 	const struct qos_reserve_def *v = qos_rules_find_reserve(r, "video");
@@ -271,15 +280,12 @@ static void test_layering(void)
 /* Per-app protocol limits: defaults, per-key layering, no shadowing of placement. */
 static void test_app_limits(void)
 {
-	struct diags d = {0};
-	struct qos_rules *r = qos_rules_create();
 	const char *text =
 		"rule exe=/usr/bin/mpv policy=qos period=20ms cpu=30%\n"
 		"rule exe=mpv allow=qos,fifo,pause max-cpu=80%\n"
 		"rule cmdline=\"mpv --quiet*\" redefine=yes\n"
 		"rule exe=greedy allow=idle max-cpu=0\n";
-	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
-	CHECK(d.n == 0);
+	struct qos_rules *r = parse_valid(text);
 	struct qos_app_limits l;
 	qos_rules_app_limits(NULL, "/usr/bin/foot", NULL, NULL, &l);
 	CHECK(l.max_cpu_ppm == 500000 && !l.redefine);
