@@ -43,6 +43,7 @@ struct qos_reserve {
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */
 	uint64_t retired_us;  /* CPU time of thread members that left */
+	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 };
 
 struct qos_manager {
@@ -53,6 +54,8 @@ struct qos_manager {
 	struct qos_admission adm;
 	struct qos_reserve *reserves;
 	struct qos_rules *rules;
+	bool optimistic;               /* the kernel shows deadline state: qos -> other works */
+	int64_t dl_clock_offset_ns;    /* scheduler clock - CLOCK_MONOTONIC */
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
 	int epoll_fd;
 	int timer_fd;
@@ -85,6 +88,30 @@ void qos_manager_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);
 void qos_root_weight_update(struct qos_manager *mgr);
 void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);
+
+/* Deadline runtime of each thread: the slice split over the member threads. */
+uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
+
+/*
+ * optimistic.c: qos reserves falling back to other or idle, and the repair of
+ * deadline threads the kernel left throttled without a timer.
+ */
+bool qos_optimistic_supported(void);
+/* Moves every deadline thread to the fallback, each with its safe return time. */
+void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us);
+/* Returns due threads, checks returned ones; gives the next time it needs. */
+uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback);
+/* Repairs member threads stuck throttled (safety net, at housekeeping). */
+void qos_optimistic_housekeeping(struct qos_reserve *r);
+/* A thread just put into SCHED_DEADLINE: checked a moment later. */
+void qos_optimistic_watch(struct qos_reserve *r, pid_t tid);
+/* Whether any thread still waits in the fallback. */
+bool qos_optimistic_any_waiting(const struct qos_reserve *r);
+/* Whether tid sits in the fallback waiting for its return time. */
+bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid);
+void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid);
+void qos_optimistic_clear(struct qos_reserve *r);
+void qos_optimistic_destroy(struct qos_reserve *r);
 
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);

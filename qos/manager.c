@@ -95,6 +95,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		ncpus = n > 0 ? (unsigned)n : 1;
 	}
 	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
+	mgr->optimistic = qos_optimistic_supported();
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, mgr->root_name, err, err_len))
 		goto err_free;

@@ -60,6 +60,17 @@ static bool rt_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t 
 	return false;
 }
 
+/*
+ * qos falling back to other or idle: the manager moves the deadline threads
+ * out at the overrun (optimistic.c).  Where the kernel does not show their
+ * deadline state it cannot do that safely, and the reserve stays hard.
+ */
+static bool optimistic(const struct qos_reserve *r)
+{
+	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
+		(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
+}
+
 /* Whether the kernel itself stops the reserve at its limit (no freeze needed). */
 static bool kernel_caps(const struct qos_reserve *r)
 {
@@ -114,12 +125,19 @@ struct thread_ctx {
 static void set_one(pid_t tid, void *data)
 {
 	struct thread_ctx *c = data;
+	/* Never early: see optimistic.c for what an early return does. */
+	if (c->policy == QOS_POLICY_QOS && !c->release && qos_optimistic_waiting(c->r, tid))
+		return;
 	/* Leaving SCHED_DEADLINE (fallback, demotion, leave): see qos_sys_release_deadline. */
 	if ((c->release || c->policy != QOS_POLICY_QOS) && !qos_sys_release_deadline(tid))
 		return;
 	const struct qos_params *p = &c->r->params;
+	bool entering_dl = c->policy == QOS_POLICY_QOS && !c->release &&
+		qos_sys_get_thread_policy(tid, NULL) != 6 /* SCHED_DEADLINE */;
 	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
+	if (e == 0 && entering_dl)
+		qos_optimistic_watch(c->r, tid); /* it may have left the class throttled */
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;
 		c->err_tid = tid;
@@ -153,7 +171,7 @@ static int apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_po
 	return c.err;
 }
 
-static uint64_t dl_runtime(struct qos_reserve *r)
+uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r)
 {
 	/* Threads of one reserve split its slice evenly (thesis 5.3.2, option a). */
 	uint64_t ns = r->params.slice_us * 1000u / count_threads(r);
@@ -162,8 +180,10 @@ static uint64_t dl_runtime(struct qos_reserve *r)
 
 static int apply_threads(struct qos_reserve *r, enum qos_policy policy)
 {
-	uint64_t rt = policy == QOS_POLICY_QOS ? dl_runtime(r) : 0;
+	uint64_t rt = policy == QOS_POLICY_QOS ? qos_reserve_dl_runtime_ns(r) : 0;
 	int err = 0;
+	if (policy != QOS_POLICY_QOS)
+		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
 	for (size_t i = 0; i < r->n_members; i++) {
 		int e = apply_member(r, r->members[i], policy, rt);
 		if (e && !err)
@@ -305,19 +325,42 @@ static void enter_fallback(struct qos_reserve *r)
 	}
 	if (p->fallback == p->policy)
 		return;
-	/*
-	 * Not for deadline members: at this point the kernel has throttled them,
-	 * and a throttled deadline task that leaves the class and comes back is
-	 * never replenished (seen on 6.18).  They stay throttled until the period
-	 * ends, i.e. an optimistic qos reserve currently behaves like a hard one.
-	 */
-	if (p->policy == QOS_POLICY_QOS)
+	if (p->policy == QOS_POLICY_QOS) {
+		if (optimistic(r)) {
+			qos_optimistic_enter(r, qos_police_period_end_us(&r->police));
+			/* SCHED_IDLE threads alone would still get the group's share. */
+			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+				set_group_idle(r, true);
+			r->fb_applied = true;
+			qos_root_weight_update_deferred(r->mgr, true);
+		}
 		return;
+	}
 	apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		set_group_idle(r, true);
 	r->fb_applied = true;
 	qos_root_weight_update_deferred(r->mgr, true);
+}
+
+/*
+ * An optimistic reserve leaves its fallback thread by thread, each at its
+ * own safe time (optimistic.c); the group stays idle (for qos -> idle) until
+ * the last one is back, or a waiting SCHED_IDLE thread would get the group's
+ * whole share.  Returns when the threads next need the manager.
+ */
+static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us)
+{
+	/* Only an optimistic fallback holds threads back; a repaired thread of a
+	 * hard reserve returns at its 0-lag time. */
+	uint64_t due = qos_optimistic_run(r, now_us, optimistic(r) && r->police.in_fallback);
+	if (!r->fb_applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
+		return due;
+	r->fb_applied = false;
+	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl)
+		set_group_idle(r, false);
+	qos_root_weight_update_deferred(r->mgr, true);
+	return due;
 }
 
 static void leave_fallback(struct qos_reserve *r)
@@ -326,6 +369,10 @@ static void leave_fallback(struct qos_reserve *r)
 	struct qos_cgroup *cg = &r->mgr->cg;
 	if (!r->fb_applied)
 		return;
+	if (p->policy == QOS_POLICY_QOS && p->fallback != QOS_POLICY_PAUSE) {
+		settle_optimistic(r, qos_sys_now_us());
+		return;
+	}
 	r->fb_applied = false;
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
@@ -351,8 +398,10 @@ static bool manager_polices(const struct qos_reserve *r)
 		return true; /* billed time is invisible to the kernel */
 	if (p->fallback == QOS_POLICY_PAUSE)
 		return !kernel_caps(r);
-	if (p->fallback == p->policy || p->policy == QOS_POLICY_QOS)
-		return false; /* see enter_fallback */
+	if (p->fallback == p->policy)
+		return false;
+	if (p->policy == QOS_POLICY_QOS)
+		return optimistic(r);
 	return true;
 }
 
@@ -385,6 +434,12 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	 */
 	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
 		r->next_check_us = r->mgr->housekeeping_us;
+	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
+	if (r->opt) {
+		uint64_t due = settle_optimistic(r, now_us);
+		if (due < r->next_check_us)
+			r->next_check_us = due;
+	}
 }
 
 static void adopt_children(struct qos_reserve *r);
@@ -399,8 +454,14 @@ void qos_reserve_housekeeping(struct qos_reserve *r)
 	 */
 	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
 		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
-	if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE))
+	if (r->n_members && r->params.policy == QOS_POLICY_QOS) {
+		/* In an optimistic fallback the threads are where they must be. */
+		if (!(optimistic(r) && r->police.in_fallback && r->fb_applied))
+			apply_threads(r, QOS_POLICY_QOS);
+		qos_optimistic_housekeeping(r);
+	} else if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE)) {
 		apply_threads(r, active);
+	}
 }
 
 static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name,
@@ -441,6 +502,7 @@ void qos_reserve_free(struct qos_reserve *r)
 	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->group))
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
+	qos_optimistic_destroy(r);
 	free(r->members);
 	free(r);
 }
@@ -502,6 +564,8 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 		qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
 	}
 	leave_fallback(r);
+	if (p.policy != QOS_POLICY_QOS)
+		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = p;
 	r->police.in_fallback = false;
 	uint64_t now = qos_sys_now_us();
@@ -575,6 +639,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
 			r->retired_us += v - m->cpu_base_us;
 	}
+	qos_optimistic_forget(r, m->pid, m->tid);
 	if (alive && member_alive(m))
 		restore_member(m);
 	for (size_t i = 0; i < r->n_members; i++) {

@@ -43,6 +43,13 @@ uint64_t qos_sys_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+int64_t qos_sys_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 ssize_t qos_sys_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -108,6 +115,39 @@ bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
 		return false;
 	*out = strtoull(buf, NULL, 10) / 1000u;
 	return true;
+}
+
+bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	*out = strtoull(buf, NULL, 10);
+	return true;
+}
+
+static bool sched_field(const char *buf, const char *key, int64_t *out)
+{
+	const char *p = strstr(buf, key);
+	if (!p)
+		return false;
+	p = strchr(p, ':');
+	if (!p)
+		return false;
+	char *end;
+	*out = strtoll(p + 1, &end, 10);
+	return end != p + 1;
+}
+
+bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
+		sched_field(buf, "\ndl.deadline ", deadline_ns);
 }
 
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)

@@ -25,6 +25,16 @@ bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out);
 /* Cumulative CPU time of all live threads of a process (schedstat sums). */
 bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out);
 
+/* Cumulative CPU time of one thread (schedstat), in nanoseconds. */
+bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);
+
+/*
+ * dl.runtime (may be negative: an overrun) and dl.deadline (sched clock) of a
+ * SCHED_DEADLINE thread, from /proc/TID/sched.  False when the thread is not
+ * SCHED_DEADLINE or the kernel does not show them.
+ */
+bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns);
+
 /* Calls fn for every thread of pid; returns the number of threads or -1. */
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
 
@@ -58,5 +68,6 @@ ssize_t qos_sys_read_file(const char *path, char *buf, size_t len);
 int qos_sys_write_file(const char *path, const char *value);
 
 uint64_t qos_sys_now_us(void);
+int64_t qos_sys_now_ns(void);
 
 #endif

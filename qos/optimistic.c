@@ -1,0 +1,338 @@
+/*
+ * Optimistic qos (qos -> other, and qos -> idle): members hold a
+ * SCHED_DEADLINE reservation for the slice, and once the reserve has used it
+ * in a period the manager moves them to the fallback class until the next
+ * period, so they run on past the slice when the CPU is free (thesis 3.4.2).
+ *
+ * The kernel (6.18) makes the way back dangerous.  A thread the deadline
+ * class has already throttled keeps dl_throttled when it leaves the class;
+ * its replenishment timer then finds a non-deadline task and does nothing,
+ * and only the inactive timer at its 0-lag time Z clears the flag.  Put back
+ * into SCHED_DEADLINE between its deadline D and Z, the thread is never
+ * enqueued again: it cannot run, nor die from SIGKILL.  Put back before D
+ * while it runs, it runs unaccounted until D and then owes all of it.
+ *
+ * So each thread leaving for the fallback records when it may come back:
+ * at the next period if it was not throttled, else after
+ * Z = D + overrun * period / runtime (plus a margin).  A millisecond after
+ * it is back, the manager looks again and undoes a return that got stuck
+ * anyway (its dl.runtime and dl.deadline say throttled with the timer gone);
+ * the housekeeping pass does the same for every member thread.  Threads that
+ * sleep when the slice runs out leave through qos_sys_release_deadline(),
+ * which avoids the kernel's bandwidth leak for sleepers.
+ *
+ * dl.deadline is on the scheduler clock.  Every fresh return (runtime back
+ * at the full reservation, deadline = now + period) calibrates its offset to
+ * CLOCK_MONOTONIC.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+#define RETURN_MARGIN_US 500u
+#define VERIFY_AFTER_US 1000u
+/* A throttled thread whose deadline passed this long ago has lost its timer. */
+#define STUCK_AFTER_NS 500000
+
+struct fb_thread {
+	pid_t pid; /* the member's process */
+	pid_t tid;
+	uint64_t back_at_us; /* may return to SCHED_DEADLINE from then; 0: it is back */
+	uint64_t verify_at_us;
+};
+
+struct qos_optimistic {
+	struct fb_thread *t;
+	size_t n, cap;
+};
+
+bool qos_optimistic_supported(void)
+{
+	/* The dl.* fields come with the scheduler's debug output. */
+	return access("/proc/self/sched", R_OK) == 0;
+}
+
+void qos_optimistic_destroy(struct qos_reserve *r)
+{
+	if (!r->opt)
+		return;
+	free(r->opt->t);
+	free(r->opt);
+	r->opt = NULL;
+}
+
+void qos_optimistic_clear(struct qos_reserve *r)
+{
+	if (r->opt)
+		r->opt->n = 0;
+}
+
+static struct fb_thread *find(struct qos_reserve *r, pid_t tid)
+{
+	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
+		if (r->opt->t[i].tid == tid)
+			return &r->opt->t[i];
+	}
+	return NULL;
+}
+
+static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
+{
+	struct fb_thread *t = find(r, tid);
+	if (t)
+		return t;
+	if (!r->opt && !(r->opt = calloc(1, sizeof(*r->opt))))
+		return NULL;
+	struct qos_optimistic *o = r->opt;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 8;
+		struct fb_thread *n = realloc(o->t, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		o->t = n;
+		o->cap = cap;
+	}
+	t = &o->t[o->n++];
+	*t = (struct fb_thread){ .pid = pid, .tid = tid };
+	return t;
+}
+
+static void drop(struct qos_reserve *r, size_t i)
+{
+	struct qos_optimistic *o = r->opt;
+	o->t[i] = o->t[--o->n];
+}
+
+bool qos_optimistic_any_waiting(const struct qos_reserve *r)
+{
+	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
+		if (r->opt->t[i].back_at_us)
+			return true;
+	}
+	return false;
+}
+
+bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid)
+{
+	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
+		if (r->opt->t[i].tid == tid)
+			return r->opt->t[i].back_at_us != 0;
+	}
+	return false;
+}
+
+void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid)
+{
+	for (size_t i = 0; r->opt && i < r->opt->n;) {
+		struct fb_thread *t = &r->opt->t[i];
+		if (t->pid == pid && (!tid || t->tid == tid))
+			drop(r, i);
+		else
+			i++;
+	}
+}
+
+/* The 0-lag time of a throttled thread, on CLOCK_MONOTONIC (us). */
+static uint64_t zero_lag_us(struct qos_reserve *r, int64_t runtime_ns, int64_t deadline_ns)
+{
+	struct qos_manager *mgr = r->mgr;
+	uint64_t q = qos_reserve_dl_runtime_ns(r);
+	uint64_t debt = runtime_ns < 0 ? (uint64_t)-runtime_ns : 0;
+	int64_t z = deadline_ns - mgr->dl_clock_offset_ns +
+		(int64_t)(debt * (r->params.period_us * 1000u) / q);
+	return z > 0 ? (uint64_t)z / 1000u : 0;
+}
+
+/* The class a thread waits in outside its reservation: idle, else other. */
+static void to_fallback(struct qos_reserve *r, pid_t tid)
+{
+	const struct qos_params *p = &r->params;
+	enum qos_policy fb = p->fallback == QOS_POLICY_IDLE ? QOS_POLICY_IDLE : QOS_POLICY_OTHER;
+	qos_sys_set_thread_policy(tid, fb, p->nice, 0, 0, 0);
+}
+
+struct leave_ctx {
+	struct qos_reserve *r;
+	pid_t pid;
+	uint64_t period_end_us;
+};
+
+static void leave_one(pid_t tid, void *data)
+{
+	struct leave_ctx *c = data;
+	struct qos_reserve *r = c->r;
+	if (qos_sys_get_thread_policy(tid, NULL) != 6 /* SCHED_DEADLINE */)
+		return;
+	struct fb_thread *t = add(r, c->pid, tid);
+	if (!t)
+		return; /* out of memory: it stays a hard reservation this period */
+	t->verify_at_us = 0;
+	t->back_at_us = c->period_end_us;
+	if (qos_sys_thread_state(tid) != 'R') {
+		/* Asleep, so not throttled; leave without the sleeper's leak. */
+		if (qos_sys_release_deadline(tid))
+			to_fallback(r, tid);
+		return;
+	}
+	int64_t runtime, deadline;
+	uint64_t before = 0, after = 0;
+	bool known = qos_sys_thread_dl_state(tid, &runtime, &deadline);
+	qos_sys_thread_cpu_ns(tid, &before);
+	to_fallback(r, tid);
+	qos_sys_thread_cpu_ns(tid, &after);
+	if (!known) {
+		/* Unknown state: wait a whole period more, which is past any 0-lag
+		 * time of an overrun shorter than a slice. */
+		t->back_at_us = c->period_end_us + r->params.period_us;
+		return;
+	}
+	/* Both counters lag by the same ticks; the switch settled them. */
+	runtime -= (int64_t)(after - before);
+	if (runtime <= 0) {
+		uint64_t z = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
+		if (z > t->back_at_us)
+			t->back_at_us = z;
+	}
+}
+
+void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		struct leave_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
+		if (m->tid)
+			leave_one(m->tid, &c);
+		else
+			qos_sys_for_each_thread(m->pid, leave_one, &c);
+	}
+}
+
+static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		if (m->pid != pid || (m->tid && m->tid != tid))
+			continue;
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+		return access(path, F_OK) == 0;
+	}
+	return false;
+}
+
+static void go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
+{
+	uint64_t q = qos_reserve_dl_runtime_ns(r);
+	uint64_t period_ns = r->params.period_us * 1000u;
+	int64_t before = qos_sys_now_ns();
+	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
+	t->back_at_us = 0;
+	t->verify_at_us = now_us + VERIFY_AFTER_US;
+	if (e < 0) {
+		/* EBUSY and the like: it stays in the fallback until housekeeping
+		 * gives the reserve's policy to every thread again. */
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
+			"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
+		t->verify_at_us = 0;
+		return;
+	}
+	int64_t runtime, deadline;
+	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline) && runtime == (int64_t)q) {
+		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
+		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
+	}
+}
+
+void qos_optimistic_watch(struct qos_reserve *r, pid_t tid)
+{
+	pid_t pid = 0;
+	for (size_t i = 0; i < r->n_members && !pid; i++) {
+		struct qos_member *m = r->members[i];
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", m->pid, tid);
+		if (m->tid == tid || (!m->tid && access(path, F_OK) == 0))
+			pid = m->pid;
+	}
+	struct fb_thread *t = pid ? add(r, pid, tid) : NULL;
+	if (t && !t->back_at_us)
+		t->verify_at_us = qos_sys_now_us() + VERIFY_AFTER_US;
+}
+
+/* Undoes a return that left the thread throttled without a timer. */
+static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid)
+{
+	int64_t runtime, deadline;
+	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline) || runtime > 0)
+		return false;
+	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
+	if (deadline + STUCK_AFTER_NS > now || qos_sys_thread_state(tid) != 'R')
+		return false;
+	to_fallback(r, tid);
+	if (!t)
+		t = add(r, pid, tid);
+	if (t) {
+		t->back_at_us = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
+		t->verify_at_us = 0;
+	}
+	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+		"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
+		r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
+	return true;
+}
+
+uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback)
+{
+	uint64_t next = UINT64_MAX;
+	for (size_t i = 0; r->opt && i < r->opt->n;) {
+		struct fb_thread *t = &r->opt->t[i];
+		if (!is_member_thread(r, t->pid, t->tid)) {
+			drop(r, i);
+			continue;
+		}
+		if (t->back_at_us && !in_fallback && now_us >= t->back_at_us)
+			go_back(r, t, now_us);
+		if (t->verify_at_us && now_us >= t->verify_at_us) {
+			t->verify_at_us = 0;
+			unstick(r, t, t->pid, t->tid);
+		}
+		if (!t->back_at_us && !t->verify_at_us) {
+			drop(r, i);
+			continue;
+		}
+		/* While the reserve is in its fallback, the period boundary wakes us. */
+		if (t->back_at_us && !in_fallback && t->back_at_us < next)
+			next = t->back_at_us;
+		if (t->verify_at_us && t->verify_at_us < next)
+			next = t->verify_at_us;
+		i++;
+	}
+	return next;
+}
+
+struct scan_ctx {
+	struct qos_reserve *r;
+	pid_t pid;
+};
+
+static void scan_one(pid_t tid, void *data)
+{
+	struct scan_ctx *c = data;
+	if (!find(c->r, tid))
+		unstick(c->r, NULL, c->pid, tid);
+}
+
+void qos_optimistic_housekeeping(struct qos_reserve *r)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		struct scan_ctx c = { .r = r, .pid = m->pid };
+		if (m->tid)
+			scan_one(m->tid, &c);
+		else
+			qos_sys_for_each_thread(m->pid, scan_one, &c);
+	}
+}

@@ -1,0 +1,126 @@
+"""Kernel tests for optimistic qos (qos -> other): a SCHED_DEADLINE guarantee
+that drops to time-sharing once the slice is used, so the member runs on past
+its slice when the CPU is free (issue 3; qos/optimistic.c).
+
+The manager moves threads between SCHED_DEADLINE and the fallback at every
+overrun and period; a thread put back into the deadline class at the wrong
+moment never runs again (see optimistic.c).  So besides the shares, these
+tests require that the member makes progress in every 100 ms window and dies
+at once from SIGKILL.
+"""
+import time
+
+from test_kernel import (  # noqa: F401  (fixtures)
+    REASON, busy, cpu_ns, helper, policy_of, procs, pytestmark)
+
+assert pytestmark  # skipped with test_kernel's printed reason when not root
+
+
+def progress(pid, seconds, window=0.1):
+    """(share of one CPU, windows without any CPU time) over `seconds`."""
+    first = last = cpu_ns(pid)
+    t0 = time.monotonic()
+    flat = 0
+    while time.monotonic() - t0 < seconds:
+        time.sleep(window)
+        now = cpu_ns(pid)
+        flat += now == last
+        last = now
+    return (last - first) / ((time.monotonic() - t0) * 1e9), flat
+
+
+def dies_at_once(p):
+    p.kill()
+    t0 = time.monotonic()
+    p.wait(timeout=5)
+    return time.monotonic() - t0
+
+
+def overruns(helper, name):
+    info = helper.ok("info " + name)
+    return int(info.split("overruns=")[1].split()[0]), info
+
+
+def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
+    """30% / 20 ms with fallback other, nothing else to run: the member uses
+    most of a CPU (a hard reserve would be held at 30%)."""
+    p = busy(procs)
+    helper.ok("reserve opt policy=qos period=20ms cpu=30% fallback=other")
+    helper.ok("join opt %d" % p.pid)
+    assert policy_of(p.pid) == 6  # SCHED_DEADLINE
+    time.sleep(0.3)
+    s, flat = progress(p.pid, 3.0)
+    n, info = overruns(helper, "opt")
+    print("share %.3f, flat windows %d, %s" % (s, flat, info))
+    assert s >= 0.8, s
+    assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
+    assert n >= 100, info  # policed every period, not just capped
+    assert dies_at_once(p) < 1.0
+
+
+def test_qos_other_keeps_its_guarantee_under_load(helper, procs):
+    """Against two busy loops on each CPU the member still gets its 30%, plus
+    a time-sharing part after the slice; it never stops."""
+    for cpu in (0, 0, 1, 1):
+        busy(procs, cpu)
+    p = busy(procs)
+    helper.ok("reserve opt policy=qos period=20ms cpu=30% fallback=other")
+    helper.ok("join opt %d" % p.pid)
+    time.sleep(0.3)
+    s, flat = progress(p.pid, 3.0)
+    n, info = overruns(helper, "opt")
+    print("share %.3f, flat windows %d, %s" % (s, flat, info))
+    assert s >= 0.27, s
+    assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
+    assert n > 0, info
+    assert dies_at_once(p) < 1.0
+
+
+def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
+    """qos -> idle: past the slice the member only gets idle time.  With a
+    normal busy loop on every CPU that is little beyond its reservation;
+    alone it runs on.  (The reservation part itself comes out below 30% at
+    HZ=250: a thread the kernel throttled a tick late waits out its debt
+    before it may return, see optimistic.c.)"""
+    p = busy(procs)
+    helper.ok("reserve cut policy=qos period=20ms cpu=30% fallback=idle")
+    helper.ok("join cut %d" % p.pid)
+    time.sleep(0.3)
+    alone, flat = progress(p.pid, 2.0)
+    print("alone: share %.3f, flat windows %d" % (alone, flat))
+    assert alone >= 0.6 and flat == 0, (alone, flat)
+    for cpu in (0, 1):
+        busy(procs, cpu)
+    time.sleep(0.3)
+    loaded, flat = progress(p.pid, 3.0)
+    print("loaded: share %.3f, flat windows %d, %s" % (loaded, flat, overruns(helper, "cut")[1]))
+    assert 0.2 <= loaded <= 0.4, loaded
+    assert flat == 0
+    assert dies_at_once(p) < 1.0
+
+
+def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
+    """The user toggling real-time off and on: a busy member leaves its qos
+    reserve while the kernel has it throttled and comes back a few ms after
+    its deadline.  On 6.18 that return mostly leaves it throttled with no
+    timer (it would never run again, nor die); the manager checks every
+    thread it puts into SCHED_DEADLINE a moment later and repairs it."""
+    p = busy(procs)
+    helper.ok("reserve rt policy=qos period=20ms cpu=25% fallback=pause")
+    for attempt in range(4):
+        helper.ok("join rt %d" % p.pid)
+        time.sleep(0.013)  # 5 ms of runtime used: throttled until +20 ms
+        helper.ok("leave %d" % p.pid)
+        time.sleep(0.009)  # back just past the deadline, before the 0-lag time
+        helper.ok("join rt %d" % p.pid)
+        s, flat = progress(p.pid, 0.6)
+        print("attempt %d: share %.3f, flat windows %d" % (attempt, s, flat))
+        assert 0.2 <= s <= 0.35 and flat == 0, (attempt, s, flat)
+        helper.ok("leave %d" % p.pid)
+        time.sleep(0.05)
+    repairs = [e for e in helper.events if "stuck" in e]
+    print("repairs %d: %r" % (len(repairs), repairs[:2]))
+    # The kernel got it stuck in ~9 of 10 such returns when this was written;
+    # none in four would mean the repair path was not exercised at all.
+    assert repairs, "no return got stuck: the test did not exercise the repair"
+    assert dies_at_once(p) < 1.0
