@@ -5,6 +5,7 @@ directory named by $QOSWAY_BUILD_DIR (default: build).  Needs root and the
 layout CI has (cgroup v1 cpu + cgroup2 at /sys/fs/cgroup/unified, or pure v2);
 otherwise every test is skipped with the reason printed.
 """
+import contextlib
 import glob
 import os
 import signal
@@ -62,12 +63,21 @@ def procs():
         p.wait()
 
 
+@contextlib.contextmanager
+def running_helper(**kw):
+    """A Helper(**kw), closed and its cgroups cleaned up afterwards."""
+    h = Helper(**kw)
+    try:
+        yield h
+    finally:
+        h.close()
+        _force_cleanup(ROOT)
+
+
 @pytest.fixture
 def helper(procs):
-    h = Helper()
-    yield h
-    h.close()
-    _force_cleanup(ROOT)
+    with running_helper() as h:
+        yield h
 
 
 def busy(spawn, cpu=None):
@@ -91,9 +101,38 @@ def share(pid, seconds):
     return (b - a) / ((time.monotonic() - t0) * 1e9)
 
 
+def settled_share(pid, seconds=3.0):
+    """share() after 0.3 s in which the new scheduling settles."""
+    time.sleep(0.3)
+    return share(pid, seconds)
+
+
+def place(helper, reserve, pid):
+    """Define the reserve ("NAME PARAMS...") and join pid to it."""
+    helper.ok("reserve " + reserve)
+    helper.ok("join %s %d" % (reserve.split()[0], pid))
+
+
 def frozen(v2_group):
     with open(v2_group + "/cgroup.events") as f:
         return dict(l.split() for l in f)["frozen"] == "1"
+
+
+def wait_frozen(v2_group, want, what, timeout=1.0):
+    """Poll cgroup.events until the group's frozen state is `want`."""
+    deadline = time.monotonic() + timeout
+    while frozen(v2_group) != want:
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def kill_grandchild(pid):
+    """SIGKILL a process a test child forked (reaped here only if it is ours)."""
+    os.kill(pid, signal.SIGKILL)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def policy_of(pid):
@@ -102,10 +141,8 @@ def policy_of(pid):
 
 def test_ceiling_other_20_percent(helper, procs):
     p = busy(procs, 1)
-    helper.ok("reserve ceil policy=other period=100ms cpu=20% fallback=pause")
-    helper.ok("join ceil %d" % p.pid)
-    time.sleep(0.3)
-    s = share(p.pid, 3.0)
+    place(helper, "ceil policy=other period=100ms cpu=20% fallback=pause", p.pid)
+    s = settled_share(p.pid)
     assert 0.17 <= s <= 0.23, s
 
 
@@ -115,10 +152,8 @@ def test_cut_to_idle_20_percent(helper, procs):
     an idle group until the boundary; without policing it would get 50%."""
     busy(procs, 1)
     p = busy(procs, 1)
-    helper.ok("reserve cut policy=other period=100ms cpu=20% fallback=idle")
-    helper.ok("join cut %d" % p.pid)
-    time.sleep(0.3)
-    s = share(p.pid, 3.0)
+    place(helper, "cut policy=other period=100ms cpu=20% fallback=idle", p.pid)
+    s = settled_share(p.pid)
     assert 0.16 <= s <= 0.26, s
     info = helper.ok("info cut")
     assert "overruns=0" not in info, info
@@ -127,30 +162,21 @@ def test_cut_to_idle_20_percent(helper, procs):
 def test_idle_under_5_percent(helper, procs):
     normal = busy(procs, 1)
     victim = busy(procs, 1)
-    helper.ok("reserve bg policy=idle")
-    helper.ok("join bg %d" % victim.pid)
-    time.sleep(0.3)
-    s = share(victim.pid, 3.0)
+    place(helper, "bg policy=idle", victim.pid)
+    s = settled_share(victim.pid)
     assert s < 0.05, s
 
 
 def test_pause_freezes_and_thaws(helper, procs):
     p = busy(procs, 1)
-    helper.ok("reserve stop policy=pause")
-    helper.ok("join stop %d" % p.pid)
+    place(helper, "stop policy=pause", p.pid)
     v2, _ = helper.path("stop")
-    deadline = time.monotonic() + 1.0
-    while not frozen(v2):
-        assert time.monotonic() < deadline, "cgroup.events never said frozen"
-        time.sleep(0.01)
+    wait_frozen(v2, True, "cgroup.events never said frozen")
     # Frozen tasks do not run; a few microseconds may still be charged while
     # the last signal-delivery path of the freeze completes.
     assert share(p.pid, 1.0) < 1e-4
     helper.ok("reserve stop policy=other")
-    deadline = time.monotonic() + 1.0
-    while frozen(v2):
-        assert time.monotonic() < deadline, "still frozen after thaw"
-        time.sleep(0.01)
+    wait_frozen(v2, False, "still frozen after thaw")
     assert share(p.pid, 0.5) > 0.2
 
 
@@ -158,11 +184,9 @@ def test_qos_hard_30_percent_under_load(helper, procs):
     for cpu in (0, 0, 1, 1):
         busy(procs, cpu)
     p = busy(procs)
-    helper.ok("reserve rt policy=qos period=20ms cpu=30% fallback=pause")
-    helper.ok("join rt %d" % p.pid)
+    place(helper, "rt policy=qos period=20ms cpu=30% fallback=pause", p.pid)
     assert policy_of(p.pid) == 6  # SCHED_DEADLINE
-    time.sleep(0.3)
-    s = share(p.pid, 3.0)
+    s = settled_share(p.pid)
     assert 0.27 <= s <= 0.33, s
 
 
@@ -192,8 +216,7 @@ def test_qos_periodic_workload_meets_every_period(helper, procs):
     w = procs([sys.executable, "-c", PERIODIC, "3"], stdin=subprocess.PIPE,
               stdout=subprocess.PIPE, text=True)
     assert w.stdout.readline().strip() == "ready"
-    helper.ok("reserve rt policy=qos period=20ms cpu=30% fallback=pause")
-    helper.ok("join rt %d" % w.pid)
+    place(helper, "rt policy=qos period=20ms cpu=30% fallback=pause", w.pid)
     w.stdin.write("go\n")
     w.stdin.flush()
     missed, n = map(int, w.stdout.readline().split())
@@ -207,17 +230,13 @@ def small_helper(procs):
     """A manager that may guarantee only 1 CPU (2 x 50%): admission is then
     tested without asking the kernel for more deadline bandwidth than a busy
     machine may have left."""
-    h = Helper(extra=["--ncpus", "2", "--rsvd", "50"])
-    yield h
-    h.close()
-    _force_cleanup(ROOT)
+    with running_helper(extra=["--ncpus", "2", "--rsvd", "50"]) as h:
+        yield h
 
 
 def test_admission_refusal_reaches_caller(small_helper, procs):
     helper = small_helper
-    a = procs(["sleep", "30"])
-    b = procs(["sleep", "30"])
-    c = procs(["sleep", "30"])
+    a, b, c = (procs(["sleep", "30"]) for _ in range(3))
     helper.ok("reserve a policy=qos period=100ms cpu=40% fallback=pause")
     helper.ok("reserve b policy=qos period=100ms cpu=40% fallback=pause")
     helper.ok("reserve c policy=qos period=100ms cpu=30% fallback=pause")
@@ -279,11 +298,9 @@ def rt_bandwidth():
 
 def test_fifo_limited_to_50_percent(rt_bandwidth, helper, procs):
     p = busy(procs, 1)
-    helper.ok("reserve f policy=fifo priority=10 period=100ms cpu=50% fallback=pause")
-    helper.ok("join f %d" % p.pid)
+    place(helper, "f policy=fifo priority=10 period=100ms cpu=50% fallback=pause", p.pid)
     assert policy_of(p.pid) == os.SCHED_FIFO
-    time.sleep(0.3)
-    s = share(p.pid, 3.0)
+    s = settled_share(p.pid)
     assert 0.40 <= s <= 0.53, s
 
 
@@ -303,8 +320,8 @@ def test_rt_member_child_is_not_rt(rt_bandwidth, helper, procs):
     p = procs([sys.executable, "-c", FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
               text=True)
     assert p.stdout.readline().strip() == "ready"
-    helper.ok("reserve f policy=fifo priority=10 period=100ms cpu=50% fallback=other inherit=yes")
-    helper.ok("join f %d" % p.pid)
+    place(helper, "f policy=fifo priority=10 period=100ms cpu=50% fallback=other inherit=yes",
+          p.pid)
     assert policy_of(p.pid) == os.SCHED_FIFO
     p.stdin.write("fork\n")
     p.stdin.flush()
@@ -312,24 +329,16 @@ def test_rt_member_child_is_not_rt(rt_bandwidth, helper, procs):
     try:
         assert policy_of(child) == os.SCHED_OTHER
     finally:
-        os.kill(child, signal.SIGKILL)
-        try:
-            os.waitpid(child, 0)
-        except ChildProcessError:
-            pass
+        kill_grandchild(child)
 
 
 def _kill9_frozen(procs, guardian):
     p = busy(procs, 1)
     h = Helper(guardian=guardian)
     try:
-        h.ok("reserve stop policy=pause")
-        h.ok("join stop %d" % p.pid)
+        place(h, "stop policy=pause", p.pid)
         v2, _ = h.path("stop")
-        deadline = time.monotonic() + 1.0
-        while not frozen(v2):
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_frozen(v2, True, "cgroup.events never said frozen")
         os.kill(h.proc.pid, signal.SIGKILL)
         h.proc.wait()
         return p, v2
@@ -356,10 +365,7 @@ def test_kill9_manager_next_instance_thaws(procs):
 def test_kill9_manager_guardian_thaws(procs):
     p, v2 = _kill9_frozen(procs, guardian=True)
     try:
-        deadline = time.monotonic() + 1.0
-        while frozen(v2):
-            assert time.monotonic() < deadline, "guardian did not thaw"
-            time.sleep(0.01)
+        wait_frozen(v2, False, "guardian did not thaw")
         assert share(p.pid, 0.5) > 0.5
         Helper().close()  # the next instance reconciles the leftover group
         assert not os.path.exists(v2)
@@ -459,8 +465,7 @@ def test_inherit_children(helper, procs, inherit):
                    stdout=subprocess.PIPE, text=True)
     assert parent.stdout.readline().strip() == "ready"
     before = _cgroups(parent.pid)
-    helper.ok("reserve kids policy=other nice=4 inherit=%s" % inherit)
-    helper.ok("join kids %d" % parent.pid)
+    place(helper, "kids policy=other nice=4 inherit=%s" % inherit, parent.pid)
     v2, _ = helper.path("kids")
     parent.stdin.write("fork\n")
     parent.stdin.flush()
@@ -488,15 +493,19 @@ def test_inherit_children(helper, procs, inherit):
             assert "members=1" in helper.ok("info kids")
             assert os.getpriority(os.PRIO_PROCESS, parent.pid) == 4
     finally:
-        os.kill(child, signal.SIGKILL)
-        try:
-            os.waitpid(child, 0)
-        except ChildProcessError:
-            pass
+        kill_grandchild(child)
 
 
 def _stats(helper):
     return dict(kv.split("=", 1) for kv in helper.ok("stats").split()[1:])
+
+
+def _feed_for(helper, seconds):
+    """Feed the external canary every 200 ms for `seconds`."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        helper.ok("feed")
+        time.sleep(0.2)
 
 
 def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
@@ -516,10 +525,7 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         h.ok("join plain %d" % r.pid)
         assert policy_of(p.pid) == 6
         # Fed every 200 ms, the watchdog stays quiet over twice its timeout.
-        end = time.monotonic() + 2.2
-        while time.monotonic() < end:
-            h.ok("feed")
-            time.sleep(0.2)
+        _feed_for(h, 2.2)
         assert _stats(h)["watchdog_alarms"] == "0"
         assert policy_of(p.pid) == 6
         # Silence: within timeout + one housekeeping pass, the alarm.
@@ -540,10 +546,7 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         assert reply.startswith("err") and "suspended" in reply, reply
         assert policy_of(r.pid) == os.SCHED_OTHER
         # After the cool-down (canary fed again) real-time grants work again.
-        end = time.monotonic() + 2.7
-        while time.monotonic() < end:
-            h.ok("feed")
-            time.sleep(0.2)
+        _feed_for(h, 2.7)
         assert _stats(h)["cooldown"] == "0"
         h.ok("join rt3 %d" % q.pid)
         assert policy_of(q.pid) == 6
