@@ -9,15 +9,7 @@
 #include <unistd.h>
 
 #include "client_identity.h"
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
+#include "../qos/check.h"
 
 int main(void) {
 	int sv[2];
@@ -83,10 +75,5 @@ int main(void) {
 	waitpid(child, &status, 0);
 	close(sv[0]);
 	close(sv[1]);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("client identity: all checks passed\n");
-	return 0;
+	return check_report("client identity");
 }

@@ -6,15 +6,7 @@
 #include <wlr/types/wlr_keyboard.h>
 
 #include "config.h"
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
+#include "../qos/check.h"
 
 static bool apply(struct qw_config *c, const char *line, char *msg) {
 	return config_apply_line(c, line, msg, 256);
@@ -116,7 +108,7 @@ static void test_invalid_lines(void) {
 		if (ok || !strstr(msg, cases[i].expect)) {
 			fprintf(stderr, "line '%s': ok=%d msg='%s', want '%s'\n",
 				cases[i].line, ok, msg, cases[i].expect);
-			failures++;
+			check_failures++;
 		}
 		/* A rejected line leaves the defaults untouched. */
 		CHECK(c.titlebar_height == 26 && c.button_count == 4);
@@ -167,10 +159,5 @@ int main(void) {
 	test_valid_lines();
 	test_invalid_lines();
 	test_file_errors();
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("config: all checks passed\n");
-	return 0;
+	return check_report("config");
 }
