@@ -34,6 +34,8 @@ SCENARIOS = [
     ("busy", "policy=qos period=10ms slice=200us fallback=pause", True),
     ("ceiling", "policy=other period=10ms slice=1ms fallback=pause", True),
     ("cut-idle", "policy=other period=10ms slice=1ms fallback=idle", True),
+    # 1% each keeps 50 reservations inside the kernel's deadline bandwidth
+    ("optimistic", "policy=qos period=10ms slice=100us fallback=other", True),
 ]
 
 
