@@ -75,23 +75,30 @@ static bool parse_params(const char *kind, const char *rest, struct qos_params *
 
 static void command(struct qos_manager *mgr, char *line, bool *quit)
 {
+	static const char *const refusal_names[] = { "error", "capacity", "forbidden" };
 	char err[512] = "";
 	char name[128];
+	bool refusal = false; /* a manager call failed: say how it classified it */
 	int pid = 0, tid = 0, off = 0;
 	unsigned long long usec;
 	struct qos_params p;
 	line[strcspn(line, "\n")] = '\0';
 	if (sscanf(line, "reserve %127s %n", name, &off) == 1) {
-		if (!parse_params("reserve", line + 8, &p, err) ||
-				!qos_reserve_set(mgr, name, &p, true, true, err, sizeof(err)))
+		if (!parse_params("reserve", line + 8, &p, err))
+			goto fail;
+		refusal = true;
+		if (!qos_reserve_set(mgr, name, &p, true, true, err, sizeof(err)))
 			goto fail;
 	} else if (sscanf(line, "class %d %n", &pid, &off) == 1) {
 		char rest[1024];
 		snprintf(rest, sizeof(rest), "exe=x %s", line + off);
-		if (!parse_params("rule", rest, &p, err) ||
-				!qos_manager_set_class(mgr, pid, &p, err, sizeof(err)))
+		if (!parse_params("rule", rest, &p, err))
+			goto fail;
+		refusal = true;
+		if (!qos_manager_set_class(mgr, pid, &p, err, sizeof(err)))
 			goto fail;
 	} else if (sscanf(line, "join %127s %d %d", name, &pid, &tid) >= 2) {
+		refusal = true;
 		if (!qos_manager_join(mgr, name, pid, tid, err, sizeof(err)))
 			goto fail;
 	} else if (sscanf(line, "leave %d %d", &pid, &tid) >= 1) {
@@ -159,7 +166,10 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 	fflush(stdout);
 	return;
 fail:
-	printf("err %s\n", err);
+	if (refusal)
+		printf("err %s [%s]\n", err, refusal_names[qos_manager_last_refusal(mgr)]);
+	else
+		printf("err %s\n", err);
 	fflush(stdout);
 }
 

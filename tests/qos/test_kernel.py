@@ -245,12 +245,32 @@ def test_admission_refusal_reaches_caller(small_helper, procs):
     reply = helper.cmd("join c %d" % c.pid)
     assert reply.startswith("err"), reply
     assert "needs 30.0% of a CPU but only 20.0% of the 100.0% reservable" in reply, reply
+    assert reply.endswith("[capacity]"), reply
     assert any(e.startswith("event refused reserve=c") for e in helper.events)
     # The refused process keeps running without QoS; earlier grants stand.
     assert policy_of(c.pid) == os.SCHED_OTHER
     assert policy_of(a.pid) == 6 and policy_of(b.pid) == 6
     assert "granted=1" in helper.ok("info a")
     assert "granted=0" in helper.ok("info c")
+
+
+def test_kernel_deadline_bound_is_a_capacity_refusal(procs):
+    """When the manager would admit a reserve but the kernel's own deadline
+    bandwidth (95% of each CPU, less what others hold) is exhausted, the
+    join is refused as capacity, not as an error, and the process runs on
+    as other."""
+    with running_helper(extra=["--ncpus", "64"]) as helper:
+        sleepers = [procs(["sleep", "30"]) for _ in range(4)]
+        replies = []
+        for i, p in enumerate(sleepers):
+            helper.ok("reserve k%d policy=qos period=100ms cpu=90%% fallback=pause" % i)
+            replies.append(helper.cmd("join k%d %d" % (i, p.pid)))
+            if replies[-1].startswith("err"):
+                break
+        print(replies)
+        assert replies[-1].startswith("err"), replies  # 4 x 90% > 2 x 95%
+        assert "kernel" in replies[-1] and replies[-1].endswith("[capacity]"), replies
+        assert policy_of(sleepers[len(replies) - 1].pid) == os.SCHED_OTHER
 
 
 @pytest.fixture
