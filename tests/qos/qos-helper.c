@@ -9,8 +9,9 @@
  *   feed                        canary heartbeat (--external-canary)
  *   stats                       event counts and watchdog state
  *
- * Replies are "ok ...", or "err MESSAGE"; events are printed as "event ..."
- * (only counted with --quiet).
+ * Replies are "ok ...", or "err MESSAGE", with " [capacity|forbidden|error]"
+ * appended when the manager refused (qos_manager_last_refusal); events are
+ * printed as "event ..." (only counted with --quiet).
  * Options: --root NAME, --base DIR, --no-guardian, --fake, --quiet,
  * --rsvd PERCENT, --ncpus N, --watchdog-timeout MS, --watchdog-cooldown MS,
  * --external-canary.
