@@ -29,6 +29,28 @@ def progress(pid, seconds, window=0.1):
     return (last - first) / ((time.monotonic() - t0) * 1e9), flat
 
 
+def alone_share(procs, pid, seconds, tries=3):
+    """The member's share while nothing else competes, measured beside a
+    plain busy loop (on the other CPU, mostly): on a virtual machine whose
+    host takes the CPUs away, the two together get much less than two CPUs,
+    and the window is measured again."""
+    control = busy(procs)
+    try:
+        for _ in range(tries):
+            c0 = cpu_ns(control.pid)
+            t0 = time.monotonic()
+            s, flat = progress(pid, seconds)
+            c = (cpu_ns(control.pid) - c0) / ((time.monotonic() - t0) * 1e9)
+            print("member %.3f, plain busy loop %.3f, flat windows %d" % (s, c, flat))
+            if s + c >= 1.6:
+                return s, flat
+        raise AssertionError("member and a plain busy loop got only %.0f%% of two CPUs: "
+                             "the host is not running this machine's CPUs" % ((s + c) * 100))
+    finally:
+        control.kill()
+        control.wait()
+
+
 def dies_at_once(p):
     p.kill()
     t0 = time.monotonic()
@@ -41,6 +63,19 @@ def overruns(helper, name):
     return int(info.split("overruns=")[1].split()[0]), info
 
 
+def explain(helper, name, pid):
+    """What the manager and the kernel say, printed before the assertions."""
+    print(overruns(helper, name)[1])
+    print(helper.ok("stats"))
+    print("last events: %r" % helper.events[-4:])
+    try:
+        with open("/proc/%d/sched" % pid) as f:
+            print(" ".join(l.split()[0] + "=" + l.split()[-1] for l in f
+                           if l.startswith(("policy", "dl.", "nr_switches"))))
+    except OSError as e:
+        print("no /proc/%d/sched: %s" % (pid, e))
+
+
 def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
     """30% / 20 ms with fallback other, nothing else to run: the member uses
     most of a CPU (a hard reserve would be held at 30%)."""
@@ -49,9 +84,9 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
     helper.ok("join opt %d" % p.pid)
     assert policy_of(p.pid) == 6  # SCHED_DEADLINE
     time.sleep(0.3)
-    s, flat = progress(p.pid, 3.0)
+    s, flat = alone_share(procs, p.pid, 2.0)
     n, info = overruns(helper, "opt")
-    print("share %.3f, flat windows %d, %s" % (s, flat, info))
+    explain(helper, "opt", p.pid)
     assert s >= 0.8, s
     assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
     assert n >= 100, info  # policed every period, not just capped
@@ -86,8 +121,8 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     helper.ok("reserve cut policy=qos period=20ms cpu=30% fallback=idle")
     helper.ok("join cut %d" % p.pid)
     time.sleep(0.3)
-    alone, flat = progress(p.pid, 2.0)
-    print("alone: share %.3f, flat windows %d" % (alone, flat))
+    alone, flat = alone_share(procs, p.pid, 2.0)
+    explain(helper, "cut", p.pid)
     assert alone >= 0.6 and flat == 0, (alone, flat)
     for cpu in (0, 1):
         busy(procs, cpu)
