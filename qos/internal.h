@@ -22,6 +22,7 @@ struct qos_member {
 	uint64_t old_rt_soft, old_rt_hard;
 	int orig_nice;
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
+	uint64_t clock_base_us; /* process members: their CPU clock at join */
 };
 
 struct qos_reserve {

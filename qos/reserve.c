@@ -293,11 +293,23 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 {
 	uint64_t total = r->retired_us, v;
 	bool group_counted = false;
+	/*
+	 * An optimistic reserve should see its slice run out before the kernel's
+	 * next tick throttles the deadline threads (a throttled thread may only
+	 * come back after its 0-lag time, see optimistic.c), so its process
+	 * members are read from their CPU clocks, which are exact (and cheaper
+	 * to read); cpu.stat lags by up to a tick.  Children not adopted yet
+	 * are left out until then.
+	 */
+	bool exact = optimistic(r);
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->tid) {
 			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
 				total += v - m->cpu_base_us;
+		} else if (exact) {
+			if (qos_sys_process_clock_us(m->pid, &v) && v >= m->clock_base_us)
+				total += v - m->clock_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
 			if (r->stat_fd < 0)
@@ -965,6 +977,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		m->rttime_bounded = true;
 	if (m->tid)
 		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
+	else
+		qos_sys_process_clock_us(pid, &m->clock_base_us);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
 

@@ -182,6 +182,17 @@ static void add_thread(pid_t tid, void *data)
 		c->total += us;
 }
 
+bool qos_sys_process_clock_us(pid_t pid, uint64_t *out)
+{
+	/* CPUCLOCK_SCHED of the process (the encoding clock_getcpuclockid uses). */
+	clockid_t id = (clockid_t)(((unsigned)~pid << 3) | 2);
+	struct timespec ts;
+	if (clock_gettime(id, &ts) != 0)
+		return false;
+	*out = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return true;
+}
+
 bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out)
 {
 	struct sum_ctx c = { .pid = pid };

@@ -35,6 +35,13 @@ bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);
  */
 bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns);
 
+/*
+ * Cumulative CPU time of a whole process from its CPU clock: exact to the
+ * moment (the kernel settles a running thread's time first), unlike
+ * schedstat and cpu.stat, which lag by up to a tick.
+ */
+bool qos_sys_process_clock_us(pid_t pid, uint64_t *out);
+
 /* Calls fn for every thread of pid; returns the number of threads or -1. */
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
 
