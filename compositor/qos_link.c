@@ -263,7 +263,7 @@ void qos_link_finish(struct qw_server *server) {
 	}
 }
 
-static void read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len) {
+void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len) {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(path, exe, exe_len - 1);
@@ -293,7 +293,7 @@ static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
 		return NULL;
 	}
 	char exe[PATH_MAX], cmd[4096];
-	read_process(pid, exe, sizeof(exe), cmd, sizeof(cmd));
+	qos_link_read_process(pid, exe, sizeof(exe), cmd, sizeof(cmd));
 	const struct qos_rule *rule = qos_rules_match(server->qos_rules,
 		exe[0] ? exe : NULL, cmd[0] ? cmd : NULL, app_id);
 	if (!rule || !rule->reserve[0]) {

@@ -175,20 +175,8 @@ static bool tid_of_process(pid_t pid, uint32_t tid) {
 static const struct qos_rule *app_rule(struct reserve_object *obj,
 		struct qos_app_limits *limits) {
 	struct qw_server *server = obj->server;
-	char path[64], exe[512] = "", cmd[1024] = "";
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)obj->pid);
-	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)obj->pid);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		size_t len = fread(cmd, 1, sizeof(cmd) - 1, f);
-		fclose(f);
-		for (size_t i = 0; i + 1 < len; i++) {
-			cmd[i] = cmd[i] ? cmd[i] : ' ';
-		}
-		cmd[len] = '\0';
-	}
+	char exe[512], cmd[1024];
+	qos_link_read_process(obj->pid, exe, sizeof(exe), cmd, sizeof(cmd));
 	const char *e = exe[0] ? exe : NULL, *c = cmd[0] ? cmd : NULL;
 	qos_rules_app_limits(server->qos_rules, e, c, NULL, limits);
 	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, NULL) : NULL;

@@ -105,7 +105,7 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 /* Repairs member threads stuck throttled (safety net, at housekeeping). */
 void qos_optimistic_housekeeping(struct qos_reserve *r);
 /* A thread just put into SCHED_DEADLINE: checked a moment later. */
-void qos_optimistic_watch(struct qos_reserve *r, pid_t tid);
+void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid);
 /* Whether any thread still waits in the fallback. */
 bool qos_optimistic_any_waiting(const struct qos_reserve *r);
 /* Whether tid sits in the fallback waiting for its return time. */

@@ -165,7 +165,7 @@ static void leave_one(pid_t tid, void *data)
 {
 	struct leave_ctx *c = data;
 	struct qos_reserve *r = c->r;
-	if (qos_sys_get_thread_policy(tid, NULL) != 6 /* SCHED_DEADLINE */)
+	if (!qos_sys_thread_is_deadline(tid))
 		return;
 	struct fb_thread *t = add(r, c->pid, tid);
 	if (!t)
@@ -247,17 +247,9 @@ static void go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	}
 }
 
-void qos_optimistic_watch(struct qos_reserve *r, pid_t tid)
+void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
-	pid_t pid = 0;
-	for (size_t i = 0; i < r->n_members && !pid; i++) {
-		struct qos_member *m = r->members[i];
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d", m->pid, tid);
-		if (m->tid == tid || (!m->tid && access(path, F_OK) == 0))
-			pid = m->pid;
-	}
-	struct fb_thread *t = pid ? add(r, pid, tid) : NULL;
+	struct fb_thread *t = add(r, pid, tid);
 	if (t && !t->back_at_us)
 		t->verify_at_us = qos_sys_now_us() + VERIFY_AFTER_US;
 }

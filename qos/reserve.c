@@ -115,6 +115,7 @@ static size_t count_threads(struct qos_reserve *r)
 
 struct thread_ctx {
 	struct qos_reserve *r;
+	pid_t pid; /* the member's process */
 	enum qos_policy policy;
 	uint64_t dl_runtime_ns;
 	bool release; /* the thread leaves us: drop deadline bandwidth cleanly */
@@ -133,11 +134,11 @@ static void set_one(pid_t tid, void *data)
 		return;
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = c->policy == QOS_POLICY_QOS && !c->release &&
-		qos_sys_get_thread_policy(tid, NULL) != 6 /* SCHED_DEADLINE */;
+		!qos_sys_thread_is_deadline(tid);
 	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
 	if (e == 0 && entering_dl)
-		qos_optimistic_watch(c->r, tid); /* it may have left the class throttled */
+		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;
 		c->err_tid = tid;
@@ -159,7 +160,8 @@ static const char *policy_error(enum qos_policy policy, int err)
 static int apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
 	uint64_t dl_runtime_ns)
 {
-	struct thread_ctx c = { .r = r, .policy = policy, .dl_runtime_ns = dl_runtime_ns };
+	struct thread_ctx c = { .r = r, .pid = m->pid, .policy = policy,
+		.dl_runtime_ns = dl_runtime_ns };
 	if (m->tid)
 		set_one(m->tid, &c);
 	else
@@ -423,7 +425,6 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		r->next_check_us = UINT64_MAX;
 		return;
 	}
-	uint64_t before = qos_police_used_us(&r->police);
 	enum qos_police_transition t = qos_police_update(&r->police, now_us, own_cpu_us(r),
 		&r->next_check_us);
 	if (t == QOS_POLICE_OVERRUN) {
@@ -435,7 +436,6 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		leave_fallback(r);
 		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
 	}
-	(void)before;
 	/*
 	 * Checking a kernel-enforced reserve at every period boundary (and
 	 * more often within periods) would cost the manager more than the
@@ -613,7 +613,8 @@ static void restore_member(struct qos_member *m)
 	 * group without RT bandwidth. */
 	struct qos_params p;
 	qos_params_init(&p);
-	struct thread_ctx c = { .r = m->reserve, .policy = QOS_POLICY_OTHER, .release = true };
+	struct thread_ctx c = { .r = m->reserve, .pid = m->pid, .policy = QOS_POLICY_OTHER,
+		.release = true };
 	struct qos_params saved = m->reserve->params;
 	m->reserve->params.nice = m->orig_nice;
 	if (m->tid)
@@ -801,7 +802,7 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
 {
-	struct thread_ctx c = { .r = r, .policy = QOS_POLICY_OTHER, .release = true };
+	struct thread_ctx c = { .r = r, .pid = pid, .policy = QOS_POLICY_OTHER, .release = true };
 	struct qos_params saved = r->params;
 	r->params.nice = origin->orig_nice;
 	qos_sys_for_each_thread(pid, set_one, &c);

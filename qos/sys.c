@@ -107,24 +107,32 @@ int qos_sys_pidfd_open(pid_t pid, bool thread)
 	return (int)syscall(SYS_pidfd_open, pid, thread ? PIDFD_THREAD : 0);
 }
 
-bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
+/* First field of a schedstat file: CPU time in nanoseconds. */
+static bool read_schedstat_ns(const char *path, uint64_t *out)
 {
-	char path[64], buf[128];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	char buf[128];
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
 		return false;
-	*out = strtoull(buf, NULL, 10) / 1000u;
+	*out = strtoull(buf, NULL, 10);
+	return true;
+}
+
+bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
+{
+	char path[64];
+	uint64_t ns;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	if (!read_schedstat_ns(path, &ns))
+		return false;
+	*out = ns / 1000u;
 	return true;
 }
 
 bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out)
 {
-	char path[64], buf[128];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
-		return false;
-	*out = strtoull(buf, NULL, 10);
-	return true;
+	return read_schedstat_ns(path, out);
 }
 
 static bool sched_field(const char *buf, const char *key, int64_t *out)
@@ -283,6 +291,11 @@ bool qos_sys_release_deadline(pid_t tid)
 	};
 	syscall(SYS_sched_setattr, tid, &tiny, 0);
 	return true;
+}
+
+bool qos_sys_thread_is_deadline(pid_t tid)
+{
+	return qos_sys_get_thread_policy(tid, NULL) == SCHED_DEADLINE;
 }
 
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)

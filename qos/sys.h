@@ -62,6 +62,9 @@ bool qos_sys_release_deadline(pid_t tid);
 /* Scheduler state letter of a thread (R, S, D, Z, ...), or 0 when it is gone. */
 char qos_sys_thread_state(pid_t tid);
 
+/* Whether the thread is SCHED_DEADLINE now. */
+bool qos_sys_thread_is_deadline(pid_t tid);
+
 /* Reads the kernel policy of a thread (SCHED_* value) or -1. */
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);
 
