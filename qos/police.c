@@ -23,12 +23,14 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 	bool fb = p->in_fallback;
 	uint64_t periods = p->periods, overruns = p->overruns, last = p->last_used_us;
 	unsigned parallel = p->parallel;
+	bool notified = p->notified;
 	qos_police_start(p, period_us, slice_us, now_us, own_cumulative_us);
 	p->in_fallback = fb;
 	p->periods = periods;
 	p->overruns = overruns;
 	p->last_used_us = last;
 	p->parallel = parallel;
+	p->notified = notified;
 }
 
 void qos_police_bill(struct qos_police *p, uint64_t usec)
@@ -38,7 +40,7 @@ void qos_police_bill(struct qos_police *p, uint64_t usec)
 
 uint64_t qos_police_used_us(const struct qos_police *p)
 {
-	return p->own_us + p->billed_us;
+	return p->own_us + p->billed_us + p->debt_us;
 }
 
 uint64_t qos_police_period_end_us(const struct qos_police *p)
@@ -61,14 +63,25 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		 * just ended: the check runs at the boundary, so at most the timer's
 		 * wake-up latency is misattributed.
 		 */
-		p->own_us = own_cumulative_us - p->base_own_us;
+		uint64_t delta = own_cumulative_us - p->base_own_us;
 		uint64_t elapsed = (now_us - p->period_start_us) / w;
+		uint64_t start = p->period_start_us + elapsed * w;
+		uint64_t recent = 0;
+		if (p->notified && elapsed > 1) {
+			/* Unchecked periods: the current one may hold all of it. */
+			uint64_t room = (now_us - start) * (p->parallel ? p->parallel : 1);
+			recent = delta < room ? delta : room;
+		}
+		p->own_us = delta - recent;
+		uint64_t used = qos_police_used_us(p);
 		/* Not checked for several periods (lazy accounting): their average. */
-		p->last_used_us = qos_police_used_us(p) / elapsed;
+		p->last_used_us = used / elapsed;
+		uint64_t allowed = p->slice_us * elapsed;
+		p->debt_us = p->notified && p->slice_us && used > allowed ? used - allowed : 0;
 		p->periods += elapsed;
-		p->period_start_us += elapsed * w;
-		p->base_own_us = own_cumulative_us;
-		p->own_us = 0;
+		p->period_start_us = start;
+		p->base_own_us = own_cumulative_us - recent;
+		p->own_us = recent;
 		p->billed_us = 0;
 		if (p->in_fallback) {
 			p->in_fallback = false;

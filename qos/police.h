@@ -34,6 +34,17 @@ struct qos_police {
 	uint64_t last_used_us;    /* own + billed of the previous period (the average
 	                           * per period when several passed unchecked) */
 	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
+	/*
+	 * Tick-notified policing (cputimer.h): the kernel reports an overrun
+	 * up to a tick late and the manager sleeps through quiet periods, so
+	 *  - time used past the slice is carried into the next periods as debt
+	 *    (as the CBS and cpu.max do), keeping the long-run share exact;
+	 *  - after unchecked periods, the time since the last check is charged
+	 *    to the current period as far as wall time allows (it may all be
+	 *    recent), not averaged away over the quiet periods.
+	 */
+	bool notified;
+	uint64_t debt_us;         /* carried over from earlier periods (notified) */
 	bool in_fallback;
 	uint64_t periods;         /* completed periods */
 	uint64_t overruns;        /* periods in which the slice ran out */

@@ -120,6 +120,66 @@ static void test_unlimited_and_parallel(void)
 	CHECK(qos_police_update(&p, 45000, 9000, &next) == QOS_POLICE_RESTORE);
 }
 
+static void test_notified_debt(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	/* 10 ms period, 1 ms slice; the kernel reports the overrun a 4 ms tick late. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 4000, 4000, &next) == QOS_POLICE_OVERRUN);
+	/* 3 ms over: the next three periods are still paid for, no restore. */
+	CHECK(qos_police_update(&p, 10000, 4000, &next) == QOS_POLICE_NONE);
+	CHECK(p.in_fallback);
+	CHECK_EQ_U(p.debt_us, 3000);
+	CHECK_EQ_U(p.last_used_us, 4000);
+	CHECK(qos_police_update(&p, 20000, 4000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.debt_us, 2000);
+	CHECK(qos_police_update(&p, 30000, 4000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.debt_us, 1000);
+	CHECK(qos_police_update(&p, 40000, 4000, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.debt_us, 0);
+	CHECK(!p.in_fallback);
+	/* Over five periods it had 4 ms + 1 ms: its 10% exactly. */
+	CHECK(qos_police_update(&p, 41000, 5000, &next) == QOS_POLICE_OVERRUN);
+	CHECK_EQ_U(p.overruns, 5);
+	/* Several periods passed at once repay a slice each. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 5000, 5000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&p, 30000, 5000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.debt_us, 2000);
+	/* Without notification (polled) nothing is carried. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	CHECK(qos_police_update(&p, 4000, 4000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&p, 10000, 4000, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.debt_us, 0);
+}
+
+static void test_notified_quiet_periods(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	/* Checked last at t=0; the kernel wakes us at 52 ms after 2 ms of use. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 52000, 2000, &next) == QOS_POLICE_OVERRUN);
+	/* Only 2 ms of this period had passed: all of it may be recent. */
+	CHECK_EQ_U(p.period_start_us, 50000);
+	CHECK_EQ_U(qos_police_used_us(&p), 2000);
+	CHECK_EQ_U(p.periods, 5);
+	/* Used longer ago than the current period allows: the rest is history. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 50500, 3000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 500);
+	CHECK_EQ_U(p.last_used_us, 500);
+	/* Polled reserves average it over the periods, as before. */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	CHECK(qos_police_update(&p, 52000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 0);
+}
+
 int main(void)
 {
 	test_ceiling_cycle();
@@ -127,5 +187,7 @@ int main(void)
 	test_billing();
 	test_missed_boundaries();
 	test_unlimited_and_parallel();
+	test_notified_debt();
+	test_notified_quiet_periods();
 	return check_report("test_police");
 }
