@@ -248,6 +248,20 @@ int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle)
 	return qos_cgroup_write(cg, p, idle ? "1" : "0");
 }
 
+int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name)
+{
+	if (!cg->cpu_ctl || cg->fake_files)
+		return -1;
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, true, name, "cpu.idle", p, sizeof(p));
+	return open(p, O_WRONLY | O_CLOEXEC);
+}
+
+int qos_cgroup_set_idle_fd(int fd, bool idle)
+{
+	return pwrite(fd, idle ? "1" : "0", 1, 0) == 1 ? 0 : -errno;
+}
+
 int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight)
 {
 	char p[PATH_MAX], v[32];

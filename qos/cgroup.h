@@ -72,6 +72,12 @@ int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t perio
 /* Weight equivalent to one task at this nice level. */
 int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle);
+/*
+ * The group's cpu.idle kept open, for switches many times a second (an open
+ * costs five times the write); -1 where there is none, or in a fake tree.
+ */
+int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name);
+int qos_cgroup_set_idle_fd(int fd, bool idle);
 /* Our root's own weight against the rest of the system (idle, or a load weight). */
 int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight);
 /* Real-time group bandwidth (hybrid only); runtime_us == 0 forbids RT tasks. */

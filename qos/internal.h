@@ -8,6 +8,8 @@
 #include "qos/qos.h"
 #include "qos/watchdog.h"
 
+#include <time.h>
+
 struct qos_reserve;
 
 struct qos_member {
@@ -23,6 +25,8 @@ struct qos_member {
 	int orig_nice;
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
 	uint64_t clock_base_us; /* process members: their CPU clock at join */
+	timer_t cpu_timer;      /* notifies the manager at a CPU-time threshold */
+	bool has_cpu_timer;
 };
 
 struct qos_reserve {
@@ -40,6 +44,13 @@ struct qos_reserve {
 	bool has_group;
 	int stat_fd;          /* the group's cpu.stat, or -1 */
 	int group_idle;       /* cpu.idle last written, -1 unknown */
+	int idle_fd;          /* the group's cpu.idle, kept open for fallback switches */
+	uint32_t cookie;      /* names the reserve in CPU-timer notifications */
+	bool timers_armed;    /* members' CPU timers armed for this budget */
+	bool timers_refused;  /* the kernel refused a timer: polled instead */
+	uint64_t armed_own_us;  /* own time when they were armed */
+	uint64_t armed_used_us; /* used time in the period when they were armed */
+	uint64_t checked_own_us; /* own time at the last check */
 	struct qos_police police;
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */
@@ -60,6 +71,8 @@ struct qos_manager {
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
 	int epoll_fd;
 	int timer_fd;
+	int cputimer_fd;        /* signalfd of CPU-timer notifications, or -1 */
+	uint32_t next_cookie;
 	uint64_t armed_us;
 	uint64_t housekeeping_us;
 	int root_idle;          /* our root's cpu.idle / weight last written, -1 unknown */
@@ -81,6 +94,8 @@ struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name);
 struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid);
 void qos_reserve_free(struct qos_reserve *r);
 void qos_member_remove(struct qos_member *m, bool alive, bool exited);
+/* The reserve whose CPU timers carry this cookie, or NULL. */
+struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie);
 /* Runs the police state machine for one reserve now and applies the result. */
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
 /* Re-applies per-thread policy to threads that appeared since the last pass. */

@@ -1,5 +1,6 @@
 /* The manager object: setup, event loop integration, events and queries. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "qos/cputimer.h"
 #include "qos/internal.h"
 #include "qos/sys.h"
 
@@ -23,6 +25,7 @@ void qos_manager_config_init(struct qos_manager_config *config)
 		.watchdog_cooldown_us = 30000000,
 		.guardian = true,
 		.guardian_keep_fd = -1,
+		.cputimer_signal = SIGRTMAX - 1,
 	};
 }
 
@@ -77,7 +80,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		return NULL;
 	}
 	mgr->config = *config;
-	mgr->epoll_fd = mgr->timer_fd = mgr->guardian_fd = mgr->canary_fd = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->canary_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
 	if (!mgr->config.cgroup_base)
@@ -116,6 +119,17 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
 		goto err_fds;
 	}
+	mgr->cputimer_fd = -1;
+	if (config->cputimer_signal > 0 && !config->fake_files) {
+		/* Without it reserves are polled: slower, not wrong. */
+		mgr->cputimer_fd = qos_cputimer_open(config->cputimer_signal);
+		struct epoll_event cev = { .events = EPOLLIN, .data.ptr = &mgr->cputimer_fd };
+		if (mgr->cputimer_fd >= 0 &&
+				epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->cputimer_fd, &cev) < 0) {
+			close(mgr->cputimer_fd);
+			mgr->cputimer_fd = -1;
+		}
+	}
 	if (config->guardian && !qos_guardian_start(mgr)) {
 		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
 		goto err_fds;
@@ -131,6 +145,8 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 err_guardian:
 	qos_guardian_stop(mgr);
 err_fds:
+	if (mgr->cputimer_fd >= 0)
+		close(mgr->cputimer_fd);
 	if (mgr->timer_fd >= 0)
 		close(mgr->timer_fd);
 	if (mgr->epoll_fd >= 0)
@@ -157,6 +173,8 @@ void qos_manager_destroy(struct qos_manager *mgr)
 	qos_guardian_stop(mgr);
 	qos_rules_destroy(mgr->rules);
 	close(mgr->timer_fd);
+	if (mgr->cputimer_fd >= 0)
+		close(mgr->cputimer_fd);
 	close(mgr->epoll_fd);
 	free(mgr);
 }
@@ -200,6 +218,15 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 		void *ptr = evs[i].data.ptr;
 		if (ptr == &mgr->timer_fd) {
 			timers = true;
+		} else if (ptr == &mgr->cputimer_fd) {
+			/* A member may have used up its share: check its reserve now. */
+			uint32_t cookie;
+			uint64_t now = qos_sys_now_us();
+			while (qos_cputimer_read(mgr->cputimer_fd, &cookie)) {
+				struct qos_reserve *r = qos_find_reserve_by_cookie(mgr, cookie);
+				if (r)
+					qos_reserve_check(r, now);
+			}
 		} else if (ptr == &mgr->canary_fd) {
 			uint64_t v;
 			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)

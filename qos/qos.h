@@ -74,6 +74,15 @@ struct qos_manager_config {
 	 * on it.
 	 */
 	int guardian_keep_fd;
+	/*
+	 * Real-time signal by which the kernel tells the manager that a member
+	 * process has used a given CPU time (qos/cputimer.h); default
+	 * SIGRTMAX - 1.  The manager blocks it in the thread that creates it and
+	 * reads it through its fd, so that thread must be the one calling
+	 * qos_manager_dispatch(), and children should get a clean signal mask
+	 * before exec.  0: none; reserves the manager polices are polled.
+	 */
+	int cputimer_signal;
 	bool fake_files;         /* cgroup_base is a fake tree (tests) */
 	qos_event_fn event;
 	void *event_data;

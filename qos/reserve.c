@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "qos/cputimer.h"
 #include "qos/internal.h"
 #include "qos/sys.h"
 
@@ -14,6 +15,15 @@ struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
 {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (strcmp(r->name, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->cookie == cookie)
 			return r;
 	}
 	return NULL;
@@ -88,6 +98,62 @@ static bool kernel_caps(const struct qos_reserve *r)
 		return true;
 	}
 	return false;
+}
+
+static bool has_thread_members(const struct qos_reserve *r)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->tid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Process members of a limited reserve are accounted from their CPU clocks
+ * whenever the kernel can also notify on them: exact, cheaper than cpu.stat,
+ * and the same clock the timers are armed on.  Fixed per parameter set, so
+ * the source of the police's cumulative counter never changes under it.
+ */
+static bool exact_clocks(const struct qos_reserve *r)
+{
+	return optimistic(r) ||
+		(r->mgr->cputimer_fd >= 0 && qos_params_has_limit(&r->params));
+}
+
+static bool manager_polices(const struct qos_reserve *r);
+
+/*
+ * Whether the kernel tells the manager when the reserve's slice may be used
+ * up (cputimer.h) instead of the manager polling for it.  Not for optimistic
+ * reserves: they must leave SCHED_DEADLINE before the tick at which the
+ * kernel would throttle them.  Timers exist on processes only.
+ */
+static bool notified(const struct qos_reserve *r)
+{
+	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused &&
+		manager_polices(r) && !optimistic(r) && !has_thread_members(r);
+}
+
+/*
+ * other -> idle where the group's cpu.idle alone does it: the group is the
+ * reserve's, so making it idle against everything outside is the fallback;
+ * the threads inside keep their policy, which saves a sched_setattr per
+ * thread at each of up to 200 switches a second.
+ */
+static bool group_idles(const struct qos_reserve *r)
+{
+	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
+		r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
+}
+
+/* Periods of notified reserves start on a common grid, so their ends share wake-ups. */
+static uint64_t period_origin(const struct qos_reserve *r, uint64_t now_us)
+{
+	uint64_t period = r->params.period_us;
+	if (r->mgr->cputimer_fd < 0 || !period || optimistic(r))
+		return now_us;
+	return now_us - now_us % period;
 }
 
 static size_t count_threads(struct qos_reserve *r)
@@ -250,7 +316,11 @@ static void set_group_idle(struct qos_reserve *r, bool idle)
 {
 	if (r->group_idle == (int)idle)
 		return;
-	if (qos_cgroup_set_idle(&r->mgr->cg, r->group, idle) == 0)
+	if (r->idle_fd < 0)
+		r->idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
+	int e = r->idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->idle_fd, idle) :
+		qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
+	if (e == 0)
 		r->group_idle = idle;
 	else
 		r->group_idle = -1;
@@ -303,7 +373,7 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 	 * to read); cpu.stat lags by up to a tick.  Children not adopted yet
 	 * are left out until then.
 	 */
-	bool exact = optimistic(r);
+	bool exact = exact_clocks(r);
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->tid) {
@@ -350,7 +420,8 @@ static void enter_fallback(struct qos_reserve *r)
 		}
 		return;
 	}
-	apply_threads(r, p->fallback);
+	if (!group_idles(r))
+		apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		set_group_idle(r, true);
 	r->fb_applied = true;
@@ -394,7 +465,8 @@ static void leave_fallback(struct qos_reserve *r)
 	}
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		set_group_idle(r, p->policy == QOS_POLICY_IDLE);
-	apply_threads(r, p->policy);
+	if (!group_idles(r))
+		apply_threads(r, p->policy);
 	qos_root_weight_update_deferred(r->mgr, true);
 }
 
@@ -419,13 +491,60 @@ static bool manager_polices(const struct qos_reserve *r)
 	return true;
 }
 
+static void disarm_timers(struct qos_reserve *r)
+{
+	if (!r->timers_armed)
+		return;
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->has_cpu_timer)
+			qos_cputimer_arm(r->members[i]->cpu_timer, 0);
+	}
+	r->timers_armed = false;
+}
+
+/*
+ * Arms every member's CPU timer at its share of what is left of the slice,
+ * so the first to fire comes no later than the slice runs out (a tick late
+ * at most).  Timers still armed from an earlier budget fire no later than
+ * needed, so they are left alone while nothing was used since.  False when
+ * the kernel refuses a timer: then the reserve is polled.
+ */
+static bool arm_timers(struct qos_reserve *r, uint64_t own_us)
+{
+	uint64_t used = qos_police_used_us(&r->police);
+	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us)
+		return true;
+	uint64_t slice = r->params.slice_us;
+	uint64_t share = (used < slice ? slice - used : 0) / r->n_members;
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		if (!m->has_cpu_timer) {
+			if (!qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
+					&m->cpu_timer))
+				return false;
+			m->has_cpu_timer = true;
+		}
+		uint64_t clock;
+		if (!qos_sys_process_clock_us(m->pid, &clock))
+			continue; /* exiting: its pidfd says so next */
+		if (qos_cputimer_arm(m->cpu_timer, (clock + (share ? share : 1)) * 1000u) < 0)
+			return false;
+	}
+	r->timers_armed = true;
+	r->armed_own_us = own_us;
+	r->armed_used_us = used;
+	return true;
+}
+
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 {
 	if (r->n_members == 0) {
 		r->next_check_us = UINT64_MAX;
 		return;
 	}
-	enum qos_police_transition t = qos_police_update(&r->police, now_us, own_cpu_us(r),
+	r->police.notified = notified(r);
+	uint64_t own = own_cpu_us(r);
+	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
 		&r->next_check_us);
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
@@ -446,6 +565,27 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	 */
 	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
 		r->next_check_us = r->mgr->housekeeping_us;
+	if (!r->police.notified || !notified(r)) {
+		disarm_timers(r);
+	} else if (r->police.in_fallback) {
+		disarm_timers(r); /* nothing to watch until the boundary */
+	} else if (arm_timers(r, own)) {
+		/*
+		 * The kernel wakes us if the slice may be gone; otherwise only
+		 * the boundary matters, and not even that while nothing runs
+		 * (no debt, nothing used since the last check): a quiet reserve
+		 * costs no wake-ups at all.
+		 */
+		uint64_t end = qos_police_period_end_us(&r->police);
+		bool quiet = own == r->checked_own_us && r->police.debt_us == 0;
+		r->next_check_us = quiet ? r->mgr->housekeeping_us : end;
+	} else {
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			"no CPU-time notifications (%s): polling instead", strerror(errno));
+		r->timers_refused = true;
+		r->police.notified = false;
+	}
+	r->checked_own_us = own;
 	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
 	if (r->opt) {
 		uint64_t due = settle_optimistic(r, now_us);
@@ -471,7 +611,8 @@ void qos_reserve_housekeeping(struct qos_reserve *r)
 		if (!(optimistic(r) && r->police.in_fallback && r->fb_applied))
 			apply_threads(r, QOS_POLICY_QOS);
 		qos_optimistic_housekeeping(r);
-	} else if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE)) {
+	} else if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
+			!(active != r->params.policy && group_idles(r))) {
 		apply_threads(r, active);
 	}
 }
@@ -488,6 +629,8 @@ static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name
 	r->next_check_us = UINT64_MAX;
 	r->stat_fd = -1;
 	r->group_idle = -1;
+	r->idle_fd = -1;
+	r->cookie = ++mgr->next_cookie;
 	struct qos_reserve **tail = &mgr->reserves;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -511,6 +654,8 @@ void qos_reserve_free(struct qos_reserve *r)
 		qos_admission_release(&mgr->adm, r->granted_ppm);
 	if (r->stat_fd >= 0)
 		close(r->stat_fd);
+	if (r->idle_fd >= 0)
+		close(r->idle_fd);
 	if (r->has_group && !qos_cgroup_group_remove(&mgr->cg, r->group))
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
@@ -581,7 +726,9 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	r->params = p;
 	r->police.in_fallback = false;
 	uint64_t now = qos_sys_now_us();
-	qos_police_set_limit(&r->police, p.period_us, p.slice_us, now, own_cpu_us(r));
+	qos_police_set_limit(&r->police, p.period_us, p.slice_us, period_origin(r, now),
+		own_cpu_us(r));
+	r->timers_armed = false;
 	apply_group(r);
 	apply_threads(r, p.policy);
 	qos_root_weight_update(mgr);
@@ -653,6 +800,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 			r->retired_us += v - m->cpu_base_us;
 	}
 	qos_optimistic_forget(r, m->pid, m->tid);
+	if (m->has_cpu_timer)
+		qos_cputimer_delete(m->cpu_timer);
+	r->timers_armed = false; /* the shares change */
 	if (alive && member_alive(m))
 		restore_member(m);
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -753,6 +903,7 @@ static bool add_member(struct qos_reserve *r, struct qos_member *m)
 		r->cap_members = cap;
 	}
 	r->members[r->n_members++] = m;
+	r->timers_armed = false; /* the shares change */
 	return true;
 }
 
@@ -1001,8 +1152,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	uint64_t now = qos_sys_now_us();
 	if (first) {
-		qos_police_start(&r->police, r->params.period_us, r->params.slice_us, now,
-			own_cpu_us(r));
+		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
+			period_origin(r, now), own_cpu_us(r));
 		r->police.parallel = 1;
 	}
 	if (m->tid == 0 || count_threads(r) > 1) {

@@ -1,0 +1,65 @@
+#include "qos/cputimer.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+int qos_cputimer_open(int signo)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	if (sigaddset(&set, signo) < 0)
+		return -1;
+	int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* Unblocked, the default action of a real-time signal ends the process. */
+	int e = pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (e) {
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out)
+{
+	clockid_t clock;
+	int e = clock_getcpuclockid(pid, &clock);
+	if (e) {
+		errno = e;
+		return false;
+	}
+	struct sigevent ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = signo;
+	ev.sigev_value.sival_int = (int)cookie;
+	ev._sigev_un._tid = gettid();
+	return timer_create(clock, &ev, out) == 0;
+}
+
+int qos_cputimer_arm(timer_t t, uint64_t at_ns)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000u),
+		.tv_nsec = (long)(at_ns % 1000000000u) } };
+	return timer_settime(t, TIMER_ABSTIME, &its, NULL) == 0 ? 0 : -errno;
+}
+
+void qos_cputimer_delete(timer_t t)
+{
+	timer_delete(t);
+}
+
+bool qos_cputimer_read(int fd, uint32_t *cookie)
+{
+	struct signalfd_siginfo si;
+	ssize_t n = read(fd, &si, sizeof(si));
+	if (n != (ssize_t)sizeof(si))
+		return false;
+	*cookie = (uint32_t)si.ssi_int;
+	return true;
+}
