@@ -9,12 +9,21 @@
  *       release a job every period (absolute timer) that burns WORK_PPM/1e6
  *       of the period in CPU time (this thread's clock).  A job misses when it
  *       completes after the end of its period.  Stops the attempt at the first
- *       miss; prints "result PERIOD_US jobs missed max_response_us" and moves
- *       on to the next period, or stops when the caller answers "stop".
- *       Appended: for the worst job, how long it waited runnable for a CPU in
- *       this kernel (schedstat run_delay) and the rest of its response not
- *       explained by its own CPU time or that wait ("lost": interrupts, or a
- *       virtual CPU the host did not run).
+ *       miss and prints
+ *           result PERIOD_US jobs missed worst_us wait_us lost_us switches
+ *                  [JOB...]
+ *       where wait/lost/switches describe the worst job and each JOB
+ *       ("lost:waited:switches:stops", times in us) is one of the last four
+ *       jobs up to the miss, oldest first.  waited: time runnable but not
+ *       running in this kernel (schedstat run_delay); switches: times this
+ *       kernel took the CPU from the job before it completed (throttled or
+ *       preempted); lost: the rest of its response not explained by its CPU
+ *       time or that wait (the wake-up path, interrupts, or a virtual CPU the
+ *       host did not run); stops: times the job's busy loop saw its clock jump
+ *       100 us or more, switched out or not (a host stall that this VM's
+ *       kernel charges as the thread's CPU time shows only here).
+ *       Then it waits for a line: "again" repeats the period, "stop" ends,
+ *       anything else moves on to the next period.
  *   timerlat COUNT MIN_MS MAX_MS SEED
  *       COUNT alarms at uniformly random delays; prints "lat NS" per alarm
  *       (wake-up time minus expiry time), then "done".
@@ -22,12 +31,14 @@
  *       Busy loop until killed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t now_ns(clockid_t clock)
 {
@@ -52,26 +63,49 @@ static bool wait_go(void)
 	return strncmp(line, "stop", 4) != 0;
 }
 
-/* Cumulative time this thread spent runnable but waiting for a CPU. */
-static uint64_t run_delay_ns(void)
+struct sched_stat {
+	uint64_t wait_ns;  /* runnable but not running (run_delay) */
+	uint64_t arrivals; /* times this thread was given a CPU (pcount) */
+};
+
+/*
+ * Read through an fd kept open: the job pays for it out of its reservation,
+ * and an fopen() per job costs tens of microseconds, sometimes far more.
+ */
+static struct sched_stat sched_stat_now(int fd)
 {
 	char buf[128];
-	FILE *f = fopen("/proc/thread-self/schedstat", "re");
-	unsigned long long run = 0, wait = 0;
-	if (f) {
-		if (fgets(buf, sizeof(buf), f))
-			sscanf(buf, "%llu %llu", &run, &wait);
-		fclose(f);
+	unsigned long long run = 0, wait = 0, count = 0;
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n > 0) {
+		buf[n] = '\0';
+		sscanf(buf, "%llu %llu %llu", &run, &wait, &count);
 	}
-	return wait;
+	return (struct sched_stat){ .wait_ns = wait, .arrivals = count };
 }
 
-static void burn(uint64_t cpu_ns)
+/* Gaps this long in a busy loop mean it did not run: switched out, or stalled. */
+#define GAP_NS 100000u
+
+/* Burns cpu_ns of this thread's CPU time; returns how often it stopped running. */
+static uint64_t burn(uint64_t cpu_ns)
 {
-	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) - start < cpu_ns)
-		;
+	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID), gaps = 0;
+	uint64_t last = now_ns(CLOCK_MONOTONIC);
+	while (now_ns(CLOCK_THREAD_CPUTIME_ID) - start < cpu_ns) {
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
+		if (t - last >= GAP_NS)
+			gaps++;
+		last = t;
+	}
+	return gaps;
 }
+
+struct job_note {
+	uint64_t lost_ns, wait_ns, switches, stops;
+};
+
+#define JOB_HISTORY 4
 
 static int periodic(int argc, char **argv)
 {
@@ -79,6 +113,7 @@ static int periodic(int argc, char **argv)
 		return 2;
 	uint64_t work_ppm = strtoull(argv[0], NULL, 10);
 	double seconds = atof(argv[1]);
+	int stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	for (int i = 2; i < argc; i++) {
 		uint64_t period_ns = strtoull(argv[i], NULL, 10) * 1000u;
 		uint64_t work_ns = period_ns * work_ppm / 1000000u;
@@ -86,24 +121,34 @@ static int periodic(int argc, char **argv)
 		printf("ready %s\n", argv[i]);
 		fflush(stdout);
 		if (!wait_go())
-			return 0;
+			break;
 		uint64_t start = now_ns(CLOCK_MONOTONIC) + period_ns;
-		uint64_t done = 0, missed = 0, worst = 0, worst_wait = 0, worst_lost = 0;
-		uint64_t wait_before = run_delay_ns();
+		uint64_t done = 0, missed = 0, worst = 0;
+		struct job_note worst_note = {0}, hist[JOB_HISTORY] = {0};
+		struct sched_stat before = sched_stat_now(stat_fd);
 		for (uint64_t k = 0; k < jobs; k++) {
 			uint64_t release = start + k * period_ns;
+			/* A late job runs on into the next one without a wake-up. */
+			bool sleeps = now_ns(CLOCK_MONOTONIC) < release;
 			sleep_until(release);
 			uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-			burn(work_ns);
+			uint64_t stops = burn(work_ns);
 			uint64_t resp = now_ns(CLOCK_MONOTONIC) - release;
 			uint64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-			uint64_t wait_after = run_delay_ns();
-			uint64_t wait = wait_after - wait_before;
-			wait_before = wait_after;
+			struct sched_stat after = sched_stat_now(stat_fd);
+			uint64_t wait = after.wait_ns - before.wait_ns;
+			uint64_t arrivals = after.arrivals - before.arrivals;
+			before = after;
+			struct job_note n = {
+				.lost_ns = resp > cpu + wait ? resp - cpu - wait : 0,
+				.wait_ns = wait,
+				.switches = arrivals > (sleeps ? 1u : 0u) ? arrivals - (sleeps ? 1u : 0u) : 0,
+				.stops = stops,
+			};
+			hist[k % JOB_HISTORY] = n;
 			if (resp > worst) {
 				worst = resp;
-				worst_wait = wait;
-				worst_lost = resp > cpu + wait ? resp - cpu - wait : 0;
+				worst_note = n;
 			}
 			done++;
 			if (resp > period_ns) {
@@ -111,12 +156,28 @@ static int periodic(int argc, char **argv)
 				break;
 			}
 		}
-		printf("result %s %llu %llu %llu %llu %llu\n", argv[i], (unsigned long long)done,
+		printf("result %s %llu %llu %llu %llu %llu %llu", argv[i], (unsigned long long)done,
 			(unsigned long long)missed, (unsigned long long)(worst / 1000u),
-			(unsigned long long)(worst_wait / 1000u),
-			(unsigned long long)(worst_lost / 1000u));
+			(unsigned long long)(worst_note.wait_ns / 1000u),
+			(unsigned long long)(worst_note.lost_ns / 1000u),
+			(unsigned long long)worst_note.switches);
+		uint64_t first = done > JOB_HISTORY ? done - JOB_HISTORY : 0;
+		for (uint64_t k = first; k < done; k++) {
+			const struct job_note *h = &hist[k % JOB_HISTORY];
+			printf(" %llu:%llu:%llu:%llu", (unsigned long long)(h->lost_ns / 1000u),
+				(unsigned long long)(h->wait_ns / 1000u), (unsigned long long)h->switches,
+				(unsigned long long)h->stops);
+		}
+		printf("\n");
 		fflush(stdout);
+		char line[64];
+		if (!fgets(line, sizeof(line), stdin) || strncmp(line, "stop", 4) == 0)
+			break;
+		if (strncmp(line, "again", 5) == 0)
+			i--;
 	}
+	if (stat_fd >= 0)
+		close(stat_fd);
 	return 0;
 }
 
