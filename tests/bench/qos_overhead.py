@@ -13,9 +13,12 @@ run:
              exhausts its slice every period
   ceiling    other, 10% ceiling, fallback pause (cpu quota: the kernel caps
              them; 1 ms is the smallest quota it takes); busy members
-  cut-idle   other, 10% limit, fallback idle: the manager itself switches
-             members to SCHED_IDLE at each overrun and back at the boundary;
-             busy members
+  cut-idle   other, 10% limit, fallback idle: the manager itself makes the
+             group idle at each overrun (the kernel reports it through
+             CPU-clock timers) and normal again at the boundary; busy members
+  optimistic qos 1%, fallback other: the manager moves the deadline threads
+             to other at each overrun (polled: it must beat the kernel's
+             throttle) and back at a safe time; busy members
 
 Goal: <= 0.5% of one CPU.  A benchmark, not a test: it always exits 0 once
 it has numbers.  See docs/qos-benchmarks.md.
