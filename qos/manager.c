@@ -99,6 +99,9 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	}
 	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
 	mgr->optimistic = qos_optimistic_supported();
+	/* Refined later from every fresh reservation (optimistic.c). */
+	if (mgr->optimistic && !config->fake_files)
+		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, mgr->root_name, err, err_len))
 		goto err_free;

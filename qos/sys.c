@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,6 +157,56 @@ bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_n
 		return false;
 	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
 		sched_field(buf, "\ndl.deadline ", deadline_ns);
+}
+
+bool qos_sys_sched_clock_offset(int64_t *offset_ns)
+{
+	/*
+	 * A running thread that enters SCHED_DEADLINE gets deadline = scheduler
+	 * clock at the switch + its relative deadline.  A child does it, so
+	 * no thread of ours changes class; the reservation is tiny and the
+	 * child exits still in it, which returns its bandwidth at once.
+	 */
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return false;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		struct qos_sched_attr a = {
+			.size = sizeof(a),
+			.sched_policy = SCHED_DEADLINE,
+			.sched_runtime = 200000,
+			.sched_deadline = 1000000000ull,
+			.sched_period = 1000000000ull,
+		};
+		int64_t t0 = qos_sys_now_ns();
+		if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+			_exit(1);
+		int64_t t1 = qos_sys_now_ns(), runtime, deadline;
+		if (!qos_sys_thread_dl_state((pid_t)syscall(SYS_gettid), &runtime, &deadline))
+			_exit(1);
+		int64_t offset = deadline - (int64_t)a.sched_deadline - (t0 + (t1 - t0) / 2);
+		ssize_t n = write(fds[1], &offset, sizeof(offset));
+		_exit(n == (ssize_t)sizeof(offset) ? 0 : 1);
+	}
+	close(fds[1]);
+	int64_t v;
+	ssize_t n;
+	while ((n = read(fds[0], &v, sizeof(v))) < 0 && errno == EINTR)
+		;
+	close(fds[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(v))
+		return false;
+	*offset_ns = v;
+	return true;
 }
 
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)

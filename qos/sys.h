@@ -42,6 +42,15 @@ bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_n
  */
 bool qos_sys_process_clock_us(pid_t pid, uint64_t *out);
 
+/*
+ * The scheduler clock (in which SCHED_DEADLINE deadlines are kept) minus
+ * CLOCK_MONOTONIC, measured by a short-lived child entering SCHED_DEADLINE.
+ * False where it cannot (no privilege, no dl.* fields).  The two clocks
+ * differ by some hundred microseconds to milliseconds, enough to mistake a
+ * throttled thread about to be replenished for a stuck one.
+ */
+bool qos_sys_sched_clock_offset(int64_t *offset_ns);
+
 /* Calls fn for every thread of pid; returns the number of threads or -1. */
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
 
