@@ -9,7 +9,7 @@
  * an armed threshold at every tick the process runs and queues a signal; the
  * manager sleeps until then.  Accounting stays exact (CPU clocks); only the
  * moment of the switch is tick-granular, like the kernel's own cpu.max, and
- * the overshoot is carried into the next period (police.h, carry_debt).
+ * the overshoot is carried into the next periods (police.h, debt_us).
  *
  * The signal is directed at the thread that opened the notifier
  * (SIGEV_THREAD_ID), blocked there and read through a signalfd, so no handler

@@ -122,7 +122,6 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
 		goto err_fds;
 	}
-	mgr->cputimer_fd = -1;
 	if (config->cputimer_signal > 0 && !config->fake_files) {
 		/* Without it reserves are polled: slower, not wrong. */
 		mgr->cputimer_fd = qos_cputimer_open(config->cputimer_signal);

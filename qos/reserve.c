@@ -147,7 +147,10 @@ static bool group_idles(const struct qos_reserve *r)
 		r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
 }
 
-/* Periods of notified reserves start on a common grid, so their ends share wake-ups. */
+/*
+ * Where the kernel can notify, limited reserves' periods start on a common
+ * grid, so the period ends of notified reserves share wake-ups.
+ */
 static uint64_t period_origin(const struct qos_reserve *r, uint64_t now_us)
 {
 	uint64_t period = r->params.period_us;
@@ -506,34 +509,41 @@ static void disarm_timers(struct qos_reserve *r)
  * Arms every member's CPU timer at its share of what is left of the slice,
  * so the first to fire comes no later than the slice runs out (a tick late
  * at most).  Timers still armed from an earlier budget fire no later than
- * needed, so they are left alone while nothing was used since.  False when
- * the kernel refuses a timer: then the reserve is polled.
+ * needed, so they are left alone while nothing was used since.  Returns 0,
+ * or a negative errno when the kernel refuses a timer; then none is left
+ * armed and the reserve is polled.
  */
-static bool arm_timers(struct qos_reserve *r, uint64_t own_us)
+static int arm_timers(struct qos_reserve *r, uint64_t own_us)
 {
 	uint64_t used = qos_police_used_us(&r->police);
 	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us)
-		return true;
+		return 0;
 	uint64_t slice = r->params.slice_us;
 	uint64_t share = (used < slice ? slice - used : 0) / r->n_members;
+	r->timers_armed = true; /* from here on, a failure disarms what was armed */
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
+		int e = 0;
 		if (!m->has_cpu_timer) {
-			if (!qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
+			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
 					&m->cpu_timer))
-				return false;
-			m->has_cpu_timer = true;
+				m->has_cpu_timer = true;
+			else
+				e = -errno;
 		}
 		uint64_t clock;
-		if (!qos_sys_process_clock_us(m->pid, &clock))
+		if (!e && !qos_sys_process_clock_us(m->pid, &clock))
 			continue; /* exiting: its pidfd says so next */
-		if (qos_cputimer_arm(m->cpu_timer, (clock + (share ? share : 1)) * 1000u) < 0)
-			return false;
+		if (!e)
+			e = qos_cputimer_arm(m->cpu_timer, (clock + (share ? share : 1)) * 1000u);
+		if (e) {
+			disarm_timers(r);
+			return e;
+		}
 	}
-	r->timers_armed = true;
 	r->armed_own_us = own_us;
 	r->armed_used_us = used;
-	return true;
+	return 0;
 }
 
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
@@ -565,11 +575,12 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	 */
 	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
 		r->next_check_us = r->mgr->housekeeping_us;
+	int e = 0;
 	if (!r->police.notified || !notified(r)) {
 		disarm_timers(r);
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
-	} else if (arm_timers(r, own)) {
+	} else if ((e = arm_timers(r, own)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone; otherwise only
 		 * the boundary matters, and not even that while nothing runs
@@ -581,7 +592,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		r->next_check_us = quiet ? r->mgr->housekeeping_us : end;
 	} else {
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-			"no CPU-time notifications (%s): polling instead", strerror(errno));
+			"no CPU-time notifications (%s): polling instead", strerror(-e));
 		r->timers_refused = true;
 		r->police.notified = false;
 	}
