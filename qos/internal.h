@@ -56,6 +56,7 @@ struct qos_reserve {
 	bool fb_applied;      /* the manager switched members to the fallback */
 	uint64_t retired_us;  /* CPU time of thread members that left */
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
+	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 };
 
 struct qos_manager {
@@ -68,6 +69,7 @@ struct qos_manager {
 	struct qos_rules *rules;
 	bool optimistic;               /* the kernel shows deadline state: qos -> other works */
 	int64_t dl_clock_offset_ns;    /* scheduler clock - CLOCK_MONOTONIC */
+	uint64_t tick_us;              /* the scheduler tick (qos_sys_tick_us) */
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
 	int epoll_fd;
 	int timer_fd;
@@ -105,7 +107,10 @@ void qos_demote_all_rt(struct qos_manager *mgr);
 void qos_root_weight_update(struct qos_manager *mgr);
 void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);
 
-/* Deadline runtime of each thread: the slice split over the member threads. */
+/*
+ * Deadline runtime of each thread: the slice split over the member threads,
+ * as last given to them (counted afresh when none was given yet).
+ */
 uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
 
 /*

@@ -99,6 +99,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	}
 	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
 	mgr->optimistic = qos_optimistic_supported();
+	mgr->tick_us = qos_sys_tick_us();
 	/* Refined later from every fresh reservation (optimistic.c). */
 	if (mgr->optimistic && !config->fake_files)
 		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);

@@ -25,6 +25,7 @@
  * at the full reservation, deadline = now + period) calibrates its offset to
  * CLOCK_MONOTONIC.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,20 +212,22 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us)
 	}
 }
 
+/*
+ * Membership only: whether the thread itself still exists shows when it is
+ * acted on (ESRCH), so a check costs no system call.
+ */
 static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
-		if (m->pid != pid || (m->tid && m->tid != tid))
-			continue;
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-		return access(path, F_OK) == 0;
+		if (m->pid == pid && (!m->tid || m->tid == tid))
+			return true;
 	}
 	return false;
 }
 
-static void go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
+/* Returns false when the thread is gone. */
+static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 {
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
 	uint64_t period_ns = r->params.period_us * 1000u;
@@ -232,19 +235,22 @@ static void go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
 	t->back_at_us = 0;
 	t->verify_at_us = now_us + VERIFY_AFTER_US;
+	if (e == -ESRCH)
+		return false;
 	if (e < 0) {
 		/* EBUSY and the like: it stays in the fallback until housekeeping
 		 * gives the reserve's policy to every thread again. */
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
 			"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
 		t->verify_at_us = 0;
-		return;
+		return true;
 	}
 	int64_t runtime, deadline;
 	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline) && runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
 		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
 	}
+	return true;
 }
 
 void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
@@ -285,8 +291,11 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 			drop(r, i);
 			continue;
 		}
-		if (t->back_at_us && !in_fallback && now_us >= t->back_at_us)
-			go_back(r, t, now_us);
+		if (t->back_at_us && !in_fallback && now_us >= t->back_at_us &&
+				!go_back(r, t, now_us)) {
+			drop(r, i);
+			continue;
+		}
 		if (t->verify_at_us && now_us >= t->verify_at_us) {
 			t->verify_at_us = 0;
 			unstick(r, t, t->pid, t->tid);

@@ -33,6 +33,21 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 	p->notified = notified;
 }
 
+void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
+{
+	/* The held stretch since the boundary is no period of its own. */
+	uint64_t periods = p->periods, overruns = p->overruns;
+	uint64_t last = p->last_used_us;
+	unsigned parallel = p->parallel;
+	bool notified = p->notified;
+	qos_police_start(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
+	p->periods = periods;
+	p->overruns = overruns;
+	p->last_used_us = last;
+	p->parallel = parallel;
+	p->notified = notified;
+}
+
 void qos_police_bill(struct qos_police *p, uint64_t usec)
 {
 	p->billed_us += usec;
@@ -77,14 +92,22 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		/* Not checked for several periods (lazy accounting): their average. */
 		p->last_used_us = used / elapsed;
 		uint64_t allowed = p->slice_us * elapsed;
-		p->debt_us = p->notified && p->slice_us && used > allowed ? used - allowed : 0;
+		uint64_t owed = used;
+		if (p->in_fallback && p->fallback_free && p->own_us > p->fb_own_us)
+			owed -= p->own_us - p->fb_own_us;
+		p->debt_us = p->notified && p->slice_us && owed > allowed ? owed - allowed : 0;
 		p->periods += elapsed;
 		p->period_start_us = start;
 		p->base_own_us = own_cumulative_us - recent;
 		p->own_us = recent;
 		p->billed_us = 0;
-		if (p->in_fallback) {
+		if (p->in_fallback && p->hold_fallback) {
+			/* Still in the fallback: what it runs there is no use of the slice. */
+			p->fb_own_us = p->own_us;
+			p->held = true;
+		} else if (p->in_fallback) {
 			p->in_fallback = false;
+			p->held = false;
 			t = QOS_POLICE_RESTORE;
 		}
 	} else {
@@ -93,8 +116,13 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 
 	uint64_t end = p->period_start_us + w;
 	uint64_t used = qos_police_used_us(p);
-	if (p->slice_us && !p->in_fallback && used >= p->slice_us) {
+	/* Within early_us of the slice, and seen running: the kernel may throttle
+	 * it at the next tick (a slice shorter than that: at any use). */
+	bool early = p->early_us && p->running && used > 0 && used + p->early_us >= p->slice_us;
+	if (p->slice_us && !p->in_fallback && (used >= p->slice_us || early)) {
 		p->in_fallback = true;
+		p->held = false;
+		p->fb_own_us = p->own_us;
 		p->overruns++;
 		/* Overrun right at a boundary: the restore and the overrun cancel. */
 		t = t == QOS_POLICE_RESTORE ? QOS_POLICE_NONE : QOS_POLICE_OVERRUN;

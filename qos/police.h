@@ -45,6 +45,29 @@ struct qos_police {
 	 */
 	bool notified;
 	uint64_t debt_us;         /* carried over from earlier periods (notified) */
+	uint64_t fb_own_us;       /* own_us when the fallback began */
+	/*
+	 * Set by the caller when the members left the reserve's class at the
+	 * overrun itself (optimistic qos: each thread's switch is synchronous),
+	 * so what they ran after it was fallback time and is no debt.  Else it
+	 * counts: it holds what ran between the kernel's report and the
+	 * manager's switch, and an idle fallback gets little else.
+	 */
+	bool fallback_free;
+	/*
+	 * Set by the caller when members cannot leave the fallback at the
+	 * boundary (optimistic threads waiting for a safe return): the period
+	 * ends without a restore, and their time counts as fallback time.
+	 */
+	bool hold_fallback;
+	bool held;                /* in the fallback by hold_fallback, not by an overrun */
+	/*
+	 * Set by the caller before each update: the overrun is declared once
+	 * no more than early_us of the slice is left, if the members ran since
+	 * the last update (optimistic qos, see reserve.c's timer_guard_us).
+	 */
+	uint64_t early_us;
+	bool running;
 	bool in_fallback;
 	uint64_t periods;         /* completed periods */
 	uint64_t overruns;        /* periods in which the slice ran out */
@@ -56,6 +79,13 @@ void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_u
 /* Changing parameters restarts the period; the fallback state is kept. */
 void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
 	uint64_t now_us, uint64_t own_cumulative_us);
+
+/*
+ * Ends a held fallback early: a new period starts at now_us, out of the
+ * fallback and without debt (the members' deadline reservation starts
+ * afresh with it).
+ */
+void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us);
 
 /* Time the compositor spent for this reserve; counts like own time. */
 void qos_police_bill(struct qos_police *p, uint64_t usec);

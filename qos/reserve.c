@@ -111,9 +111,13 @@ static bool has_thread_members(const struct qos_reserve *r)
 
 /*
  * Process members of a limited reserve are accounted from their CPU clocks
- * whenever the kernel can also notify on them: exact, cheaper than cpu.stat,
- * and the same clock the timers are armed on.  Fixed per parameter set, so
- * the source of the police's cumulative counter never changes under it.
+ * whenever the kernel can also notify on them: cheaper than cpu.stat, and
+ * the same clock the timers are armed on.  Read from another process, a
+ * running thread's clock is only brought up to date at ticks and switches
+ * (measured: 9 distinct values in 200 reads over 30 ms at HZ=250), the very
+ * points where the kernel also does its deadline accounting and throttling.
+ * Fixed per parameter set, so the source of the police's cumulative counter
+ * never changes under it.
  */
 static bool exact_clocks(const struct qos_reserve *r)
 {
@@ -125,14 +129,33 @@ static bool manager_polices(const struct qos_reserve *r);
 
 /*
  * Whether the kernel tells the manager when the reserve's slice may be used
- * up (cputimer.h) instead of the manager polling for it.  Not for optimistic
- * reserves: they must leave SCHED_DEADLINE before the tick at which the
- * kernel would throttle them.  Timers exist on processes only.
+ * up (cputimer.h) instead of the manager polling for it.  Timers exist on
+ * processes only.
  */
 static bool notified(const struct qos_reserve *r)
 {
 	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused &&
-		manager_polices(r) && !optimistic(r) && !has_thread_members(r);
+		manager_polices(r) && !has_thread_members(r);
+}
+
+/*
+ * How much of the slice an optimistic reserve gives up to leave
+ * SCHED_DEADLINE in time.  The kernel brings a running thread's accounting
+ * (its CPU clock, its deadline runtime) up to date only at ticks and
+ * switches, and throttles it at the first tick that finds the runtime gone;
+ * a CPU timer fires at a tick too.  So a check that sees less than a tick
+ * left (on each CPU the members use) cannot know the thread survives the
+ * next tick, and moves it to the fallback there and then, with the runtime
+ * still positive; and the timers fire at the tick where that becomes true,
+ * leaving the manager a whole tick to act.  Other reserves need no guard:
+ * the kernel's own debt rules make up for a late switch.
+ */
+static uint64_t timer_guard_us(const struct qos_reserve *r)
+{
+	if (!optimistic(r))
+		return 0;
+	unsigned n = r->police.parallel ? r->police.parallel : 1;
+	return r->mgr->tick_us * n;
 }
 
 /*
@@ -242,16 +265,30 @@ static int apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_po
 	return c.err;
 }
 
-uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r)
+static uint64_t split_slice_ns(struct qos_reserve *r)
 {
 	/* Threads of one reserve split its slice evenly (thesis 5.3.2, option a). */
 	uint64_t ns = r->params.slice_us * 1000u / count_threads(r);
 	return ns < 1024 ? 1024 : ns;
 }
 
+/*
+ * A thread returning to its reservation gets what the others were given:
+ * counting the threads again (a /proc read per member) at every return
+ * would be most of what a return costs.
+ */
+uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r)
+{
+	if (!r->dl_runtime_ns)
+		r->dl_runtime_ns = split_slice_ns(r);
+	return r->dl_runtime_ns;
+}
+
 static int apply_threads(struct qos_reserve *r, enum qos_policy policy)
 {
-	uint64_t rt = policy == QOS_POLICY_QOS ? qos_reserve_dl_runtime_ns(r) : 0;
+	uint64_t rt = 0;
+	if (policy == QOS_POLICY_QOS)
+		rt = r->dl_runtime_ns = split_slice_ns(r);
 	int err = 0;
 	if (policy != QOS_POLICY_QOS)
 		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
@@ -369,12 +406,9 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 	uint64_t total = r->retired_us, v;
 	bool group_counted = false;
 	/*
-	 * An optimistic reserve should see its slice run out before the kernel's
-	 * next tick throttles the deadline threads (a throttled thread may only
-	 * come back after its 0-lag time, see optimistic.c), so its process
-	 * members are read from their CPU clocks, which are exact (and cheaper
-	 * to read); cpu.stat lags by up to a tick.  Children not adopted yet
-	 * are left out until then.
+	 * Process members of reserves with exact_clocks() are read from their
+	 * CPU clocks (see there); children not adopted yet are left out until
+	 * then.
 	 */
 	bool exact = exact_clocks(r);
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -441,7 +475,19 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us)
 {
 	/* Only an optimistic fallback holds threads back; a repaired thread of a
 	 * hard reserve returns at its 0-lag time. */
-	uint64_t due = qos_optimistic_run(r, now_us, optimistic(r) && r->police.in_fallback);
+	bool overrun = r->police.in_fallback && !r->police.held;
+	uint64_t due = qos_optimistic_run(r, now_us, optimistic(r) && overrun);
+	if (r->police.held && !qos_optimistic_any_waiting(r)) {
+		/*
+		 * The last thread is back in its reservation, whose period starts
+		 * now (its deadline is now + period): so does the police's, and it
+		 * watches the slice again from here.
+		 */
+		qos_police_resume(&r->police, now_us, own_cpu_us(r));
+		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		if (due > now_us + QOS_POLICE_MIN_STEP_US)
+			due = now_us + QOS_POLICE_MIN_STEP_US;
+	}
 	if (!r->fb_applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
 		return due;
 	r->fb_applied = false;
@@ -506,20 +552,21 @@ static void disarm_timers(struct qos_reserve *r)
 }
 
 /*
- * Arms every member's CPU timer at its share of what is left of the slice,
- * so the first to fire comes no later than the slice runs out (a tick late
- * at most).  Timers still armed from an earlier budget fire no later than
- * needed, so they are left alone while nothing was used since.  Returns 0,
- * or a negative errno when the kernel refuses a timer; then none is left
- * armed and the reserve is polled.
+ * Arms every member's CPU timer at its share of what is left of the slice
+ * less the guard, so the first to fire comes no later than that runs out (a
+ * tick late at most).  With less left than the guard, they fire at the first
+ * tick that finds a member running.  Timers still armed from an earlier
+ * budget fire no later than needed, so they are left alone while nothing
+ * was used since.  Returns 0, or a negative errno when the kernel refuses a
+ * timer; then none is left armed and the reserve is polled.
  */
-static int arm_timers(struct qos_reserve *r, uint64_t own_us)
+static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us)
 {
 	uint64_t used = qos_police_used_us(&r->police);
 	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us)
 		return 0;
 	uint64_t slice = r->params.slice_us;
-	uint64_t share = (used < slice ? slice - used : 0) / r->n_members;
+	uint64_t share = (used + guard_us < slice ? slice - used - guard_us : 0) / r->n_members;
 	r->timers_armed = true; /* from here on, a failure disarms what was armed */
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -553,7 +600,11 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		return;
 	}
 	r->police.notified = notified(r);
+	r->police.hold_fallback = optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
 	uint64_t own = own_cpu_us(r);
+	r->police.early_us = r->police.notified ? timer_guard_us(r) : 0;
+	r->police.fallback_free = optimistic(r);
+	r->police.running = own != r->checked_own_us;
 	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
 		&r->next_check_us);
 	if (t == QOS_POLICE_OVERRUN) {
@@ -580,7 +631,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		disarm_timers(r);
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
-	} else if ((e = arm_timers(r, own)) == 0) {
+	} else if ((e = arm_timers(r, own, timer_guard_us(r))) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone; otherwise only
 		 * the boundary matters, and not even that while nothing runs

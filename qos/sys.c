@@ -44,6 +44,15 @@ uint64_t qos_sys_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+uint64_t qos_sys_tick_us(void)
+{
+	struct timespec ts;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0 || ts.tv_sec > 0)
+		return 10000; /* HZ=100, the coarsest a kernel has */
+	uint64_t us = (uint64_t)ts.tv_nsec / 1000u;
+	return us ? us : 1;
+}
+
 int64_t qos_sys_now_ns(void)
 {
 	struct timespec ts;

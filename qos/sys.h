@@ -88,5 +88,10 @@ int qos_sys_write_file(const char *path, const char *value);
 
 uint64_t qos_sys_now_us(void);
 int64_t qos_sys_now_ns(void);
+/*
+ * The scheduler tick in microseconds (the coarse clock's resolution), 4000
+ * at HZ=250: CPU-time timers and deadline throttling happen at ticks.
+ */
+uint64_t qos_sys_tick_us(void);
 
 #endif

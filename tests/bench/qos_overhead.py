@@ -39,6 +39,7 @@ SCENARIOS = [
     ("cut-idle", "policy=other period=10ms slice=1ms fallback=idle", True),
     # 1% each keeps 50 reservations inside the kernel's deadline bandwidth
     ("optimistic", "policy=qos period=10ms slice=100us fallback=other", True),
+    ("opt-sleep", "policy=qos period=10ms slice=100us fallback=other", False),
 ]
 
 

@@ -149,6 +149,18 @@ static void test_notified_debt(void)
 	CHECK(qos_police_update(&p, 5000, 5000, &next) == QOS_POLICE_OVERRUN);
 	CHECK(qos_police_update(&p, 30000, 5000, &next) == QOS_POLICE_NONE);
 	CHECK_EQ_U(p.debt_us, 2000);
+	/*
+	 * Members that left the class at the overrun (optimistic qos): 5 ms
+	 * more in the fallback owe nothing; only the 3 ms before are carried.
+	 */
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	p.fallback_free = true;
+	CHECK(qos_police_update(&p, 4000, 4000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&p, 7000, 6000, &next) == QOS_POLICE_NONE);
+	CHECK(qos_police_update(&p, 10000, 9000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.debt_us, 3000);
+	CHECK_EQ_U(p.last_used_us, 9000);
 	/* Without notification (polled) nothing is carried. */
 	qos_police_start(&p, 10000, 1000, 0, 0);
 	CHECK(qos_police_update(&p, 4000, 4000, &next) == QOS_POLICE_OVERRUN);
@@ -180,6 +192,57 @@ static void test_notified_quiet_periods(void)
 	CHECK_EQ_U(qos_police_used_us(&p), 0);
 }
 
+static void test_early_overrun_and_hold(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	/* 20 ms / 6 ms, a 4 ms tick: overrun once 4 ms or less is left. */
+	qos_police_start(&p, 20000, 6000, 0, 0);
+	p.notified = true;
+	p.early_us = 4000;
+	p.running = true;
+	CHECK(qos_police_update(&p, 1500, 1500, &next) == QOS_POLICE_NONE);
+	CHECK(qos_police_update(&p, 2100, 2100, &next) == QOS_POLICE_OVERRUN);
+	CHECK_EQ_U(p.overruns, 1);
+	/* Not seen running since the last update: no early overrun. */
+	qos_police_start(&p, 20000, 6000, 0, 0);
+	p.early_us = 4000;
+	p.running = false;
+	CHECK(qos_police_update(&p, 2500, 2500, &next) == QOS_POLICE_NONE);
+	/* A slice shorter than the tick: any use seen running is the overrun... */
+	qos_police_start(&p, 10000, 100, 0, 0);
+	p.notified = true;
+	p.fallback_free = true;
+	p.early_us = 4000;
+	p.running = true;
+	CHECK(qos_police_update(&p, 10, 0, &next) == QOS_POLICE_NONE);
+	CHECK(qos_police_update(&p, 20, 30, &next) == QOS_POLICE_OVERRUN);
+	/*
+	 * ...and a boundary its threads cannot return at holds the fallback:
+	 * no restore, and what ran in the fallback is no debt.
+	 */
+	p.hold_fallback = true;
+	CHECK(qos_police_update(&p, 10000, 9000, &next) == QOS_POLICE_NONE);
+	CHECK(p.in_fallback);
+	CHECK(p.held);
+	CHECK_EQ_U(p.debt_us, 0);
+	CHECK_EQ_U(p.last_used_us, 9000);
+	CHECK(qos_police_update(&p, 15000, 14000, &next) == QOS_POLICE_NONE);
+	CHECK(p.in_fallback);
+	/* They are back: a new period from then, out of the fallback. */
+	qos_police_resume(&p, 15500, 14000);
+	CHECK(!p.in_fallback);
+	CHECK(!p.held);
+	CHECK_EQ_U(p.period_start_us, 15500);
+	CHECK_EQ_U(qos_police_period_end_us(&p), 25500);
+	CHECK_EQ_U(p.periods, 1);
+	CHECK_EQ_U(p.overruns, 1);
+	CHECK_EQ_U(p.last_used_us, 9000);
+	p.hold_fallback = false;
+	CHECK(qos_police_update(&p, 16000, 14050, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 50);
+}
+
 int main(void)
 {
 	test_ceiling_cycle();
@@ -189,5 +252,6 @@ int main(void)
 	test_unlimited_and_parallel();
 	test_notified_debt();
 	test_notified_quiet_periods();
+	test_early_overrun_and_hold();
 	return check_report("test_police");
 }
