@@ -648,6 +648,14 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		r->police.notified = false;
 	}
 	r->checked_own_us = own;
+	/*
+	 * A held fallback ends when the threads return, not at a boundary:
+	 * their return times (below) wake us, and the periods in between are
+	 * settled in one go then.  A throttled thread of a 1% reserve can wait
+	 * hundreds of periods.
+	 */
+	if (r->police.held)
+		r->next_check_us = r->mgr->housekeeping_us;
 	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
 	if (r->opt) {
 		uint64_t due = settle_optimistic(r, now_us);

@@ -17,8 +17,11 @@ run:
              group idle at each overrun (the kernel reports it through
              CPU-clock timers) and normal again at the boundary; busy members
   optimistic qos 1%, fallback other: the manager moves the deadline threads
-             to other at each overrun (polled: it must beat the kernel's
-             throttle) and back at a safe time; busy members
+             to other at each overrun (the kernel reports, through CPU-clock
+             timers, the tick from which less than a tick of slice is left)
+             and back at a safe time; busy members
+  opt-sleep  same reserves; members sleep (polled, as before session 4,
+             this took 43% of a CPU)
 
 Goal: <= 0.5% of one CPU.  A benchmark, not a test: it always exits 0 once
 it has numbers.  See docs/qos-benchmarks.md.

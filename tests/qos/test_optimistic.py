@@ -103,7 +103,7 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
     p = busy(procs)
     helper.ok("reserve opt policy=qos period=20ms cpu=30% fallback=other")
     helper.ok("join opt %d" % p.pid)
-    assert policy_of(p.pid) == 6  # SCHED_DEADLINE
+    assert policy_of(p.pid) == 6, helper.events[-6:]  # SCHED_DEADLINE
     time.sleep(0.3)
     s, flat, c = alone_share_rejoining(helper, procs, "opt", p.pid, 0.8)
     n, info = overruns(helper, "opt")
