@@ -179,6 +179,28 @@ def test_cut_to_idle_10ms_periods_keeps_10_percent(helper, procs):
     assert 0.07 <= s <= 0.13, "share %.3f; %s" % (s, helper.ok("info cut10"))
 
 
+def test_refused_cpu_timers_fall_back_to_polling(helper, procs):
+    """A manager that may not create CPU-clock timers (each takes a queued
+    signal, so RLIMIT_SIGPENDING 0 refuses them with EAGAIN) says so once
+    and polls the reserve instead: the limit still holds."""
+    import resource
+    pid = helper.proc.pid
+    old = resource.prlimit(pid, resource.RLIMIT_SIGPENDING)
+    resource.prlimit(pid, resource.RLIMIT_SIGPENDING, (0, old[1]))
+    try:
+        busy(procs, 1)
+        p = busy(procs, 1)
+        place(helper, "cut policy=other period=100ms cpu=20% fallback=idle", p.pid)
+        s = settled_share(p.pid)
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_SIGPENDING, old)
+    refusals = [e for e in helper.events if "no CPU-time notifications" in e]
+    assert len(refusals) == 1, helper.events[-8:]
+    assert "polling instead" in refusals[0]
+    assert 0.16 <= s <= 0.26, s
+    assert "overruns=0" not in helper.ok("info cut")
+
+
 def manager_wakeups(helper):
     """Voluntary context switches of the manager's main thread so far."""
     pid = helper.proc.pid
