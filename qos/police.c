@@ -117,7 +117,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	uint64_t end = p->period_start_us + w;
 	uint64_t used = qos_police_used_us(p);
 	/* Within early_us of the slice, and seen running: the kernel may throttle
-	 * it at the next tick (a slice shorter than that: at any use). */
+	 * it at the next tick. */
 	bool early = p->early_us && p->running && used > 0 && used + p->early_us >= p->slice_us;
 	if (p->slice_us && !p->in_fallback && (used >= p->slice_us || early)) {
 		p->in_fallback = true;

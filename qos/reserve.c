@@ -147,15 +147,23 @@ static bool notified(const struct qos_reserve *r)
  * left (on each CPU the members use) cannot know the thread survives the
  * next tick, and moves it to the fallback there and then, with the runtime
  * still positive; and the timers fire at the tick where that becomes true,
- * leaving the manager a whole tick to act.  Other reserves need no guard:
- * the kernel's own debt rules make up for a late switch.
+ * leaving the manager a whole tick to act.
+ *
+ * A slice of a tick or less is different: a tick that merely finds a
+ * light member running (an audio thread using a tenth of its slice) would
+ * cost it its reservation for the rest of the period.  Such a reserve
+ * leaves early only once it has used half; one that overruns from less is
+ * throttled by the kernel and waits out its debt (optimistic.c).  Other
+ * reserves need no guard: the kernel's own debt rules make up for a late
+ * switch.
  */
 static uint64_t timer_guard_us(const struct qos_reserve *r)
 {
 	if (!optimistic(r))
 		return 0;
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
-	return r->mgr->tick_us * n;
+	uint64_t guard = r->mgr->tick_us * n;
+	return guard < r->params.slice_us ? guard : r->params.slice_us / 2;
 }
 
 /*
