@@ -69,6 +69,7 @@ struct qos_manager {
 	struct qos_rules *rules;
 	bool optimistic;               /* the kernel shows deadline state: qos -> other works */
 	int64_t dl_clock_offset_ns;    /* scheduler clock - CLOCK_MONOTONIC */
+	uint64_t dl_calibrated_us;     /* when a fresh reservation last refined it */
 	uint64_t tick_us;              /* the scheduler tick (qos_sys_tick_us) */
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
 	int epoll_fd;

@@ -15,9 +15,10 @@
  * So each thread leaving for the fallback records when it may come back:
  * at the next period if it was not throttled, else after
  * Z = D + overrun * period / runtime (plus a margin).  A millisecond after
- * it is back, the manager looks again and undoes a return that got stuck
- * anyway (its dl.runtime and dl.deadline say throttled with the timer gone);
- * the housekeeping pass does the same for every member thread.  Threads that
+ * a thread that may have been throttled is back, the manager looks again
+ * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline
+ * say throttled with the timer gone); the housekeeping pass does the same
+ * for every member thread.  Threads that
  * sleep when the slice runs out leave through qos_sys_release_deadline(),
  * which avoids the kernel's bandwidth leak for sleepers.
  *
@@ -36,6 +37,7 @@
 
 #define RETURN_MARGIN_US 500u
 #define VERIFY_AFTER_US 1000u
+#define CALIBRATE_EVERY_US 1000000u
 /* A throttled thread whose deadline passed this long ago has lost its timer. */
 #define STUCK_AFTER_NS 500000
 
@@ -44,6 +46,7 @@ struct fb_thread {
 	pid_t tid;
 	uint64_t back_at_us; /* may return to SCHED_DEADLINE from then; 0: it is back */
 	uint64_t verify_at_us;
+	bool risky; /* it may have left throttled: check it after its return */
 };
 
 struct qos_optimistic {
@@ -173,6 +176,7 @@ static void leave_one(pid_t tid, void *data)
 		return; /* out of memory: it stays a hard reservation this period */
 	t->verify_at_us = 0;
 	t->back_at_us = c->period_end_us;
+	t->risky = true;
 	if (qos_sys_thread_state(tid) != 'R') {
 		/* Asleep, so not throttled; leave without the sleeper's leak. */
 		if (qos_sys_release_deadline(tid))
@@ -191,8 +195,13 @@ static void leave_one(pid_t tid, void *data)
 		t->back_at_us = c->period_end_us + r->params.period_us;
 		return;
 	}
-	/* Both counters lag by the same ticks; the switch settled them. */
+	/*
+	 * Both counters lag by the same ticks; the switch settled them.  The
+	 * switch also throttles a thread whose runtime it finds gone, so one
+	 * left with runtime cannot be stuck on its return.
+	 */
 	runtime -= (int64_t)(after - before);
+	t->risky = runtime <= 0;
 	if (runtime <= 0) {
 		uint64_t z = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
 		if (z > t->back_at_us)
@@ -234,7 +243,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	int64_t before = qos_sys_now_ns();
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
 	t->back_at_us = 0;
-	t->verify_at_us = now_us + VERIFY_AFTER_US;
+	t->verify_at_us = t->risky ? now_us + VERIFY_AFTER_US : 0;
 	if (e == -ESRCH)
 		return false;
 	if (e < 0) {
@@ -245,10 +254,14 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		t->verify_at_us = 0;
 		return true;
 	}
+	/* Refining the clock offset reads /proc/TID/sched: once a second is plenty. */
 	int64_t runtime, deadline;
+	if (now_us < r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US)
+		return true;
 	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline) && runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
 		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
+		r->mgr->dl_calibrated_us = now_us;
 	}
 	return true;
 }
@@ -275,6 +288,7 @@ static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t
 	if (t) {
 		t->back_at_us = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
 		t->verify_at_us = 0;
+		t->risky = true;
 	}
 	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
 		"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
