@@ -126,6 +126,27 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
     assert dies_at_once(p) < 1.0
 
 
+def test_qos_other_thread_member_is_policed(helper, procs):
+    """The same reserve with its member joined as a thread (join NAME PID
+    TID): no CPU timers exist for another process's threads, so the manager
+    polls it from schedstat; it must still run past its slice alone and be
+    moved out in most periods."""
+    p = busy(procs)
+    helper.ok("reserve optt policy=qos period=20ms cpu=30% fallback=other")
+    helper.ok("join optt %d %d" % (p.pid, p.pid))
+    time.sleep(0.3)
+    s, flat, c = alone_share(procs, p.pid, 2.0)
+    n, info = overruns(helper, "optt")
+    explain(helper, "optt", p.pid)
+    if s < 0.8:
+        assert s + c >= 1.6, "the host is not running this machine's CPUs: %.2f + %.2f" % (s, c)
+    assert s >= 0.8, s
+    assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
+    periods = int(info.split("periods=")[1].split()[0])
+    assert periods >= 80 and n >= 0.7 * periods, info
+    assert dies_at_once(p) < 1.0
+
+
 def test_qos_other_keeps_its_guarantee_under_load(helper, procs):
     """Against two busy loops on each CPU the member still gets its 30%, plus
     a time-sharing part after the slice; it never stops."""
