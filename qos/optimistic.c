@@ -18,9 +18,9 @@
  * a thread that may have been throttled is back, the manager looks again
  * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline
  * say throttled with the timer gone); the housekeeping pass does the same
- * for every member thread.  Threads that
- * sleep when the slice runs out leave through qos_sys_release_deadline(),
- * which avoids the kernel's bandwidth leak for sleepers.
+ * for every member thread.  Threads that sleep when the slice runs out
+ * leave through qos_sys_release_deadline(), which avoids the kernel's
+ * bandwidth leak for sleepers.
  *
  * dl.deadline is on the scheduler clock.  Every fresh return (runtime back
  * at the full reservation, deadline = now + period) calibrates its offset to
@@ -255,9 +255,9 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		return true;
 	}
 	/* Refining the clock offset reads /proc/TID/sched: once a second is plenty. */
-	int64_t runtime, deadline;
 	if (now_us < r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US)
 		return true;
+	int64_t runtime, deadline;
 	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline) && runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
 		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;

@@ -36,16 +36,8 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
 {
 	/* The held stretch since the boundary is no period of its own. */
-	uint64_t periods = p->periods, overruns = p->overruns;
-	uint64_t last = p->last_used_us;
-	unsigned parallel = p->parallel;
-	bool notified = p->notified;
-	qos_police_start(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
-	p->periods = periods;
-	p->overruns = overruns;
-	p->last_used_us = last;
-	p->parallel = parallel;
-	p->notified = notified;
+	qos_police_set_limit(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
+	p->in_fallback = false;
 }
 
 void qos_police_bill(struct qos_police *p, uint64_t usec)

@@ -610,7 +610,8 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	r->police.notified = notified(r);
 	r->police.hold_fallback = optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
 	uint64_t own = own_cpu_us(r);
-	r->police.early_us = r->police.notified ? timer_guard_us(r) : 0;
+	uint64_t guard = timer_guard_us(r);
+	r->police.early_us = r->police.notified ? guard : 0;
 	r->police.fallback_free = optimistic(r);
 	r->police.running = own != r->checked_own_us;
 	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
@@ -639,7 +640,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		disarm_timers(r);
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
-	} else if ((e = arm_timers(r, own, timer_guard_us(r))) == 0) {
+	} else if ((e = arm_timers(r, own, guard)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone; otherwise only
 		 * the boundary matters, and not even that while nothing runs

@@ -110,8 +110,15 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
             pol, helper.events[-6:])
     time.sleep(0.3)
     s, flat, c = alone_share_rejoining(helper, procs, "opt", p.pid, 0.8)
-    n, info = overruns(helper, "opt")
-    explain(helper, "opt", p.pid)
+    assert_ran_past_and_policed(helper, "opt", p, s, flat, c)
+
+
+def assert_ran_past_and_policed(helper, name, p, s, flat, c):
+    """Alone, the member of a 30% reserve with fallback other got at least
+    0.8 of a CPU, never stopped, was moved out in most periods and dies at
+    once."""
+    n, info = overruns(helper, name)
+    explain(helper, name, p.pid)
     # The member's share is the point; the control's only tells a failure
     # from a machine that had no two CPUs to give (seen in CI: 0.82 + 0.71).
     if s < 0.8:
@@ -136,15 +143,7 @@ def test_qos_other_thread_member_is_policed(helper, procs):
     helper.ok("join optt %d %d" % (p.pid, p.pid))
     time.sleep(0.3)
     s, flat, c = alone_share(procs, p.pid, 2.0)
-    n, info = overruns(helper, "optt")
-    explain(helper, "optt", p.pid)
-    if s < 0.8:
-        assert s + c >= 1.6, "the host is not running this machine's CPUs: %.2f + %.2f" % (s, c)
-    assert s >= 0.8, s
-    assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
-    periods = int(info.split("periods=")[1].split()[0])
-    assert periods >= 80 and n >= 0.7 * periods, info
-    assert dies_at_once(p) < 1.0
+    assert_ran_past_and_policed(helper, "optt", p, s, flat, c)
 
 
 def test_qos_other_keeps_its_guarantee_under_load(helper, procs):
