@@ -51,6 +51,8 @@ struct qos_reserve {
 	uint64_t armed_own_us;  /* own time when they were armed */
 	uint64_t armed_used_us; /* used time in the period when they were armed */
 	uint64_t checked_own_us; /* own time at the last check */
+	uint64_t fresh_own_us;   /* own time as last changed ... */
+	uint64_t fresh_at_us;    /* ... first seen then */
 	struct qos_police police;
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */

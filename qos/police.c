@@ -107,10 +107,24 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	}
 
 	uint64_t end = p->period_start_us + w;
-	uint64_t used = qos_police_used_us(p);
-	/* Within early_us of the slice, and seen running: the kernel may throttle
-	 * it at the next tick. */
-	bool early = p->early_us && p->running && used > 0 && used + p->early_us >= p->slice_us;
+	uint64_t used = qos_police_used_us(p) + p->projected_us;
+	unsigned parallel = p->parallel ? p->parallel : 1;
+	/*
+	 * Within early_us of the slice, and running: the kernel may throttle
+	 * the members at the next tick, so they leave once no more than
+	 * margin_us is left, and until then the caller looks again when that
+	 * will be.
+	 */
+	bool early = false;
+	p->switch_at_us = 0;
+	if (p->early_us && (p->running || p->projected_us) && used > 0 &&
+			used + p->early_us >= p->slice_us) {
+		uint64_t left = used < p->slice_us ? p->slice_us - used : 0;
+		if (left <= p->margin_us)
+			early = true;
+		else
+			p->switch_at_us = now_us + (left - p->margin_us) / parallel;
+	}
 	if (p->slice_us && !p->in_fallback && (used >= p->slice_us || early)) {
 		p->in_fallback = true;
 		p->held = false;
@@ -123,7 +137,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	uint64_t next = end;
 	if (p->slice_us && !p->in_fallback) {
 		/* The budget cannot run out sooner than wall time on all usable CPUs allows. */
-		uint64_t step = (p->slice_us - used) / (p->parallel ? p->parallel : 1);
+		uint64_t step = (p->slice_us - used) / parallel;
 		if (step < QOS_POLICE_MIN_STEP_US)
 			step = QOS_POLICE_MIN_STEP_US;
 		if (now_us + step < next)

@@ -68,6 +68,19 @@ struct qos_police {
 	 */
 	uint64_t early_us;
 	bool running;
+	/*
+	 * Set by the caller before each update: time the members ran that the
+	 * counter does not show yet (a running thread's clock only moves at
+	 * ticks and switches), and how close to the slice a switch is made.
+	 * Within early_us of the slice and with more than margin_us left, no
+	 * overrun is declared: switch_at_us (0 otherwise) says when the slice
+	 * will be within margin_us of running out if the members keep running,
+	 * and the caller checks again then.  So an optimistic reserve gives up
+	 * margin_us of its slice rather than a tick.
+	 */
+	uint64_t projected_us;
+	uint64_t margin_us;
+	uint64_t switch_at_us;
 	bool in_fallback;
 	uint64_t periods;         /* completed periods */
 	uint64_t overruns;        /* periods in which the slice ran out */

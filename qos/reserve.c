@@ -157,6 +157,16 @@ static bool notified(const struct qos_reserve *r)
  * reserves need no guard: the kernel's own debt rules make up for a late
  * switch.
  */
+/*
+ * The check where that is true does not switch there and then, though: it
+ * comes back when the slice, used on at the rate the members run, is down to
+ * this much (police.h's switch_at_us), more than the manager's wake-up
+ * latency (50-70 us at p99 in tests/bench/qos_timerlat.py), well short of
+ * the tick the kernel throttles at.  Before, a 6 ms slice at HZ=250 left at
+ * about 4 ms used: a 30% reserve ran 20% of each period as such.
+ */
+#define SWITCH_MARGIN_US 300u
+
 static uint64_t timer_guard_us(const struct qos_reserve *r)
 {
 	if (!optimistic(r))
@@ -164,6 +174,48 @@ static uint64_t timer_guard_us(const struct qos_reserve *r)
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
 	uint64_t guard = r->mgr->tick_us * n;
 	return guard < r->params.slice_us ? guard : r->params.slice_us / 2;
+}
+
+static void note_running(pid_t tid, void *data)
+{
+	bool *running = data;
+	if (!*running && qos_sys_thread_state(tid) == 'R')
+		*running = true;
+}
+
+static bool members_running(const struct qos_reserve *r)
+{
+	bool running = false;
+	for (size_t i = 0; i < r->n_members && !running; i++) {
+		const struct qos_member *m = r->members[i];
+		if (m->tid)
+			note_running(m->tid, &running);
+		else
+			qos_sys_for_each_thread(m->pid, note_running, &running);
+	}
+	return running;
+}
+
+/*
+ * What the members ran since their counter last moved, which it does not
+ * show yet: a running thread's clock moves at ticks and switches only, so
+ * a counter that has stood still for less than a tick, with a member
+ * runnable, has been running all along (for a tick at most: the next tick
+ * would have moved it).  Underestimates by the manager's wake-up latency
+ * after the tick; the switch margin covers that.
+ */
+static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_us)
+{
+	if (own != r->fresh_own_us || r->fresh_at_us == 0) {
+		r->fresh_own_us = own;
+		r->fresh_at_us = now_us;
+		return 0;
+	}
+	uint64_t dt = now_us - r->fresh_at_us;
+	if (!r->police.early_us || r->police.in_fallback || dt == 0 || dt > r->mgr->tick_us ||
+			!members_running(r))
+		return 0;
+	return dt * (r->police.parallel ? r->police.parallel : 1);
 }
 
 /*
@@ -614,11 +666,14 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	r->police.early_us = r->police.notified ? guard : 0;
 	r->police.fallback_free = optimistic(r);
 	r->police.running = own != r->checked_own_us;
+	r->police.projected_us = projected_us(r, own, now_us);
+	r->police.margin_us = SWITCH_MARGIN_US;
 	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
 		&r->next_check_us);
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
-		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0, qos_police_used_us(&r->police),
+		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0,
+			qos_police_used_us(&r->police) + r->police.projected_us,
 			"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
 			qos_policy_name(r->params.fallback));
 	} else if (t == QOS_POLICE_RESTORE) {
@@ -650,6 +705,9 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		uint64_t end = qos_police_period_end_us(&r->police);
 		bool quiet = own == r->checked_own_us && r->police.debt_us == 0;
 		r->next_check_us = quiet ? r->mgr->housekeeping_us : end;
+		/* Running out before the next tick: switch precisely (police.h). */
+		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
+			r->next_check_us = r->police.switch_at_us;
 	} else {
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 			"no CPU-time notifications (%s): polling instead", strerror(-e));

@@ -8,6 +8,7 @@ moment never runs again (see optimistic.c).  So besides the shares, these
 tests require that the member makes progress in every 100 ms window and dies
 at once from SIGKILL.
 """
+import os
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
@@ -29,25 +30,74 @@ def progress(pid, seconds, window=0.1):
     return (last - first) / ((time.monotonic() - t0) * 1e9), flat
 
 
-def alone_share(procs, pid, seconds, tries=3):
+def _cpu_ticks():
+    """(busy, steal) clock ticks of all CPUs together, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6], v[7]
+
+
+def _top_cpu(before, seconds):
+    """The processes that used most CPU since `before` (pid -> ticks)."""
+    now = _proc_ticks()
+    top = sorted(((now[p][0] - before.get(p, (0, ""))[0]) / (seconds * os.sysconf("SC_CLK_TCK")),
+                  now[p][1], p) for p in now)
+    return ", ".join("%s[%d] %.2f" % (c, p, u) for u, c, p in reversed(top[-4:]))
+
+
+def _proc_ticks():
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    comm, rest = f.read().rsplit(")", 1)
+                v = rest.split()
+                out[int(d)] = (int(v[11]) + int(v[12]), comm.split("(", 1)[1])
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def alone_share(procs, pid, seconds, tries=3, busy_tries=6):
     """The member's share while nothing else competes, measured beside a
-    plain busy loop (on the other CPU, mostly): on a virtual machine whose
-    host takes the CPUs away, the two together get much less than two CPUs,
-    and the window is measured again."""
+    plain busy loop (on the other CPU, mostly) that shows what a process
+    without any reserve gets meanwhile.  The window is measured again when
+    the member got less than 0.8, with what else used the machine printed,
+    up to busy_tries times while that was much (in one CI run a third busy
+    process or the host took 0.55 CPU from both for 15 s)."""
     control = busy(procs)
+    hz = os.sysconf("SC_CLK_TCK")
     try:
-        for _ in range(tries):
+        for i in range(busy_tries):
             c0 = cpu_ns(control.pid)
+            b0, st0 = _cpu_ticks()
+            p0 = _proc_ticks()
             t0 = time.monotonic()
             s, flat = progress(pid, seconds)
-            c = (cpu_ns(control.pid) - c0) / ((time.monotonic() - t0) * 1e9)
-            print("member %.3f, plain busy loop %.3f, flat windows %d" % (s, c, flat))
-            if s + c >= 1.6:
+            dt = time.monotonic() - t0
+            c = (cpu_ns(control.pid) - c0) / (dt * 1e9)
+            b1, st1 = _cpu_ticks()
+            others = (b1 - b0) / (hz * dt) - s - c
+            print("member %.3f, plain busy loop %.3f, flat windows %d; everything else %.2f, "
+                  "stolen by the host %.2f CPUs" % (s, c, flat, others, (st1 - st0) / (hz * dt)))
+            if s >= 0.8:
+                break
+            print("  busiest: " + _top_cpu(p0, dt))
+            if i + 1 >= tries and others < 0.3:
                 break
         return s, flat, c
     finally:
         control.kill()
         control.wait()
+
+
+def ran_on_like_a_plain_process(s, c, alone):
+    """Past its reservation like the plain busy loop beside it: at least
+    `alone` of a CPU, or, when something else took the machine (printed by
+    alone_share), still half a CPU and nearly what the plain loop got.  A
+    member held at its 30% fails either way."""
+    return s >= alone or (s >= 0.5 and s >= 0.85 * c)
 
 
 def alone_share_rejoining(helper, procs, name, pid, want):
@@ -57,7 +107,7 @@ def alone_share_rejoining(helper, procs, name, pid, want):
     attempt's numbers and the manager's view are printed, so a failure of
     both attempts shows what went wrong."""
     s, flat, c = alone_share(procs, pid, 2.0)
-    if s < want and s + c >= 1.6:
+    if not ran_on_like_a_plain_process(s, c, want):
         print("first attempt held at the reservation: %.3f" % s)
         explain(helper, name, pid)
         helper.ok("leave %d" % pid)
@@ -115,15 +165,11 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
 
 def assert_ran_past_and_policed(helper, name, p, s, flat, c):
     """Alone, the member of a 30% reserve with fallback other got at least
-    0.8 of a CPU, never stopped, was moved out in most periods and dies at
-    once."""
+    0.8 of a CPU (see ran_on_like_a_plain_process), never stopped, was moved
+    out in most periods and dies at once."""
     n, info = overruns(helper, name)
     explain(helper, name, p.pid)
-    # The member's share is the point; the control's only tells a failure
-    # from a machine that had no two CPUs to give (seen in CI: 0.82 + 0.71).
-    if s < 0.8:
-        assert s + c >= 1.6, "the host is not running this machine's CPUs: %.2f + %.2f" % (s, c)
-    assert s >= 0.8, s
+    assert ran_on_like_a_plain_process(s, c, 0.8), (s, c)
     assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
     # Policed (a hard reserve shows no overruns at all), in most periods: a
     # period in which the thread waits out a debt the kernel charged it a
@@ -166,25 +212,22 @@ def test_qos_other_keeps_its_guarantee_under_load(helper, procs):
 
 def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     """qos -> idle: past the slice the member only gets idle time.  With a
-    normal busy loop on every CPU that is little beyond its reservation;
-    alone it runs on.  (The reservation part itself comes out below 30% at
-    HZ=250: a thread the kernel throttled a tick late waits out its debt
-    before it may return, see optimistic.c.)"""
+    normal busy loop on every CPU that is its reservation, within 3%
+    (before the manager timed the switch to the slice's end, it left at the
+    tick before: 20% at HZ=250); alone it runs on."""
     p = busy(procs)
     helper.ok("reserve cut policy=qos period=20ms cpu=30% fallback=idle")
     helper.ok("join cut %d" % p.pid)
     time.sleep(0.3)
     alone, flat, c = alone_share_rejoining(helper, procs, "cut", p.pid, 0.6)
     explain(helper, "cut", p.pid)
-    if alone < 0.6:
-        assert alone + c >= 1.6, "the host is not running this machine's CPUs"
-    assert alone >= 0.6 and flat == 0, (alone, flat)
+    assert ran_on_like_a_plain_process(alone, c, 0.6) and flat == 0, (alone, c, flat)
     for cpu in (0, 1):
         busy(procs, cpu)
     time.sleep(0.3)
     loaded, flat = progress(p.pid, 3.0)
     print("loaded: share %.3f, flat windows %d, %s" % (loaded, flat, overruns(helper, "cut")[1]))
-    assert 0.2 <= loaded <= 0.4, loaded
+    assert 0.27 <= loaded <= 0.4, loaded
     assert flat == 0
     assert dies_at_once(p) < 1.0
 

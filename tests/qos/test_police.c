@@ -196,19 +196,40 @@ static void test_early_overrun_and_hold(void)
 {
 	struct qos_police p;
 	uint64_t next;
-	/* 20 ms / 6 ms, a 4 ms tick: overrun once 4 ms or less is left. */
+	/*
+	 * 20 ms / 6 ms, a 4 ms tick, a 300 us margin: with 4 ms or less left
+	 * the switch is planned for when 300 us will be left...
+	 */
 	qos_police_start(&p, 20000, 6000, 0, 0);
 	p.notified = true;
 	p.early_us = 4000;
+	p.margin_us = 300;
 	p.running = true;
 	CHECK(qos_police_update(&p, 1500, 1500, &next) == QOS_POLICE_NONE);
-	CHECK(qos_police_update(&p, 2100, 2100, &next) == QOS_POLICE_OVERRUN);
+	CHECK_EQ_U(p.switch_at_us, 0);
+	CHECK(qos_police_update(&p, 2100, 2100, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.switch_at_us, 2100 + 3900 - 300);
+	/* ...and made then on the time the counter does not show yet. */
+	p.running = false;
+	p.projected_us = 5700 - 2100;
+	CHECK(qos_police_update(&p, 5700, 2100, &next) == QOS_POLICE_OVERRUN);
 	CHECK_EQ_U(p.overruns, 1);
-	/* Not seen running since the last update: no early overrun. */
+	CHECK_EQ_U(p.switch_at_us, 0);
+	/* Two CPUs' worth of members use it up twice as fast. */
+	qos_police_start(&p, 20000, 6000, 0, 0);
+	p.parallel = 2;
+	p.early_us = 8000;
+	p.margin_us = 300;
+	p.running = true;
+	CHECK(qos_police_update(&p, 1000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.switch_at_us, 1000 + (4000 - 300) / 2);
+	/* Not seen running since the last update, nothing projected: no switch. */
 	qos_police_start(&p, 20000, 6000, 0, 0);
 	p.early_us = 4000;
+	p.margin_us = 300;
 	p.running = false;
 	CHECK(qos_police_update(&p, 2500, 2500, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.switch_at_us, 0);
 	/*
 	 * A slice shorter than the tick gives up at most half (reserve.c):
 	 * a light member seen running keeps its reservation...
@@ -217,6 +238,7 @@ static void test_early_overrun_and_hold(void)
 	p.notified = true;
 	p.fallback_free = true;
 	p.early_us = 50;
+	p.margin_us = 300;
 	p.running = true;
 	CHECK(qos_police_update(&p, 10, 0, &next) == QOS_POLICE_NONE);
 	CHECK(qos_police_update(&p, 20, 30, &next) == QOS_POLICE_NONE);
