@@ -145,9 +145,8 @@ static bool notified(const struct qos_reserve *r)
  * switches, and throttles it at the first tick that finds the runtime gone;
  * a CPU timer fires at a tick too.  So a check that sees less than a tick
  * left (on each CPU the members use) cannot know the thread survives the
- * next tick, and moves it to the fallback there and then, with the runtime
- * still positive; and the timers fire at the tick where that becomes true,
- * leaving the manager a whole tick to act.
+ * next tick, and must move it to the fallback before then, with the runtime
+ * still positive; the timers fire at the tick where that becomes true.
  *
  * A slice of a tick or less is different: a tick that merely finds a
  * light member running (an audio thread using a tenth of its slice) would
@@ -158,12 +157,12 @@ static bool notified(const struct qos_reserve *r)
  * switch.
  */
 /*
- * The check where that is true does not switch there and then, though: it
- * comes back when the slice, used on at the rate the members run, is down to
- * this much (police.h's switch_at_us), more than the manager's wake-up
- * latency (50-70 us at p99 in tests/bench/qos_timerlat.py), well short of
- * the tick the kernel throttles at.  Before, a 6 ms slice at HZ=250 left at
- * about 4 ms used: a 30% reserve ran 20% of each period as such.
+ * That check does not switch there and then, though: it comes back when the
+ * slice, used on at the rate the members run, is down to this much
+ * (police.h's switch_at_us): more than the manager's wake-up latency (50-70
+ * us at p99 in tests/bench/qos_timerlat.py), well short of the tick the
+ * kernel throttles at.  Before, a 6 ms slice at HZ=250 left at about 4 ms
+ * used: a 30% reserve ran 20% of each period as such.
  */
 #define SWITCH_MARGIN_US 300u
 

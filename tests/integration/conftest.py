@@ -26,11 +26,7 @@ protogen.ensure_bindings()
 import harness  # noqa: E402
 
 
-@pytest.hookimpl(tryfirst=True, hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, "rep_" + rep.when, rep)
+# request.node.rep_call, which _finish reads, comes from tests/conftest.py.
 
 
 def _finish(comp, request, expect_clean_exit=True):
