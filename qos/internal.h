@@ -29,6 +29,8 @@ struct qos_member {
 	bool has_cpu_timer;
 };
 
+#define QOS_COOKIE_BUCKETS 64u
+
 struct qos_reserve {
 	struct qos_manager *mgr;
 	struct qos_reserve *next;
@@ -46,6 +48,7 @@ struct qos_reserve {
 	int group_idle;       /* cpu.idle last written, -1 unknown */
 	int idle_fd;          /* the group's cpu.idle, kept open for fallback switches */
 	uint32_t cookie;      /* names the reserve in CPU-timer notifications */
+	struct qos_reserve *cookie_next;
 	bool timers_armed;    /* members' CPU timers armed for this budget */
 	bool timers_refused;  /* the kernel refused a timer: polled instead */
 	uint64_t armed_own_us;  /* own time when they were armed */
@@ -78,6 +81,8 @@ struct qos_manager {
 	int timer_fd;
 	int cputimer_fd;        /* signalfd of CPU-timer notifications, or -1 */
 	uint32_t next_cookie;
+	/* Reserves by cookie: each CPU-timer signal names one (chained by cookie_next). */
+	struct qos_reserve *by_cookie[QOS_COOKIE_BUCKETS];
 	uint64_t armed_us;
 	uint64_t housekeeping_us;
 	int root_idle;          /* our root's cpu.idle / weight last written, -1 unknown */

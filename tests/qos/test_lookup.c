@@ -1,0 +1,97 @@
+/*
+ * Reserve lookup by CPU-timer cookie (reserve.c's by_cookie buckets), in a
+ * manager over a fake cgroup tree: several reserves per bucket, chains cut
+ * at their head, middle and tail, cookies never reused.
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "qos/internal.h"
+#include "qos/params.h"
+#include "qos/qos.h"
+
+#define N (int)(3 * QOS_COOKIE_BUCKETS + 5)
+
+static void touch(const char *dir, const char *file, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	FILE *f = fopen(p, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int main(void)
+{
+	char base[] = "/tmp/qos-lookup-XXXXXX";
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	touch(base, "cgroup.controllers", "cpu");
+	touch(base, "cgroup.subtree_control", "cpu");
+	touch(base, "cgroup.procs", "");
+
+	struct qos_manager_config cfg;
+	qos_manager_config_init(&cfg);
+	cfg.cgroup_base = base;
+	cfg.root_name = "qosway-lookup";
+	cfg.fake_files = true;
+	cfg.guardian = false;
+	char err[256];
+	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
+	CHECK(mgr != NULL);
+	if (!mgr) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+
+	struct qos_params params;
+	qos_params_init(&params);
+	uint32_t cookies[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		CHECK(qos_reserve_set(mgr, name, &params, true, false, err, sizeof(err)));
+		struct qos_reserve *r = qos_find_reserve(mgr, name);
+		cookies[i] = r ? r->cookie : 0;
+		CHECK(r && qos_find_reserve_by_cookie(mgr, r->cookie) == r);
+	}
+	/*
+	 * Bucket chains hold the newest first: delete the oldest (tail), the
+	 * newest (head) and one in the middle of several chains.
+	 */
+	for (int i = 0; i < N; i++) {
+		if (i % 7 == 0 || i == N - 1 || i == (int)QOS_COOKIE_BUCKETS + 1) {
+			snprintf(name, sizeof(name), "r%d", i);
+			CHECK(qos_reserve_delete(mgr, name, err, sizeof(err)));
+		}
+	}
+	CHECK(qos_reserve_set(mgr, "late", &params, true, false, err, sizeof(err)));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "r%d", i);
+		struct qos_reserve *r = qos_find_reserve(mgr, name);
+		CHECK(qos_find_reserve_by_cookie(mgr, cookies[i]) == r);
+	}
+	struct qos_reserve *late = qos_find_reserve(mgr, "late");
+	CHECK(late && late->cookie != cookies[0] &&
+		qos_find_reserve_by_cookie(mgr, late->cookie) == late);
+	CHECK(qos_find_reserve_by_cookie(mgr, 0) == NULL);
+	qos_manager_destroy(mgr);
+out:
+	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return check_report("test_lookup");
+}
