@@ -25,6 +25,8 @@ struct qos_member {
 	int orig_nice;
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
 	uint64_t clock_base_us; /* process members: their CPU clock at join */
+	uint64_t clock_us;      /* ... and as the last check read it */
+	bool clock_read;        /* false: that read failed (the process is exiting) */
 	timer_t cpu_timer;      /* notifies the manager at a CPU-time threshold */
 	bool has_cpu_timer;
 };

@@ -480,7 +480,7 @@ static void apply_group(struct qos_reserve *r)
 
 static uint64_t own_cpu_us(struct qos_reserve *r)
 {
-	uint64_t total = r->retired_us, v;
+	uint64_t total = r->retired_us, v = 0;
 	bool group_counted = false;
 	/*
 	 * Process members of reserves with exact_clocks() are read from their
@@ -494,7 +494,9 @@ static uint64_t own_cpu_us(struct qos_reserve *r)
 			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
 				total += v - m->cpu_base_us;
 		} else if (exact) {
-			if (qos_sys_process_clock_us(m->pid, &v) && v >= m->clock_base_us)
+			m->clock_read = qos_sys_process_clock_us(m->pid, &v);
+			m->clock_us = v;
+			if (m->clock_read && v >= m->clock_base_us)
 				total += v - m->clock_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
@@ -655,11 +657,11 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us)
 			else
 				e = -errno;
 		}
-		uint64_t clock;
-		if (!e && !qos_sys_process_clock_us(m->pid, &clock))
+		/* The clock as own_cpu_us() just read it (notified reserves have exact clocks). */
+		if (!e && !m->clock_read)
 			continue; /* exiting: its pidfd says so next */
 		if (!e)
-			e = qos_cputimer_arm(m->cpu_timer, (clock + (share ? share : 1)) * 1000u);
+			e = qos_cputimer_arm(m->cpu_timer, (m->clock_us + (share ? share : 1)) * 1000u);
 		if (e) {
 			disarm_timers(r);
 			return e;
