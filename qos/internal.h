@@ -94,6 +94,7 @@ struct qos_manager {
 	int guardian_fd;
 	/* watchdog */
 	int canary_fd;          /* eventfd the canary bumps every second */
+	int canary_stop_fd;     /* eventfd that ends our canary thread */
 	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
 	struct qos_watchdog watchdog;

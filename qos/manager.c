@@ -80,7 +80,8 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		return NULL;
 	}
 	mgr->config = *config;
-	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->canary_fd = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->canary_fd =
+		mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
 	if (!mgr->config.cgroup_base)

@@ -9,6 +9,7 @@
  * runs above them).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -62,13 +63,19 @@ static void *canary_main(void *data)
 	struct qos_manager *mgr = data;
 	struct sched_param sp = { 0 };
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	/*
+	 * Told to stop through an eventfd rather than cancelled: unwinding a
+	 * cancelled thread trips AddressSanitizer's own thread teardown
+	 * (a stack-buffer-underflow in its sigaltstack interceptor, GCC 12).
+	 */
+	struct pollfd stop = { .fd = mgr->canary_stop_fd, .events = POLLIN };
 	for (;;) {
-		struct timespec ts = { .tv_sec = 1 };
-		nanosleep(&ts, NULL);
-		uint64_t one = 1;
-		if (write(mgr->canary_fd, &one, sizeof(one)) < 0 && errno == EBADF)
+		int n = poll(&stop, 1, 1000);
+		if (n > 0 || (n < 0 && errno != EINTR))
 			break;
-		pthread_testcancel();
+		uint64_t one = 1;
+		if (n == 0 && write(mgr->canary_fd, &one, sizeof(one)) < 0 && errno == EBADF)
+			break;
 	}
 	return NULL;
 }
@@ -85,6 +92,9 @@ bool qos_watchdog_start(struct qos_manager *mgr)
 		mgr->config.watchdog_cooldown_us, qos_sys_now_us());
 	if (mgr->config.watchdog_external_canary)
 		return true;
+	mgr->canary_stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (mgr->canary_stop_fd < 0)
+		goto err;
 	pthread_t t;
 	if (pthread_create(&t, NULL, canary_main, mgr) != 0)
 		goto err;
@@ -92,6 +102,9 @@ bool qos_watchdog_start(struct qos_manager *mgr)
 	mgr->canary_running = true;
 	return true;
 err:
+	if (mgr->canary_stop_fd >= 0)
+		close(mgr->canary_stop_fd);
+	mgr->canary_stop_fd = -1;
 	close(mgr->canary_fd);
 	mgr->canary_fd = -1;
 	return false;
@@ -100,11 +113,17 @@ err:
 void qos_watchdog_stop(struct qos_manager *mgr)
 {
 	if (mgr->canary_running) {
+		uint64_t one = 1;
 		pthread_t t = (pthread_t)mgr->canary_thread;
-		pthread_cancel(t);
-		pthread_join(t, NULL);
+		if (write(mgr->canary_stop_fd, &one, sizeof(one)) == sizeof(one))
+			pthread_join(t, NULL);
+		else
+			pthread_detach(t); /* it ends at its next beat, on the closed canary_fd */
 		mgr->canary_running = false;
 	}
+	if (mgr->canary_stop_fd >= 0)
+		close(mgr->canary_stop_fd);
+	mgr->canary_stop_fd = -1;
 	if (mgr->canary_fd >= 0)
 		close(mgr->canary_fd);
 	mgr->canary_fd = -1;

@@ -17,8 +17,7 @@ def main():
         else:
             failed += 1
             print(f"FAILED: {name} (see {results}/{name}.log)")
-    meson = results / "meson.json"
-    if meson.exists():
+    for meson in sorted(results.glob("meson*.json")):
         for line in meson.read_text().splitlines():
             test = json.loads(line)
             if test["result"] == "OK":
@@ -27,7 +26,7 @@ def main():
                 skipped += 1
             else:
                 failed += 1
-                print(f"FAILED: meson test {test['name']}")
+                print(f"FAILED: {meson.stem} test {test['name']}")
     for xml in sorted(results.glob("pytest*.xml")):
         for case in ET.parse(xml).getroot().iter("testcase"):
             outcome = [c.tag for c in case]
