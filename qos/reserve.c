@@ -158,8 +158,9 @@ static bool notified(const struct qos_reserve *r)
  * switch.
  */
 /*
- * That check does not switch there and then, though: it comes back when the
- * slice, used on at the rate the members run, is down to this much
+ * A check that finds no more than the guard left does not switch there and
+ * then, though: it comes back when the slice, used on at the rate the
+ * members run, is down to this much
  * (police.h's switch_at_us): more than the manager's wake-up latency (50-70
  * us at p99 in tests/bench/qos_timerlat.py), well short of the tick the
  * kernel throttles at.  Before, a 6 ms slice at HZ=250 left at about 4 ms
@@ -370,6 +371,12 @@ void qos_root_weight_update(struct qos_manager *mgr)
 	qos_root_weight_update_deferred(mgr, false);
 }
 
+static bool reserve_idle(const struct qos_reserve *r)
+{
+	return r->params.policy == QOS_POLICY_IDLE ||
+		(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
+}
+
 /*
  * defer: a fallback switch, possibly 200 times a second per reserve.  Writing
  * cpu.shares walks every CPU's runqueue under its lock, so then only a change
@@ -377,12 +384,6 @@ void qos_root_weight_update(struct qos_manager *mgr)
  * fallback works against outside tasks); a new weight waits for the next
  * housekeeping pass.  Unchanged values are never written again.
  */
-static bool reserve_idle(const struct qos_reserve *r)
-{
-	return r->params.policy == QOS_POLICY_IDLE ||
-		(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
-}
-
 void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer)
 {
 	struct qos_cgroup *cg = &mgr->cg;
