@@ -9,10 +9,12 @@ tests require that the member makes progress in every 100 ms window and dies
 at once from SIGKILL.
 """
 import os
+import subprocess
+import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    REASON, busy, cpu_ns, helper, policy_of, procs, pytestmark)
+    PERIODIC, REASON, busy, cpu_ns, helper, policy_of, procs, pytestmark)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
 
@@ -208,6 +210,29 @@ def test_qos_other_keeps_its_guarantee_under_load(helper, procs):
     assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
     assert n > 0, info
     assert dies_at_once(p) < 1.0
+
+
+def test_qos_other_periodic_job_within_its_slice_stays_reserved(helper, procs):
+    """A job of 4 ms every 20 ms in a 30% / 20 ms reserve with fallback
+    other, against two busy loops on each CPU: it never uses its slice, so it
+    is never moved out (the first optimistic policing moved it out at the
+    tick from which less than a tick of slice was left: 40 overruns in 150
+    periods) and meets every period."""
+    for cpu in (0, 0, 1, 1):
+        busy(procs, cpu)
+    w = procs([sys.executable, "-c", PERIODIC, "3"], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert w.stdout.readline().strip() == "ready"
+    helper.ok("reserve job policy=qos period=20ms cpu=30% fallback=other")
+    helper.ok("join job %d" % w.pid)
+    w.stdin.write("go\n")
+    w.stdin.flush()
+    missed, n = map(int, w.stdout.readline().split())
+    w.wait(5)
+    n_over, info = overruns(helper, "job")
+    print("missed %d of %d, %s" % (missed, n, info))
+    assert n == 150 and missed == 0, (missed, n)
+    assert n_over <= 3, info
 
 
 def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
