@@ -160,11 +160,11 @@ static bool notified(const struct qos_reserve *r)
 /*
  * A check that finds no more than the guard left does not switch there and
  * then, though: it comes back when the slice, used on at the rate the
- * members run, is down to this much
- * (police.h's switch_at_us): more than the manager's wake-up latency (50-70
- * us at p99 in tests/bench/qos_timerlat.py), well short of the tick the
- * kernel throttles at.  Before, a 6 ms slice at HZ=250 left at about 4 ms
- * used: a 30% reserve ran 20% of each period as such.
+ * members run, is down to this much (police.h's switch_at_us): more than
+ * the manager's wake-up latency (50-70 us at p99 in
+ * tests/bench/qos_timerlat.py), well short of the tick the kernel throttles
+ * at.  Before, a 6 ms slice at HZ=250 left at about 4 ms used: a 30%
+ * reserve ran 20% of each period as such.
  */
 #define SWITCH_MARGIN_US 300u
 
