@@ -85,14 +85,18 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		p->last_used_us = used / elapsed;
 		uint64_t allowed = p->slice_us * elapsed;
 		uint64_t owed = used;
-		if (p->in_fallback && p->fallback_free && p->own_us > p->fb_own_us)
-			owed -= p->own_us - p->fb_own_us;
+		if (p->in_fallback && p->own_us > p->fb_own_us) {
+			uint64_t fb = p->own_us - p->fb_own_us;
+			owed -= fb > p->fb_grace_left_us ? fb - p->fb_grace_left_us : 0;
+		}
 		p->debt_us = p->notified && p->slice_us && owed > allowed ? owed - allowed : 0;
 		p->periods += elapsed;
 		p->period_start_us = start;
 		p->base_own_us = own_cumulative_us - recent;
 		p->own_us = recent;
 		p->billed_us = 0;
+		/* The switch, if any, was in an earlier period: its grace is spent. */
+		p->fb_grace_left_us = 0;
 		if (p->in_fallback && p->hold_fallback) {
 			/* Still in the fallback: what it runs there is no use of the slice. */
 			p->fb_own_us = p->own_us;
@@ -130,7 +134,11 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		p->held = false;
 		p->fb_own_us = p->own_us;
 		p->overruns++;
-		/* Overrun right at a boundary: the restore and the overrun cancel. */
+		/*
+		 * Overrun right at a boundary: the restore and the overrun cancel,
+		 * and the members, never switched back, get no grace.
+		 */
+		p->fb_grace_left_us = t == QOS_POLICE_RESTORE ? 0 : p->fallback_grace_us;
 		t = t == QOS_POLICE_RESTORE ? QOS_POLICE_NONE : QOS_POLICE_OVERRUN;
 	}
 

@@ -47,13 +47,17 @@ struct qos_police {
 	uint64_t debt_us;         /* carried over from earlier periods (notified) */
 	uint64_t fb_own_us;       /* own_us when the fallback began */
 	/*
-	 * Set by the caller when the members left the reserve's class at the
-	 * overrun itself (optimistic qos: each thread's switch is synchronous),
-	 * so what they ran after it was fallback time and is no debt.  Else it
-	 * counts: it holds what ran between the kernel's report and the
-	 * manager's switch, and an idle fallback gets little else.
+	 * Set by the caller: how much of what the members run in the fallback
+	 * after a switch still counts as use of the slice.  A switch the kernel
+	 * applies only at its next tick (a group made idle: the running thread
+	 * keeps the CPU until then) lets them run up to a tick more in the
+	 * reserve's class, so that tick is owed; a synchronous switch (a
+	 * thread's policy, a freeze) owes nothing.  Beyond it, fallback time is
+	 * no debt: an idle fallback on a free CPU would otherwise pile up
+	 * seconds of it and be kept idle long after load arrived.
 	 */
-	bool fallback_free;
+	uint64_t fallback_grace_us;
+	uint64_t fb_grace_left_us; /* of the grace, for the current fallback stint */
 	/*
 	 * Set by the caller when members cannot leave the fallback at the
 	 * boundary (optimistic threads waiting for a safe return): the period

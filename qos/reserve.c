@@ -684,7 +684,8 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	uint64_t own = own_cpu_us(r);
 	uint64_t guard = timer_guard_us(r);
 	r->police.early_us = r->police.notified ? guard : 0;
-	r->police.fallback_free = optimistic(r);
+	/* Only a group made idle switches at the kernel's next tick (police.h). */
+	r->police.fallback_grace_us = group_idles(r) ? r->mgr->tick_us : 0;
 	r->police.running = own != r->checked_own_us;
 	r->police.projected_us = projected_us(r, own, now_us);
 	r->police.margin_us = SWITCH_MARGIN_US;

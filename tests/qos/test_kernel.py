@@ -179,6 +179,20 @@ def test_cut_to_idle_10ms_periods_keeps_10_percent(helper, procs):
     assert 0.07 <= s <= 0.13, "share %.3f; %s" % (s, helper.ok("info cut10"))
 
 
+def test_cut_to_idle_after_running_alone_keeps_10_percent_once_loaded(helper, procs):
+    """Alone on its CPU, an idle-fallback reserve runs on as SCHED_IDLE all
+    the time; none of that may be carried as debt.  Once a busy loop joins
+    it, it gets its 10% again (with that time carried, it had 2.7 s of debt
+    after 3 s alone and got 0.4% for the next half minute)."""
+    p = busy(procs, 1)
+    place(helper, "cut10 policy=other period=10ms slice=1ms fallback=idle", p.pid)
+    alone = share(p.pid, 2.0)
+    busy(procs, 1)
+    s = settled_share(p.pid, 2.0)
+    assert 0.07 <= s <= 0.13, "share %.3f once loaded (%.3f alone); %s" % (
+        s, alone, helper.ok("info cut10"))
+
+
 def test_refused_cpu_timers_fall_back_to_polling(helper, procs):
     """A manager that may not create CPU-clock timers (each takes a queued
     signal, so RLIMIT_SIGPENDING 0 refuses them with EAGAIN) says so once
