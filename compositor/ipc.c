@@ -833,6 +833,8 @@ void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
 		[QOS_EVENT_OVERRUN] = "overrun",
 		[QOS_EVENT_WATCHDOG] = "watchdog",
 		[QOS_EVENT_ERROR] = "error",
+		[QOS_EVENT_RT_DEMOTED] = "rt-demoted",
+		[QOS_EVENT_RT_RESUMED] = "rt-resumed",
 	};
 	const char *change = (size_t)event->type < sizeof(names) / sizeof(names[0]) ?
 		names[event->type] : NULL;

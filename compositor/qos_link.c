@@ -125,6 +125,8 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 	case QOS_EVENT_OVERRUN:
 	case QOS_EVENT_WATCHDOG:
 	case QOS_EVENT_ERROR:
+	case QOS_EVENT_RT_DEMOTED:
+	case QOS_EVENT_RT_RESUMED:
 		ipc_notify_qos(server, event);
 		break;
 	default:

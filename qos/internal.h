@@ -32,6 +32,8 @@ struct qos_member {
 };
 
 #define QOS_COOKIE_BUCKETS 64u
+/* The housekeeping pass: adoption, new threads, lazy accounting, watchdog. */
+#define QOS_HOUSEKEEPING_US 1000000u
 
 struct qos_reserve {
 	struct qos_manager *mgr;
@@ -64,6 +66,8 @@ struct qos_reserve {
 	uint64_t retired_us;  /* CPU time of thread members that left */
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
+	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
+	uint32_t rt_breaks;     /* fallback switches that took real-time threads out */
 };
 
 struct qos_manager {
@@ -144,6 +148,14 @@ bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid);
 void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid);
 void qos_optimistic_clear(struct qos_reserve *r);
 void qos_optimistic_destroy(struct qos_reserve *r);
+
+/*
+ * rtguard.c: real-time threads that never sleep are moved to other before
+ * RLIMIT_RTTIME kills them, and back once they sleep.
+ */
+void qos_rtguard_pass(struct qos_reserve *r);
+bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
+void qos_rtguard_destroy(struct qos_reserve *r);
 
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);

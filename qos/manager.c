@@ -13,7 +13,6 @@
 #include "qos/internal.h"
 #include "qos/sys.h"
 
-#define HOUSEKEEPING_US 1000000u
 
 void qos_manager_config_init(struct qos_manager_config *config)
 {
@@ -142,7 +141,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		snprintf(err, err_len, "cannot start the starvation watchdog: %s", strerror(errno));
 		goto err_guardian;
 	}
-	mgr->housekeeping_us = qos_sys_now_us() + HOUSEKEEPING_US;
+	mgr->housekeeping_us = qos_sys_now_us() + QOS_HOUSEKEEPING_US;
 	qos_manager_rearm(mgr);
 	return mgr;
 
@@ -197,7 +196,7 @@ static void run_timers(struct qos_manager *mgr)
 	/* First, so lazily accounted reserves are put off to the next pass. */
 	bool housekeeping = now >= mgr->housekeeping_us;
 	if (housekeeping)
-		mgr->housekeeping_us = now + HOUSEKEEPING_US;
+		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->next_check_us <= now)
 			qos_reserve_check(r, now);

@@ -39,6 +39,8 @@ enum qos_event_type {
 	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
 	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted */
 	QOS_EVENT_ERROR,             /* a kernel call failed; message says which */
+	QOS_EVENT_RT_DEMOTED,        /* a real-time thread that never sleeps: other for now */
+	QOS_EVENT_RT_RESUMED,        /* ... and real-time again, since it sleeps */
 };
 
 struct qos_event {

@@ -288,7 +288,10 @@ static void set_one(pid_t tid, void *data)
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = c->policy == QOS_POLICY_QOS && !c->release &&
 		!qos_sys_thread_is_deadline(tid);
-	int e = qos_sys_set_thread_policy(tid, c->policy, p->nice, p->priority, c->dl_runtime_ns,
+	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
+	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
+		qos_rtguard_demoted(c->r, tid) ? QOS_POLICY_OTHER : c->policy;
+	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
@@ -541,6 +544,8 @@ static void enter_fallback(struct qos_reserve *r)
 		apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		set_group_idle(r, true);
+	if (qos_policy_is_rt(p->policy))
+		r->rt_breaks++;
 	r->fb_applied = true;
 	qos_root_weight_update_deferred(r->mgr, true);
 }
@@ -773,6 +778,7 @@ void qos_reserve_housekeeping(struct qos_reserve *r)
 			!(active != r->params.policy && group_idles(r))) {
 		apply_threads(r, active);
 	}
+	qos_rtguard_pass(r);
 }
 
 static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name,
@@ -827,6 +833,7 @@ void qos_reserve_free(struct qos_reserve *r)
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "group not empty, left in place");
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
+	qos_rtguard_destroy(r);
 	free(r->members);
 	free(r);
 }

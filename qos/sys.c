@@ -145,6 +145,24 @@ bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out)
 	return read_schedstat_ns(path, out);
 }
 
+bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	/* "nonvoluntary_ctxt_switches:" follows; match at a line start only. */
+	const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+	if (!p)
+		return false;
+	char *end;
+	unsigned long long v = strtoull(p + strlen("\nvoluntary_ctxt_switches:"), &end, 10);
+	if (end == p + strlen("\nvoluntary_ctxt_switches:"))
+		return false;
+	*out = v;
+	return true;
+}
+
 static bool sched_field(const char *buf, const char *key, int64_t *out)
 {
 	const char *p = strstr(buf, key);

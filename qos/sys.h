@@ -29,6 +29,12 @@ bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out);
 bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);
 
 /*
+ * How often a thread has gone to sleep (voluntary context switches, from
+ * /proc/TID/status).  Being throttled or preempted does not count.
+ */
+bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out);
+
+/*
  * dl.runtime (may be negative: an overrun) and dl.deadline (sched clock) of a
  * SCHED_DEADLINE thread, from /proc/TID/sched.  False when the thread is not
  * SCHED_DEADLINE or the kernel does not show them.

@@ -14,7 +14,7 @@
  * printed as "event ..." (only counted with --quiet).
  * Options: --root NAME, --base DIR, --no-guardian, --fake, --quiet,
  * --rsvd PERCENT, --ncpus N, --watchdog-timeout MS, --watchdog-cooldown MS,
- * --external-canary.
+ * --external-canary, --rttime MS.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,10 +27,11 @@
 
 static const char *const event_names[] = {
 	"created", "deleted", "renamed", "params", "joined", "left", "exited", "granted",
-	"refused", "overrun", "restored", "watchdog", "error",
+	"refused", "overrun", "restored", "watchdog", "error", "rt-demoted", "rt-resumed",
 };
 
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
+_Static_assert(N_EVENTS == QOS_EVENT_RT_RESUMED + 1, "a name for every event");
 
 static bool quiet;
 static unsigned long long event_counts[N_EVENTS];
@@ -200,10 +201,12 @@ int main(int argc, char **argv)
 			cfg.watchdog_timeout_us = strtoull(argv[++i], NULL, 10) * 1000u;
 		else if (!strcmp(argv[i], "--watchdog-cooldown") && i + 1 < argc)
 			cfg.watchdog_cooldown_us = strtoull(argv[++i], NULL, 10) * 1000u;
+		else if (!strcmp(argv[i], "--rttime") && i + 1 < argc)
+			cfg.rttime_us = strtoull(argv[++i], NULL, 10) * 1000u;
 		else {
 			fprintf(stderr, "usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake] "
 				"[--quiet] [--rsvd PERCENT] [--ncpus N] [--watchdog-timeout MS] "
-				"[--watchdog-cooldown MS] [--external-canary]\n", argv[0]);
+				"[--watchdog-cooldown MS] [--external-canary] [--rttime MS]\n", argv[0]);
 			return 2;
 		}
 	}

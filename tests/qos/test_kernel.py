@@ -428,6 +428,82 @@ def test_fifo_limited_to_50_percent(rt_bandwidth, helper, procs):
     assert 0.40 <= s <= 0.53, s
 
 
+# Spins for argv[1] seconds, then sleeps 5 ms after every 10 ms of spinning
+# (within the default fifo safety limit of 90%).
+PULSE = r"""
+import sys, time
+spin_first = float(sys.argv[1])
+t = time.monotonic()
+while time.monotonic() - t < spin_first:
+    pass
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.01:
+        pass
+    time.sleep(0.005)
+"""
+
+
+def rt_events(helper, kind):
+    helper.ok("sync")  # events are collected with replies
+    return [e for e in helper.events if e.startswith("event rt-%s " % kind)]
+
+
+def test_fifo_thread_that_never_sleeps_is_moved_out_not_killed(rt_bandwidth, procs):
+    """RLIMIT_RTTIME (3 s here) kills a real-time thread that runs that long
+    without sleeping, and a policy change does not reset the kernel's count.
+    The manager moves such a thread to other in time (halfway, at a 3 s
+    bound) instead: after 4.5 s the busy loop is alive, as other for good
+    (not only in its safety limit's fallback), and the event says why.
+    Before, the kernel killed it at 3 s."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = busy(procs, 1)
+        place(h, "f policy=fifo priority=10", p.pid)
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        time.sleep(4.5)
+        assert p.poll() is None, "killed (status %s); events: %s" % (
+            p.returncode, rt_events(h, "demoted"))
+        demoted = rt_events(h, "demoted")
+        assert len(demoted) == 1, h.events[-5:]
+        assert "without sleeping" in demoted[0] and "pid=%d" % p.pid in demoted[0]
+        for _ in range(10):
+            assert policy_of(p.pid) == os.SCHED_OTHER
+            time.sleep(0.06)
+        assert " members=1 " in h.ok("info f")
+
+
+def test_fifo_thread_that_sleeps_stays_real_time(rt_bandwidth, procs):
+    """A thread that sleeps 5 ms after every 10 ms resets the kernel's count
+    at each wake-up: it stays fifo throughout (5 s at a 3 s bound)."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = procs([sys.executable, "-c", PULSE, "0"])
+        os.sched_setaffinity(p.pid, {1})
+        place(h, "f policy=fifo priority=10", p.pid)
+        for _ in range(10):
+            time.sleep(0.5)
+            assert policy_of(p.pid) == os.SCHED_FIFO, h.events[-5:]
+        assert p.poll() is None
+        assert not rt_events(h, "demoted"), rt_events(h, "demoted")
+
+
+def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, procs):
+    """Spinning 2.5 s at a 3 s bound gets the thread moved to other; once it
+    sleeps it is fifo again, and, since it keeps sleeping, stays so."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = procs([sys.executable, "-c", PULSE, "2.5"])
+        os.sched_setaffinity(p.pid, {1})
+        place(h, "f policy=fifo priority=10", p.pid)
+        deadline = time.monotonic() + 6
+        while not rt_events(h, "resumed") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rt_events(h, "demoted"), h.events[-5:]
+        assert rt_events(h, "resumed"), h.events[-5:]
+        time.sleep(3.5)
+        assert p.poll() is None, "killed (status %s)" % p.returncode
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        assert len(rt_events(h, "demoted")) == 1, h.events[-5:]
+
+
 FORKER = r"""
 import os, sys, time
 sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
