@@ -54,12 +54,16 @@ void qos_cputimer_delete(timer_t t)
 	timer_delete(t);
 }
 
-bool qos_cputimer_read(int fd, uint32_t *cookie)
+size_t qos_cputimer_read(int fd, uint32_t *cookies, size_t max)
 {
-	struct signalfd_siginfo si;
-	ssize_t n = read(fd, &si, sizeof(si));
-	if (n != (ssize_t)sizeof(si))
-		return false;
-	*cookie = (uint32_t)si.ssi_int;
-	return true;
+	struct signalfd_siginfo si[16];
+	if (max > sizeof(si) / sizeof(si[0]))
+		max = sizeof(si) / sizeof(si[0]);
+	ssize_t n = read(fd, si, max * sizeof(si[0]));
+	if (n <= 0)
+		return 0;
+	size_t got = (size_t)n / sizeof(si[0]);
+	for (size_t i = 0; i < got; i++)
+		cookies[i] = (uint32_t)si[i].ssi_int;
+	return got;
 }

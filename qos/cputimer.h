@@ -45,9 +45,10 @@ int qos_cputimer_arm(timer_t t, uint64_t at_ns);
 void qos_cputimer_delete(timer_t t);
 
 /*
- * Reads one queued notification from the signalfd.  False when none is
- * left.  *cookie is the value given at qos_cputimer_create.
+ * Reads up to max queued notifications from the signalfd in one call and
+ * stores their cookies (the values given at qos_cputimer_create).  Returns
+ * how many; fewer than max means none is left.
  */
-bool qos_cputimer_read(int fd, uint32_t *cookie);
+size_t qos_cputimer_read(int fd, uint32_t *cookies, size_t max);
 
 #endif

@@ -190,8 +190,9 @@ int qos_manager_get_fd(struct qos_manager *mgr)
 static void run_timers(struct qos_manager *mgr)
 {
 	uint64_t buf;
-	while (read(mgr->timer_fd, &buf, sizeof(buf)) > 0)
-		;
+	/* One read takes every expiry; none (EAGAIN) when called for another reason. */
+	ssize_t n = read(mgr->timer_fd, &buf, sizeof(buf));
+	(void)n;
 	uint64_t now = qos_sys_now_us();
 	/* First, so lazily accounted reserves are put off to the next pass. */
 	bool housekeeping = now >= mgr->housekeeping_us;
@@ -223,13 +224,22 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 			timers = true;
 		} else if (ptr == &mgr->cputimer_fd) {
 			/* A member may have used up its share: check its reserve now. */
-			uint32_t cookie;
+			uint32_t cookies[16];
 			uint64_t now = qos_sys_now_us();
-			while (qos_cputimer_read(mgr->cputimer_fd, &cookie)) {
-				struct qos_reserve *r = qos_find_reserve_by_cookie(mgr, cookie);
-				if (r)
+			size_t got;
+			do {
+				got = qos_cputimer_read(mgr->cputimer_fd, cookies, 16);
+				for (size_t j = 0; j < got; j++) {
+					struct qos_reserve *r =
+						qos_find_reserve_by_cookie(mgr, cookies[j]);
+					if (!r)
+						continue;
+					/* A lone member's timer fired, so it is disarmed. */
+					if (r->n_members == 1)
+						r->timers_armed = false;
 					qos_reserve_check(r, now);
-			}
+				}
+			} while (got == 16);
 		} else if (ptr == &mgr->canary_fd) {
 			uint64_t v;
 			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
