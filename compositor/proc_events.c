@@ -10,6 +10,7 @@
 #include <wlr/util/log.h>
 
 #include "proc_events.h"
+#include "qos/qos.h"
 #include "qos_link.h"
 
 /* The real uid of pid, or (uid_t)-1. */
@@ -72,6 +73,14 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 			if (n >= offsetof(struct proc_event, event_data) + sizeof(ev.event_data.exec) &&
 					ev.what == PROC_EVENT_EXEC) {
 				handle_exec(server, ev.event_data.exec.process_tgid);
+			} else if (n >= offsetof(struct proc_event, event_data) +
+					sizeof(ev.event_data.fork) && ev.what == PROC_EVENT_FORK &&
+					ev.event_data.fork.child_pid == ev.event_data.fork.child_tgid &&
+					server->qos) {
+				/* A new process (not a thread): a member's child is
+				 * adopted or sent back now, not at housekeeping. */
+				qos_manager_forked(server->qos, ev.event_data.fork.parent_tgid,
+					ev.event_data.fork.child_tgid);
 			}
 		}
 	}

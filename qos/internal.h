@@ -34,6 +34,8 @@ struct qos_member {
 #define QOS_COOKIE_BUCKETS 64u
 /* The housekeeping pass: adoption, new threads, lazy accounting, watchdog. */
 #define QOS_HOUSEKEEPING_US 1000000u
+/* Shortest gap between two passes for members' forks, per reserve. */
+#define QOS_FORK_PASS_US 10000u
 
 struct qos_reserve {
 	struct qos_manager *mgr;
@@ -68,6 +70,8 @@ struct qos_reserve {
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
 	uint32_t rt_breaks;     /* fallback switches that took real-time threads out */
+	uint64_t fork_pass_us;  /* last pass for a member's fork (qos_manager_forked) */
+	bool fork_pending;      /* a fork waits for the next one */
 };
 
 struct qos_manager {
@@ -117,6 +121,8 @@ struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
 /* Re-applies per-thread policy to threads that appeared since the last pass. */
 void qos_reserve_housekeeping(struct qos_reserve *r);
+/* Housekeeping and a check for one reserve whose member forked. */
+void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us);
 void qos_manager_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);
 void qos_root_weight_update(struct qos_manager *mgr);

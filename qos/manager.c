@@ -57,6 +57,8 @@ void qos_manager_rearm(struct qos_manager *mgr)
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->next_check_us < next)
 			next = r->next_check_us;
+		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
+			next = r->fork_pass_us + QOS_FORK_PASS_US;
 	}
 	if (next == mgr->armed_us)
 		return;
@@ -199,7 +201,9 @@ static void run_timers(struct qos_manager *mgr)
 	if (housekeeping)
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->next_check_us <= now)
+		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
+			qos_reserve_fork_pass(r, now);
+		else if (r->next_check_us <= now)
 			qos_reserve_check(r, now);
 	}
 	if (housekeeping) {

@@ -132,6 +132,15 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	char *err, size_t err_len);
 /* Back to the original cgroup and policy.  False if it was not a member. */
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid);
+/*
+ * Tells the manager that process parent forked child (the kernel's
+ * process-event connector reports it).  A member's child starts in the
+ * reserve's cgroup; it is adopted (inherit=yes) or sent back to where its
+ * parent came from right away instead of at the next housekeeping pass (up
+ * to a second later, during which it was uncounted or shared the reserve's
+ * limits).  Any other pair is ignored, so every fork may be passed on.
+ */
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child);
 /* Puts pid in its automatic reserve "auto-<pid>" with these parameters. */
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
 	char *err, size_t err_len);

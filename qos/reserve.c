@@ -1198,6 +1198,35 @@ static void adopt_children(struct qos_reserve *r)
 		qos_root_weight_update(r->mgr);
 }
 
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
+{
+	struct qos_member *m = qos_find_member(mgr, parent, 0);
+	if (!m || parent == child || qos_find_member(mgr, child, 0))
+		return;
+	/*
+	 * What a housekeeping pass does for the reserve: adopt, then give
+	 * policies.  A pass reads the whole group, so a burst of forks (a
+	 * build, a shell loop) gets one pass per QOS_FORK_PASS_US.
+	 */
+	struct qos_reserve *r = m->reserve;
+	uint64_t now = qos_sys_now_us();
+	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
+		r->fork_pending = true;
+		qos_manager_rearm(mgr);
+		return;
+	}
+	qos_reserve_fork_pass(r, now);
+	qos_manager_rearm(mgr);
+}
+
+void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us)
+{
+	r->fork_pending = false;
+	r->fork_pass_us = now_us;
+	qos_reserve_housekeeping(r);
+	qos_reserve_check(r, now_us);
+}
+
 static void release_if_unused(struct qos_reserve *r)
 {
 	if (r->n_members == 0 && r->granted) {

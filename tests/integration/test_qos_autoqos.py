@@ -169,3 +169,43 @@ def test_sighup_reloads_the_rules(qcomp, tmp_path):
     # the signal is handled asynchronously: retry until the new rule is live
     wait_for(placed, timeout=10, desc="rule loaded by SIGHUP")
     assert qcomp.alive()
+
+
+def members_of(comp, pid):
+    """The members of the reserve pid is in, from `qosctl --json reserves`."""
+    for r in json.loads(comp.qosctl("--json", "reserves").stdout)["reserves"]:
+        pids = [m["pid"] for m in r["members"]]
+        if pid in pids:
+            return pids
+    return []
+
+
+def test_member_fork_adopted_through_the_connector(qcomp, tmp_path):
+    """inherit=yes: the kernel's fork event, not the manager's 1 s pass,
+    makes a member's child a member, so it is one within a quarter second of
+    the fork (by the pass alone that happens in a quarter of the runs)."""
+    tag = "fork-probe-%d" % os.getpid()
+    go, child_file = tmp_path / "go", tmp_path / "child"
+    set_rules(qcomp, 'rule cmdline="*%s*" policy=idle inherit=yes auto=yes\n' % tag)
+    script = ('while [ ! -e %s ]; do sleep 0.02; done; sleep 60 & echo $! > %s; wait'
+              % (go, child_file))
+    probe = subprocess.Popen(["bash", "-c", 'exec -a %s bash -c "$0"' % tag, script])
+    child = None
+    try:
+        wait_for(lambda: probe.pid in members_of(qcomp, probe.pid), timeout=5,
+                 desc="probe placed at exec")
+        go.touch()
+        wait_for(lambda: child_file.exists() and child_file.read_text().strip(), timeout=5,
+                 desc="probe forked")
+        forked_at = time.monotonic()
+        child = int(child_file.read_text())
+        wait_for(lambda: child in members_of(qcomp, probe.pid), timeout=5,
+                 desc="child adopted")
+        took = time.monotonic() - forked_at
+        print("child %d a member %.3f s after its pid was read" % (child, took))
+        assert took < 0.25, "adopted after %.3f s: by the pass, not at the fork" % took
+    finally:
+        if child:
+            kill_pid(child)
+        probe.kill()
+        probe.wait()

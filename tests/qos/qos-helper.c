@@ -5,6 +5,7 @@
  *   reserve NAME key=value...   create or modify (keys as in qosrc)
  *   class PID key=value...      automatic reserve for PID
  *   join NAME PID [TID]  |  leave PID [TID]  |  delete NAME
+ *   forked PARENT CHILD         as the process-event connector reports a fork
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
  *   feed                        canary heartbeat (--external-canary)
  *   stats                       event counts and watchdog state
@@ -108,6 +109,8 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 			snprintf(err, sizeof(err), "not a member");
 			goto fail;
 		}
+	} else if (sscanf(line, "forked %d %d", &pid, &tid) == 2) {
+		qos_manager_forked(mgr, pid, tid);
 	} else if (sscanf(line, "delete %127s", name) == 1) {
 		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
 			goto fail;

@@ -532,6 +532,92 @@ def test_rt_member_child_is_not_rt(rt_bandwidth, helper, procs):
         kill_grandchild(child)
 
 
+# Forks argv[1] children (sleepers) per line read, printing their pids.
+FORK_ON_DEMAND = r"""
+import os, sys, time
+sys.stdout.write("ready\n"); sys.stdout.flush()
+for line in sys.stdin:
+    pids = []
+    for _ in range(int(sys.argv[1])):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        pids.append(pid)
+    print(" ".join(map(str, pids)), flush=True)
+"""
+
+
+def forking_member(procs, n):
+    p = procs([sys.executable, "-c", FORK_ON_DEMAND, str(n)], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def fork_children(p):
+    p.stdin.write("fork\n")
+    p.stdin.flush()
+    return [int(x) for x in p.stdout.readline().split()]
+
+
+def cgroup_lines(pid):
+    with open("/proc/%d/cgroup" % pid) as f:
+        return sorted(f.read().split())
+
+
+def test_forked_child_is_adopted_at_once(helper, procs):
+    """inherit=yes: told of the fork (the compositor passes on the kernel's
+    process-event connector), the manager adopts the child right then, not
+    at its next 1 s pass: it is a member, with the reserve's policy, when
+    the command returns.  Two more forks within the 10 ms gap between such
+    passes are adopted by the pass after it."""
+    p = forking_member(procs, 1)
+    place(helper, "kin policy=idle inherit=yes", p.pid)
+    children = []
+    try:
+        (child,) = fork_children(p)
+        children.append(child)
+        helper.ok("forked %d %d" % (p.pid, child))
+        assert policy_of(child) == os.SCHED_IDLE
+        assert " members=2 " in helper.ok("info kin")
+        more = fork_children(p) + fork_children(p)
+        children += more
+        for c in more:
+            helper.ok("forked %d %d" % (p.pid, c))
+        time.sleep(0.1)
+        assert " members=4 " in helper.ok("info kin")
+        assert all(policy_of(c) == os.SCHED_IDLE for c in more)
+    finally:
+        for c in children:
+            kill_grandchild(c)
+
+
+def test_forked_child_without_inherit_is_sent_back_at_once(helper, procs):
+    """Without inherit the child goes back to its parent's original groups
+    when the manager is told of the fork (it started in the reserve's)."""
+    p = forking_member(procs, 1)
+    before = cgroup_lines(p.pid)
+    place(helper, "solo policy=idle", p.pid)
+    assert cgroup_lines(p.pid) != before
+    (child,) = fork_children(p)
+    try:
+        helper.ok("forked %d %d" % (p.pid, child))
+        assert cgroup_lines(child) == before
+        assert policy_of(child) == os.SCHED_OTHER
+        assert " members=1 " in helper.ok("info solo")
+    finally:
+        kill_grandchild(child)
+
+
+def test_fork_reports_of_strangers_are_ignored(helper, procs):
+    p = busy(procs)
+    helper.ok("forked 1 %d" % p.pid)
+    helper.ok("forked %d %d" % (p.pid, p.pid))
+    helper.ok("forked 999999 999998")
+    assert policy_of(p.pid) == os.SCHED_OTHER
+
+
 def _kill9_frozen(procs, guardian):
     p = busy(procs, 1)
     h = Helper(guardian=guardian)
