@@ -75,12 +75,17 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 				handle_exec(server, ev.event_data.exec.process_tgid);
 			} else if (n >= offsetof(struct proc_event, event_data) +
 					sizeof(ev.event_data.fork) && ev.what == PROC_EVENT_FORK &&
-					ev.event_data.fork.child_pid == ev.event_data.fork.child_tgid &&
 					server->qos) {
-				/* A new process (not a thread): a member's child is
-				 * adopted or sent back now, not at housekeeping. */
-				qos_manager_forked(server->qos, ev.event_data.fork.parent_tgid,
-					ev.event_data.fork.child_tgid);
+				/* A member's new process is adopted or sent back, and its
+				 * new thread gets the reserve's policy, now rather than at
+				 * the manager's next pass. */
+				const struct fork_proc_event *f = &ev.event_data.fork;
+				if (f->child_pid == f->child_tgid) {
+					qos_manager_forked(server->qos, f->parent_tgid, f->child_tgid);
+				} else {
+					qos_manager_thread_started(server->qos, f->child_tgid,
+						f->child_pid);
+				}
 			}
 		}
 	}

@@ -141,6 +141,13 @@ bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid);
  * limits).  Any other pair is ignored, so every fork may be passed on.
  */
 void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child);
+/*
+ * Tells the manager that process pid started thread tid.  In a member
+ * process, the thread gets the reserve's policy right away (it starts as
+ * SCHED_OTHER: reset on fork) instead of at the next pass; a qos reserve's
+ * slice is split over its threads anew.  Same pacing as qos_manager_forked.
+ */
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid);
 /* Puts pid in its automatic reserve "auto-<pid>" with these parameters. */
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
 	char *err, size_t err_len);

@@ -1198,17 +1198,15 @@ static void adopt_children(struct qos_reserve *r)
 		qos_root_weight_update(r->mgr);
 }
 
-void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
+/*
+ * A member forked or started a thread: what a housekeeping pass does for the
+ * reserve (adopt or send back children, give threads their policy), now.
+ * A pass reads the whole group, so a burst (a build, a shell loop, a thread
+ * pool starting) gets one pass per QOS_FORK_PASS_US.
+ */
+static void member_changed(struct qos_reserve *r)
 {
-	struct qos_member *m = qos_find_member(mgr, parent, 0);
-	if (!m || parent == child || qos_find_member(mgr, child, 0))
-		return;
-	/*
-	 * What a housekeeping pass does for the reserve: adopt, then give
-	 * policies.  A pass reads the whole group, so a burst of forks (a
-	 * build, a shell loop) gets one pass per QOS_FORK_PASS_US.
-	 */
-	struct qos_reserve *r = m->reserve;
+	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
 	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
 		r->fork_pending = true;
@@ -1217,6 +1215,22 @@ void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
 	}
 	qos_reserve_fork_pass(r, now);
 	qos_manager_rearm(mgr);
+}
+
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
+{
+	struct qos_member *m = qos_find_member(mgr, parent, 0);
+	if (!m || parent == child || qos_find_member(mgr, child, 0))
+		return;
+	member_changed(m->reserve);
+}
+
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, 0);
+	if (!m || pid == tid)
+		return;
+	member_changed(m->reserve);
 }
 
 void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us)

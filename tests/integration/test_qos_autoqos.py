@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import harness
@@ -207,5 +208,46 @@ def test_member_fork_adopted_through_the_connector(qcomp, tmp_path):
     finally:
         if child:
             kill_pid(child)
+        probe.kill()
+        probe.wait()
+
+
+# Starts a sleeping thread per line read and prints its tid.
+THREADER = r"""
+import sys, threading, time
+print("ready", flush=True)
+for line in sys.stdin:
+    got, ready = [], threading.Event()
+    def run():
+        got.append(threading.get_native_id()); ready.set(); time.sleep(60)
+    threading.Thread(target=run, daemon=True).start()
+    ready.wait()
+    print(got[0], flush=True)
+"""
+
+
+def test_member_thread_gets_policy_through_the_connector(qcomp):
+    """A thread a qos member starts begins as SCHED_OTHER (reset on fork);
+    the kernel's event for it, not the manager's 1 s pass, makes it
+    SCHED_DEADLINE within a quarter second."""
+    tag = "thread-probe-%d" % os.getpid()
+    set_rules(qcomp, 'rule cmdline="*%s*" policy=qos period=20ms cpu=5%% auto=yes\n' % tag)
+    probe = subprocess.Popen(["bash", "-c", 'exec -a %s "$0" -c "$1"' % tag, sys.executable,
+                              THREADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert probe.stdout.readline().strip() == "ready"
+        wait_for(lambda: harness.sched_attr(probe.pid)["policy"] == harness.SCHED_DEADLINE,
+                 timeout=5, desc="probe placed at exec")
+        probe.stdin.write("go\n")
+        probe.stdin.flush()
+        tid = int(probe.stdout.readline())
+        started = time.monotonic()
+        wait_for(lambda: harness.sched_attr(tid)["policy"] == harness.SCHED_DEADLINE,
+                 timeout=5, interval=0.005, desc="new thread in the reservation")
+        took = time.monotonic() - started
+        print("thread %d deadline %.3f s after its tid was read" % (tid, took))
+        assert took < 0.25, "deadline after %.3f s: by the pass, not at the event" % took
+    finally:
         probe.kill()
         probe.wait()

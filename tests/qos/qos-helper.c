@@ -6,6 +6,7 @@
  *   class PID key=value...      automatic reserve for PID
  *   join NAME PID [TID]  |  leave PID [TID]  |  delete NAME
  *   forked PARENT CHILD         as the process-event connector reports a fork
+ *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
  *   feed                        canary heartbeat (--external-canary)
  *   stats                       event counts and watchdog state
@@ -111,6 +112,8 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		}
 	} else if (sscanf(line, "forked %d %d", &pid, &tid) == 2) {
 		qos_manager_forked(mgr, pid, tid);
+	} else if (sscanf(line, "thread %d %d", &pid, &tid) == 2) {
+		qos_manager_thread_started(mgr, pid, tid);
 	} else if (sscanf(line, "delete %127s", name) == 1) {
 		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
 			goto fail;
