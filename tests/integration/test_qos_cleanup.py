@@ -95,9 +95,13 @@ def test_sigterm_restores_every_member(qcomp, procs, tmp_path):
 
 def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
     win = Win(qcomp, "Kill Nine")
-    # into its own group first, so that a child started now shares it
-    r = qcomp.qosctl("set", str(win.id), "nice")
-    assert r.returncode == 0, r.stdout + r.stderr
+    # into a reserve that its children inherit first, so that a child
+    # started now shares its group (without inherit the child is sent back
+    # out as soon as the kernel reports the fork)
+    for args in (("reserve", "kin", "policy=other", "inherit=yes"),
+                 ("join", str(win.id), "kin")):
+        r = qcomp.qosctl(*args)
+        assert r.returncode == 0, r.stdout + r.stderr
     wait_for(lambda: harness.proc_cgroups(win.pid) != win.orig_cgroups, desc="moved")
     out = str(tmp_path / "child")
     mark = win.client.mark()
@@ -106,7 +110,7 @@ def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
     try:
         assert_counting(out, "child")
         assert harness.proc_cgroups(child)[""] == harness.proc_cgroups(win.pid)[""]
-        r = qcomp.qosctl("set", str(win.id), "paused")
+        r = qcomp.qosctl("reserve", "kin", "policy=pause")
         assert r.returncode == 0, r.stdout + r.stderr
         wait_for(lambda: harness.cgroup2_frozen(win.pid) == 1, desc="client frozen")
         assert harness.proc_cgroups(child)[""] == harness.proc_cgroups(win.pid)[""]
