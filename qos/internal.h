@@ -69,7 +69,6 @@ struct qos_reserve {
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
-	uint32_t rt_breaks;     /* fallback switches that took real-time threads out */
 	uint64_t fork_pass_us;  /* last pass for a member's fork (qos_manager_forked) */
 	bool fork_pending;      /* a fork waits for the next one */
 };
@@ -160,6 +159,11 @@ void qos_optimistic_destroy(struct qos_reserve *r);
  * RLIMIT_RTTIME kills them, and back once they sleep.
  */
 void qos_rtguard_pass(struct qos_reserve *r);
+/*
+ * The reserve's real-time threads are about to leave for its fallback
+ * (to_rt false: call before switching them) or are back (true: after).
+ */
+void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);
 

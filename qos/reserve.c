@@ -540,12 +540,12 @@ static void enter_fallback(struct qos_reserve *r)
 		}
 		return;
 	}
+	if (r->rtg)
+		qos_rtguard_switch(r, false);
 	if (!group_idles(r))
 		apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		set_group_idle(r, true);
-	if (qos_policy_is_rt(p->policy))
-		r->rt_breaks++;
 	r->fb_applied = true;
 	qos_root_weight_update_deferred(r->mgr, true);
 }
@@ -601,6 +601,8 @@ static void leave_fallback(struct qos_reserve *r)
 		set_group_idle(r, p->policy == QOS_POLICY_IDLE);
 	if (!group_idles(r))
 		apply_threads(r, p->policy);
+	if (r->rtg)
+		qos_rtguard_switch(r, true);
 	qos_root_weight_update_deferred(r->mgr, true);
 }
 

@@ -9,15 +9,19 @@
  * Without this guard a fifo member that never sleeps, a game's busy render
  * loop say, is killed 5 s after the user made it real-time.
  *
- * The count is not exported, so the guard estimates it from above at each
- * housekeeping pass, per thread: what it ran since the last pass is added,
- * unless it went to sleep in that time (its voluntary context switches
- * moved) while it was real-time throughout, in which case at most what it
- * ran since the last pass is left.  A thread whose estimate comes within
+ * The count is not exported, so the guard estimates it from above, per
+ * thread, over the stretches the thread is real-time: one starts at a pass
+ * that finds it so or when its reserve's fallback ends, and ends at the next
+ * pass or when the fallback begins (qos_rtguard_switch).  At the end of a
+ * stretch, if the thread woke up in it (its voluntary context switches
+ * moved twice, or once and it is awake now), its count was reset then and
+ * is at most the stretch; otherwise the stretch adds to it.  A sleep still
+ * going on resets nothing yet: the thread may wake as other, after its
+ * reserve's fallback began, and waking as other resets nothing.  A thread whose estimate comes within
  * one and a half passes of the bound is moved to other (its reserve's nice)
  * and stays there until it sleeps; then it is real-time again, its count
- * where it stood, and the next pass that finds it has not slept as
- * real-time moves it out again before the count can reach the bound.
+ * where it stood, and a pass that finds it has not slept as real-time since
+ * moves it out again before the count can reach the bound.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -28,24 +32,22 @@
 struct rt_thread {
 	pid_t pid; /* the member's process */
 	pid_t tid;
-	uint64_t sleeps; /* voluntary context switches at the last pass */
-	uint64_t run_ns; /* CPU time at the last pass */
-	uint64_t rt_ns;  /* estimated real-time run since it last slept as such */
-	bool was_rt;     /* real-time at the last pass */
-	bool demoted;    /* moved to other by this guard */
+	uint64_t rt_ns;      /* estimated count when the open stretch began */
+	bool open;           /* real-time since the stretch began */
+	uint64_t open_sleeps, open_run_ns;
+	uint64_t pass_sleeps, pass_run_ns; /* at the last pass */
+	bool demoted;        /* moved to other by this guard */
 	bool seen;
 };
 
 struct qos_rtguard {
 	struct rt_thread *t;
 	size_t n, cap;
-	uint32_t rt_breaks; /* the reserve's count of fallback switches at the last pass */
 };
 
 struct pass_ctx {
 	struct qos_reserve *r;
 	pid_t pid;
-	bool steady; /* no fallback switch took the threads out since the last pass */
 	uint64_t threshold_ns;
 };
 
@@ -84,6 +86,33 @@ static uint64_t threshold_ns(const struct qos_manager *mgr)
 	return (bound > 2 * margin ? bound - margin : bound / 2) * 1000u;
 }
 
+static void open_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run)
+{
+	e->open = true;
+	e->open_sleeps = sleeps;
+	e->open_run_ns = run;
+}
+
+static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bool awake)
+{
+	if (!e->open)
+		return;
+	uint64_t ran = run > e->open_run_ns ? run - e->open_run_ns : 0;
+	uint64_t slept = sleeps - e->open_sleeps;
+	bool woke = slept >= 2 || (slept == 1 && awake);
+	e->rt_ns = woke ? ran : e->rt_ns + ran;
+	e->open = false;
+}
+
+/* Sleeps and CPU time of a thread, and whether it is awake (running or runnable). */
+static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake)
+{
+	if (!qos_sys_thread_sleeps(tid, sleeps) || !qos_sys_thread_cpu_ns(tid, run))
+		return false;
+	*awake = qos_sys_thread_state(tid) == 'R';
+	return true;
+}
+
 static void set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 {
 	const struct qos_params *p = &r->params;
@@ -95,7 +124,8 @@ static void check_thread(pid_t tid, void *data)
 	struct pass_ctx *c = data;
 	struct qos_rtguard *g = c->r->rtg;
 	uint64_t sleeps, run;
-	if (!qos_sys_thread_sleeps(tid, &sleeps) || !qos_sys_thread_cpu_ns(tid, &run))
+	bool awake;
+	if (!read_thread(tid, &sleeps, &run, &awake))
 		return; /* gone: dropped below */
 	int policy = qos_sys_get_thread_policy(tid, NULL);
 	bool is_rt = policy == SCHED_FIFO || policy == SCHED_RR;
@@ -110,17 +140,15 @@ static void check_thread(pid_t tid, void *data)
 			return;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
 		e->rt_ns = is_rt ? (run < pass_ns ? run : pass_ns) : 0;
-		e->sleeps = sleeps;
-		e->run_ns = run;
-		e->was_rt = is_rt;
-		e->seen = true;
-		return;
+	} else if (e->open) {
+		close_stretch(e, sleeps, run, awake);
+	} else if (is_rt && !e->demoted) {
+		/* Real-time again since some time after the last pass: all of it counts. */
+		e->rt_ns += run > e->pass_run_ns ? run - e->pass_run_ns : 0;
 	}
 	e->seen = true;
-	uint64_t ran = run > e->run_ns ? run - e->run_ns : 0;
-	bool slept = sleeps != e->sleeps;
 	if (e->demoted) {
-		if (slept) {
+		if (sleeps != e->pass_sleeps) {
 			/*
 			 * It does sleep: real-time again, its count where it
 			 * stood (in a fallback, leaving it makes it so).
@@ -134,26 +162,20 @@ static void check_thread(pid_t tid, void *data)
 				"thread %d sleeps again: %s again", tid,
 				qos_policy_name(c->r->params.policy));
 		}
-	} else if (is_rt || e->was_rt) {
-		if (slept && c->steady && is_rt && e->was_rt)
-			e->rt_ns = ran; /* its count was reset at a wake-up since the last pass */
-		else
-			e->rt_ns += ran;
-		if (is_rt && e->rt_ns >= c->threshold_ns) {
-			e->demoted = true;
-			set_policy(c->r, tid, QOS_POLICY_OTHER);
-			is_rt = false;
-			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid,
-				e->rt_ns / 1000u,
-				"thread %d ran %.1f s as %s without sleeping: other until it sleeps "
-				"(RLIMIT_RTTIME would kill it at %.1f s)", tid, (double)e->rt_ns / 1e9,
-				qos_policy_name(c->r->params.policy),
-				(double)c->r->mgr->config.rttime_us / 1e6);
-		}
+	} else if (is_rt && e->rt_ns >= c->threshold_ns) {
+		e->demoted = true;
+		set_policy(c->r, tid, QOS_POLICY_OTHER);
+		is_rt = false;
+		qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
+			"thread %d ran %.1f s as %s without sleeping: other until it sleeps "
+			"(RLIMIT_RTTIME would kill it at %.1f s)", tid, (double)e->rt_ns / 1e9,
+			qos_policy_name(c->r->params.policy),
+			(double)c->r->mgr->config.rttime_us / 1e6);
 	}
-	e->sleeps = sleeps;
-	e->run_ns = run;
-	e->was_rt = is_rt;
+	if (is_rt)
+		open_stretch(e, sleeps, run);
+	e->pass_sleeps = sleeps;
+	e->pass_run_ns = run;
 }
 
 void qos_rtguard_pass(struct qos_reserve *r)
@@ -163,20 +185,12 @@ void qos_rtguard_pass(struct qos_reserve *r)
 		qos_rtguard_destroy(r);
 		return;
 	}
-	if (!r->rtg) {
-		r->rtg = calloc(1, sizeof(*r->rtg));
-		if (!r->rtg)
-			return;
-		r->rtg->rt_breaks = r->rt_breaks;
-	}
+	if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+		return;
 	struct qos_rtguard *g = r->rtg;
 	for (size_t i = 0; i < g->n; i++)
 		g->t[i].seen = false;
-	struct pass_ctx c = {
-		.r = r,
-		.steady = r->rt_breaks == g->rt_breaks && !r->fb_applied,
-		.threshold_ns = threshold_ns(mgr),
-	};
+	struct pass_ctx c = { .r = r, .threshold_ns = threshold_ns(mgr) };
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		c.pid = m->pid;
@@ -185,13 +199,28 @@ void qos_rtguard_pass(struct qos_reserve *r)
 		else
 			qos_sys_for_each_thread(m->pid, check_thread, &c);
 	}
-	g->rt_breaks = r->rt_breaks;
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].seen)
 			g->t[kept++] = g->t[i];
 	}
 	g->n = kept;
+}
+
+void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
+{
+	struct qos_rtguard *g = r->rtg;
+	for (size_t i = 0; g && i < g->n; i++) {
+		struct rt_thread *e = &g->t[i];
+		uint64_t sleeps, run;
+		bool awake;
+		if (e->demoted || !read_thread(e->tid, &sleeps, &run, &awake))
+			continue;
+		if (to_rt)
+			open_stretch(e, sleeps, run);
+		else
+			close_stretch(e, sleeps, run, awake);
+	}
 }
 
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid)

@@ -486,6 +486,34 @@ def test_fifo_thread_that_sleeps_stays_real_time(rt_bandwidth, procs):
         assert not rt_events(h, "demoted"), rt_events(h, "demoted")
 
 
+# Spins 20 ms, sleeps 1 ms, forever.
+BURSTS = r"""
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.02:
+        pass
+    time.sleep(0.001)
+"""
+
+
+def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, procs):
+    """A thread using 95% of its CPU in a fifo reserve with the default
+    safety limit (90% of 50 ms, fallback other): it is moved to its fallback
+    in most periods, and sleeps both as fifo and as other.  Its wake-ups as fifo reset the kernel's count, so it must not be
+    moved out (the guard's first version counted every pass with a fallback
+    switch in it as one without sleep, and moved it out after 1.5 s)."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = procs([sys.executable, "-c", BURSTS])
+        os.sched_setaffinity(p.pid, {1})
+        place(h, "f policy=fifo priority=10", p.pid)
+        time.sleep(5)
+        assert p.poll() is None, "killed (status %s)" % p.returncode
+        info = h.ok("info f")
+        assert "overruns=0 " not in info, info
+        assert not rt_events(h, "demoted"), rt_events(h, "demoted")
+
+
 def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, procs):
     """Spinning 2.5 s at a 3 s bound gets the thread moved to other; once it
     sleeps it is fifo again, and, since it keeps sleeping, stays so."""
