@@ -17,11 +17,12 @@
  * moved twice, or once and it is awake now), its count was reset then and
  * is at most the stretch; otherwise the stretch adds to it.  A sleep still
  * going on resets nothing yet: the thread may wake as other, after its
- * reserve's fallback began, and waking as other resets nothing.  A thread whose estimate comes within
- * one and a half passes of the bound is moved to other (its reserve's nice)
- * and stays there until it sleeps; then it is real-time again, its count
- * where it stood, and a pass that finds it has not slept as real-time since
- * moves it out again before the count can reach the bound.
+ * reserve's fallback began, and waking as other resets nothing.  A thread
+ * whose estimate comes within one and a half passes of the bound is moved
+ * to other (its reserve's nice) and stays there until it sleeps; then it
+ * is real-time again, its count where it stood, and a pass that finds it
+ * has not slept as real-time since moves it out again before the count can
+ * reach the bound.
  */
 #include <sched.h>
 #include <stdlib.h>
