@@ -428,19 +428,19 @@ def test_fifo_limited_to_50_percent(rt_bandwidth, helper, procs):
     assert 0.40 <= s <= 0.53, s
 
 
-# Spins for argv[1] seconds, then sleeps 5 ms after every 10 ms of spinning
-# (within the default fifo safety limit of 90%).
+# Spins for argv[1] seconds, then forever spins argv[2] seconds and sleeps
+# argv[3] seconds (default 10 ms and 5 ms: within the fifo safety limit of 90%).
 PULSE = r"""
 import sys, time
-spin_first = float(sys.argv[1])
+spin_first, spin, nap = (list(map(float, sys.argv[1:])) + [0.01, 0.005])[:3]
 t = time.monotonic()
 while time.monotonic() - t < spin_first:
     pass
 while True:
     t = time.monotonic()
-    while time.monotonic() - t < 0.01:
+    while time.monotonic() - t < spin:
         pass
-    time.sleep(0.005)
+    time.sleep(nap)
 """
 
 
@@ -486,17 +486,6 @@ def test_fifo_thread_that_sleeps_stays_real_time(rt_bandwidth, procs):
         assert not rt_events(h, "demoted"), rt_events(h, "demoted")
 
 
-# Spins 20 ms, sleeps 1 ms, forever.
-BURSTS = r"""
-import time
-while True:
-    t = time.monotonic()
-    while time.monotonic() - t < 0.02:
-        pass
-    time.sleep(0.001)
-"""
-
-
 def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, procs):
     """A thread using 95% of its CPU in a fifo reserve with the default
     safety limit (90% of 50 ms, fallback other): it is moved to its fallback
@@ -504,7 +493,7 @@ def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, pr
     moved out (the guard's first version counted every pass with a fallback
     switch in it as one without sleep, and moved it out after 1.5 s)."""
     with running_helper(extra=["--rttime", "3000"]) as h:
-        p = procs([sys.executable, "-c", BURSTS])
+        p = procs([sys.executable, "-c", PULSE, "0", "0.02", "0.001"])  # 95%
         os.sched_setaffinity(p.pid, {1})
         place(h, "f policy=fifo priority=10", p.pid)
         time.sleep(5)
