@@ -184,24 +184,24 @@ static void clear_fake(const char *dir)
 	closedir(d);
 }
 
-bool qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
+int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 {
 	char p[PATH_MAX];
-	bool ok = true;
+	int err = 0;
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (cg->fake_files)
 		clear_fake(p);
 	if (rmdir(p) != 0 && errno != ENOENT)
-		ok = false;
+		err = -errno;
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 		drop_rt_runtime(cg, p);
 		if (cg->fake_files)
 			clear_fake(p);
-		if (rmdir(p) != 0 && errno != ENOENT)
-			ok = false;
+		if (rmdir(p) != 0 && errno != ENOENT && !err)
+			err = -errno;
 	}
-	return ok;
+	return err;
 }
 
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to)

@@ -58,8 +58,11 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 void qos_cgroup_remove_root(struct qos_cgroup *cg);
 
 bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name);
-/* Removes a reserve's group; it must be empty.  Returns false if it was not. */
-bool qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name);
+/*
+ * Removes a reserve's group from every tree; it must be empty.  Returns 0, or
+ * the first failure as -errno (EBUSY while a task that left it is still exiting).
+ */
+int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name);
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to);
 
 /* Absolute path of a file in a reserve's group (tree: v2 core or cpu). */

@@ -97,6 +97,7 @@ struct qos_manager {
 	int root_idle;          /* our root's cpu.idle / weight last written, -1 unknown */
 	long root_weight;
 	bool root_weight_dirty; /* a weight change waits for housekeeping */
+	unsigned stale_groups;  /* groups that refused removal (reconcile.c) */
 	pid_t guardian_pid;
 	int guardian_fd;
 	/* watchdog */
@@ -172,6 +173,10 @@ bool qos_guardian_start(struct qos_manager *mgr);
 void qos_guardian_stop(struct qos_manager *mgr);
 /* reconcile.c */
 void qos_reconcile(struct qos_manager *mgr);
+/* Counts a group that refused removal (err: -errno) and reports it. */
+void qos_reconcile_failed(struct qos_manager *mgr, const char *name, int err);
+/* Releases and removes again the groups that refused removal, if any. */
+void qos_reconcile_retry(struct qos_manager *mgr);
 /* watchdog.c */
 bool qos_watchdog_start(struct qos_manager *mgr);
 void qos_watchdog_stop(struct qos_manager *mgr);

@@ -173,6 +173,11 @@ void qos_manager_destroy(struct qos_manager *mgr)
 			qos_member_remove(r->members[r->n_members - 1], true, false);
 		qos_reserve_free(r);
 	}
+	/* A group kept busy by an exiting task is free again within milliseconds. */
+	for (int i = 0; i < 20 && mgr->stale_groups; i++) {
+		usleep(10000);
+		qos_reconcile_retry(mgr);
+	}
 	qos_cgroup_remove_root(&mgr->cg);
 	qos_watchdog_stop(mgr);
 	qos_guardian_stop(mgr);
@@ -211,6 +216,7 @@ static void run_timers(struct qos_manager *mgr)
 			qos_reserve_housekeeping(r);
 		if (mgr->root_weight_dirty)
 			qos_root_weight_update(mgr);
+		qos_reconcile_retry(mgr);
 		qos_watchdog_check(mgr, now);
 	}
 }

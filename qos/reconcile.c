@@ -3,6 +3,12 @@
  * is undone.  Frozen groups are thawed first, their tasks return to time
  * sharing and to the cgroup that holds our root (the original placement died
  * with the old instance), and the empty groups are removed.
+ *
+ * A group can refuse removal for a while (EBUSY until a task that left it has
+ * finished exiting), and a deleted reserve can leave tasks we never tracked in
+ * its group.  Such groups are counted in stale_groups and released again at
+ * every housekeeping pass until they are gone, so nothing stays behind frozen
+ * or holding real-time runtime until the next start.
  */
 #include <stdio.h>
 #include <string.h>
@@ -38,17 +44,32 @@ static void release_tid(pid_t tid, void *data)
 	qos_cgroup_restore(&c->mgr->cg, tid, tid, false, "", "/");
 }
 
-static void reconcile_group(const char *name, void *data)
+/* Thaws a group no reserve owns, sends its tasks back and removes it. */
+static int release_group(struct qos_manager *mgr, const char *name)
 {
-	struct qos_manager *mgr = data;
 	struct rc_ctx c = { .mgr = mgr, .group = name };
 	qos_cgroup_freeze(&mgr->cg, name, false);
-	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
-		"reconciling group left by an earlier instance");
 	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, &c);
 	if (mgr->cg.layout == QOS_CG_HYBRID)
 		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, &c);
-	qos_cgroup_group_remove(&mgr->cg, name);
+	return qos_cgroup_group_remove(&mgr->cg, name);
+}
+
+void qos_reconcile_failed(struct qos_manager *mgr, const char *name, int err)
+{
+	mgr->stale_groups++;
+	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
+		"cannot remove group: %s; retried at every pass", strerror(-err));
+}
+
+static void reconcile_group(const char *name, void *data)
+{
+	struct qos_manager *mgr = data;
+	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
+		"reconciling group left by an earlier instance");
+	int err = release_group(mgr, name);
+	if (err)
+		qos_reconcile_failed(mgr, name, err);
 }
 
 void qos_reconcile(struct qos_manager *mgr)
@@ -58,4 +79,24 @@ void qos_reconcile(struct qos_manager *mgr)
 	snprintf(p, sizeof(p), "%s/cgroup.freeze", mgr->cg.v2_root);
 	qos_sys_write_file(p, "0");
 	qos_cgroup_for_each_group(&mgr->cg, reconcile_group, mgr);
+}
+
+static void retry_group(const char *name, void *data)
+{
+	struct qos_manager *mgr = data;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->has_group && strcmp(r->group, name) == 0)
+			return;
+	}
+	/* Listed twice on a hybrid layout while both directories remain. */
+	if (release_group(mgr, name) != 0)
+		mgr->stale_groups++;
+}
+
+void qos_reconcile_retry(struct qos_manager *mgr)
+{
+	if (!mgr->stale_groups)
+		return;
+	mgr->stale_groups = 0;
+	qos_cgroup_for_each_group(&mgr->cg, retry_group, mgr);
 }

@@ -666,6 +666,32 @@ def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
     assert policy_of(tid) == os.SCHED_FIFO
 
 
+def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
+    """A process we never tracked that sits in a paused reserve's group when
+    the reserve is deleted keeps the group from being removed (EBUSY).  It is
+    not left there frozen: the next 1 s pass thaws it, sends it back and
+    removes the group."""
+    member = procs(["sleep", "60"])
+    stranger = busy(procs, 1)
+    place(helper, "stop policy=pause", member.pid)
+    v2, cpu = helper.path("stop")
+    for tree in (v2, cpu):
+        with open(tree + "/cgroup.procs", "w") as f:
+            f.write(str(stranger.pid))
+    wait_frozen(v2, True, "cgroup.events never said frozen")
+    helper.ok("leave %d" % member.pid)
+    helper.ok("delete stop")
+    assert any("reserve=stop" in e and "cannot remove group: Device or resource busy" in e
+               for e in helper.events), helper.events
+    deadline = time.monotonic() + 3
+    while os.path.exists(v2) or os.path.exists(cpu):
+        assert time.monotonic() < deadline, "the group was not removed at a later pass"
+        helper.ok("sync")
+        time.sleep(0.05)
+    assert not any(ROOT in line for line in cgroup_lines(stranger.pid))
+    assert share(stranger.pid, 0.5) > 0.5, "the stranger should run again"
+
+
 def _kill9_frozen(procs, guardian):
     p = busy(procs, 1)
     h = Helper(guardian=guardian)
