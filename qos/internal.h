@@ -8,6 +8,7 @@
 #include "qos/qos.h"
 #include "qos/watchdog.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 struct qos_reserve;
@@ -108,6 +109,22 @@ struct qos_manager {
 	struct qos_watchdog watchdog;
 };
 
+/*
+ * Room for one more element in a growable array of n elements (capacity
+ * *cap, elements of `size` bytes): returns the array to use from now on, or
+ * NULL, leaving it as it was, when memory runs out.
+ */
+static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return items;
+	size_t c = *cap ? *cap * 2 : 8;
+	void *grown = realloc(items, c * size);
+	if (grown)
+		*cap = c;
+	return grown;
+}
+
 void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
 	pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
@@ -121,7 +138,7 @@ struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t
 void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
 /* Re-applies per-thread policy to threads that appeared since the last pass. */
 void qos_reserve_housekeeping(struct qos_reserve *r);
-/* Housekeeping and a check for one reserve whose member forked. */
+/* Adoption, thread policy and a check for a reserve whose member forked. */
 void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us);
 void qos_manager_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);

@@ -92,14 +92,10 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 	if (!r->opt && !(r->opt = calloc(1, sizeof(*r->opt))))
 		return NULL;
 	struct qos_optimistic *o = r->opt;
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 8;
-		struct fb_thread *n = realloc(o->t, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		o->t = n;
-		o->cap = cap;
-	}
+	struct fb_thread *grown = qos_array_room(o->t, &o->cap, o->n, sizeof(*grown));
+	if (!grown)
+		return NULL;
+	o->t = grown;
 	t = &o->t[o->n++];
 	*t = (struct fb_thread){ .pid = pid, .tid = tid };
 	return t;

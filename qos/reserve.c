@@ -761,25 +761,33 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 
 static void adopt_children(struct qos_reserve *r);
 
-void qos_reserve_housekeeping(struct qos_reserve *r)
+/*
+ * Threads created since the last look start as SCHED_OTHER (reset on fork),
+ * so give them the reserve's current policy.  Deadline runtimes are re-split
+ * over the new thread count at the same time.
+ */
+static void apply_active(struct qos_reserve *r)
 {
-	adopt_children(r);
-	/*
-	 * Threads created since the last pass start as SCHED_OTHER (reset on
-	 * fork), so give them the reserve's current policy.  Deadline runtimes
-	 * are re-split over the new thread count at the same time.
-	 */
 	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
 		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
-	if (r->n_members && r->params.policy == QOS_POLICY_QOS) {
+	if (!r->n_members)
+		return;
+	if (r->params.policy == QOS_POLICY_QOS) {
 		/* In an optimistic fallback the threads are where they must be. */
 		if (!(optimistic(r) && r->police.in_fallback && r->fb_applied))
 			apply_threads(r, QOS_POLICY_QOS);
-		qos_optimistic_housekeeping(r);
-	} else if (r->n_members && (qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
+	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
 			!(active != r->params.policy && group_idles(r))) {
 		apply_threads(r, active);
 	}
+}
+
+void qos_reserve_housekeeping(struct qos_reserve *r)
+{
+	adopt_children(r);
+	apply_active(r);
+	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
+		qos_optimistic_housekeeping(r);
 	qos_rtguard_pass(r);
 }
 
@@ -1071,14 +1079,11 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 
 static bool add_member(struct qos_reserve *r, struct qos_member *m)
 {
-	if (r->n_members == r->cap_members) {
-		size_t cap = r->cap_members ? r->cap_members * 2 : 4;
-		struct qos_member **nm = realloc(r->members, cap * sizeof(*nm));
-		if (!nm)
-			return false;
-		r->members = nm;
-		r->cap_members = cap;
-	}
+	struct qos_member **grown = qos_array_room(r->members, &r->cap_members, r->n_members,
+		sizeof(*grown));
+	if (!grown)
+		return false;
+	r->members = grown;
 	r->members[r->n_members++] = m;
 	r->timers_armed = false; /* the shares change */
 	return true;
@@ -1202,10 +1207,13 @@ static void adopt_children(struct qos_reserve *r)
 }
 
 /*
- * A member forked or started a thread: what a housekeeping pass does for the
- * reserve (adopt or send back children, give threads their policy), now.
- * A pass reads the whole group, so a burst (a build, a shell loop, a thread
- * pool starting) gets one pass per QOS_FORK_PASS_US.
+ * A member forked or started a thread: the part of a housekeeping pass that
+ * concerns new tasks (adopt or send back children, give threads their
+ * policy), now.  The 1 s pass does the rest (the optimistic repair, which
+ * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
+ * takes a new real-time thread as real-time since up to one pass ago).  It
+ * reads the whole group, so a burst (a build, a shell loop, a thread pool
+ * starting) gets one such pass per QOS_FORK_PASS_US.
  */
 static void member_changed(struct qos_reserve *r)
 {
@@ -1240,7 +1248,8 @@ void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us)
 {
 	r->fork_pending = false;
 	r->fork_pass_us = now_us;
-	qos_reserve_housekeeping(r);
+	adopt_children(r);
+	apply_active(r);
 	qos_reserve_check(r, now_us);
 }
 

@@ -63,14 +63,10 @@ static struct rt_thread *find(struct qos_rtguard *g, pid_t tid)
 
 static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid)
 {
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 8;
-		struct rt_thread *t = realloc(g->t, cap * sizeof(*t));
-		if (!t)
-			return NULL;
-		g->t = t;
-		g->cap = cap;
-	}
+	struct rt_thread *t = qos_array_room(g->t, &g->cap, g->n, sizeof(*t));
+	if (!t)
+		return NULL;
+	g->t = t;
 	struct rt_thread *e = &g->t[g->n++];
 	*e = (struct rt_thread){ .pid = pid, .tid = tid };
 	return e;

@@ -213,17 +213,8 @@ def test_member_fork_adopted_through_the_connector(qcomp, tmp_path):
 
 
 # Starts a sleeping thread per line read and prints its tid.
-THREADER = r"""
-import sys, threading, time
-print("ready", flush=True)
-for line in sys.stdin:
-    got, ready = [], threading.Event()
-    def run():
-        got.append(threading.get_native_id()); ready.set(); time.sleep(60)
-    threading.Thread(target=run, daemon=True).start()
-    ready.wait()
-    print(got[0], flush=True)
-"""
+THREADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos",
+                        "thread_on_demand.py")
 
 
 def test_member_thread_gets_policy_through_the_connector(qcomp):
@@ -232,7 +223,7 @@ def test_member_thread_gets_policy_through_the_connector(qcomp):
     SCHED_DEADLINE within a quarter second."""
     tag = "thread-probe-%d" % os.getpid()
     set_rules(qcomp, 'rule cmdline="*%s*" policy=qos period=20ms cpu=5%% auto=yes\n' % tag)
-    probe = subprocess.Popen(["bash", "-c", 'exec -a %s "$0" -c "$1"' % tag, sys.executable,
+    probe = subprocess.Popen(["bash", "-c", 'exec -a %s "$0" "$1"' % tag, sys.executable,
                               THREADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True)
     try:

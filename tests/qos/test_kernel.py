@@ -636,26 +636,14 @@ def test_fork_reports_of_strangers_are_ignored(helper, procs):
 
 
 # Starts a thread (which sleeps) per line read, printing its tid.
-THREAD_ON_DEMAND = r"""
-import sys, threading, time
-sys.stdout.write("ready\n"); sys.stdout.flush()
-for line in sys.stdin:
-    got = []
-    ready = threading.Event()
-    def run():
-        got.append(threading.get_native_id())
-        ready.set()
-        time.sleep(30)
-    threading.Thread(target=run, daemon=True).start()
-    ready.wait()
-    print(got[0], flush=True)
-"""
+THREAD_ON_DEMAND = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "thread_on_demand.py")
 
 
 def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
     """A thread a fifo member starts is SCHED_OTHER (reset on fork); told of
     it, the manager makes it fifo right then, not at its next 1 s pass."""
-    p = procs([sys.executable, "-c", THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
               stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
     place(helper, "f policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
