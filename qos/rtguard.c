@@ -178,7 +178,9 @@ static void check_thread(pid_t tid, void *data)
 void qos_rtguard_pass(struct qos_reserve *r)
 {
 	struct qos_manager *mgr = r->mgr;
-	if (!qos_policy_is_rt(r->params.policy) || !mgr->config.rttime_us) {
+	/* Deadline threads get no bound: the kernel counts only fifo and rr time. */
+	bool bounded = r->params.policy == QOS_POLICY_FIFO || r->params.policy == QOS_POLICY_RR;
+	if (!bounded || !mgr->config.rttime_us) {
 		qos_rtguard_destroy(r);
 		return;
 	}
