@@ -234,6 +234,9 @@ static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
 /* Returns false when the thread is gone. */
 static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 {
+	/* Its tid was kept since it left: act on it only while it is still the member's. */
+	if (!qos_sys_thread_in_process(t->pid, t->tid))
+		return false;
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
 	uint64_t period_ns = r->params.period_us * 1000u;
 	int64_t before = qos_sys_now_ns();
@@ -308,7 +311,8 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 		}
 		if (t->verify_at_us && now_us >= t->verify_at_us) {
 			t->verify_at_us = 0;
-			unstick(r, t, t->pid, t->tid);
+			if (qos_sys_thread_in_process(t->pid, t->tid))
+				unstick(r, t, t->pid, t->tid);
 		}
 		if (!t->back_at_us && !t->verify_at_us) {
 			drop(r, i);

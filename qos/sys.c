@@ -321,6 +321,15 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	return 0;
 }
 
+bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
+{
+	if (tid == pid)
+		return true;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	return access(path, F_OK) == 0;
+}
+
 char qos_sys_thread_state(pid_t tid)
 {
 	char path[64], buf[512];

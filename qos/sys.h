@@ -74,6 +74,13 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
  */
 bool qos_sys_release_deadline(pid_t tid);
 
+/*
+ * Whether thread tid is one of process pid's threads now.  For a tid kept
+ * over time: were it reused, it would be another process's thread.  The
+ * main thread (tid == pid) is the caller's to check through its pidfd.
+ */
+bool qos_sys_thread_in_process(pid_t pid, pid_t tid);
+
 /* Scheduler state letter of a thread (R, S, D, Z, ...), or 0 when it is gone. */
 char qos_sys_thread_state(pid_t tid);
 
