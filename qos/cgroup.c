@@ -204,6 +204,16 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 	return err;
 }
 
+bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+	if (access(p, F_OK) == 0)
+		return true;
+	snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
+	return cg->layout == QOS_CG_HYBRID && access(p, F_OK) == 0;
+}
+
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to)
 {
 	char a[PATH_MAX], b[PATH_MAX];

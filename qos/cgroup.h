@@ -64,6 +64,8 @@ bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name);
  */
 int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name);
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to);
+/* Whether a group of that name exists in any tree. */
+bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name);
 
 /* Absolute path of a file in a reserve's group (tree: v2 core or cpu). */
 void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,

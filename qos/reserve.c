@@ -1054,7 +1054,8 @@ static bool group_taken(struct qos_manager *mgr, const char *group)
 		if (o->has_group && strcmp(o->group, group) == 0)
 			return true;
 	}
-	return false;
+	/* Not a group that refused removal: its tasks are not this reserve's. */
+	return mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group);
 }
 
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
@@ -1063,7 +1064,8 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 		return true;
 	/*
 	 * The directory is named after the reserve, unless a renamed automatic
-	 * reserve still holds that directory under its old name.
+	 * reserve still holds that directory under its old name, or a group
+	 * of that name waits to be removed.
 	 */
 	snprintf(r->group, sizeof(r->group), "%s", r->name);
 	for (unsigned n = 1; group_taken(r->mgr, r->group); n++)

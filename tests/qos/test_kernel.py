@@ -658,7 +658,8 @@ def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     """A process we never tracked that sits in a paused reserve's group when
     the reserve is deleted keeps the group from being removed (EBUSY).  It is
     not left there frozen: the next 1 s pass thaws it, sends it back and
-    removes the group."""
+    removes the group.  Meanwhile a new reserve of that name gets a group
+    of its own."""
     member = procs(["sleep", "60"])
     stranger = busy(procs, 1)
     place(helper, "stop policy=pause", member.pid)
@@ -671,6 +672,9 @@ def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     helper.ok("delete stop")
     assert any("reserve=stop" in e and "cannot remove group: Device or resource busy" in e
                for e in helper.events), helper.events
+    # A new reserve of the same name does not take over the group (nor the stranger).
+    place(helper, "stop policy=other nice=5", member.pid)
+    assert helper.path("stop")[0] == v2 + "~1"
     deadline = time.monotonic() + 3
     while os.path.exists(v2) or os.path.exists(cpu):
         assert time.monotonic() < deadline, "the group was not removed at a later pass"
