@@ -129,6 +129,8 @@ void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *res
 	pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name);
+/* The reserve whose cgroup directory has this name, or NULL. */
+struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group);
 struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid);
 void qos_reserve_free(struct qos_reserve *r);
 void qos_member_remove(struct qos_member *m, bool alive, bool exited);

@@ -84,10 +84,8 @@ void qos_reconcile(struct qos_manager *mgr)
 static void retry_group(const char *name, void *data)
 {
 	struct qos_manager *mgr = data;
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->has_group && strcmp(r->group, name) == 0)
-			return;
-	}
+	if (qos_find_reserve_by_group(mgr, name))
+		return;
 	/* Listed twice on a hybrid layout while both directories remain. */
 	if (release_group(mgr, name) != 0)
 		mgr->stale_groups++;

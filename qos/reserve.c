@@ -20,6 +20,15 @@ struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
 	return NULL;
 }
 
+struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->has_group && strcmp(r->group, group) == 0)
+			return r;
+	}
+	return NULL;
+}
+
 struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie)
 {
 	for (struct qos_reserve *r = mgr->by_cookie[cookie % QOS_COOKIE_BUCKETS]; r;
@@ -1050,12 +1059,9 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 
 static bool group_taken(struct qos_manager *mgr, const char *group)
 {
-	for (struct qos_reserve *o = mgr->reserves; o; o = o->next) {
-		if (o->has_group && strcmp(o->group, group) == 0)
-			return true;
-	}
-	/* Not a group that refused removal: its tasks are not this reserve's. */
-	return mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group);
+	/* Nor a group that refused removal: its tasks are not this reserve's. */
+	return qos_find_reserve_by_group(mgr, group) ||
+		(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
 }
 
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)

@@ -6,7 +6,6 @@ relative to the repository root), so the same suite runs against a sanitizer
 build directory.
 """
 
-import glob
 import json
 import os
 import re
@@ -693,29 +692,6 @@ def write_user_qosrc(comp, text):
     with open(path, "w") as fh:
         fh.write(text)
     return path
-
-
-def remove_stale_qos_root(root):
-    """Remove the cgroup root a killed qosway left (every hierarchy,
-    innermost groups first), giving back its real-time runtime; groups that
-    still hold processes are left."""
-    for top in glob.glob(os.path.join(CGROUP_BASE, "*", root)):
-        groups = sorted((d for d, _, _ in os.walk(top)), key=len, reverse=True)
-        for d in groups:
-            for name, value in (("cgroup.freeze", "0"), ("cpu.rt_runtime_us", "0")):
-                try:
-                    with open(os.path.join(d, name), "w") as fh:
-                        fh.write(value)
-                except OSError:
-                    pass
-            for _ in range(20):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
 
 
 def qosway_cgroup_leftovers():

@@ -7,6 +7,7 @@ non-Wayland child in the same group is thawed and keeps running."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -14,6 +15,9 @@ import pytest
 import harness
 from harness import wait_for
 from test_qos_buttons import Win, qcomp, no_frozen_leftovers  # noqa: F401
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos"))
+from qos_helper_driver import force_cleanup  # noqa: E402
 
 COUNTER = "i=0; while :; do i=$((i+1)); echo $i > %s; sleep 0.05; done"
 
@@ -150,4 +154,4 @@ def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
         # the killed instance's root is only reconciled by the next start:
         # remove it here, so that no real-time runtime stays held by it for
         # the tests after this one
-        harness.remove_stale_qos_root("qosway-0")
+        force_cleanup("qosway-0")

@@ -97,14 +97,16 @@ class QosHelper:
 
 def force_cleanup(root):
     """Last resort: thaw, kill and remove whatever is left below the cgroup
-    root `root` (in every hierarchy), innermost groups first."""
+    root `root` (in every hierarchy), innermost groups first, giving back
+    each group's real-time runtime (a dying group keeps holding it)."""
     for top in glob.glob("%s/*/%s" % (CG, root)):
         for group in sorted(glob.glob(top + "/*/"), reverse=True) + [top + "/"]:
-            try:
-                with open(group + "cgroup.freeze", "w") as f:
-                    f.write("0")
-            except OSError:
-                pass
+            for name, value in (("cgroup.freeze", "0"), ("cpu.rt_runtime_us", "0")):
+                try:
+                    with open(group + name, "w") as f:
+                        f.write(value)
+                except OSError:
+                    pass
             for procs in ("cgroup.procs", "tasks"):
                 try:
                     with open(group + procs) as f:

@@ -489,9 +489,10 @@ def test_fifo_thread_that_sleeps_stays_real_time(rt_bandwidth, procs):
 def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, procs):
     """A thread using 95% of its CPU in a fifo reserve with the default
     safety limit (90% of 50 ms, fallback other): it is moved to its fallback
-    in most periods, and sleeps both as fifo and as other.  Its wake-ups as fifo reset the kernel's count, so it must not be
-    moved out (the guard's first version counted every pass with a fallback
-    switch in it as one without sleep, and moved it out after 1.5 s)."""
+    in most periods, and sleeps both as fifo and as other.  Its wake-ups as
+    fifo reset the kernel's count, so it must not be moved out (the guard's
+    first version counted every pass with a fallback switch in it as one
+    without sleep, and moved it out after 1.5 s)."""
     with running_helper(extra=["--rttime", "3000"]) as h:
         p = procs([sys.executable, "-c", PULSE, "0", "0.02", "0.001"])  # 95%
         os.sched_setaffinity(p.pid, {1})
@@ -657,9 +658,9 @@ def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
 def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     """A process we never tracked that sits in a paused reserve's group when
     the reserve is deleted keeps the group from being removed (EBUSY).  It is
-    not left there frozen: the next 1 s pass thaws it, sends it back and
-    removes the group.  Meanwhile a new reserve of that name gets a group
-    of its own."""
+    not left there under the group's settings: the next 1 s pass sends it
+    back and removes the group.  Meanwhile a new reserve of that name gets a
+    group of its own."""
     member = procs(["sleep", "60"])
     stranger = busy(procs, 1)
     place(helper, "stop policy=pause", member.pid)
