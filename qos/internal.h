@@ -193,7 +193,8 @@ void qos_guardian_stop(struct qos_manager *mgr);
 /* reconcile.c */
 void qos_reconcile(struct qos_manager *mgr);
 /* Counts a group that refused removal (err: -errno) and reports it. */
-void qos_reconcile_failed(struct qos_manager *mgr, const char *name, int err);
+void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
+		int err);
 /* Releases and removes again the groups that refused removal, if any. */
 void qos_reconcile_retry(struct qos_manager *mgr);
 /* watchdog.c */

@@ -55,11 +55,12 @@ static int release_group(struct qos_manager *mgr, const char *name)
 	return qos_cgroup_group_remove(&mgr->cg, name);
 }
 
-void qos_reconcile_failed(struct qos_manager *mgr, const char *name, int err)
+void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
+		int err)
 {
 	mgr->stale_groups++;
-	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
-		"cannot remove group: %s; retried at every pass", strerror(-err));
+	qos_emit(mgr, QOS_EVENT_ERROR, reserve, 0, 0, 0,
+		"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
 }
 
 static void reconcile_group(const char *name, void *data)
@@ -69,7 +70,7 @@ static void reconcile_group(const char *name, void *data)
 		"reconciling group left by an earlier instance");
 	int err = release_group(mgr, name);
 	if (err)
-		qos_reconcile_failed(mgr, name, err);
+		qos_reconcile_failed(mgr, name, name, err);
 }
 
 void qos_reconcile(struct qos_manager *mgr)

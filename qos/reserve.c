@@ -850,7 +850,7 @@ void qos_reserve_free(struct qos_reserve *r)
 		close(r->idle_fd);
 	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
-		qos_reconcile_failed(mgr, r->group, err);
+		qos_reconcile_failed(mgr, r->name, r->group, err);
 	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);

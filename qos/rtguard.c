@@ -213,7 +213,9 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
 		bool awake;
-		if (e->demoted || !read_thread(e->tid, &sleeps, &run, &awake))
+		/* A tid kept from the last pass may name another thread by now. */
+		if (e->demoted || !qos_sys_thread_in_process(e->pid, e->tid) ||
+				!read_thread(e->tid, &sleeps, &run, &awake))
 			continue;
 		if (to_rt)
 			open_stretch(e, sleeps, run);

@@ -178,12 +178,41 @@ def test_group_that_refuses_removal_is_retried(tmp_path):
     os.makedirs(cpu + "/old/held")  # a fake tree's stand-in for EBUSY: ENOTEMPTY
     h = start(base)
     try:
-        assert any("reserve=old" in e and "cannot remove group: Directory not empty" in e
+        assert any("reserve=old" in e and "cannot remove group old: Directory not empty" in e
                    for e in h.events), h.events
         os.rmdir(cpu + "/old/held")
         deadline = time.monotonic() + 5
         while os.path.exists(cpu + "/old") or os.path.exists(v2 + "/old"):
             assert time.monotonic() < deadline, "the housekeeping pass did not remove it"
+            h.ok("sync")
+            time.sleep(0.1)
+    finally:
+        h.close()
+
+
+def test_reserve_named_like_a_group_waiting_for_removal(tmp_path, child):
+    """A new reserve does not take over a group of its name that still waits
+    to be removed: it gets its own (name~1), and when that one refuses
+    removal too the error names the reserve and the group."""
+    base, v2, cpu = tree(tmp_path, "hybrid")
+    touch(v2 + "/old/cgroup.freeze", "1")
+    os.makedirs(cpu + "/old/held")
+    h = start(base)
+    try:
+        h.ok("reserve old policy=idle")
+        h.ok("join old %d" % child.pid)
+        assert read(cpu + "/old~1/cgroup.procs") == str(child.pid)
+        h.ok("leave %d" % child.pid)
+        os.makedirs(cpu + "/old~1/held")
+        h.ok("delete old")
+        assert any(e.startswith("event error reserve=old pid=") and
+                   "cannot remove group old~1: Directory not empty" in e
+                   for e in h.events), h.events
+        os.rmdir(cpu + "/old/held")
+        os.rmdir(cpu + "/old~1/held")
+        deadline = time.monotonic() + 5
+        while any(os.path.exists(d) for d in (cpu + "/old", cpu + "/old~1", v2 + "/old~1")):
+            assert time.monotonic() < deadline, "the housekeeping pass did not remove them"
             h.ok("sync")
             time.sleep(0.1)
     finally:

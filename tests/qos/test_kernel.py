@@ -671,7 +671,7 @@ def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     wait_frozen(v2, True, "cgroup.events never said frozen")
     helper.ok("leave %d" % member.pid)
     helper.ok("delete stop")
-    assert any("reserve=stop" in e and "cannot remove group: Device or resource busy" in e
+    assert any("reserve=stop" in e and "cannot remove group stop: Device or resource busy" in e
                for e in helper.events), helper.events
     # A new reserve of the same name does not take over the group (nor the stranger).
     place(helper, "stop policy=other nice=5", member.pid)
