@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <wlr/util/log.h>
 
@@ -92,21 +93,45 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 	return 0;
 }
 
-static bool send_listen(int fd, enum proc_cn_mcast_op op) {
+/*
+ * Since Linux 6.6 a listener may name the events it wants (the kernel's
+ * struct proc_input, absent from older headers); we want only exec and fork,
+ * not the exits, renames and id changes that come at the same rate.  Older
+ * kernels drop a request of that size without a word, which would leave us
+ * with no events at all, so it is sent only to kernels known to take it.
+ */
+struct proc_input_request {
+	uint32_t mcast_op;
+	uint32_t event_type;
+};
+
+static bool kernel_filters_proc_events(void) {
+	struct utsname u;
+	unsigned int major = 0, minor = 0;
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2) {
+		return false;
+	}
+	return major > 6 || (major == 6 && minor >= 6);
+}
+
+static bool send_listen(int fd, enum proc_cn_mcast_op op, bool filtered) {
 	struct {
 		struct nlmsghdr nh;
 		struct cn_msg cn;
-		enum proc_cn_mcast_op op;
+		struct proc_input_request in;
 	} __attribute__((packed)) req;
 	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_len = sizeof(req);
+	size_t data_len = filtered ? sizeof(req.in) : sizeof(req.in.mcast_op);
+	size_t len = sizeof(req.nh) + sizeof(req.cn) + data_len;
+	req.nh.nlmsg_len = len;
 	req.nh.nlmsg_type = NLMSG_DONE;
 	req.nh.nlmsg_pid = getpid();
 	req.cn.id.idx = CN_IDX_PROC;
 	req.cn.id.val = CN_VAL_PROC;
-	req.cn.len = sizeof(op);
-	req.op = op;
-	return send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req);
+	req.cn.len = data_len;
+	req.in.mcast_op = op;
+	req.in.event_type = PROC_EVENT_FORK | PROC_EVENT_EXEC;
+	return send(fd, &req, len, 0) == (ssize_t)len;
 }
 
 bool proc_events_init(struct qw_server *server) {
@@ -121,7 +146,7 @@ bool proc_events_init(struct qw_server *server) {
 		.nl_groups = CN_IDX_PROC,
 	};
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-			!send_listen(fd, PROC_CN_MCAST_LISTEN)) {
+			!send_listen(fd, PROC_CN_MCAST_LISTEN, kernel_filters_proc_events())) {
 		wlr_log_errno(WLR_INFO, "cannot subscribe to process events");
 		close(fd);
 		return false;
@@ -143,7 +168,7 @@ void proc_events_finish(struct qw_server *server) {
 		server->proc_events_source = NULL;
 	}
 	if (server->proc_events_fd >= 0) {
-		send_listen(server->proc_events_fd, PROC_CN_MCAST_IGNORE);
+		send_listen(server->proc_events_fd, PROC_CN_MCAST_IGNORE, false);
 		close(server->proc_events_fd);
 		server->proc_events_fd = -1;
 	}
