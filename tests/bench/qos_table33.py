@@ -48,21 +48,25 @@ def reserve_slice_us(period_ms, util, margin_pct):
 # Signs that the host, not this kernel's scheduler, held a job up (this VM's
 # wake-up path costs 15-60 us; a deadline task never waits for a CPU here
 # unless its vCPU stalls): time lost outside any wait, a busy loop stopped
-# more often than this kernel switched it out, or, for a deadline task, a
-# wait for a CPU without being switched out.  A stall the host inflicts
-# during the wake-up is charged to the task as CPU time and can throttle the
-# next part of the job, so a whole attempt counts as disturbed when any of
-# its last four jobs shows one.
+# more often than this kernel switched it out, a turn of the busy loop that
+# cost 100 us of the thread's own CPU time (stolen: this kernel has no IRQ
+# time accounting, so a stall it does not see as steal is charged to the
+# task, and out of a deadline task's budget; the throttle that follows
+# merges with it into one stop), or, for a deadline task, a wait for a CPU
+# without being switched out.  A stall the host inflicts during the wake-up
+# is charged to the task as CPU time and can throttle the next part of the
+# job, so a whole attempt counts as disturbed when any of its last four
+# jobs shows one.
 HOST_US = 100
 
 
 def host_disturbed(history, policy):
-    """Whether a missed attempt's last jobs ("lost:waited:switches:stops")
+    """Whether a missed attempt's last jobs ("lost:waited:switches:stops:stolen")
     show time lost to the host, which no reservation in the guest can give
     back."""
     for job in history:
-        lost, waited, switches, stops = (int(v) for v in job.split(":"))
-        if lost >= HOST_US or stops > switches:
+        lost, waited, switches, stops, stolen = (int(v) for v in job.split(":"))
+        if lost >= HOST_US or stops > switches or stolen > 0:
             return True
         if policy == "qos" and switches == 0 and waited >= HOST_US:
             return True
@@ -112,7 +116,7 @@ def run_cell(args, build, mgr, policy, util, log):
                                  "last_jobs": history, "host_disturbed": host})
                 log.write("%s util=%d period=%dms jobs=%d missed=%d worst=%dus "
                           "(waited %dus, lost %dus, switched out %d) last jobs "
-                          "lost:waited:switches:stops %s%s\n" %
+                          "lost:waited:switches:stops:stolen %s%s\n" %
                           (policy, util, period_ms, jobs, missed, worst, wait, lost, switches,
                            " ".join(history), " HOST" if host else ""))
                 if missed == 0:
@@ -198,7 +202,8 @@ def main():
     print("qos reserve = need + %d%% of the period (at least 100 us); other task pinned to CPU %d"
           % (args.margin, BENCH_CPU))
     print("an attempt whose miss follows a host stall (lost/stopped >= %d us without a switch in"
-          " this kernel) is redone, at most %d times a period" % (HOST_US, args.repeats))
+          " this kernel, or as much CPU time charged to one turn of the job's loop) is redone,"
+          " at most %d times a period" % (HOST_US, args.repeats))
     head = "%-9s %-22s" % ("BG LOAD", "POLICY") + "".join("%7d%%" % u for u in utils)
     print(head)
     print("-" * len(head))

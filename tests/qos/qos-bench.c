@@ -13,7 +13,7 @@
  *           result PERIOD_US jobs missed worst_us wait_us lost_us switches
  *                  [JOB...]
  *       where wait/lost/switches describe the worst job and each JOB
- *       ("lost:waited:switches:stops", times in us) is one of the last four
+ *       ("lost:waited:switches:stops:stolen", times in us) is one of the last four
  *       jobs up to the miss, oldest first.  waited: time runnable but not
  *       running in this kernel (schedstat run_delay); switches: times this
  *       kernel took the CPU from the job before it completed (throttled or
@@ -21,7 +21,13 @@
  *       time or that wait (the wake-up path, interrupts, or a virtual CPU the
  *       host did not run); stops: times the job's busy loop saw its clock jump
  *       100 us or more, switched out or not (a host stall that this VM's
- *       kernel charges as the thread's CPU time shows only here).
+ *       kernel charges as the thread's CPU time shows only here); stolen:
+ *       times one turn of that loop, two clock reads, cost the thread 100 us
+ *       or more of its own CPU time.  The loop cannot use that much: it is
+ *       time charged to the job that the job did not get (a host stall, or
+ *       an interrupt, charged as CPU time), and under SCHED_DEADLINE it
+ *       comes out of the budget.  A throttle that follows at once merges
+ *       with it into one stop, so only this count tells them apart.
  *       Then it waits for a line: "again" repeats the period, "stop" ends,
  *       anything else moves on to the next period.
  *   timerlat COUNT MIN_MS MAX_MS SEED
@@ -87,22 +93,34 @@ static struct sched_stat sched_stat_now(int fd)
 /* Gaps this long in a busy loop mean it did not run: switched out, or stalled. */
 #define GAP_NS 100000u
 
-/* Burns cpu_ns of this thread's CPU time; returns how often it stopped running. */
-static uint64_t burn(uint64_t cpu_ns)
+struct burn_note {
+	uint64_t stops;  /* the wall clock jumped: not running, or stalled */
+	uint64_t stolen; /* the thread's own clock jumped: charged, not used */
+};
+
+/* Burns cpu_ns of this thread's CPU time. */
+static struct burn_note burn(uint64_t cpu_ns)
 {
-	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID), gaps = 0;
+	struct burn_note n = {0};
+	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID), cpu_last = start;
 	uint64_t last = now_ns(CLOCK_MONOTONIC);
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) - start < cpu_ns) {
+	for (;;) {
+		uint64_t c = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		if (c - cpu_last >= GAP_NS)
+			n.stolen++;
+		cpu_last = c;
+		if (c - start >= cpu_ns)
+			break;
 		uint64_t t = now_ns(CLOCK_MONOTONIC);
 		if (t - last >= GAP_NS)
-			gaps++;
+			n.stops++;
 		last = t;
 	}
-	return gaps;
+	return n;
 }
 
 struct job_note {
-	uint64_t lost_ns, wait_ns, switches, stops;
+	uint64_t lost_ns, wait_ns, switches, stops, stolen;
 };
 
 #define JOB_HISTORY 4
@@ -132,7 +150,7 @@ static int periodic(int argc, char **argv)
 			bool sleeps = now_ns(CLOCK_MONOTONIC) < release;
 			sleep_until(release);
 			uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-			uint64_t stops = burn(work_ns);
+			struct burn_note b = burn(work_ns);
 			uint64_t resp = now_ns(CLOCK_MONOTONIC) - release;
 			uint64_t cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 			struct sched_stat after = sched_stat_now(stat_fd);
@@ -143,7 +161,8 @@ static int periodic(int argc, char **argv)
 				.lost_ns = resp > cpu + wait ? resp - cpu - wait : 0,
 				.wait_ns = wait,
 				.switches = arrivals > (sleeps ? 1u : 0u) ? arrivals - (sleeps ? 1u : 0u) : 0,
-				.stops = stops,
+				.stops = b.stops,
+				.stolen = b.stolen,
 			};
 			hist[k % JOB_HISTORY] = n;
 			if (resp > worst) {
@@ -164,9 +183,9 @@ static int periodic(int argc, char **argv)
 		uint64_t first = done > JOB_HISTORY ? done - JOB_HISTORY : 0;
 		for (uint64_t k = first; k < done; k++) {
 			const struct job_note *h = &hist[k % JOB_HISTORY];
-			printf(" %llu:%llu:%llu:%llu", (unsigned long long)(h->lost_ns / 1000u),
+			printf(" %llu:%llu:%llu:%llu:%llu", (unsigned long long)(h->lost_ns / 1000u),
 				(unsigned long long)(h->wait_ns / 1000u), (unsigned long long)h->switches,
-				(unsigned long long)h->stops);
+				(unsigned long long)h->stops, (unsigned long long)h->stolen);
 		}
 		printf("\n");
 		fflush(stdout);
