@@ -210,8 +210,10 @@ bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name)
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (access(p, F_OK) == 0)
 		return true;
+	if (cg->layout != QOS_CG_HYBRID)
+		return false;
 	snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
-	return cg->layout == QOS_CG_HYBRID && access(p, F_OK) == 0;
+	return access(p, F_OK) == 0;
 }
 
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to)
