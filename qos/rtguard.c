@@ -19,7 +19,8 @@
  * going on resets nothing yet: the thread may wake as other, after its
  * reserve's fallback began, and waking as other resets nothing.  A thread
  * whose estimate comes within one and a half passes of the bound is moved
- * to other (its reserve's nice) and stays there until it sleeps; then it
+ * to other (its reserve's nice), or, found in its reserve's fallback, marked
+ * so that it stays other when the fallback ends, until it sleeps; then it
  * is real-time again, its count where it stood, and a pass that finds it
  * has not slept as real-time since moves it out again before the count can
  * reach the bound.
@@ -131,12 +132,14 @@ static void check_thread(pid_t tid, void *data)
 		/*
 		 * New to us: it may have run as real-time since it joined, up
 		 * to a pass ago, without sleeping; no more than it ran at all.
+		 * Found in its reserve's fallback, it may have run so until the
+		 * fallback began.
 		 */
 		e = add(g, c->pid, tid);
 		if (!e)
 			return;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
-		e->rt_ns = is_rt ? (run < pass_ns ? run : pass_ns) : 0;
+		e->rt_ns = is_rt || c->r->fb_applied ? (run < pass_ns ? run : pass_ns) : 0;
 	} else if (e->open) {
 		close_stretch(e, sleeps, run, awake);
 	} else if (is_rt && !e->demoted) {
@@ -159,9 +162,14 @@ static void check_thread(pid_t tid, void *data)
 				"thread %d sleeps again: %s again", tid,
 				qos_policy_name(c->r->params.policy));
 		}
-	} else if (is_rt && e->rt_ns >= c->threshold_ns) {
+	} else if ((is_rt || c->r->fb_applied) && e->rt_ns >= c->threshold_ns) {
+		/*
+		 * Found in its reserve's fallback, it is other already, but the
+		 * count stands: marked, it stays other when the fallback ends.
+		 */
 		e->demoted = true;
-		set_policy(c->r, tid, QOS_POLICY_OTHER);
+		if (is_rt)
+			set_policy(c->r, tid, QOS_POLICY_OTHER);
 		is_rt = false;
 		qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
 			"thread %d ran %.1f s as %s without sleeping: other until it sleeps "
