@@ -87,6 +87,7 @@ struct qos_manager {
 	uint64_t dl_calibrated_us;     /* when a fresh reservation last refined it */
 	uint64_t tick_us;              /* the scheduler tick (qos_sys_tick_us) */
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
+	bool journal_warned;           /* a member's origin could not be recorded */
 	int epoll_fd;
 	int timer_fd;
 	int cputimer_fd;        /* signalfd of CPU-timer notifications, or -1 */
@@ -186,6 +187,13 @@ void qos_rtguard_pass(struct qos_reserve *r);
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);
+/*
+ * Gives a leaving process back the RLIMIT_RTTIME it had before we bounded
+ * it.  Raising a hard limit takes CAP_SYS_RESOURCE: without it the bound
+ * stays (a limit, never a grant), and an error event says so.
+ */
+void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,
+	uint64_t soft, uint64_t hard);
 
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);

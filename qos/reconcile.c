@@ -1,8 +1,12 @@
 /*
  * Start-up reconciliation: whatever a previous instance left under our root
- * is undone.  Frozen groups are thawed first, their tasks return to time
- * sharing and to the cgroup that holds our root (the original placement died
- * with the old instance), and the empty groups are removed.
+ * is undone.  Frozen groups are thawed first; their tasks return to time
+ * sharing, with the nice level and RLIMIT_RTTIME they had, to the cgroups
+ * they came from (journal.h: recorded on the group before each move), and
+ * the empty groups are removed.  A task with no record of its own (a child
+ * born in the group) goes where its nearest recorded ancestor came from, or
+ * else where any member of the group came from; with no record at all, or
+ * when that cgroup is gone, to the top of the tree.
  *
  * A group can refuse removal for a while (EBUSY until a task that left it has
  * finished exiting), and a deleted reserve can leave tasks we never tracked in
@@ -10,48 +14,114 @@
  * every housekeeping pass until they are gone, so nothing stays behind frozen
  * or holding real-time runtime until the next start.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "qos/internal.h"
+#include "qos/journal.h"
 #include "qos/sys.h"
 
 struct rc_ctx {
 	struct qos_manager *mgr;
 	const char *group;
+	struct qos_journal_entry origin; /* of the task being released */
+	bool known;                      /* origin holds a record */
 };
+
+/* A record is trusted only for the task it was written for (pids are reused). */
+static bool own_record(struct rc_ctx *c, pid_t pid, pid_t tid)
+{
+	return qos_journal_lookup(&c->mgr->cg, c->group, pid, tid, &c->origin) == 1 &&
+		c->origin.start_time == qos_sys_start_time(pid, tid);
+}
+
+/* Fills c->origin for a process; true when the record is the process's own. */
+static bool find_origin(struct rc_ctx *c, pid_t pid)
+{
+	c->known = true;
+	if (own_record(c, pid, 0))
+		return true;
+	for (pid_t p = qos_sys_parent(pid), depth = 0; p > 1 && depth < 16;
+			p = qos_sys_parent(p), depth++) {
+		if (own_record(c, p, 0))
+			return false;
+	}
+	c->known = qos_journal_any(&c->mgr->cg, c->group, &c->origin);
+	return false;
+}
 
 static void reset_thread(pid_t tid, void *data)
 {
-	(void)data;
+	struct rc_ctx *c = data;
 	int pol = qos_sys_get_thread_policy(tid, NULL);
-	if (pol != 0 && pol >= 0 && qos_sys_release_deadline(tid))
-		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+	if (pol < 0 || !qos_sys_release_deadline(tid))
+		return;
+	if (!c->known) {
+		if (pol != 0)
+			qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+		return;
+	}
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (pol != 0 || (errno == 0 && nice != c->origin.nice))
+		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, c->origin.nice, 0, 0, 0);
+}
+
+/* Back where the record says, or to the top when there is none or it is gone. */
+static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process)
+{
+	struct qos_cgroup *cg = &c->mgr->cg;
+	int e = c->known ? qos_cgroup_restore(cg, pid, tid, whole_process, c->origin.v2,
+		c->origin.cpu) : -ENOENT;
+	if (e == 0)
+		return;
+	if (c->known)
+		qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
+			"cannot return %d to %s: %s; moved to the top of the tree instead",
+			tid ? tid : pid, c->origin.v2, strerror(-e));
+	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
 }
 
 static void release_pid(pid_t pid, void *data)
 {
 	struct rc_ctx *c = data;
-	qos_sys_for_each_thread(pid, reset_thread, NULL);
-	qos_cgroup_restore(&c->mgr->cg, pid, 0, true, "", "/");
+	bool own = find_origin(c, pid);
+	qos_sys_for_each_thread(pid, reset_thread, c);
+	/* Children inherited the bounded limit; only a member's own record knows better. */
+	if (own)
+		qos_rtguard_restore_limit(c->mgr, c->group, pid, c->origin.rt_soft,
+			c->origin.rt_hard);
+	send_back(c, pid, 0, true);
 }
 
+/* A thread moved on its own (hybrid layout: the v1 cpu tree only). */
 static void release_tid(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
-	if (qos_sys_release_deadline(tid))
-		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
-	qos_cgroup_restore(&c->mgr->cg, tid, tid, false, "", "/");
+	pid_t pid = qos_sys_tgid(tid);
+	c->known = true;
+	if (!pid || !own_record(c, pid, tid))
+		find_origin(c, pid ? pid : tid);
+	reset_thread(tid, c);
+	send_back(c, tid, tid, false);
 }
 
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */
 static int release_group(struct qos_manager *mgr, const char *name)
 {
-	struct rc_ctx c = { .mgr = mgr, .group = name };
+	struct rc_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->mgr = mgr;
+	c->group = name;
 	qos_cgroup_freeze(&mgr->cg, name, false);
-	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, &c);
+	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, c);
 	if (mgr->cg.layout == QOS_CG_HYBRID)
-		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, &c);
+		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, c);
+	free(c);
 	return qos_cgroup_group_remove(&mgr->cg, name);
 }
 

@@ -9,6 +9,7 @@
 
 #include "qos/cputimer.h"
 #include "qos/internal.h"
+#include "qos/journal.h"
 #include "qos/sys.h"
 
 struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
@@ -964,7 +965,8 @@ static void restore_member(struct qos_member *m)
 		qos_sys_for_each_thread(m->pid, set_one, &c);
 	m->reserve->params = saved;
 	if (m->rttime_bounded)
-		qos_sys_restore_rttime(m->pid, m->old_rt_soft, m->old_rt_hard);
+		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,
+			m->old_rt_hard);
 	qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 }
 
@@ -999,6 +1001,8 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	r->timers_armed = false; /* the shares change */
 	if (alive && member_alive(m))
 		restore_member(m);
+	if (r->has_group)
+		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] == m) {
 			memmove(&r->members[i], &r->members[i + 1],
@@ -1085,6 +1089,35 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 	return true;
 }
 
+/*
+ * Writes where a joining task comes from onto its group (journal.h), so that
+ * an instance started after a crash can send it back.  A failure is reported
+ * once per manager: the join goes ahead, and reconciliation falls back to
+ * another member's origin, or the top of the tree.
+ */
+static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
+{
+	struct qos_manager *mgr = r->mgr;
+	struct qos_journal_entry *e = calloc(1, sizeof(*e));
+	int err = -ENOMEM;
+	if (e) {
+		e->start_time = m->start_time;
+		e->nice = m->orig_nice;
+		e->rt_soft = e->rt_hard = (uint64_t)RLIM_INFINITY;
+		qos_sys_get_rttime(m->pid, &e->rt_soft, &e->rt_hard);
+		snprintf(e->v2, sizeof(e->v2), "%s", m->orig_v2);
+		snprintf(e->cpu, sizeof(e->cpu), "%s", m->orig_cpu);
+		err = qos_journal_record(&mgr->cg, r->group, m->pid, m->tid, e);
+		free(e);
+	}
+	if (err && !mgr->journal_warned) {
+		mgr->journal_warned = true;
+		qos_emit(mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+			"cannot record where %d came from (%s): after a crash it would return "
+			"to another member's cgroup", m->tid ? m->tid : m->pid, strerror(-err));
+	}
+}
+
 static bool add_member(struct qos_reserve *r, struct qos_member *m)
 {
 	struct qos_member **grown = qos_array_room(r->members, &r->cap_members, r->n_members,
@@ -1111,24 +1144,12 @@ static void collect_pid(pid_t pid, void *data)
 		c->pids[c->n++] = pid;
 }
 
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	char *p = strrchr(buf, ')');
-	int ppid = 0;
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
-}
-
 /* The process member a new process in the group descends from (or the first). */
 static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
 {
 	struct qos_member *first = NULL;
-	for (pid_t p = parent_of(pid), depth = 0; p > 1 && depth < 16; p = parent_of(p), depth++) {
+	for (pid_t p = qos_sys_parent(pid), depth = 0; p > 1 && depth < 16;
+			p = qos_sys_parent(p), depth++) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			if (r->members[i]->pid == p && r->members[i]->tid == 0)
 				return r->members[i];
@@ -1343,12 +1364,14 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
 		goto err_admit;
 	}
+	/* Before the move: a crash right after it must still find the way back. */
+	journal_origin(r, m);
 	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
 		: qos_cgroup_attach_process(&mgr->cg, r->group, pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
 		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid,
 			r->name, strerror(-e));
-		goto err_admit;
+		goto err_restore;
 	}
 	/* The pid may have been recycled while we moved it: check again. */
 	if (!member_alive(m)) {
@@ -1406,6 +1429,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 
 err_restore:
 	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
 err_admit:
 	release_if_unused(r);
 err_close:

@@ -25,8 +25,10 @@
  * has not slept as real-time since moves it out again before the count can
  * reach the bound.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "qos/internal.h"
 #include "qos/sys.h"
@@ -247,4 +249,18 @@ void qos_rtguard_destroy(struct qos_reserve *r)
 	free(r->rtg->t);
 	free(r->rtg);
 	r->rtg = NULL;
+}
+
+void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,
+	uint64_t soft, uint64_t hard)
+{
+	uint64_t cur_soft, cur_hard;
+	if (qos_sys_get_rttime(pid, &cur_soft, &cur_hard) != 0 ||
+			(cur_soft == soft && cur_hard == hard))
+		return;
+	int e = qos_sys_restore_rttime(pid, soft, hard);
+	if (e != 0 && e != -ESRCH)
+		qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, 0, 0,
+			"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
+			(unsigned long long)cur_hard, strerror(-e));
 }

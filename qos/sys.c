@@ -330,14 +330,25 @@ bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
+/*
+ * /proc/ID/stat from the space after the command name (which may hold
+ * spaces and parentheses itself), or NULL when the task is gone.
+ */
+static const char *stat_fields(pid_t id, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", id);
+	if (qos_sys_read_file(path, buf, len) <= 0)
+		return NULL;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
 char qos_sys_thread_state(pid_t tid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
+	char buf[512];
+	const char *p = stat_fields(tid, buf, sizeof(buf));
+	return p ? p[1] : 0;
 }
 
 bool qos_sys_release_deadline(pid_t tid)
@@ -417,4 +428,34 @@ int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard)
 {
 	struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
 	return prlimit(pid, RLIMIT_RTTIME, &rl, NULL) == 0 ? 0 : -errno;
+}
+
+int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
+{
+	struct rlimit rl;
+	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0)
+		return -errno;
+	*soft = rl.rlim_cur;
+	*hard = rl.rlim_max;
+	return 0;
+}
+
+pid_t qos_sys_parent(pid_t pid)
+{
+	char buf[512];
+	const char *p = stat_fields(pid, buf, sizeof(buf));
+	int ppid = 0;
+	if (!p || sscanf(p, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+pid_t qos_sys_tgid(pid_t tid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	const char *t = strstr(buf, "\nTgid:");
+	return t ? (pid_t)strtol(t + 6, NULL, 10) : 0;
 }

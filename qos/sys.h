@@ -93,6 +93,13 @@ int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);
 /* Lowers RLIMIT_RTTIME of pid to at most usec; the old soft/hard are returned. */
 int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard);
 int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard);
+/* The current RLIMIT_RTTIME of pid; 0 or a negative errno. */
+int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard);
+
+/* Parent pid (/proc/PID/stat field 4), or 0 when the process is gone. */
+pid_t qos_sys_parent(pid_t pid);
+/* The process a thread belongs to (its thread group id), or 0 when it is gone. */
+pid_t qos_sys_tgid(pid_t tid);
 
 /* Reads a whole small file into buf (NUL-terminated); returns length or -1. */
 ssize_t qos_sys_read_file(const char *path, char *buf, size_t len);

@@ -8,6 +8,7 @@ otherwise every test is skipped with the reason printed.
 import contextlib
 import glob
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -724,6 +725,193 @@ def test_kill9_manager_guardian_thaws(procs):
         assert not os.path.exists(v2)
     finally:
         _force_cleanup(ROOT)
+
+
+@pytest.fixture
+def origin():
+    """A cgroup outside the manager's root, in every tree members move in:
+    where a member lived before joining.  Yields its path relative to each
+    mount; removed (once its tasks are gone) afterwards."""
+    rel = "/qosway-origin-%d" % os.getpid()
+    if os.path.exists(CG + "/cgroup.controllers"):
+        dirs = [CG + rel]
+    else:
+        dirs = [CG + "/unified" + rel, CG + "/cpu" + rel]
+    for d in dirs:
+        os.makedirs(d, exist_ok=True)
+    yield rel, dirs
+    for d in dirs:
+        for _ in range(100):
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def move_to(dirs, pid):
+    for d in dirs:
+        with open(d + "/cgroup.procs", "w") as f:
+            f.write(str(pid))
+
+
+def cgroup_of(pid):
+    """{"v2": path, "cpu": path} from /proc/PID/cgroup (cpu is v2 on pure v2)."""
+    out = {}
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if ctrls == "":
+                out["v2"] = path
+            elif "cpu" in ctrls.split(","):
+                out["cpu"] = path
+    out.setdefault("cpu", out.get("v2"))
+    return out
+
+
+def _kill9(h):
+    os.kill(h.proc.pid, signal.SIGKILL)
+    h.proc.wait()
+
+
+def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin):
+    """Reconciliation after a crash sends a member back to the cgroups it
+    came from (not to the top of the tree) with the nice level it had, and a
+    child born in the reserve goes where its parent came from.  The origin
+    is recorded on the group before the move (qos/journal.h)."""
+    rel, dirs = origin
+    p = procs(["sh", "-c", "read x; sleep 60 & echo $!; wait"], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    move_to(dirs, p.pid)
+    os.setpriority(os.PRIO_PROCESS, p.pid, 3)
+    h = Helper(guardian=False)
+    try:
+        place(h, "home policy=other nice=-5 inherit=yes", p.pid)
+        v2, _ = h.path("home")
+        assert os.getpriority(os.PRIO_PROCESS, p.pid) == -5
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        child = int(p.stdout.readline())
+        assert cgroup_of(child)["v2"] == cgroup_of(p.pid)["v2"] != rel
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        assert cgroup_of(p.pid)["v2"].endswith("/" + ROOT + "/home"), "the crash left it there"
+        Helper().close()
+        assert not os.path.exists(v2), "reconcile should remove the group"
+        for pid in (p.pid, child):
+            assert cgroup_of(pid) == {"v2": rel, "cpu": rel}, (pid, cgroup_of(pid))
+            assert os.getpriority(os.PRIO_PROCESS, pid) == 3, pid
+    finally:
+        kill_grandchild(child)
+        _force_cleanup(ROOT)
+
+
+def can_raise_hard_limits():
+    """CAP_SYS_RESOURCE (bit 24) in our effective set; the helper inherits it."""
+    with open("/proc/self/status") as f:
+        caps = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
+    return bool(int(caps["CapEff"], 16) & (1 << 24))
+
+
+def check_rttime_restored(pid, before, bounded, events):
+    """RLIMIT_RTTIME is back as it was, or, where raising a hard limit is not
+    allowed (no CAP_SYS_RESOURCE, as in some containers), still the bound,
+    and an event says so."""
+    now = resource.prlimit(pid, resource.RLIMIT_RTTIME)
+    if can_raise_hard_limits():
+        assert now == before
+    else:
+        assert now == bounded
+        assert any("pid=%d" % pid in e and "RLIMIT_RTTIME of %d stays bounded at %d us"
+                   % (pid, bounded[1]) in e for e in events), events
+
+
+def test_kill9_next_instance_restores_real_time_members(rt_bandwidth, procs, origin):
+    """A fifo member left behind by a crash is back to time sharing, with
+    the RLIMIT_RTTIME it had before the manager bounded it, in its cgroup."""
+    rel, dirs = origin
+    p = procs(["sleep", "60"])
+    move_to(dirs, p.pid)
+    before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    h = Helper(guardian=False)
+    try:
+        place(h, "rt policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        bounded = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+        assert bounded == (5000000, 5000000) != before
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        h = Helper()
+        h.close()
+        assert policy_of(p.pid) == os.SCHED_OTHER
+        check_rttime_restored(p.pid, before, bounded, h.events)
+        assert cgroup_of(p.pid) == {"v2": rel, "cpu": rel}
+    finally:
+        _force_cleanup(ROOT)
+
+
+def test_fifo_member_leaving_gets_its_rttime_back(rt_bandwidth, helper, procs):
+    p = procs(["sleep", "60"])
+    before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    place(helper, "rt policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
+    bounded = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    helper.ok("leave %d" % p.pid)
+    assert policy_of(p.pid) == os.SCHED_OTHER
+    check_rttime_restored(p.pid, before, bounded, helper.events)
+
+
+def test_kill9_damaged_origin_record_sends_member_to_the_top(procs, origin):
+    """A record that cannot be parsed is not trusted: the member goes to the
+    top of the tree, the group is still removed and the manager runs on."""
+    rel, dirs = origin
+    p = procs(["sleep", "60"])
+    move_to(dirs, p.pid)
+    h = Helper(guardian=False)
+    try:
+        place(h, "home policy=other", p.pid)
+        v2, _ = h.path("home")
+        name = "user.qosway.%d" % p.pid
+        assert b"v2=%s\n" % rel.encode() in os.getxattr(v2, name)
+        os.setxattr(v2, name, b"qosway-journal 1\nstart=1\nv2=/../x\n")
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        h = Helper()
+        try:
+            h.ok("sync")
+        finally:
+            h.close()
+        assert not os.path.exists(v2)
+        assert cgroup_of(p.pid) == {"v2": "/", "cpu": "/"}
+    finally:
+        _force_cleanup(ROOT)
+
+
+def test_leaving_member_takes_its_origin_record_along(helper, procs, origin):
+    """The record lives only while the member is in the group."""
+    rel, dirs = origin
+    a, b = procs(["sleep", "60"]), procs(["sleep", "60"])
+    move_to(dirs, a.pid)
+    place(helper, "pair policy=other", a.pid)
+    helper.ok("join pair %d" % b.pid)
+    v2, _ = helper.path("pair")
+    names = sorted(n for n in os.listxattr(v2) if n.startswith("user.qosway."))
+    assert names == sorted(["user.qosway.%d" % a.pid, "user.qosway.%d" % b.pid])
+    helper.ok("leave %d" % a.pid)
+    assert [n for n in os.listxattr(v2) if n.startswith("user.qosway.")] == \
+        ["user.qosway.%d" % b.pid]
+    assert cgroup_of(a.pid) == {"v2": rel, "cpu": rel}
 
 
 def _wait_for(helper, predicate, timeout, what):

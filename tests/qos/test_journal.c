@@ -1,0 +1,123 @@
+/* The text form of member origin records (qos/journal.h). */
+#include <sys/resource.h>
+
+#include "check.h"
+#include "qos/journal.h"
+
+static bool parse(const char *text, struct qos_journal_entry *e)
+{
+	return qos_journal_parse(text, strlen(text), e);
+}
+
+static void test_round_trip(void)
+{
+	struct qos_journal_entry in = {
+		.start_time = 123456,
+		.nice = -7,
+		.rt_soft = 200000,
+		.rt_hard = (uint64_t)RLIM_INFINITY,
+	};
+	snprintf(in.v2, sizeof(in.v2), "/user.slice/app-foot scope with spaces.scope");
+	snprintf(in.cpu, sizeof(in.cpu), "/");
+	char buf[8192];
+	size_t n = qos_journal_format(&in, buf, sizeof(buf));
+	CHECK(n > 0 && strlen(buf) == n);
+	CHECK(strstr(buf, "rttime=200000 inf\n") != NULL);
+	struct qos_journal_entry out;
+	memset(&out, 0x5a, sizeof(out));
+	CHECK(qos_journal_parse(buf, n, &out));
+	CHECK_EQ_U(out.start_time, 123456);
+	CHECK(out.nice == -7);
+	CHECK_EQ_U(out.rt_soft, 200000);
+	CHECK(out.rt_hard == (uint64_t)RLIM_INFINITY);
+	CHECK_STR(out.v2, in.v2);
+	CHECK_STR(out.cpu, "/");
+	/* A buffer too small gives nothing rather than a cut record. */
+	CHECK_EQ_U(qos_journal_format(&in, buf, 40), 0);
+	/* Pure cgroup v2 has no v1 cpu path; hybrid tasks may lack one too. */
+	in.cpu[0] = '\0';
+	n = qos_journal_format(&in, buf, sizeof(buf));
+	CHECK(qos_journal_parse(buf, n, &out) && out.cpu[0] == '\0');
+}
+
+#define GOOD "qosway-journal 1\nstart=5\nnice=19\nrttime=inf inf\nv2=/a\ncpu=/b\n"
+
+static void test_accepts(void)
+{
+	struct qos_journal_entry e;
+	CHECK(parse(GOOD, &e) && e.nice == 19 && e.start_time == 5);
+	CHECK(parse("qosway-journal 1\ncpu=/b\nv2=/a\nrttime=1 2\nnice=-20\nstart=5\n", &e));
+	CHECK(e.nice == -20 && e.rt_soft == 1 && e.rt_hard == 2);
+	/* Keys a later version adds are skipped. */
+	CHECK(parse(GOOD "policy=fifo\n", &e));
+	CHECK(parse("qosway-journal 1\nstart=5\nnice=0\nrttime=0 0\nv2=/a/...b/.c\ncpu=\n", &e));
+	CHECK_STR(e.v2, "/a/...b/.c");
+}
+
+static void test_rejects(void)
+{
+	struct qos_journal_entry e = { .nice = 3 };
+	const char *bad[] = {
+		"",
+		"qosway-journal 2\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"start=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		/* each key missing in turn */
+		"qosway-journal 1\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\n",
+		/* cut short: the last line has no newline */
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b",
+		/* repeated key */
+		GOOD "nice=1\n",
+		/* numbers */
+		"qosway-journal 1\nstart=0\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=-5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=99999999999999999999\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5x\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=20\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=-21\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=-\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=5\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=9 5\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf 5\nv2=/a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=infinity inf\nv2=/a\ncpu=/b\n",
+		/* paths: absolute, and never out of the tree */
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a/../../etc\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/..\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/./a\ncpu=/b\n",
+		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=b\n",
+		/* a line that is no key=value */
+		"qosway-journal 1\nstart=5\nnice=0\ngarbage\nrttime=inf inf\nv2=/a\ncpu=/b\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (parse(bad[i], &e)) {
+			fprintf(stderr, "accepted bad record %zu:\n%s\n", i, bad[i]);
+			check_failures++;
+		}
+	}
+	/* A refused record leaves the output alone. */
+	CHECK(e.nice == 3);
+	/* An embedded NUL is no path character. */
+	const char nul[] = "qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\0b\ncpu=/b\n";
+	CHECK(!qos_journal_parse(nul, sizeof(nul) - 1, &e));
+	/* A path as long as the buffer does not fit. */
+	char *big = malloc(3 * QOS_CG_REL_PATH);
+	int n = snprintf(big, 3 * QOS_CG_REL_PATH, "qosway-journal 1\nstart=5\nnice=0\n"
+		"rttime=inf inf\ncpu=/b\nv2=/");
+	memset(big + n, 'x', QOS_CG_REL_PATH);
+	snprintf(big + n + QOS_CG_REL_PATH, 3, "\n");
+	CHECK(!parse(big, &e));
+	free(big);
+}
+
+int main(void)
+{
+	test_round_trip();
+	test_accepts();
+	test_rejects();
+	return check_report("test_journal");
+}
