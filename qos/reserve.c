@@ -1194,6 +1194,8 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
+	/* Its own record: the ancestor's may be gone (with it) by a crash. */
+	journal_origin(r, m);
 	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
 			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
 				&m->old_rt_hard) == 0)

@@ -811,6 +811,46 @@ def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin)
         _force_cleanup(ROOT)
 
 
+def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origin):
+    """An inheriting child outlives the member it was born to; the member's
+    record went with it, so the child carries a record of its own and a
+    crash still sends it where its parent came from."""
+    rel, dirs = origin
+    p = procs(["sh", "-c", "read x; sleep 60 & echo $!; read y"], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    move_to(dirs, p.pid)
+    os.setpriority(os.PRIO_PROCESS, p.pid, 3)
+    h = Helper(guardian=False)
+    child = None
+    try:
+        place(h, "home policy=other nice=-5 inherit=yes", p.pid)
+        v2, _ = h.path("home")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        child = int(p.stdout.readline())
+        _wait_for(h, lambda: "members=2" in h.ok("info home"), 3, "the child was not adopted")
+        p.stdin.write("bye\n")
+        p.stdin.flush()
+        p.wait()
+        _wait_for(h, lambda: "members=1" in h.ok("info home"), 3, "the exit was not seen")
+        assert [n for n in os.listxattr(v2) if n.startswith("user.qosway.")] == \
+            ["user.qosway.%d" % child]
+        _kill9(h)
+    except BaseException:
+        h.close()
+        if child:
+            kill_grandchild(child)
+        raise
+    try:
+        Helper().close()
+        assert not os.path.exists(v2)
+        assert cgroup_of(child) == {"v2": rel, "cpu": rel}
+        assert os.getpriority(os.PRIO_PROCESS, child) == 3
+    finally:
+        kill_grandchild(child)
+        _force_cleanup(ROOT)
+
+
 def can_raise_hard_limits():
     """CAP_SYS_RESOURCE (bit 24) in our effective set; the helper inherits it."""
     with open("/proc/self/status") as f:
