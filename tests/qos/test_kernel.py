@@ -771,6 +771,23 @@ def cgroup_of(pid):
     return out
 
 
+def forking_shell(procs, dirs, then):
+    """A shell in the cgroup `dirs` at nice 3 that, told "go", starts a
+    child (sleep), prints its pid and runs `then`."""
+    p = procs(["sh", "-c", "read x; sleep 60 & echo $!; " + then], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    move_to(dirs, p.pid)
+    os.setpriority(os.PRIO_PROCESS, p.pid, 3)
+    return p
+
+
+def tell(p, line):
+    """Writes a line to p and returns the number it answers."""
+    p.stdin.write(line + "\n")
+    p.stdin.flush()
+    return int(p.stdout.readline())
+
+
 def _kill9(h):
     os.kill(h.proc.pid, signal.SIGKILL)
     h.proc.wait()
@@ -782,18 +799,13 @@ def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin)
     child born in the reserve goes where its parent came from.  The origin
     is recorded on the group before the move (qos/journal.h)."""
     rel, dirs = origin
-    p = procs(["sh", "-c", "read x; sleep 60 & echo $!; wait"], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    move_to(dirs, p.pid)
-    os.setpriority(os.PRIO_PROCESS, p.pid, 3)
+    p = forking_shell(procs, dirs, "wait")
     h = Helper(guardian=False)
     try:
         place(h, "home policy=other nice=-5 inherit=yes", p.pid)
         v2, _ = h.path("home")
         assert os.getpriority(os.PRIO_PROCESS, p.pid) == -5
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        child = int(p.stdout.readline())
+        child = tell(p, "go")
         assert cgroup_of(child)["v2"] == cgroup_of(p.pid)["v2"] != rel
         _kill9(h)
     except BaseException:
@@ -816,18 +828,13 @@ def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origi
     record went with it, so the child carries a record of its own and a
     crash still sends it where its parent came from."""
     rel, dirs = origin
-    p = procs(["sh", "-c", "read x; sleep 60 & echo $!; read y"], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    move_to(dirs, p.pid)
-    os.setpriority(os.PRIO_PROCESS, p.pid, 3)
+    p = forking_shell(procs, dirs, "read y")
     h = Helper(guardian=False)
     child = None
     try:
         place(h, "home policy=other nice=-5 inherit=yes", p.pid)
         v2, _ = h.path("home")
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        child = int(p.stdout.readline())
+        child = tell(p, "go")
         _wait_for(h, lambda: "members=2" in h.ok("info home"), 3, "the child was not adopted")
         p.stdin.write("bye\n")
         p.stdin.flush()
