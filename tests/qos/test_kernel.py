@@ -740,6 +740,11 @@ def origin():
     for d in dirs:
         os.makedirs(d, exist_ok=True)
     yield rel, dirs
+    # Runs before `procs` kills the test's processes: whatever sits here is ours.
+    for d in dirs:
+        for pid in open(d + "/cgroup.procs").read().split():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
     for d in dirs:
         for _ in range(100):
             try:
@@ -749,6 +754,7 @@ def origin():
                 break
             except OSError:
                 time.sleep(0.05)
+        assert not os.path.exists(d), "test cgroup %s left behind" % d
 
 
 def move_to(dirs, pid):
@@ -855,6 +861,48 @@ def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origi
         assert os.getpriority(os.PRIO_PROCESS, child) == 3
     finally:
         kill_grandchild(child)
+        _force_cleanup(ROOT)
+
+
+def thread_cpu_cgroup(pid, tid):
+    with open("/proc/%d/task/%d/cgroup" % (pid, tid)) as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if "cpu" in ctrls.split(","):
+                return path
+    return None
+
+
+@pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
+                    reason="only the hybrid layout moves single threads (v1 cpu tree)")
+def test_kill9_thread_member_returns_to_its_origin(procs, origin):
+    """A thread member (moved alone, in the v1 cpu tree) has a record of its
+    own, <pid>.<tid>, and goes back to its cpu group at its nice level."""
+    rel, dirs = origin
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    move_to(dirs, p.pid)
+    tid = tell(p, "")
+    os.setpriority(os.PRIO_PROCESS, tid, 2)
+    h = Helper(guardian=False)
+    try:
+        h.ok("reserve th policy=other nice=-3")
+        h.ok("join th %d %d" % (p.pid, tid))
+        _, cpu = h.path("th")
+        assert thread_cpu_cgroup(p.pid, tid).endswith("/th")
+        assert thread_cpu_cgroup(p.pid, p.pid) == rel
+        assert "user.qosway.%d.%d" % (p.pid, tid) in os.listxattr(h.path("th")[0])
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        Helper().close()
+        assert not os.path.exists(cpu)
+        assert thread_cpu_cgroup(p.pid, tid) == rel
+        assert os.getpriority(os.PRIO_PROCESS, tid) == 2
+    finally:
         _force_cleanup(ROOT)
 
 
@@ -1145,5 +1193,6 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
 
 
 def test_zz_no_test_cgroup_left():
-    left = glob.glob("%s/*/qosway-test-*" % CG)
+    left = glob.glob("%s/*/qosway-test-*" % CG) + glob.glob("%s/*/qosway-origin-*" % CG) + \
+        glob.glob("%s/qosway-origin-*" % CG)
     assert left == [], left
