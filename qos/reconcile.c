@@ -38,18 +38,19 @@ static bool own_record(struct rc_ctx *c, pid_t pid, pid_t tid)
 		c->origin.start_time == qos_sys_start_time(pid, tid);
 }
 
+static bool has_record(pid_t pid, void *data)
+{
+	return own_record(data, pid, 0);
+}
+
 /* Fills c->origin for a process; true when the record is the process's own. */
 static bool find_origin(struct rc_ctx *c, pid_t pid)
 {
 	c->known = true;
 	if (own_record(c, pid, 0))
 		return true;
-	for (pid_t p = qos_sys_parent(pid), depth = 0; p > 1 && depth < 16;
-			p = qos_sys_parent(p), depth++) {
-		if (own_record(c, p, 0))
-			return false;
-	}
-	c->known = qos_journal_any(&c->mgr->cg, c->group, &c->origin);
+	if (!qos_sys_find_ancestor(pid, has_record, c))
+		c->known = qos_journal_any(&c->mgr->cg, c->group, &c->origin);
 	return false;
 }
 
@@ -76,8 +77,8 @@ static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process
 	struct qos_cgroup *cg = &c->mgr->cg;
 	int e = c->known ? qos_cgroup_restore(cg, pid, tid, whole_process, c->origin.v2,
 		c->origin.cpu) : -ENOENT;
-	if (e == 0)
-		return;
+	if (e == 0 || e == -ESRCH)
+		return; /* back, or gone */
 	if (c->known)
 		qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
 			"cannot return %d to %s: %s; moved to the top of the tree instead",

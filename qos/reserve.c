@@ -1144,22 +1144,25 @@ static void collect_pid(pid_t pid, void *data)
 		c->pids[c->n++] = pid;
 }
 
+static struct qos_member *process_member(struct qos_reserve *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->tid == 0 && (!pid || r->members[i]->pid == pid))
+			return r->members[i];
+	}
+	return NULL;
+}
+
+static bool is_process_member(pid_t pid, void *data)
+{
+	return process_member(data, pid) != NULL;
+}
+
 /* The process member a new process in the group descends from (or the first). */
 static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
 {
-	struct qos_member *first = NULL;
-	for (pid_t p = qos_sys_parent(pid), depth = 0; p > 1 && depth < 16;
-			p = qos_sys_parent(p), depth++) {
-		for (size_t i = 0; i < r->n_members; i++) {
-			if (r->members[i]->pid == p && r->members[i]->tid == 0)
-				return r->members[i];
-		}
-	}
-	for (size_t i = 0; i < r->n_members && !first; i++) {
-		if (r->members[i]->tid == 0)
-			first = r->members[i];
-	}
-	return first;
+	pid_t ancestor = qos_sys_find_ancestor(pid, is_process_member, r);
+	return process_member(r, ancestor);
 }
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)

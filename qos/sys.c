@@ -406,14 +406,22 @@ int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)
 	return (int)a.sched_policy;
 }
 
+int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
+{
+	struct rlimit rl;
+	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0)
+		return -errno;
+	*soft = rl.rlim_cur;
+	*hard = rl.rlim_max;
+	return 0;
+}
+
 int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard)
 {
-	struct rlimit old;
-	if (prlimit(pid, RLIMIT_RTTIME, NULL, &old) != 0)
-		return -errno;
-	*old_soft = old.rlim_cur;
-	*old_hard = old.rlim_max;
-	struct rlimit nl = old;
+	int e = qos_sys_get_rttime(pid, old_soft, old_hard);
+	if (e)
+		return e;
+	struct rlimit nl = { .rlim_cur = *old_soft, .rlim_max = *old_hard };
 	/* Never raise an existing bound, only tighten it. */
 	if (nl.rlim_max == RLIM_INFINITY || nl.rlim_max > usec)
 		nl.rlim_max = usec;
@@ -430,17 +438,8 @@ int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard)
 	return prlimit(pid, RLIMIT_RTTIME, &rl, NULL) == 0 ? 0 : -errno;
 }
 
-int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
-{
-	struct rlimit rl;
-	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0)
-		return -errno;
-	*soft = rl.rlim_cur;
-	*hard = rl.rlim_max;
-	return 0;
-}
-
-pid_t qos_sys_parent(pid_t pid)
+/* Parent pid (/proc/PID/stat field 4), or 0 when the process is gone. */
+static pid_t parent_of(pid_t pid)
 {
 	char buf[512];
 	const char *p = stat_fields(pid, buf, sizeof(buf));
@@ -448,6 +447,15 @@ pid_t qos_sys_parent(pid_t pid)
 	if (!p || sscanf(p, " %*c %d", &ppid) != 1)
 		return 0;
 	return ppid;
+}
+
+pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data)
+{
+	for (pid_t p = parent_of(pid), depth = 0; p > 1 && depth < 16; p = parent_of(p), depth++) {
+		if (match(p, data))
+			return p;
+	}
+	return 0;
 }
 
 pid_t qos_sys_tgid(pid_t tid)

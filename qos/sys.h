@@ -96,8 +96,11 @@ int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard);
 /* The current RLIMIT_RTTIME of pid; 0 or a negative errno. */
 int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard);
 
-/* Parent pid (/proc/PID/stat field 4), or 0 when the process is gone. */
-pid_t qos_sys_parent(pid_t pid);
+/*
+ * The nearest ancestor of pid (parent first, at most 16 generations, never
+ * init) for which match returns true, or 0 when there is none.
+ */
+pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data);
 /* The process a thread belongs to (its thread group id), or 0 when it is gone. */
 pid_t qos_sys_tgid(pid_t tid);
 
