@@ -173,18 +173,19 @@ static void leave_one(pid_t tid, void *data)
 	t->verify_at_us = 0;
 	t->back_at_us = c->period_end_us;
 	t->risky = true;
-	if (qos_sys_thread_state(tid) != 'R') {
+	char state = qos_sys_thread_state(tid);
+	if (state != 'R') {
 		/* Asleep, so not throttled; leave without the sleeper's leak. */
-		if (qos_sys_release_deadline(tid))
+		if (qos_sys_release_deadline_in(tid, state))
 			to_fallback(r, tid);
 		return;
 	}
 	int64_t runtime, deadline;
 	uint64_t before = 0, after = 0;
-	bool known = qos_sys_thread_dl_state(tid, &runtime, &deadline);
-	qos_sys_thread_cpu_ns(tid, &before);
+	bool known = qos_sys_thread_dl_state(tid, &runtime, &deadline, &before);
 	to_fallback(r, tid);
-	qos_sys_thread_cpu_ns(tid, &after);
+	if (known && !qos_sys_thread_cpu_ns(tid, &after))
+		after = before;
 	if (!known) {
 		/* Unknown state: wait a whole period more, which is past any 0-lag
 		 * time of an overrun shorter than a slice. */
@@ -257,7 +258,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	if (now_us < r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US)
 		return true;
 	int64_t runtime, deadline;
-	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline) && runtime == (int64_t)q) {
+	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline, NULL) && runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
 		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
 		r->mgr->dl_calibrated_us = now_us;
@@ -276,7 +277,7 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid)
 {
 	int64_t runtime, deadline;
-	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline) || runtime > 0)
+	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) || runtime > 0)
 		return false;
 	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
 	if (deadline + STUCK_AFTER_NS > now || qos_sys_thread_state(tid) != 'R')

@@ -261,15 +261,9 @@ static size_t count_threads(struct qos_reserve *r)
 		if (m->tid) {
 			n++;
 		} else {
-			char p[64];
-			snprintf(p, sizeof(p), "/proc/%d/status", m->pid);
-			char buf[4096];
-			int threads = 1;
-			if (qos_sys_read_file(p, buf, sizeof(buf)) > 0) {
-				char *t = strstr(buf, "Threads:");
-				if (t)
-					threads = atoi(t + 8);
-			}
+			/* The task directory, not /proc/PID/status: that prints
+			 * some fifty lines (most of a housekeeping pass) for one. */
+			int threads = qos_sys_for_each_thread(m->pid, NULL, NULL);
 			n += (size_t)(threads > 0 ? threads : 1);
 		}
 	}

@@ -176,11 +176,32 @@ static bool sched_field(const char *buf, const char *key, int64_t *out)
 	return end != p + 1;
 }
 
-bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns)
+/* "se.sum_exec_runtime : MS.NNNNNN" (milliseconds, nanosecond decimals). */
+static bool sched_ns_field(const char *buf, const char *key, uint64_t *out)
+{
+	const char *p = strstr(buf, key);
+	if (!p || !(p = strchr(p, ':')))
+		return false;
+	char *end;
+	unsigned long long ms = strtoull(p + 1, &end, 10);
+	if (end == p + 1 || *end != '.')
+		return false;
+	const char *frac = end + 1;
+	unsigned long long ns = strtoull(frac, &end, 10);
+	if (end - frac != 6)
+		return false;
+	*out = ms * 1000000u + ns;
+	return true;
+}
+
+bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns,
+	uint64_t *cpu_ns)
 {
 	char path[64], buf[8192];
 	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns))
 		return false;
 	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
 		sched_field(buf, "\ndl.deadline ", deadline_ns);
@@ -216,7 +237,8 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns)
 		if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
 			_exit(1);
 		int64_t t1 = qos_sys_now_ns(), runtime, deadline;
-		if (!qos_sys_thread_dl_state((pid_t)syscall(SYS_gettid), &runtime, &deadline))
+		if (!qos_sys_thread_dl_state((pid_t)syscall(SYS_gettid), &runtime, &deadline,
+				NULL))
 			_exit(1);
 		int64_t offset = deadline - (int64_t)a.sched_deadline - (t0 + (t1 - t0) / 2);
 		ssize_t n = write(fds[1], &offset, sizeof(offset));
@@ -248,7 +270,8 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 	while ((e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		fn((pid_t)atoi(e->d_name), data);
+		if (fn)
+			fn((pid_t)atoi(e->d_name), data);
 		n++;
 	}
 	closedir(d);
@@ -351,6 +374,25 @@ char qos_sys_thread_state(pid_t tid)
 	return p ? p[1] : 0;
 }
 
+/* The shrink qos_sys_release_deadline explains, for a thread in this state. */
+static bool release_in(pid_t tid, char state, uint64_t flags)
+{
+	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
+		return false;
+	if (state == 'R')
+		return true;
+	struct qos_sched_attr tiny = {
+		.size = sizeof(tiny),
+		.sched_policy = SCHED_DEADLINE,
+		.sched_flags = flags,
+		.sched_runtime = 1024,
+		.sched_deadline = 1000000000ull,
+		.sched_period = 1000000000ull,
+	};
+	syscall(SYS_sched_setattr, tid, &tiny, 0);
+	return true;
+}
+
 bool qos_sys_release_deadline(pid_t tid)
 {
 	/*
@@ -374,21 +416,12 @@ bool qos_sys_release_deadline(pid_t tid)
 		return false;
 	if (cur.sched_policy != SCHED_DEADLINE)
 		return true;
-	char state = qos_sys_thread_state(tid);
-	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
-		return false;
-	if (state == 'R')
-		return true;
-	struct qos_sched_attr tiny = {
-		.size = sizeof(tiny),
-		.sched_policy = SCHED_DEADLINE,
-		.sched_flags = cur.sched_flags,
-		.sched_runtime = 1024,
-		.sched_deadline = 1000000000ull,
-		.sched_period = 1000000000ull,
-	};
-	syscall(SYS_sched_setattr, tid, &tiny, 0);
-	return true;
+	return release_in(tid, qos_sys_thread_state(tid), cur.sched_flags);
+}
+
+bool qos_sys_release_deadline_in(pid_t tid, char state)
+{
+	return release_in(tid, state, QOS_SCHED_FLAG_RESET_ON_FORK);
 }
 
 bool qos_sys_thread_is_deadline(pid_t tid)

@@ -36,10 +36,12 @@ bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out);
 
 /*
  * dl.runtime (may be negative: an overrun) and dl.deadline (sched clock) of a
- * SCHED_DEADLINE thread, from /proc/TID/sched.  False when the thread is not
- * SCHED_DEADLINE or the kernel does not show them.
+ * SCHED_DEADLINE thread, from /proc/TID/sched, and when cpu_ns is not NULL
+ * its CPU time from the same snapshot (the counter schedstat shows).  False
+ * when the thread is not SCHED_DEADLINE or the kernel does not show them.
  */
-bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns);
+bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns,
+	uint64_t *cpu_ns);
 
 /*
  * Cumulative CPU time of a whole process from its CPU clock: exact to the
@@ -57,7 +59,8 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out);
  */
 bool qos_sys_sched_clock_offset(int64_t *offset_ns);
 
-/* Calls fn for every thread of pid; returns the number of threads or -1. */
+/* Calls fn (when not NULL) for every thread of pid; returns the number of
+ * threads or -1. */
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
 
 /*
@@ -73,6 +76,13 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
  * the thread is gone or dead: then leave its policy alone.
  */
 bool qos_sys_release_deadline(pid_t tid);
+
+/*
+ * The same for a thread the manager made SCHED_DEADLINE (so reset-on-fork
+ * is its only flag) whose state (qos_sys_thread_state) the caller has just
+ * read: saves reading both again.
+ */
+bool qos_sys_release_deadline_in(pid_t tid, char state);
 
 /*
  * Whether thread tid is one of process pid's threads now.  For a tid kept
