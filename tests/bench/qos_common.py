@@ -54,6 +54,18 @@ def stop(p):
         pass
 
 
+def cpu_ns_of(pid):
+    """CPU time of a process, all its threads (schedstat, ns)."""
+    total = 0
+    for f in glob.glob("/proc/%d/task/*/schedstat" % pid):
+        try:
+            with open(f) as fh:
+                total += int(fh.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
 def spin(bench, cpu=None):
     argv = [bench, "spin"]
     if cpu is not None:
@@ -91,14 +103,7 @@ class Manager(QosHelper):
 
     def cpu_ns(self):
         """CPU time of the manager process, all its threads (schedstat, ns)."""
-        total = 0
-        for f in glob.glob("/proc/%d/task/*/schedstat" % self.proc.pid):
-            try:
-                with open(f) as fh:
-                    total += int(fh.read().split()[0])
-            except OSError:
-                pass
-        return total
+        return cpu_ns_of(self.proc.pid)
 
     def close(self):
         super().close()

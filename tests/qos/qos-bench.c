@@ -35,6 +35,11 @@
  *       (wake-up time minus expiry time), then "done".
  *   spin
  *       Busy loop until killed.
+ *   waker HZ
+ *       Wakes HZ times a second and does nothing else, the way qos-helper
+ *       waits (poll on stdin and an epoll fd holding a timerfd, then
+ *       epoll_wait and a read), until stdin closes: the cost of merely
+ *       waking as often as the manager does (tests/bench/qos_overhead.py).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +48,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,17 +236,57 @@ static int timerlat(int argc, char **argv)
 	return 0;
 }
 
+static int waker(int argc, char **argv)
+{
+	double hz = argc >= 1 ? atof(argv[0]) : 0;
+	if (hz <= 0 || hz > 100000)
+		return 2;
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	if (tfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0)
+		return 1;
+	uint64_t ns = (uint64_t)(1e9 / hz);
+	struct itimerspec its = {
+		.it_interval = { .tv_sec = (time_t)(ns / 1000000000u),
+			.tv_nsec = (long)(ns % 1000000000u) },
+	};
+	its.it_value = its.it_interval;
+	if (timerfd_settime(tfd, 0, &its, NULL) < 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		struct pollfd fds[2] = {
+			{ .fd = 0, .events = POLLIN },
+			{ .fd = ep, .events = POLLIN },
+		};
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if (fds[1].revents & POLLIN) {
+			struct epoll_event out[4];
+			uint64_t v;
+			if (epoll_wait(ep, out, 4, 0) > 0 && read(tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return 1;
+		}
+		if (fds[0].revents & (POLLIN | POLLHUP))
+			return 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "periodic") == 0)
 		return periodic(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "timerlat") == 0)
 		return timerlat(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "waker") == 0)
+		return waker(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "spin") == 0) {
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
 	fprintf(stderr, "usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "
-		"timerlat COUNT MIN_MS MAX_MS SEED | spin\n", argv[0]);
+		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ\n", argv[0]);
 	return 2;
 }
