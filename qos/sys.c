@@ -91,6 +91,26 @@ int qos_sys_write_file(const char *path, const char *value)
 	return err;
 }
 
+/*
+ * A stat file from the space after the command name (which may hold spaces
+ * and parentheses itself), or NULL when the task is gone.
+ */
+static const char *fields_after_comm(const char *path, char *buf, size_t len)
+{
+	if (qos_sys_read_file(path, buf, len) <= 0)
+		return NULL;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
+/* /proc/ID/stat from the space after the command name. */
+static const char *stat_fields(pid_t id, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", id);
+	return fields_after_comm(path, buf, len);
+}
+
 uint64_t qos_sys_start_time(pid_t pid, pid_t tid)
 {
 	char path[64], buf[1024];
@@ -98,18 +118,11 @@ uint64_t qos_sys_start_time(pid_t pid, pid_t tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* comm may contain spaces and parentheses: count fields after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
+	/* From the space before field 3 to the one before field 22, starttime. */
+	const char *p = fields_after_comm(path, buf, sizeof(buf));
 	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	if (!p)
-		return 0;
-	return strtoull(p + 1, NULL, 10);
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 int qos_sys_pidfd_open(pid_t pid, bool thread)
@@ -351,20 +364,6 @@ bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
 	return access(path, F_OK) == 0;
-}
-
-/*
- * /proc/ID/stat from the space after the command name (which may hold
- * spaces and parentheses itself), or NULL when the task is gone.
- */
-static const char *stat_fields(pid_t id, char *buf, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", id);
-	if (qos_sys_read_file(path, buf, len) <= 0)
-		return NULL;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p + 1 : NULL;
 }
 
 char qos_sys_thread_state(pid_t tid)
