@@ -178,9 +178,29 @@ static bool notified(const struct qos_reserve *r)
  */
 #define SWITCH_MARGIN_US 300u
 
+/*
+ * A fifo or rr reserve with a fallback other than pause has the same budget
+ * twice: the manager's switch, and the group's cpu.rt_runtime_us, which the
+ * kernel enforces at its ticks by throttling.  At a tick that finds both
+ * used up, the throttle comes first, and the thread does not even take the
+ * CPU-timer notice then: the kernel delivers it as task work on the way back
+ * to user space, which a throttled thread takes only when the group's next
+ * period starts.  When the reserve's period boundary falls in that gap, the
+ * notice arrives in the next period every time and the fallback never
+ * happens: the kernel pauses the thread instead (1 test run in 20 here).  So
+ * such a reserve switches before that tick, as an optimistic one does.
+ */
+static bool rt_throttle_races(const struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	return qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
+		p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
+		qos_params_has_limit(p);
+}
+
 static uint64_t timer_guard_us(const struct qos_reserve *r)
 {
-	if (!optimistic(r))
+	if (!optimistic(r) && !rt_throttle_races(r))
 		return 0;
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
 	uint64_t guard = r->mgr->tick_us * n;
@@ -243,12 +263,18 @@ static bool group_idles(const struct qos_reserve *r)
 
 /*
  * Where the kernel can notify, limited reserves' periods start on a common
- * grid, so the period ends of notified reserves share wake-ups.
+ * grid, so the period ends of notified reserves share wake-ups.  Not where
+ * the kernel keeps a window of its own on the same budget: a deadline
+ * reservation starts afresh with each return (optimistic.c), and a real-time
+ * group's bandwidth period starts when its first thread becomes runnable
+ * real-time in it, which for a new group is the member's join, just before
+ * this is asked.  Out of phase, the kernel would throttle threads in
+ * periods where the manager sees its slice far from used.
  */
 static uint64_t period_origin(const struct qos_reserve *r, uint64_t now_us)
 {
 	uint64_t period = r->params.period_us;
-	if (r->mgr->cputimer_fd < 0 || !period || optimistic(r))
+	if (r->mgr->cputimer_fd < 0 || !period || optimistic(r) || rt_throttle_races(r))
 		return now_us;
 	return now_us - now_us % period;
 }

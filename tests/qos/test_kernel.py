@@ -460,7 +460,12 @@ def test_fifo_thread_that_never_sleeps_is_moved_out_not_killed(rt_bandwidth, pro
     with running_helper(extra=["--rttime", "3000"]) as h:
         p = busy(procs, 1)
         place(h, "f policy=fifo priority=10", p.pid)
-        assert policy_of(p.pid) == os.SCHED_FIFO
+        # fifo; or, when this process shared CPU 1 with the loop and got to
+        # look only after the loop's first 45 ms, in its safety fallback.
+        pol = policy_of(p.pid)
+        h.ok("sync")
+        assert pol == os.SCHED_FIFO or any(
+            e.startswith("event overrun reserve=f ") for e in h.events), (pol, h.events)
         time.sleep(4.5)
         assert p.poll() is None, "killed (status %s); events: %s" % (
             p.returncode, rt_events(h, "demoted"))
@@ -501,7 +506,12 @@ def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, pr
         time.sleep(5)
         assert p.poll() is None, "killed (status %s)" % p.returncode
         info = h.ok("info f")
-        assert "overruns=0 " not in info, info
+        fields = dict(kv.split("=", 1) for kv in info.split()[1:])
+        # Nearly every period on a quiet machine (98-100 of 100), about half
+        # when a busy loop shares the manager's CPU.  Before the switch came
+        # ahead of the group's real-time throttle, a period boundary in the
+        # throttled gap locked it out: no overrun at all in 1 run of 20.
+        assert int(fields["overruns"]) * 4 >= int(fields["periods"]), (info, h.events[-12:])
         assert not rt_events(h, "demoted"), rt_events(h, "demoted")
 
 
