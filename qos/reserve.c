@@ -150,8 +150,10 @@ static bool notified(const struct qos_reserve *r)
 }
 
 /*
- * How much of the slice an optimistic reserve gives up to leave
- * SCHED_DEADLINE in time.  The kernel brings a running thread's accounting
+ * How much of the slice a reserve the kernel also throttles
+ * (races_kernel_throttle, below) gives up to leave its class in time; told
+ * here for optimistic qos, the same holds for a real-time group's runtime.
+ * The kernel brings a running thread's accounting
  * (its CPU clock, its deadline runtime) up to date only at ticks and
  * switches, and throttles it at the first tick that finds the runtime gone;
  * a CPU timer fires at a tick too.  So a check that sees less than a tick
@@ -179,28 +181,30 @@ static bool notified(const struct qos_reserve *r)
 #define SWITCH_MARGIN_US 300u
 
 /*
- * A fifo or rr reserve with a fallback other than pause has the same budget
- * twice: the manager's switch, and the group's cpu.rt_runtime_us, which the
- * kernel enforces at its ticks by throttling.  At a tick that finds both
- * used up, the throttle comes first, and the thread does not even take the
- * CPU-timer notice then: the kernel delivers it as task work on the way back
- * to user space, which a throttled thread takes only when the group's next
- * period starts.  When the reserve's period boundary falls in that gap, the
- * notice arrives in the next period every time and the fallback never
- * happens: the kernel pauses the thread instead (1 test run in 20 here).  So
- * such a reserve switches before that tick, as an optimistic one does.
+ * Whether the kernel enforces the reserve's budget itself, in a window of its
+ * own, so that the manager's switch to the fallback must come before the
+ * tick at which the kernel would stop the members:
+ *  - optimistic qos: the deadline runtime (see timer_guard_us below);
+ *  - fifo or rr with a fallback other than pause: the group's
+ *    cpu.rt_runtime_us.  At a tick that finds both used up, the throttle
+ *    comes first, and the thread does not even take the CPU-timer notice
+ *    then: the kernel delivers it as task work on the way back to user
+ *    space, which a throttled thread takes only when the group's next
+ *    period starts.  When the reserve's period boundary falls in that gap,
+ *    the notice arrives in the next period every time and the fallback never
+ *    happens: the kernel pauses the thread instead (1 test run in 20 here).
  */
-static bool rt_throttle_races(const struct qos_reserve *r)
+static bool races_kernel_throttle(const struct qos_reserve *r)
 {
 	const struct qos_params *p = &r->params;
-	return qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
+	return optimistic(r) || (qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
 		p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
-		qos_params_has_limit(p);
+		qos_params_has_limit(p));
 }
 
 static uint64_t timer_guard_us(const struct qos_reserve *r)
 {
-	if (!optimistic(r) && !rt_throttle_races(r))
+	if (!races_kernel_throttle(r))
 		return 0;
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
 	uint64_t guard = r->mgr->tick_us * n;
@@ -274,7 +278,7 @@ static bool group_idles(const struct qos_reserve *r)
 static uint64_t period_origin(const struct qos_reserve *r, uint64_t now_us)
 {
 	uint64_t period = r->params.period_us;
-	if (r->mgr->cputimer_fd < 0 || !period || optimistic(r) || rt_throttle_races(r))
+	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r))
 		return now_us;
 	return now_us - now_us % period;
 }
