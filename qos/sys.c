@@ -1,6 +1,5 @@
 #include "qos/sys.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -271,23 +270,50 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns)
 	return true;
 }
 
+/* The layout getdents64 fills in (glibc declares it only with _GNU_SOURCE). */
+struct qos_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* More room than any /proc/PID/task entry takes: a call that leaves this
+ * much of the buffer unused has reached the end of the directory. */
+#define DIRENT_ROOM 512
+
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)
 {
+	/*
+	 * Three system calls, not the five of opendir/readdir (an fstat, and a
+	 * last getdents that only finds the end): the manager lists threads at
+	 * every overrun of an optimistic reserve and at every housekeeping pass.
+	 */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	DIR *d = opendir(path);
-	if (!d)
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return -1;
+	_Alignas(struct qos_dirent64) char buf[8192];
 	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		if (fn)
-			fn((pid_t)atoi(e->d_name), data);
-		n++;
+	for (;;) {
+		long got = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		for (long off = 0; off < got;) {
+			const struct qos_dirent64 *e = (const void *)(buf + off);
+			off += e->d_reclen;
+			if (e->d_name[0] < '0' || e->d_name[0] > '9')
+				continue;
+			if (fn)
+				fn((pid_t)atoi(e->d_name), data);
+			n++;
+		}
+		if ((size_t)got + DIRENT_ROOM <= sizeof(buf))
+			break;
 	}
-	closedir(d);
+	close(fd);
 	return n;
 }
 
@@ -426,6 +452,19 @@ bool qos_sys_release_deadline_in(pid_t tid, char state)
 bool qos_sys_thread_is_deadline(pid_t tid)
 {
 	return qos_sys_get_thread_policy(tid, NULL) == SCHED_DEADLINE;
+}
+
+bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns,
+	bool *same)
+{
+	struct qos_sched_attr a = {0};
+	*same = false;
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0 ||
+			a.sched_policy != SCHED_DEADLINE)
+		return false;
+	*same = a.sched_runtime == runtime_ns && a.sched_deadline == period_ns &&
+		a.sched_period == period_ns && a.sched_flags == QOS_SCHED_FLAG_RESET_ON_FORK;
+	return true;
 }
 
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)

@@ -97,6 +97,14 @@ char qos_sys_thread_state(pid_t tid);
 /* Whether the thread is SCHED_DEADLINE now. */
 bool qos_sys_thread_is_deadline(pid_t tid);
 
+/*
+ * The same, and when it is, *same says whether its reservation is exactly
+ * what qos_sys_set_thread_policy would give it for this runtime and period:
+ * then setting it again would change nothing.
+ */
+bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns,
+	bool *same);
+
 /* Reads the kernel policy of a thread (SCHED_* value) or -1. */
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);
 

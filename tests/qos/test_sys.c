@@ -1,11 +1,13 @@
 /*
  * qos/sys.c helpers: whether a kept tid still names a thread of the member's
- * process, thread counts, and (as root) the deadline state read from
- * /proc/TID/sched.
+ * process, thread counts and listings (also past one getdents buffer), and
+ * (as root) the deadline state read from /proc/TID/sched.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +69,82 @@ static void test_thread_in_process(void)
 	waitpid(child, NULL, 0);
 }
 
+#define MANY_THREADS 700 /* their task entries fill more than one 8 KiB buffer */
+
+static pthread_barrier_t many_started, many_stop;
+
+static void *many_main(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&many_started);
+	pthread_barrier_wait(&many_stop);
+	return NULL;
+}
+
+struct listing {
+	pid_t tids[MANY_THREADS + 8];
+	int n;
+	int overflow;
+};
+
+static void note_tid(pid_t tid, void *data)
+{
+	struct listing *l = data;
+	if (l->n < (int)(sizeof(l->tids) / sizeof(l->tids[0])))
+		l->tids[l->n++] = tid;
+	else
+		l->overflow++;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The listing is the task directory as readdir shows it: every thread once. */
+static void test_many_threads(void)
+{
+	pthread_t th[MANY_THREADS];
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_barrier_init(&many_started, NULL, MANY_THREADS + 1);
+	pthread_barrier_init(&many_stop, NULL, MANY_THREADS + 1);
+	for (int i = 0; i < MANY_THREADS; i++)
+		CHECK(pthread_create(&th[i], &attr, many_main, NULL) == 0);
+	pthread_barrier_wait(&many_started);
+
+	static struct listing got, want;
+	got.n = want.n = got.overflow = 0;
+	int n = qos_sys_for_each_thread(getpid(), note_tid, &got);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", getpid());
+	DIR *d = opendir(path);
+	CHECK(d != NULL);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] != '.')
+			note_tid((pid_t)atoi(e->d_name), &want);
+	}
+	if (d)
+		closedir(d);
+	CHECK(n == MANY_THREADS + 1);
+	CHECK(got.overflow == 0 && got.n == want.n && got.n == n);
+	qsort(got.tids, (size_t)got.n, sizeof(pid_t), cmp_tid);
+	qsort(want.tids, (size_t)want.n, sizeof(pid_t), cmp_tid);
+	int same = got.n == want.n;
+	for (int i = 0; same && i < got.n; i++)
+		same = got.tids[i] == want.tids[i];
+	CHECK(same);
+
+	pthread_barrier_wait(&many_stop);
+	for (int i = 0; i < MANY_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&many_started);
+	pthread_barrier_destroy(&many_stop);
+	pthread_attr_destroy(&attr);
+}
+
 /*
  * The CPU time taken from /proc/TID/sched with the deadline state is the
  * counter schedstat shows (ms with six decimals there, ns here).
@@ -76,6 +154,14 @@ static int dl_state_child(void)
 	pid_t tid = gettid();
 	if (qos_sys_set_thread_policy(tid, QOS_POLICY_QOS, 0, 0, 5000000, 10000000) != 0)
 		return 2;
+	/* The reservation it was given reads back as the same one, and only that. */
+	bool same = false;
+	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 10000000, &same) || !same)
+		return 8;
+	if (!qos_sys_thread_is_deadline_as(tid, 4000000, 10000000, &same) || same)
+		return 9;
+	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 20000000, &same) || same)
+		return 9;
 	uint64_t before = 0, after = 0, cpu = 0;
 	int64_t runtime = 0, deadline = 0;
 	if (!qos_sys_thread_cpu_ns(tid, &before))
@@ -105,7 +191,9 @@ static void test_dl_state(void)
 	/* A thread that is not SCHED_DEADLINE shows no deadline state. */
 	int64_t runtime, deadline;
 	uint64_t cpu;
+	bool same = true;
 	CHECK(!qos_sys_thread_dl_state(gettid(), &runtime, &deadline, &cpu));
+	CHECK(!qos_sys_thread_is_deadline_as(gettid(), 5000000, 10000000, &same) && !same);
 	pid_t child = fork();
 	CHECK(child >= 0);
 	if (child == 0)
@@ -119,6 +207,7 @@ static void test_dl_state(void)
 int main(void)
 {
 	test_thread_in_process();
+	test_many_threads();
 	test_dl_state();
 	return check_report("test_sys");
 }
