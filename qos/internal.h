@@ -74,6 +74,21 @@ struct qos_reserve {
 	bool fork_pending;      /* a fork waits for the next one */
 };
 
+/* A process member's threads as listed once in a housekeeping pass (threads.c). */
+struct qos_thread_listing {
+	pid_t pid;
+	size_t first, n; /* its tids in qos_thread_cache.tids */
+	bool gone;       /* the listing failed: the process is gone */
+};
+
+struct qos_thread_cache {
+	bool keep; /* only during one reserve's housekeeping pass */
+	struct qos_thread_listing *lists;
+	size_t n, cap;
+	pid_t *tids;
+	size_t n_tids, cap_tids;
+};
+
 struct qos_manager {
 	struct qos_manager_config config;
 	char root_name[64];
@@ -108,6 +123,7 @@ struct qos_manager {
 	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
 	struct qos_watchdog watchdog;
+	struct qos_thread_cache threads;
 };
 
 /*
@@ -125,6 +141,17 @@ static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t si
 		*cap = c;
 	return grown;
 }
+
+/*
+ * Calls fn (when not NULL) for every thread of member m (its one thread for
+ * a thread member) and returns how many, or -1 when the process is gone.
+ * Between qos_threads_keep(mgr, true) and (mgr, false), a process is listed
+ * once and the listing reused (threads.c).
+ */
+int qos_member_for_each_thread(struct qos_manager *mgr, const struct qos_member *m,
+	void (*fn)(pid_t tid, void *data), void *data);
+void qos_threads_keep(struct qos_manager *mgr, bool keep);
+void qos_threads_finish(struct qos_manager *mgr);
 
 void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
 	pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));

@@ -186,6 +186,7 @@ void qos_manager_destroy(struct qos_manager *mgr)
 	if (mgr->cputimer_fd >= 0)
 		close(mgr->cputimer_fd);
 	close(mgr->epoll_fd);
+	qos_threads_finish(mgr);
 	free(mgr);
 }
 

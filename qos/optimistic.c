@@ -211,10 +211,7 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us)
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct leave_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
-		if (m->tid)
-			leave_one(m->tid, &c);
-		else
-			qos_sys_for_each_thread(m->pid, leave_one, &c);
+		qos_member_for_each_thread(r->mgr, m, leave_one, &c);
 	}
 }
 
@@ -346,9 +343,6 @@ void qos_optimistic_housekeeping(struct qos_reserve *r)
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct scan_ctx c = { .r = r, .pid = m->pid };
-		if (m->tid)
-			scan_one(m->tid, &c);
-		else
-			qos_sys_for_each_thread(m->pid, scan_one, &c);
+		qos_member_for_each_thread(r->mgr, m, scan_one, &c);
 	}
 }

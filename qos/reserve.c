@@ -223,10 +223,7 @@ static bool members_running(const struct qos_reserve *r)
 	bool running = false;
 	for (size_t i = 0; i < r->n_members && !running; i++) {
 		const struct qos_member *m = r->members[i];
-		if (m->tid)
-			note_running(m->tid, &running);
-		else
-			qos_sys_for_each_thread(m->pid, note_running, &running);
+		qos_member_for_each_thread(r->mgr, m, note_running, &running);
 	}
 	return running;
 }
@@ -288,14 +285,10 @@ static size_t count_threads(struct qos_reserve *r)
 	size_t n = 0;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
-		if (m->tid) {
-			n++;
-		} else {
-			/* The task directory, not /proc/PID/status: that prints
-			 * some fifty lines (most of a housekeeping pass) for one. */
-			int threads = qos_sys_for_each_thread(m->pid, NULL, NULL);
-			n += (size_t)(threads > 0 ? threads : 1);
-		}
+		/* The task directory, not /proc/PID/status: that prints some
+		 * fifty lines (most of a housekeeping pass) for one. */
+		int threads = qos_member_for_each_thread(r->mgr, m, NULL, NULL);
+		n += (size_t)(threads > 0 ? threads : 1);
 	}
 	return n ? n : 1;
 }
@@ -320,8 +313,16 @@ static void set_one(pid_t tid, void *data)
 	if ((c->release || c->policy != QOS_POLICY_QOS) && !qos_sys_release_deadline(tid))
 		return;
 	const struct qos_params *p = &c->r->params;
-	bool entering_dl = c->policy == QOS_POLICY_QOS && !c->release &&
-		!qos_sys_thread_is_deadline(tid);
+	bool entering_dl = false;
+	if (c->policy == QOS_POLICY_QOS && !c->release) {
+		/* Each housekeeping pass comes here for every thread: most have
+		 * their reservation already, and a system call fewer each. */
+		bool same;
+		entering_dl = !qos_sys_thread_is_deadline_as(tid, c->dl_runtime_ns,
+			p->period_us * 1000u, &same);
+		if (same)
+			return;
+	}
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
 	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
 		qos_rtguard_demoted(c->r, tid) ? QOS_POLICY_OTHER : c->policy;
@@ -352,10 +353,7 @@ static int apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_po
 {
 	struct thread_ctx c = { .r = r, .pid = m->pid, .policy = policy,
 		.dl_runtime_ns = dl_runtime_ns };
-	if (m->tid)
-		set_one(m->tid, &c);
-	else
-		qos_sys_for_each_thread(m->pid, set_one, &c);
+	qos_member_for_each_thread(r->mgr, m, set_one, &c);
 	if (c.err)
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
 			"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
@@ -819,10 +817,12 @@ static void apply_active(struct qos_reserve *r)
 void qos_reserve_housekeeping(struct qos_reserve *r)
 {
 	adopt_children(r);
+	qos_threads_keep(r->mgr, true);
 	apply_active(r);
 	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
 		qos_optimistic_housekeeping(r);
 	qos_rtguard_pass(r);
+	qos_threads_keep(r->mgr, false);
 }
 
 static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name,
@@ -983,10 +983,7 @@ static void restore_member(struct qos_member *m)
 		.release = true };
 	struct qos_params saved = m->reserve->params;
 	m->reserve->params.nice = m->orig_nice;
-	if (m->tid)
-		set_one(m->tid, &c);
-	else
-		qos_sys_for_each_thread(m->pid, set_one, &c);
+	qos_member_for_each_thread(m->reserve->mgr, m, set_one, &c);
 	m->reserve->params = saved;
 	if (m->rttime_bounded)
 		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,

@@ -203,10 +203,7 @@ void qos_rtguard_pass(struct qos_reserve *r)
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		c.pid = m->pid;
-		if (m->tid)
-			check_thread(m->tid, &c);
-		else
-			qos_sys_for_each_thread(m->pid, check_thread, &c);
+		qos_member_for_each_thread(mgr, m, check_thread, &c);
 	}
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
