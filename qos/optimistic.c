@@ -14,10 +14,11 @@
  *
  * So each thread leaving for the fallback records when it may come back:
  * at the next period if it was not throttled, else after
- * Z = D + overrun * period / runtime (plus a margin).  A millisecond after
- * a thread that may have been throttled is back, the manager looks again
- * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline
- * say throttled with the timer gone); the housekeeping pass does the same
+ * Z = D + overrun * period / runtime (plus a margin).  Right after a thread
+ * that may have been throttled is back (and again a millisecond later when
+ * its deadline was too near to tell), the manager looks at it and undoes a
+ * return that got stuck anyway (its dl.runtime and dl.deadline say
+ * throttled with the timer gone); the housekeeping pass does the same
  * for every member thread.  Threads that sleep when the slice runs out
  * leave through qos_sys_release_deadline(), which avoids the kernel's
  * bandwidth leak for sleepers.
@@ -229,6 +230,32 @@ static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
 	return false;
 }
 
+/* Throttled with its deadline well past: its replenishment timer is gone. */
+static bool stuck(struct qos_reserve *r, pid_t tid, int64_t runtime, int64_t deadline)
+{
+	if (runtime > 0)
+		return false;
+	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
+	return deadline + STUCK_AFTER_NS <= now && qos_sys_thread_state(tid) == 'R';
+}
+
+/* Takes a stuck thread out of SCHED_DEADLINE until its 0-lag time. */
+static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
+	int64_t runtime, int64_t deadline)
+{
+	to_fallback(r, tid);
+	if (!t)
+		t = add(r, pid, tid);
+	if (t) {
+		t->back_at_us = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
+		t->verify_at_us = 0;
+		t->risky = true;
+	}
+	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+		"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
+		r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
+}
+
 /* Returns false when the thread is gone. */
 static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 {
@@ -240,7 +267,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	int64_t before = qos_sys_now_ns();
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
 	t->back_at_us = 0;
-	t->verify_at_us = t->risky ? now_us + VERIFY_AFTER_US : 0;
+	t->verify_at_us = 0;
 	if (e == -ESRCH)
 		return false;
 	if (e < 0) {
@@ -248,18 +275,44 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		 * gives the reserve's policy to every thread again. */
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
 			"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
-		t->verify_at_us = 0;
 		return true;
 	}
-	/* Refining the clock offset reads /proc/TID/sched: once a second is plenty. */
-	if (now_us < r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US)
+	/*
+	 * A thread that may have left throttled is looked at now, not a moment
+	 * later: a stuck return shows at once (the switch neither replenishes
+	 * nor enqueues it), and a fresh one (full runtime) is settled for good.
+	 * That saves the manager a wake-up per return.  Otherwise the read only
+	 * refines the clock offset, which once a second is plenty.
+	 */
+	bool calibrate = now_us >= r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US;
+	if (!t->risky && !calibrate)
 		return true;
 	int64_t runtime, deadline;
-	if (qos_sys_thread_dl_state(t->tid, &runtime, &deadline, NULL) && runtime == (int64_t)q) {
+	if (!qos_sys_thread_dl_state(t->tid, &runtime, &deadline, NULL)) {
+		if (t->risky)
+			t->verify_at_us = now_us + VERIFY_AFTER_US;
+		return true;
+	}
+	if (runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
 		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
 		r->mgr->dl_calibrated_us = now_us;
+		return true;
 	}
+	if (!t->risky || runtime > 0)
+		return true;
+	/*
+	 * Throttled in a reservation the switch gave it (the manager is not
+	 * real-time: with busy members, a tick may pass before it looks): its
+	 * timer replenishes it at that deadline.  Only one at about the
+	 * deadline it left with is too near to tell.
+	 */
+	if (deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
+		return true;
+	if (stuck(r, t->tid, runtime, deadline))
+		repair(r, t, t->pid, t->tid, runtime, deadline);
+	else
+		t->verify_at_us = now_us + VERIFY_AFTER_US;
 	return true;
 }
 
@@ -274,22 +327,10 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid)
 {
 	int64_t runtime, deadline;
-	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) || runtime > 0)
+	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) ||
+			!stuck(r, tid, runtime, deadline))
 		return false;
-	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
-	if (deadline + STUCK_AFTER_NS > now || qos_sys_thread_state(tid) != 'R')
-		return false;
-	to_fallback(r, tid);
-	if (!t)
-		t = add(r, pid, tid);
-	if (t) {
-		t->back_at_us = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
-		t->verify_at_us = 0;
-		t->risky = true;
-	}
-	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
-		"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
-		r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
+	repair(r, t, pid, tid, runtime, deadline);
 	return true;
 }
 
