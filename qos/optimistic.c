@@ -185,8 +185,6 @@ static void leave_one(pid_t tid, void *data)
 	uint64_t before = 0, after = 0;
 	bool known = qos_sys_thread_dl_state(tid, &runtime, &deadline, &before);
 	to_fallback(r, tid);
-	if (known && !qos_sys_thread_cpu_ns(tid, &after))
-		after = before;
 	if (!known) {
 		/* Unknown state: wait a whole period more, which is past any 0-lag
 		 * time of an overrun shorter than a slice. */
@@ -196,9 +194,13 @@ static void leave_one(pid_t tid, void *data)
 	/*
 	 * Both counters lag by the same ticks; the switch settled them.  The
 	 * switch also throttles a thread whose runtime it finds gone, so one
-	 * left with runtime cannot be stuck on its return.
+	 * left with runtime cannot be stuck on its return.  A thread already
+	 * throttled (no runtime) was settled when the kernel throttled it and
+	 * has not run in the class since: its figures are exact, and the
+	 * second read is saved at most overruns of a slice shorter than a tick.
 	 */
-	runtime -= (int64_t)(after - before);
+	if (runtime > 0 && qos_sys_thread_cpu_ns(tid, &after))
+		runtime -= (int64_t)(after - before);
 	t->risky = runtime <= 0;
 	if (runtime <= 0) {
 		uint64_t z = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
