@@ -282,9 +282,10 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	/*
 	 * A thread that may have left throttled is looked at now, not a moment
 	 * later: a stuck return shows at once (the switch neither replenishes
-	 * nor enqueues it), and a fresh one (full runtime) is settled for good.
-	 * That saves the manager a wake-up per return.  Otherwise the read only
-	 * refines the clock offset, which once a second is plenty.
+	 * nor enqueues it, so it keeps its old deadline, past), and one with a
+	 * new deadline is settled for good.  That saves the manager a wake-up
+	 * per return.  Otherwise the read only refines the clock offset, which
+	 * once a second is plenty.
 	 */
 	bool calibrate = now_us >= r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US;
 	if (!t->risky && !calibrate)
