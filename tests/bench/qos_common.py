@@ -32,6 +32,9 @@ def find_build(explicit=None):
         if all(os.path.exists(os.path.join(d, "tests", "qos", b))
                for b in ("qos-helper", "qos-bench")):
             return d
+    if explicit:
+        sys.exit("%s has no tests/qos/qos-helper and qos-bench (meson compile -C %s "
+                 "qos-helper qos-bench)" % (explicit, explicit))
     sys.exit("qos-helper/qos-bench not built (meson compile -C build qos-helper qos-bench), "
              "or pass --build DIR")
 

@@ -28,6 +28,13 @@ wakes as often as the manager did (poll, epoll_wait, a timerfd read), under
 the same members.  On a virtual machine a wake-up alone costs 15-55 us of
 CPU time, so what the manager's own work costs per switch is the rest.
 
+With --against OLD_BUILD it compares two builds instead: each scenario
+runs --rounds times per build, the builds alternating, so both see the same
+machine (a change of 20% is within what this VM drifts in half an hour).
+The table gives each build's mean CPU share and manager CPU time per
+overrun (robust to the overrun rate, which the workload, not the manager,
+sets), and new / old.
+
 Goal: <= 0.5% of one CPU.  A benchmark, not a test: it always exits 0 once
 it has numbers.  See docs/qos-benchmarks.md.
 """
@@ -67,7 +74,7 @@ def wakes(pid):
     return total
 
 
-def run(args, build, name, params, busy):
+def run(args, build, name, params, busy, floor=True):
     bench = os.path.join(build, "tests", "qos", "qos-bench")
     mgr = qc.Manager(build, ["--quiet"])
     members = []
@@ -81,21 +88,23 @@ def run(args, build, name, params, busy):
         w0 = wakes(mgr.proc.pid)
         time.sleep(1.0)
         rate = wakes(mgr.proc.pid) - w0
-        # The floor: a process that only wakes as often, under the same load.
-        waker = qc.spawn([bench, "waker", str(max(rate, 1))], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-        members.append(waker)
-        waker.stdout.readline()
-        time.sleep(0.2)
+        waker = None
+        if floor:
+            # The floor: a process that only wakes as often, under the same load.
+            waker = qc.spawn([bench, "waker", str(max(rate, 1))], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+            members.append(waker)
+            waker.stdout.readline()
+            time.sleep(0.2)
         c0, t0 = mgr.cpu_ns(), time.monotonic()
-        k0, w0 = qc.cpu_ns_of(waker.pid), wakes(mgr.proc.pid)
+        k0, w0 = qc.cpu_ns_of(waker.pid) if waker else 0, wakes(mgr.proc.pid)
         before = mgr.ok("stats")
         time.sleep(args.window)
         c1, t1 = mgr.cpu_ns(), time.monotonic()
-        k1, w1 = qc.cpu_ns_of(waker.pid), wakes(mgr.proc.pid)
+        k1, w1 = qc.cpu_ns_of(waker.pid) if waker else 0, wakes(mgr.proc.pid)
         after = mgr.ok("stats")
         share = (c1 - c0) / ((t1 - t0) * 1e9)
-        floor = (k1 - k0) / ((t1 - t0) * 1e9)
+        floor = (k1 - k0) / ((t1 - t0) * 1e9) if waker else None
         counts = {}
         for key in ("overrun", "restored"):
             a = int(dict(kv.split("=") for kv in before.split()[1:])[key])
@@ -107,12 +116,88 @@ def run(args, build, name, params, busy):
                 "cpu_share": share, "cpu_ms_per_s": share * 1000, **counts,
                 "wakes_per_s": (w1 - w0) / (t1 - t0), "waker_hz": rate,
                 "floor_share": floor,
-                "work_us_per_switch": (share - floor) * 1e6 / switches if switches else None,
+                "work_us_per_switch": (share - floor) * 1e6 / switches
+                if switches and floor is not None else None,
                 "sample_info": infos}
     finally:
         mgr.close()
         for p in members:
             qc.stop(p)
+
+
+def save(out, base, data, labels, left, right, title):
+    """Writes BASE.json and, with matplotlib, BASE.png: two bars a scenario
+    (left and right are (legend, CPU shares)) against the goal."""
+    jpath = os.path.join(out, base + ".json")
+    with open(jpath, "w") as f:
+        json.dump(data, f, indent=1)
+    print("json: " + jpath)
+    if not labels or not qc.can_chart():
+        return
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    xs = range(len(labels))
+    for shift, (legend, shares) in ((-0.2, left), (0.2, right)):
+        ax.bar([x + shift for x in xs], [v * 100 for v in shares], width=0.4, label=legend)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels)
+    ax.axhline(0.5, color="red", lw=0.8, ls="--", label="goal 0.5%")
+    ax.set_ylabel("manager CPU (% of one CPU)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    ppath = os.path.join(out, base + ".png")
+    fig.savefig(ppath, dpi=110)
+    print("chart: " + ppath)
+
+
+def mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def per_overrun_us(r):
+    rate = r["overrun_per_s"]
+    return r["cpu_share"] * 1e6 / rate if rate else None
+
+
+def compare(args, build, old, wanted, out, stamp):
+    """Alternates the two builds per scenario; prints and charts the means."""
+    rows = []
+    for name, params, busy in SCENARIOS:
+        if name not in wanted:
+            continue
+        runs = {"old": [], "new": []}
+        for i in range(args.rounds):
+            for key, b in (("old", old), ("new", build)):
+                # No floor here: builds older than the waker can be compared.
+                r = run(args, b, name, params, busy, floor=False)
+                runs[key].append(r)
+                print("  %-10s %-3s round %d: %.3f%% of a CPU, %.0f overruns/s" % (
+                    name, key, i + 1, r["cpu_share"] * 100, r["overrun_per_s"]), flush=True)
+        row = {"scenario": name, "params": params, "runs": runs}
+        for key in ("old", "new"):
+            row[key + "_share"] = mean([r["cpu_share"] for r in runs[key]])
+            row[key + "_us_per_overrun"] = mean([per_overrun_us(r) for r in runs[key]])
+        rows.append(row)
+    print()
+    print("old: %s\nnew: %s\n%d rounds of a %.0f s window per build and scenario, "
+          "alternating" % (old, build, args.rounds, args.window))
+    print("%-10s %8s %8s %6s %12s %12s %6s" % ("scenario", "old CPU", "new CPU", "new/old",
+                                              "old us/ovr", "new us/ovr", "new/old"))
+    for row in rows:
+        a, b = row["old_us_per_overrun"], row["new_us_per_overrun"]
+        print("%-10s %7.3f%% %7.3f%% %6.2f %12s %12s %6s" % (
+            row["scenario"], row["old_share"] * 100, row["new_share"] * 100,
+            row["new_share"] / row["old_share"] if row["old_share"] else float("nan"),
+            "-" if a is None else "%.1f" % a, "-" if b is None else "%.1f" % b,
+            "-" if a is None or b is None else "%.2f" % (b / a)))
+    data = {"machine": qc.machine_note(), "old_build": old, "new_build": build,
+            "rounds": args.rounds, "window_s": args.window, "rows": rows}
+    save(out, "qos_overhead-compare-%s" % stamp, data, [r["scenario"] for r in rows],
+         ("old build", [r["old_share"] for r in rows]),
+         ("new build", [r["new_share"] for r in rows]),
+         "%d reserves, 10 ms periods, builds alternating" % args.reserves)
 
 
 def main():
@@ -124,7 +209,13 @@ def main():
     ap.add_argument("--window", type=float, default=10.0)
     ap.add_argument("--scenarios", default=",".join(s[0] for s in SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="1 s warm-up, 3 s window")
+    ap.add_argument("--against", metavar="OLD_BUILD",
+                    help="compare with this build dir (absolute, or relative to the"
+                    " repository), alternating runs")
+    ap.add_argument("--rounds", type=int, default=3, help="runs per build with --against")
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     if args.quick:
         args.warmup, args.window = 1.0, 3.0
     if os.geteuid() != 0:
@@ -134,6 +225,19 @@ def main():
     stamp = time.strftime("%Y%m%d-%H%M%S")
     qc.install_handlers()
     wanted = args.scenarios.split(",")
+    unknown = [w for w in wanted if w not in [s[0] for s in SCENARIOS]]
+    if unknown:
+        sys.exit("unknown scenario %s (known: %s)" % (
+            ", ".join(unknown), ", ".join(s[0] for s in SCENARIOS)))
+    if args.against:
+        old = qc.find_build(args.against)
+        t0 = time.monotonic()
+        try:
+            compare(args, build, old, wanted, out, stamp)
+        finally:
+            qc.cleanup()
+        print("elapsed %.0f s" % (time.monotonic() - t0))
+        return 0
     results = []
     t0 = time.monotonic()
     try:
@@ -171,28 +275,10 @@ def main():
     print("elapsed %.0f s" % elapsed)
     data = {"machine": qc.machine_note(), "reserves": args.reserves, "window_s": args.window,
             "elapsed_s": elapsed, "results": results}
-    jpath = os.path.join(out, "qos_overhead-%s.json" % stamp)
-    with open(jpath, "w") as f:
-        json.dump(data, f, indent=1)
-    print("json: " + jpath)
-    if results and qc.can_chart():
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6.5, 3.8))
-        xs = range(len(results))
-        ax.bar([x - 0.2 for x in xs], [r["cpu_share"] * 100 for r in results], width=0.4,
-               label="manager")
-        ax.bar([x + 0.2 for x in xs], [r["floor_share"] * 100 for r in results], width=0.4,
-               label="waking as often, nothing else")
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([r["scenario"] for r in results])
-        ax.axhline(0.5, color="red", lw=0.8, ls="--", label="goal 0.5%")
-        ax.set_ylabel("manager CPU (% of one CPU)")
-        ax.set_title("%d reserves, 10 ms periods (%s)" % (args.reserves, os.uname().release))
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        ppath = os.path.join(out, "qos_overhead-%s.png" % stamp)
-        fig.savefig(ppath, dpi=110)
-        print("chart: " + ppath)
+    save(out, "qos_overhead-%s" % stamp, data, [r["scenario"] for r in results],
+         ("manager", [r["cpu_share"] for r in results]),
+         ("waking as often, nothing else", [r["floor_share"] for r in results]),
+         "%d reserves, 10 ms periods (%s)" % (args.reserves, os.uname().release))
     return 0
 
 
