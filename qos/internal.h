@@ -192,7 +192,8 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us);
 uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback);
 /* Repairs member threads stuck throttled (safety net, at housekeeping). */
 void qos_optimistic_housekeeping(struct qos_reserve *r);
-/* A thread just put into SCHED_DEADLINE: checked a moment later. */
+/* A thread just put into SCHED_DEADLINE: checked now, and a moment later
+ * when that cannot tell whether the kernel left it stuck. */
 void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid);
 /* Whether any thread still waits in the fallback. */
 bool qos_optimistic_any_waiting(const struct qos_reserve *r);

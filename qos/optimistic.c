@@ -15,9 +15,9 @@
  * So each thread leaving for the fallback records when it may come back:
  * at the next period if it was not throttled, else after
  * Z = D + overrun * period / runtime (plus a margin).  Right after a thread
- * that may have been throttled is back (and again a millisecond later when
- * its deadline was too near to tell), the manager looks at it and undoes a
- * return that got stuck anyway (its dl.runtime and dl.deadline say
+ * that may have been throttled is back, or joins (and again a millisecond
+ * later when its deadline was too near to tell), the manager looks at it
+ * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline say
  * throttled with the timer gone); the housekeeping pass does the same
  * for every member thread.  Threads that sleep when the slice runs out
  * leave through qos_sys_release_deadline(), which avoids the kernel's
@@ -258,6 +258,27 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 		r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
 }
 
+/*
+ * A thread just put into SCHED_DEADLINE that may have left the class
+ * throttled, read right after the switch: a stuck one shows at once (the
+ * switch neither replenishes nor enqueues it, so it keeps its old deadline,
+ * past) and is repaired; one with runtime or a new deadline is settled (the
+ * manager is not real-time: with busy members a tick may pass before it
+ * looks, so a thread throttled in its new reservation is common).  True
+ * when its deadline is too near now to tell: look again a moment later.
+ */
+static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
+	int64_t runtime, int64_t deadline)
+{
+	if (runtime > 0 ||
+			deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
+		return false;
+	if (!stuck(r, tid, runtime, deadline))
+		return true;
+	repair(r, t, pid, tid, runtime, deadline);
+	return false;
+}
+
 /* Returns false when the thread is gone. */
 static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 {
@@ -281,11 +302,9 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	}
 	/*
 	 * A thread that may have left throttled is looked at now, not a moment
-	 * later: a stuck return shows at once (the switch neither replenishes
-	 * nor enqueues it, so it keeps its old deadline, past), and one with a
-	 * new deadline is settled for good.  That saves the manager a wake-up
-	 * per return.  Otherwise the read only refines the clock offset, which
-	 * once a second is plenty.
+	 * later (check_entry), which saves the manager a wake-up per return.
+	 * Otherwise the read only refines the clock offset, which once a
+	 * second is plenty.
 	 */
 	bool calibrate = now_us >= r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US;
 	if (!t->risky && !calibrate)
@@ -302,25 +321,17 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		r->mgr->dl_calibrated_us = now_us;
 		return true;
 	}
-	if (!t->risky || runtime > 0)
-		return true;
-	/*
-	 * Throttled in a reservation the switch gave it (the manager is not
-	 * real-time: with busy members, a tick may pass before it looks): its
-	 * timer replenishes it at that deadline.  Only one at about the
-	 * deadline it left with is too near to tell.
-	 */
-	if (deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
-		return true;
-	if (stuck(r, t->tid, runtime, deadline))
-		repair(r, t, t->pid, t->tid, runtime, deadline);
-	else
+	if (t->risky && check_entry(r, t, t->pid, t->tid, runtime, deadline))
 		t->verify_at_us = now_us + VERIFY_AFTER_US;
 	return true;
 }
 
 void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
+	int64_t runtime, deadline;
+	if (qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) &&
+			!check_entry(r, NULL, pid, tid, runtime, deadline))
+		return;
 	struct fb_thread *t = add(r, pid, tid);
 	if (t && !t->back_at_us)
 		t->verify_at_us = qos_sys_now_us() + VERIFY_AFTER_US;

@@ -262,24 +262,33 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
     """The user toggling real-time off and on: a busy member leaves its qos
     reserve while the kernel has it throttled and comes back a few ms after
     its deadline.  On 6.18 that return mostly leaves it throttled with no
-    timer (it would never run again, nor die); the manager checks every
-    thread it puts into SCHED_DEADLINE a moment later and repairs it."""
+    timer (it would never run again, nor die); the manager looks at every
+    thread it puts into SCHED_DEADLINE right after the switch and repairs
+    it there: the join's reply comes after the repair."""
     p = busy(procs)
     helper.ok("reserve rt policy=qos period=20ms cpu=25% fallback=pause")
+    def stuck_events():
+        return len([e for e in helper.events if "stuck" in e])
+
+    late = 0
     for attempt in range(4):
         helper.ok("join rt %d" % p.pid)
         time.sleep(0.013)  # 5 ms of runtime used: throttled until +20 ms
         helper.ok("leave %d" % p.pid)
-        time.sleep(0.009)  # back just past the deadline, before the 0-lag time
+        time.sleep(0.009)  # back 2 ms or more past the deadline, before the 0-lag time
         helper.ok("join rt %d" % p.pid)
+        at_join = stuck_events()
         s, flat = progress(p.pid, 0.6)
         print("attempt %d: share %.3f, flat windows %d" % (attempt, s, flat))
         assert 0.2 <= s <= 0.35 and flat == 0, (attempt, s, flat)
         helper.ok("leave %d" % p.pid)
+        late += stuck_events() - at_join
         time.sleep(0.05)
     repairs = [e for e in helper.events if "stuck" in e]
     print("repairs %d: %r" % (len(repairs), repairs[:2]))
     # The kernel got it stuck in ~9 of 10 such returns when this was written;
     # none in four would mean the repair path was not exercised at all.
     assert repairs, "no return got stuck: the test did not exercise the repair"
+    # Each stuck return was repaired while the join was handled, not later.
+    assert late == 0, (late, len(repairs))
     assert dies_at_once(p) < 1.0
