@@ -74,7 +74,7 @@ def wakes(pid):
     return total
 
 
-def run(args, build, name, params, busy, floor=True):
+def run(args, build, name, params, busy, with_floor=True):
     bench = os.path.join(build, "tests", "qos", "qos-bench")
     mgr = qc.Manager(build, ["--quiet"])
     members = []
@@ -89,7 +89,7 @@ def run(args, build, name, params, busy, floor=True):
         time.sleep(1.0)
         rate = wakes(mgr.proc.pid) - w0
         waker = None
-        if floor:
+        if with_floor:
             # The floor: a process that only wakes as often, under the same load.
             waker = qc.spawn([bench, "waker", str(max(rate, 1))], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
@@ -171,7 +171,7 @@ def compare(args, build, old, wanted, out, stamp):
         for i in range(args.rounds):
             for key, b in (("old", old), ("new", build)):
                 # No floor here: builds older than the waker can be compared.
-                r = run(args, b, name, params, busy, floor=False)
+                r = run(args, b, name, params, busy, with_floor=False)
                 runs[key].append(r)
                 print("  %-10s %-3s round %d: %.3f%% of a CPU, %.0f overruns/s" % (
                     name, key, i + 1, r["cpu_share"] * 100, r["overrun_per_s"]), flush=True)

@@ -267,8 +267,9 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
     it there: the join's reply comes after the repair."""
     p = busy(procs)
     helper.ok("reserve rt policy=qos period=20ms cpu=25% fallback=pause")
+
     def stuck_events():
-        return len([e for e in helper.events if "stuck" in e])
+        return [e for e in helper.events if "stuck" in e]
 
     late = 0
     for attempt in range(4):
@@ -277,14 +278,14 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
         helper.ok("leave %d" % p.pid)
         time.sleep(0.009)  # back 2 ms or more past the deadline, before the 0-lag time
         helper.ok("join rt %d" % p.pid)
-        at_join = stuck_events()
+        at_join = len(stuck_events())
         s, flat = progress(p.pid, 0.6)
         print("attempt %d: share %.3f, flat windows %d" % (attempt, s, flat))
         assert 0.2 <= s <= 0.35 and flat == 0, (attempt, s, flat)
         helper.ok("leave %d" % p.pid)
-        late += stuck_events() - at_join
+        late += len(stuck_events()) - at_join
         time.sleep(0.05)
-    repairs = [e for e in helper.events if "stuck" in e]
+    repairs = stuck_events()
     print("repairs %d: %r" % (len(repairs), repairs[:2]))
     # The kernel got it stuck in ~9 of 10 such returns when this was written;
     # none in four would mean the repair path was not exercised at all.
