@@ -188,6 +188,13 @@ uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
 bool qos_optimistic_supported(void);
 /* Moves every deadline thread to the fallback, each with its safe return time. */
 void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us);
+/*
+ * During the fallback: threads the members started since it began (reset on
+ * fork makes them SCHED_OTHER) wait in the fallback class with the others
+ * and enter the reservation with them at the period end.  True when there
+ * were any: the slice must then be split over more threads.
+ */
+bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us);
 /* Returns due threads, checks returned ones; gives the next time it needs. */
 uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback);
 /* Repairs member threads stuck throttled (safety net, at housekeeping). */

@@ -218,6 +218,40 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us)
 	}
 }
 
+struct hold_ctx {
+	struct qos_reserve *r;
+	pid_t pid;
+	uint64_t period_end_us;
+	bool held;
+};
+
+static void hold_one(pid_t tid, void *data)
+{
+	struct hold_ctx *c = data;
+	if (find(c->r, tid) || qos_sys_thread_is_deadline(tid))
+		return;
+	struct fb_thread *t = add(c->r, c->pid, tid);
+	if (!t)
+		return; /* out of memory: the next housekeeping pass places it */
+	/* Never in the class, so never throttled: the period end is safe. */
+	t->back_at_us = c->period_end_us;
+	c->held = true;
+	if (c->r->params.fallback == QOS_POLICY_IDLE)
+		to_fallback(c->r, tid);
+}
+
+bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us)
+{
+	bool held = false;
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		struct hold_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
+		qos_member_for_each_thread(r->mgr, m, hold_one, &c);
+		held |= c.held;
+	}
+	return held;
+}
+
 /*
  * Membership only: whether the thread itself still exists shows when it is
  * acted on (ESRCH), so a check costs no system call.

@@ -805,9 +805,12 @@ static void apply_active(struct qos_reserve *r)
 	if (!r->n_members)
 		return;
 	if (r->params.policy == QOS_POLICY_QOS) {
-		/* In an optimistic fallback the threads are where they must be. */
+		/* In an optimistic fallback the threads wait for the period end,
+		 * and all of them return with the runtime split anew. */
 		if (!(optimistic(r) && r->police.in_fallback && r->fb_applied))
 			apply_threads(r, QOS_POLICY_QOS);
+		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
+			r->dl_runtime_ns = split_slice_ns(r);
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
 			!(active != r->params.policy && group_idles(r))) {
 		apply_threads(r, active);

@@ -14,7 +14,7 @@ import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, busy, cpu_ns, helper, policy_of, procs, pytestmark)
+    PERIODIC, REASON, busy, cpu_ns, helper, place, policy_of, procs, pytestmark)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
 
@@ -292,4 +292,54 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
     assert repairs, "no return got stuck: the test did not exercise the repair"
     # Each stuck return was repaired while the join was handled, not later.
     assert late == 0, (late, len(repairs))
+    assert dies_at_once(p) < 1.0
+
+
+THREAD_ON_DEMAND = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "thread_on_demand.py")
+SCHED_DEADLINE = 6
+
+
+def test_thread_started_during_the_fallback_returns_with_the_others(helper, procs):
+    """A member that overran its slice waits in the fallback until the period
+    ends.  A thread it starts meanwhile (SCHED_OTHER by reset on fork) must
+    wait there too and enter the reservation with the others at the period
+    end, not a second later at the manager's next pass.  Three rounds 0.3 s
+    apart: the pass comes once a second, so it cannot be what placed the
+    new thread each time."""
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+
+    def say(line):
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    place(helper, "hold policy=qos period=20ms cpu=5% fallback=other", p.pid)
+    rounds = tries = 0
+    while rounds < 3:
+        tries += 1
+        assert tries <= 10, "the member was never in its fallback when its thread started"
+        assert say("spin") == "ok"
+        start = overruns(helper, "hold")[0]
+        deadline = time.monotonic() + 2.0
+        while overruns(helper, "hold")[0] < start + 2:
+            assert time.monotonic() < deadline, "a busy member never overran 5%"
+            time.sleep(0.01)
+        tid = int(say("go"))
+        helper.ok("thread %d %d" % (p.pid, tid))
+        waiting = policy_of(tid) != SCHED_DEADLINE
+        assert say("rest") == "ok"
+        if not waiting:
+            continue  # the period had ended already: placed as in any period
+        t0 = time.monotonic()
+        while policy_of(tid) != SCHED_DEADLINE and time.monotonic() - t0 < 1.5:
+            time.sleep(0.005)
+        took = time.monotonic() - t0
+        print("round %d: thread %d in the reservation after %.3f s" % (rounds, tid, took))
+        assert took < 0.25, "by the manager's pass, not at the period end"
+
+        rounds += 1
+        time.sleep(0.3)
     assert dies_at_once(p) < 1.0

@@ -1,14 +1,28 @@
 """Test workload: prints "ready", then starts one sleeping thread for every
 line read from stdin and prints that thread's tid (shared by the qos kernel
-tests and the integration tests, which both watch a new thread's policy)."""
+tests and the integration tests, which both watch a new thread's policy).
+The lines "spin" and "rest" instead start and stop a busy thread, so that
+the process overruns a small reserve; each is answered "ok"."""
 import sys
 import threading
 import time
 
 
 def main():
+    spinning = threading.Event()
+
+    def spin():
+        while True:
+            spinning.wait()
+            while spinning.is_set():
+                pass
+    threading.Thread(target=spin, daemon=True).start()
     print("ready", flush=True)
-    for _ in sys.stdin:
+    for line in sys.stdin:
+        if line.strip() in ("spin", "rest"):
+            (spinning.set if line.strip() == "spin" else spinning.clear)()
+            print("ok", flush=True)
+            continue
         got, ready = [], threading.Event()
 
         def run():
