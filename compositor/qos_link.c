@@ -117,15 +117,51 @@ void qos_link_schedule_refresh(struct qw_server *server) {
 	}
 }
 
+#define QOS_LOG_PER_SECOND 5
+
+/*
+ * The manager's errors and safety actions also go to the log, where a user
+ * (or a failed test) looks first; IPC subscribers get every one.  At most
+ * QOS_LOG_PER_SECOND a second: some failures repeat at every period.
+ */
+static void log_next_second(struct qw_server *server) {
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t second = (uint64_t)now.tv_sec;
+	if (second == server->qos_log_second) {
+		return;
+	}
+	if (server->qos_log_dropped) {
+		wlr_log(WLR_ERROR, "QoS: %u more messages in the last second not logged",
+			server->qos_log_dropped);
+	}
+	server->qos_log_second = second;
+	server->qos_logged = server->qos_log_dropped = 0;
+}
+
+static void log_qos_event(struct qw_server *server, const struct qos_event *event) {
+	enum wlr_log_importance level = event->type == QOS_EVENT_ERROR ? WLR_ERROR : WLR_INFO;
+	log_next_second(server);
+	if (server->qos_logged >= QOS_LOG_PER_SECOND) {
+		server->qos_log_dropped++;
+		return;
+	}
+	server->qos_logged++;
+	wlr_log(level, "QoS: reserve %s, pid %d: %s", event->reserve ? event->reserve : "-",
+		(int)event->pid, event->message ? event->message : "(no details)");
+}
+
 static void handle_qos_event(void *data, const struct qos_event *event) {
 	struct qw_server *server = data;
 	switch (event->type) {
+	case QOS_EVENT_ERROR:
+	case QOS_EVENT_WATCHDOG:
+	case QOS_EVENT_RT_DEMOTED:
+		log_qos_event(server, event);
+		/* fall through */
 	case QOS_EVENT_ADMISSION_REFUSED:
 	case QOS_EVENT_ADMISSION_GRANTED:
 	case QOS_EVENT_OVERRUN:
-	case QOS_EVENT_WATCHDOG:
-	case QOS_EVENT_ERROR:
-	case QOS_EVENT_RT_DEMOTED:
 	case QOS_EVENT_RT_RESUMED:
 		ipc_notify_qos(server, event);
 		break;
@@ -158,6 +194,8 @@ static int handle_cpu_sample(void *data) {
 		 * priority, so if real-time members starve normal tasks this
 		 * timer stops firing and the manager demotes them. */
 		qos_manager_watchdog_feed(server->qos);
+		/* The count of messages not logged comes out even when no more do. */
+		log_next_second(server);
 	}
 	wl_event_source_timer_update(server->cpu_sample_timer, CPU_SAMPLE_MSEC);
 	return 0;

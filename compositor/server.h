@@ -180,6 +180,10 @@ struct qw_server {
 	int proc_events_fd; /* netlink process connector, -1 if none */
 	struct wl_event_source *proc_events_source;
 	char qos_error[256];
+	/* The QoS errors logged in the current second (qos_link.c: a failure
+	 * that repeats each period must not flood the log). */
+	uint64_t qos_log_second;
+	unsigned int qos_logged, qos_log_dropped;
 	int qos_root_lock; /* flock marking our cgroup root live, -1 if none */
 	struct reserve_protocol *reserve_protocol;
 

@@ -234,10 +234,20 @@ def test_member_thread_gets_policy_through_the_connector(qcomp):
         probe.stdin.flush()
         tid = int(probe.stdout.readline())
         started = time.monotonic()
-        wait_for(lambda: harness.sched_attr(tid)["policy"] == harness.SCHED_DEADLINE,
-                 timeout=5, interval=0.005, desc="new thread in the reservation")
-        took = time.monotonic() - started
-        print("thread %d deadline %.3f s after its tid was read" % (tid, took))
+        # Every change of both threads' policies, so that a late placement
+        # shows whether the thread was never placed or placed and moved out.
+        timeline, last, took = [], None, None
+        while took is None and time.monotonic() - started < 5:
+            now = (harness.sched_attr(probe.pid)["policy"], harness.sched_attr(tid)["policy"])
+            if now != last:
+                timeline.append("%.3f s main %d thread %d" % ((time.monotonic() - started,) + now))
+                last = now
+            if now[1] == harness.SCHED_DEADLINE:
+                took = time.monotonic() - started
+            time.sleep(0.002)
+        print("thread %d: %s" % (tid, "; ".join(timeline)))
+        print(qcomp.qosctl("reserves").stdout)
+        assert took is not None, "the new thread never entered the reservation"
         assert took < 0.25, "deadline after %.3f s: by the pass, not at the event" % took
     finally:
         probe.kill()

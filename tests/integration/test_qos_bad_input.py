@@ -269,3 +269,40 @@ def test_trailing_garbage_after_json_refused(qcomp):
     rep = json.loads(line)
     assert rep.get("success") is False and rep.get("error"), rep
     still_fine(qcomp, win)
+
+
+def test_kernel_refusals_are_logged_without_flooding(qcomp):
+    """A reserve the kernel refuses (deadline threads must be allowed on every
+    CPU: these are pinned to one) is a one-line refusal for the asker and an
+    error line in the compositor's log naming the reserve, the process and
+    the kernel's reason; the process runs on as other.  Twelve refusals at
+    once: at most five lines a second, and the rest are counted in a line
+    of their own rather than lost."""
+    assert qcomp.qosctl("reserve", "pinned", "policy=qos", "period=20ms",
+                        "cpu=5%").returncode == 0
+    pinned = [subprocess.Popen(["taskset", "-c", "0", "sleep", "60"]) for _ in range(12)]
+    try:
+        for p in pinned:
+            r = qcomp.qosctl("join", "pid:%d" % p.pid, "pinned")
+            assert r.returncode == 1 and "every CPU" in r.stderr, (r.stdout, r.stderr)
+            assert harness.sched_attr(p.pid)["policy"] == os.SCHED_OTHER
+        line = "QoS: reserve pinned, pid %d: cannot make thread %d qos: deadline tasks " \
+               "must be allowed to run on every CPU" % (pinned[0].pid, pinned[0].pid)
+        wait_for(lambda: line in qcomp.log_text(), timeout=2, desc="the first refusal logged")
+
+        def counted():
+            log = qcomp.log_text()
+            lines = sum("QoS: reserve pinned, pid %d:" % p.pid in log for p in pinned)
+            dropped = sum(int(l.split("QoS: ")[1].split()[0]) for l in log.splitlines()
+                          if "more messages in the last second not logged" in l)
+            return lines, dropped
+        wait_for(lambda: sum(counted()) == len(pinned), timeout=3,
+                 desc="every refusal logged or counted")
+        lines, dropped = counted()
+        print("logged %d, counted %d" % (lines, dropped))
+        assert dropped > 0 and lines <= 10
+        assert all(p.poll() is None for p in pinned)
+    finally:
+        for p in pinned:
+            p.kill()
+            p.wait()
