@@ -18,6 +18,7 @@ struct qos_member {
 	pid_t pid;
 	pid_t tid; /* 0: whole process */
 	int pidfd;
+	int task_fd;            /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
 	char orig_v2[QOS_CG_REL_PATH];
 	char orig_cpu[QOS_CG_REL_PATH];
@@ -124,7 +125,13 @@ struct qos_manager {
 	unsigned long canary_thread;
 	struct qos_watchdog watchdog;
 	struct qos_thread_cache threads;
+	/* /proc descriptors the optimistic switches may still keep (sys.h). */
+	unsigned int thread_files_budget;
 };
+
+/* Half the usual soft descriptor limit of 1024: the compositor's clients
+ * need the rest. */
+#define QOS_THREAD_FILES_BUDGET 512u
 
 /*
  * Room for one more element in a growable array of n elements (capacity
@@ -148,8 +155,10 @@ static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t si
  * Between qos_threads_keep(mgr, true) and (mgr, false), a process is listed
  * once and the listing reused (threads.c).
  */
-int qos_member_for_each_thread(struct qos_manager *mgr, const struct qos_member *m,
+int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
 	void (*fn)(pid_t tid, void *data), void *data);
+/* Closes the task directory the listings keep open for m; before freeing it. */
+void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m);
 void qos_threads_keep(struct qos_manager *mgr, bool keep);
 void qos_threads_finish(struct qos_manager *mgr);
 

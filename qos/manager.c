@@ -85,6 +85,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
+	mgr->thread_files_budget = QOS_THREAD_FILES_BUDGET;
 	if (!mgr->config.cgroup_base)
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);

@@ -42,12 +42,19 @@
 /* A throttled thread whose deadline passed this long ago has lost its timer. */
 #define STUCK_AFTER_NS 500000
 
+/*
+ * A member thread that has left its reservation at least once.  Kept while
+ * it is a member, also when back, for its /proc files: it is read at each
+ * switch, hundreds of times a second in a busy reserve.
+ */
 struct fb_thread {
 	pid_t pid; /* the member's process */
 	pid_t tid;
 	uint64_t back_at_us; /* may return to SCHED_DEADLINE from then; 0: it is back */
 	uint64_t verify_at_us;
 	bool risky; /* it may have left throttled: check it after its return */
+	bool seen;  /* listed in this housekeeping pass */
+	struct qos_thread_files files;
 };
 
 struct qos_optimistic {
@@ -61,19 +68,28 @@ bool qos_optimistic_supported(void)
 	return access("/proc/self/sched", R_OK) == 0;
 }
 
+void qos_optimistic_clear(struct qos_reserve *r)
+{
+	for (size_t i = 0; r->opt && i < r->opt->n; i++)
+		qos_thread_files_finish(&r->opt->t[i].files);
+	if (r->opt)
+		r->opt->n = 0;
+}
+
 void qos_optimistic_destroy(struct qos_reserve *r)
 {
 	if (!r->opt)
 		return;
+	qos_optimistic_clear(r);
 	free(r->opt->t);
 	free(r->opt);
 	r->opt = NULL;
 }
 
-void qos_optimistic_clear(struct qos_reserve *r)
+/* Waiting to return, or to be looked at: not merely kept for its files. */
+static bool busy_entry(const struct fb_thread *t)
 {
-	if (r->opt)
-		r->opt->n = 0;
+	return t->back_at_us || t->verify_at_us;
 }
 
 static struct fb_thread *find(struct qos_reserve *r, pid_t tid)
@@ -88,6 +104,12 @@ static struct fb_thread *find(struct qos_reserve *r, pid_t tid)
 static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
 	struct fb_thread *t = find(r, tid);
+	if (t && t->pid != pid) {
+		/* A tid another member's thread had: nothing of it applies. */
+		qos_thread_files_finish(&t->files);
+		*t = (struct fb_thread){ .pid = pid, .tid = tid };
+		qos_thread_files_init(&t->files, pid, tid, &r->mgr->thread_files_budget);
+	}
 	if (t)
 		return t;
 	if (!r->opt && !(r->opt = calloc(1, sizeof(*r->opt))))
@@ -99,12 +121,14 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 	o->t = grown;
 	t = &o->t[o->n++];
 	*t = (struct fb_thread){ .pid = pid, .tid = tid };
+	qos_thread_files_init(&t->files, pid, tid, &r->mgr->thread_files_budget);
 	return t;
 }
 
 static void drop(struct qos_reserve *r, size_t i)
 {
 	struct qos_optimistic *o = r->opt;
+	qos_thread_files_finish(&o->t[i].files);
 	o->t[i] = o->t[--o->n];
 }
 
@@ -174,7 +198,7 @@ static void leave_one(pid_t tid, void *data)
 	t->verify_at_us = 0;
 	t->back_at_us = c->period_end_us;
 	t->risky = true;
-	char state = qos_sys_thread_state(tid);
+	char state = qos_thread_files_state(&t->files);
 	if (state != 'R') {
 		/* Asleep, so not throttled; leave without the sleeper's leak. */
 		if (qos_sys_release_deadline_in(tid, state))
@@ -183,7 +207,7 @@ static void leave_one(pid_t tid, void *data)
 	}
 	int64_t runtime, deadline;
 	uint64_t before = 0, after = 0;
-	bool known = qos_sys_thread_dl_state(tid, &runtime, &deadline, &before);
+	bool known = qos_thread_files_dl_state(&t->files, &runtime, &deadline, &before);
 	to_fallback(r, tid);
 	if (!known) {
 		/* Unknown state: wait a whole period more, which is past any 0-lag
@@ -199,7 +223,7 @@ static void leave_one(pid_t tid, void *data)
 	 * has not run in the class since: its figures are exact, and the
 	 * second read is saved at most overruns of a slice shorter than a tick.
 	 */
-	if (runtime > 0 && qos_sys_thread_cpu_ns(tid, &after))
+	if (runtime > 0 && qos_thread_files_cpu_ns(&t->files, &after))
 		runtime -= (int64_t)(after - before);
 	t->risky = runtime <= 0;
 	if (runtime <= 0) {
@@ -228,7 +252,8 @@ struct hold_ctx {
 static void hold_one(pid_t tid, void *data)
 {
 	struct hold_ctx *c = data;
-	if (find(c->r, tid) || qos_sys_thread_is_deadline(tid))
+	const struct fb_thread *w = find(c->r, tid);
+	if ((w && w->back_at_us) || qos_sys_thread_is_deadline(tid))
 		return;
 	struct fb_thread *t = add(c->r, c->pid, tid);
 	if (!t)
@@ -344,7 +369,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	if (!t->risky && !calibrate)
 		return true;
 	int64_t runtime, deadline;
-	if (!qos_sys_thread_dl_state(t->tid, &runtime, &deadline, NULL)) {
+	if (!qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL)) {
 		if (t->risky)
 			t->verify_at_us = now_us + VERIFY_AFTER_US;
 		return true;
@@ -375,8 +400,9 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid)
 {
 	int64_t runtime, deadline;
-	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) ||
-			!stuck(r, tid, runtime, deadline))
+	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL) :
+		qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
+	if (!known || !stuck(r, tid, runtime, deadline))
 		return false;
 	repair(r, t, pid, tid, runtime, deadline);
 	return true;
@@ -401,8 +427,8 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 			if (qos_sys_thread_in_process(t->pid, t->tid))
 				unstick(r, t, t->pid, t->tid);
 		}
-		if (!t->back_at_us && !t->verify_at_us) {
-			drop(r, i);
+		if (!busy_entry(t)) {
+			i++; /* back: kept for its files until it leaves again */
 			continue;
 		}
 		/* While the reserve is in its fallback, the period boundary wakes us. */
@@ -423,15 +449,29 @@ struct scan_ctx {
 static void scan_one(pid_t tid, void *data)
 {
 	struct scan_ctx *c = data;
-	if (!find(c->r, tid))
-		unstick(c->r, NULL, c->pid, tid);
+	struct fb_thread *t = find(c->r, tid);
+	if (t && t->pid == c->pid)
+		t->seen = true;
+	else
+		t = NULL;
+	if (!t || !busy_entry(t))
+		unstick(c->r, t, c->pid, tid);
 }
 
 void qos_optimistic_housekeeping(struct qos_reserve *r)
 {
+	for (size_t i = 0; r->opt && i < r->opt->n; i++)
+		r->opt->t[i].seen = false;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct scan_ctx c = { .r = r, .pid = m->pid };
 		qos_member_for_each_thread(r->mgr, m, scan_one, &c);
+	}
+	/* Kept entries of threads that have exited since, and their files. */
+	for (size_t i = 0; r->opt && i < r->opt->n;) {
+		if (!r->opt->t[i].seen && !busy_entry(&r->opt->t[i]))
+			drop(r, i);
+		else
+			i++;
 	}
 }

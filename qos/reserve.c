@@ -222,7 +222,7 @@ static bool members_running(const struct qos_reserve *r)
 {
 	bool running = false;
 	for (size_t i = 0; i < r->n_members && !running; i++) {
-		const struct qos_member *m = r->members[i];
+		struct qos_member *m = r->members[i];
 		qos_member_for_each_thread(r->mgr, m, note_running, &running);
 	}
 	return running;
@@ -1038,6 +1038,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid,
 		m->tid, 0, NULL);
 	pid_t gone = m->pid;
+	qos_member_close_task_dir(mgr, m);
 	free(m);
 	qos_root_weight_update(mgr);
 
@@ -1207,6 +1208,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 		return false;
 	m->reserve = r;
 	m->pid = pid;
+	m->task_fd = -1;
 	m->start_time = qos_sys_start_time(pid, 0);
 	m->pidfd = m->start_time ? qos_sys_pidfd_open(pid, false) : -1;
 	/* Leaving takes it back to where its ancestor came from. */
@@ -1216,6 +1218,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	if (m->pidfd < 0 || !member_alive(m) || !add_member(r, m)) {
 		if (m->pidfd >= 0)
 			close(m->pidfd);
+		qos_member_close_task_dir(mgr, m);
 		free(m);
 		return false;
 	}
@@ -1343,6 +1346,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	m->pid = pid;
 	m->tid = tid == pid ? 0 : tid;
 	m->pidfd = -1;
+	m->task_fd = -1;
 	m->start_time = qos_sys_start_time(pid, m->tid);
 	if (!m->start_time) {
 		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
@@ -1375,6 +1379,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	if (old) {
 		if (old->reserve == r) {
 			close(m->pidfd);
+			qos_member_close_task_dir(mgr, m);
 			free(m);
 			return true;
 		}
@@ -1464,6 +1469,7 @@ err_admit:
 err_close:
 	close(m->pidfd);
 err_free:
+	qos_member_close_task_dir(mgr, m);
 	free(m);
 	return false;
 }

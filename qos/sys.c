@@ -59,6 +59,24 @@ int64_t qos_sys_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A kept file from its start: -1 only when the first read fails. */
+static ssize_t read_from_start(int fd, char *buf, size_t len)
+{
+	size_t off = 0;
+	while (off + 1 < len) {
+		ssize_t n = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && off == 0)
+			return -1;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
 ssize_t qos_sys_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -206,6 +224,15 @@ static bool sched_ns_field(const char *buf, const char *key, uint64_t *out)
 	return true;
 }
 
+static bool parse_dl_state(const char *buf, int64_t *runtime_ns, int64_t *deadline_ns,
+	uint64_t *cpu_ns)
+{
+	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns))
+		return false;
+	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
+		sched_field(buf, "\ndl.deadline ", deadline_ns);
+}
+
 bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns,
 	uint64_t *cpu_ns)
 {
@@ -213,10 +240,96 @@ bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_n
 	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
 		return false;
-	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns))
+	return parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
+}
+
+void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
+	unsigned int *budget)
+{
+	*f = (struct qos_thread_files){ .pid = pid, .tid = tid, .budget = budget };
+	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
+		f->fd[i] = -1;
+}
+
+static void close_thread_file(struct qos_thread_files *f, enum qos_thread_file which)
+{
+	if (f->fd[which] < 0)
+		return;
+	close(f->fd[which]);
+	f->fd[which] = -1;
+	(*f->budget)++;
+}
+
+void qos_thread_files_finish(struct qos_thread_files *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
+		close_thread_file(f, (enum qos_thread_file)i);
+}
+
+static const char *const thread_file_names[QOS_THREAD_FILES] = {
+	[QOS_THREAD_STAT] = "stat",
+	[QOS_THREAD_SCHED] = "sched",
+	[QOS_THREAD_SCHEDSTAT] = "schedstat",
+};
+
+/*
+ * Reads one of the thread's files through its kept descriptor, opening it
+ * (under /proc/PID/task/TID: only while the thread is pid's) when there is
+ * none or the kept one fails: its thread has exited, and the tid may be
+ * another thread's now, as it would be for a path.  Past the budget the
+ * file is opened for this read only.
+ */
+static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file which,
+	char *buf, size_t len)
+{
+	if (f->fd[which] >= 0) {
+		ssize_t n = read_from_start(f->fd[which], buf, len);
+		if (n > 0)
+			return n;
+		close_thread_file(f, which);
+	}
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", f->pid, f->tid,
+		thread_file_names[which]);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read_from_start(fd, buf, len);
+	if (*f->budget > 0 && n > 0) {
+		(*f->budget)--;
+		f->fd[which] = fd;
+	} else {
+		close(fd);
+	}
+	return n > 0 ? n : -1;
+}
+
+char qos_thread_files_state(struct qos_thread_files *f)
+{
+	char buf[512];
+	if (read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) < 0)
+		return 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
+	int64_t *deadline_ns, uint64_t *cpu_ns)
+{
+	char buf[8192];
+	return read_thread_file(f, QOS_THREAD_SCHED, buf, sizeof(buf)) > 0 &&
+		parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
+}
+
+bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out)
+{
+	char buf[128];
+	if (read_thread_file(f, QOS_THREAD_SCHEDSTAT, buf, sizeof(buf)) < 0)
 		return false;
-	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
-		sched_field(buf, "\ndl.deadline ", deadline_ns);
+	*out = strtoull(buf, NULL, 10);
+	return true;
 }
 
 bool qos_sys_sched_clock_offset(int64_t *offset_ns)
@@ -283,6 +396,13 @@ struct qos_dirent64 {
  * much of the buffer unused has reached the end of the directory. */
 #define DIRENT_ROOM 512
 
+int qos_sys_open_task_dir(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)
 {
 	/*
@@ -290,15 +410,24 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 	 * last getdents that only finds the end): the manager lists threads at
 	 * every overrun of an optimistic reserve and at every housekeeping pass.
 	 */
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = qos_sys_open_task_dir(pid);
 	if (fd < 0)
+		return -1;
+	int n = qos_sys_for_each_thread_in(fd, fn, data);
+	close(fd);
+	return n;
+}
+
+int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), void *data)
+{
+	if (lseek(dir_fd, 0, SEEK_SET) != 0)
 		return -1;
 	_Alignas(struct qos_dirent64) char buf[8192];
 	int n = 0;
-	for (;;) {
-		long got = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	for (bool first = true;; first = false) {
+		long got = syscall(SYS_getdents64, dir_fd, buf, sizeof(buf));
+		if (got < 0 && first)
+			return -1; /* the process has exited */
 		if (got <= 0)
 			break;
 		for (long off = 0; off < got;) {
@@ -313,7 +442,6 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 		if ((size_t)got + DIRENT_ROOM <= sizeof(buf))
 			break;
 	}
-	close(fd);
 	return n;
 }
 

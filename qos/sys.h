@@ -35,6 +35,34 @@ bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);
 bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out);
 
 /*
+ * A thread's /proc files, opened once and read again from the start (the
+ * kernel prints them anew): a thread the manager looks at hundreds of times
+ * a second saves a path walk and a close per read.  A file opens only while
+ * the thread is pid's (under /proc/PID/task/TID) and is opened again when
+ * its thread has exited.  *budget is how many more descriptors may be kept
+ * (shared by all the files of a manager, which lives in a process with a
+ * descriptor limit); past it, each read opens and closes.
+ */
+enum qos_thread_file { QOS_THREAD_STAT, QOS_THREAD_SCHED, QOS_THREAD_SCHEDSTAT };
+#define QOS_THREAD_FILES 3
+
+struct qos_thread_files {
+	pid_t pid, tid;
+	int fd[QOS_THREAD_FILES]; /* -1: not kept */
+	unsigned int *budget;
+};
+
+void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
+	unsigned int *budget);
+/* Closes what is kept; NULL is fine.  The struct may be initialized again. */
+void qos_thread_files_finish(struct qos_thread_files *f);
+/* As qos_sys_thread_state, qos_sys_thread_dl_state, qos_sys_thread_cpu_ns. */
+char qos_thread_files_state(struct qos_thread_files *f);
+bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
+	int64_t *deadline_ns, uint64_t *cpu_ns);
+bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out);
+
+/*
  * dl.runtime (may be negative: an overrun) and dl.deadline (sched clock) of a
  * SCHED_DEADLINE thread, from /proc/TID/sched, and when cpu_ns is not NULL
  * its CPU time from the same snapshot (the counter schedstat shows).  False
@@ -62,6 +90,11 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns);
 /* Calls fn (when not NULL) for every thread of pid; returns the number of
  * threads or -1. */
 int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data);
+/* /proc/PID/task, to be kept: it lists that process's threads until it
+ * exits, and then fails, whoever has the pid since.  -1 when gone. */
+int qos_sys_open_task_dir(pid_t pid);
+/* As qos_sys_for_each_thread, from the start of a kept task directory. */
+int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), void *data);
 
 /*
  * Puts one thread under a per-thread policy.  fifo/rr/qos always carry

@@ -10,6 +10,7 @@
  * have waited for the next listing anyway.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "qos/internal.h"
 #include "qos/sys.h"
@@ -32,9 +33,14 @@ static void collect(pid_t tid, void *data)
 	c->tids[c->n_tids++] = tid;
 }
 
-/* The kept listing of pid, listing it first; NULL when it cannot be kept. */
-static struct qos_thread_listing *listing(struct qos_thread_cache *c, pid_t pid)
+static int list_member(struct qos_manager *mgr, struct qos_member *m,
+	void (*fn)(pid_t tid, void *data), void *data);
+
+/* The kept listing of m, listing it first; NULL when it cannot be kept. */
+static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_member *m)
 {
+	struct qos_thread_cache *c = &mgr->threads;
+	pid_t pid = m->pid;
 	for (size_t i = 0; i < c->n; i++) {
 		if (c->lists[i].pid == pid)
 			return &c->lists[i];
@@ -45,7 +51,7 @@ static struct qos_thread_listing *listing(struct qos_thread_cache *c, pid_t pid)
 	c->lists = grown;
 	size_t first = c->n_tids;
 	struct collect_ctx x = { .c = c };
-	int n = qos_sys_for_each_thread(pid, collect, &x);
+	int n = list_member(mgr, m, collect, &x);
 	if (x.failed) {
 		c->n_tids = first;
 		return NULL;
@@ -56,7 +62,33 @@ static struct qos_thread_listing *listing(struct qos_thread_cache *c, pid_t pid)
 	return l;
 }
 
-int qos_member_for_each_thread(struct qos_manager *mgr, const struct qos_member *m,
+/*
+ * A busy optimistic reserve lists its members at every overrun: through a
+ * kept directory that is a rewind and a getdents, without the path walk.
+ */
+static int list_member(struct qos_manager *mgr, struct qos_member *m,
+	void (*fn)(pid_t tid, void *data), void *data)
+{
+	if (m->task_fd < 0 && mgr->thread_files_budget > 0) {
+		m->task_fd = qos_sys_open_task_dir(m->pid);
+		if (m->task_fd >= 0)
+			mgr->thread_files_budget--;
+	}
+	if (m->task_fd >= 0)
+		return qos_sys_for_each_thread_in(m->task_fd, fn, data);
+	return qos_sys_for_each_thread(m->pid, fn, data);
+}
+
+void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m)
+{
+	if (m->task_fd < 0)
+		return;
+	close(m->task_fd);
+	m->task_fd = -1;
+	mgr->thread_files_budget++;
+}
+
+int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
 	void (*fn)(pid_t tid, void *data), void *data)
 {
 	if (m->tid) {
@@ -65,9 +97,9 @@ int qos_member_for_each_thread(struct qos_manager *mgr, const struct qos_member 
 		return 1;
 	}
 	struct qos_thread_cache *c = &mgr->threads;
-	const struct qos_thread_listing *l = c->keep ? listing(c, m->pid) : NULL;
+	const struct qos_thread_listing *l = c->keep ? listing(mgr, m) : NULL;
 	if (!l)
-		return qos_sys_for_each_thread(m->pid, fn, data);
+		return list_member(mgr, m, fn, data);
 	if (l->gone)
 		return -1;
 	/* By index: fn may list another member and move the array. */

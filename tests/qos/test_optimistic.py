@@ -343,3 +343,44 @@ def test_thread_started_during_the_fallback_returns_with_the_others(helper, proc
         rounds += 1
         time.sleep(0.3)
     assert dies_at_once(p) < 1.0
+
+
+def test_switches_keep_proc_files_and_give_them_back(helper, procs):
+    """The switches of a busy optimistic reserve read its members' /proc
+    files through descriptors the manager keeps (sys.h: qos_thread_files,
+    the task directory).  While they switch, the manager holds some; once
+    the members have left (one) and exited (the rest), it holds none of
+    them any more: nothing leaks through a leave, an exit or a delete."""
+    def proc_fds():
+        out = []
+        for fd in os.listdir("/proc/%d/fd" % helper.proc.pid):
+            try:
+                target = os.readlink("/proc/%d/fd/%s" % (helper.proc.pid, fd))
+            except OSError:
+                continue
+            if target.startswith("/proc/"):
+                out.append(target)
+        return out
+
+    before = proc_fds()
+    helper.ok("reserve keep policy=qos period=10ms cpu=2% fallback=other")
+    members = [busy(procs) for _ in range(3)]
+    for p in members:
+        helper.ok("join keep %d" % p.pid)
+    time.sleep(0.5)
+    during = proc_fds()
+    print("kept while switching: %r" % sorted(set(during) - set(before)))
+    assert overruns(helper, "keep")[0] > 0
+    assert any("/task" in f for f in during) and len(during) > len(before) + 3
+    helper.ok("leave %d" % members[0].pid)
+    for p in members[1:]:
+        p.kill()
+        p.wait()
+    helper.ok("sync")
+    deadline = time.monotonic() + 2
+    while proc_fds() != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+        helper.ok("sync")
+    assert proc_fds() == before, sorted(set(proc_fds()) - set(before))
+    helper.ok("delete keep")
+    assert proc_fds() == before

@@ -32,22 +32,46 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void test_thread_in_process(void)
+/* Starts a thread that waits until stop_thread(); returns its tid. */
+static pid_t start_thread(pthread_t *th)
 {
-	pthread_t th;
-	CHECK(pthread_create(&th, NULL, thread_main, NULL) == 0);
+	stop = 0;
+	thread_tid = 0;
+	CHECK(pthread_create(th, NULL, thread_main, NULL) == 0);
 	pthread_mutex_lock(&lock);
 	while (!thread_tid)
 		pthread_cond_wait(&cond, &lock);
 	pid_t tid = thread_tid;
 	pthread_mutex_unlock(&lock);
+	return tid;
+}
 
+static void stop_thread(pthread_t th)
+{
+	pthread_mutex_lock(&lock);
+	stop = 1;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	pthread_join(th, NULL);
+}
+
+/* A child process that waits to be killed. */
+static pid_t start_child(void)
+{
 	pid_t child = fork();
 	CHECK(child >= 0);
 	if (child == 0) {
 		pause();
 		_exit(0);
 	}
+	return child;
+}
+
+static void test_thread_in_process(void)
+{
+	pthread_t th;
+	pid_t tid = start_thread(&th);
+	pid_t child = start_child();
 	pid_t self = getpid();
 	/* Counting alone (no callback): this thread and the one above. */
 	CHECK(qos_sys_for_each_thread(self, NULL, NULL) == 2);
@@ -58,13 +82,55 @@ static void test_thread_in_process(void)
 	CHECK(!qos_sys_thread_in_process(self, child));
 	CHECK(!qos_sys_thread_in_process(child, tid));
 
-	pthread_mutex_lock(&lock);
-	stop = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	pthread_join(th, NULL);
+	stop_thread(th);
 	/* Gone: nothing to act on. */
 	CHECK(!qos_sys_thread_in_process(self, tid));
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+/*
+ * Kept /proc files: read again they print fresh values, the budget bounds
+ * how many stay open, another process's tid never opens, and a thread's
+ * files fail (and give their descriptors back) once it has exited.
+ */
+static void test_thread_files(void)
+{
+	pthread_t th;
+	pid_t tid = start_thread(&th);
+	unsigned int budget = 2;
+	struct qos_thread_files me;
+	qos_thread_files_init(&me, getpid(), gettid(), &budget);
+	uint64_t first = 0, again = 0;
+	CHECK(qos_thread_files_cpu_ns(&me, &first));
+	CHECK(qos_thread_files_state(&me) == 'R');
+	CHECK(budget == 0 && me.fd[QOS_THREAD_SCHEDSTAT] >= 0 && me.fd[QOS_THREAD_STAT] >= 0);
+	uint64_t until = first + 5000000u;
+	while (again < until)
+		CHECK(qos_thread_files_cpu_ns(&me, &again)); /* a fresh value each read */
+	/* Past the budget a file is read all the same, just not kept. */
+	int64_t runtime, deadline;
+	qos_thread_files_dl_state(&me, &runtime, &deadline, NULL);
+	CHECK(me.fd[QOS_THREAD_SCHED] == -1);
+	qos_thread_files_finish(&me);
+	CHECK_EQ_U(budget, 2);
+	qos_thread_files_finish(NULL);
+
+	struct qos_thread_files other;
+	qos_thread_files_init(&other, getpid(), tid, &budget);
+	CHECK(qos_thread_files_state(&other) == 'S');
+	CHECK_EQ_U(budget, 1);
+	stop_thread(th);
+	CHECK(qos_thread_files_state(&other) == 0);
+	CHECK_EQ_U(budget, 2);
+	qos_thread_files_finish(&other);
+
+	/* A tid that is another process's thread does not open under ours. */
+	pid_t child = start_child();
+	struct qos_thread_files stranger;
+	qos_thread_files_init(&stranger, getpid(), child, &budget);
+	CHECK(qos_thread_files_state(&stranger) == 0);
+	CHECK_EQ_U(budget, 2);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 }
@@ -207,6 +273,7 @@ static void test_dl_state(void)
 int main(void)
 {
 	test_thread_in_process();
+	test_thread_files();
 	test_many_threads();
 	test_dl_state();
 	return check_report("test_sys");
