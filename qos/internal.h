@@ -129,8 +129,8 @@ struct qos_manager {
 	unsigned int thread_files_budget;
 };
 
-/* Half the usual soft descriptor limit of 1024: the compositor's clients
- * need the rest. */
+/* At most this, and at most a quarter of the process's descriptor limit:
+ * the compositor's clients need the rest. */
 #define QOS_THREAD_FILES_BUDGET 512u
 
 /*

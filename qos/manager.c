@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -85,7 +86,10 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
+	struct rlimit nofile;
 	mgr->thread_files_budget = QOS_THREAD_FILES_BUDGET;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_THREAD_FILES_BUDGET)
+		mgr->thread_files_budget = (unsigned int)(nofile.rlim_cur / 4);
 	if (!mgr->config.cgroup_base)
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);

@@ -9,12 +9,14 @@ tests require that the member makes progress in every 100 ms window and dies
 at once from SIGKILL.
 """
 import os
+import resource
 import subprocess
 import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, busy, cpu_ns, helper, place, policy_of, procs, pytestmark)
+    PERIODIC, REASON, busy, cpu_ns, helper, place, policy_of, procs, pytestmark,
+    running_helper)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
 
@@ -345,6 +347,44 @@ def test_thread_started_during_the_fallback_returns_with_the_others(helper, proc
     assert dies_at_once(p) < 1.0
 
 
+def kept_proc_files(helper):
+    """What the manager has open under /proc."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % helper.proc.pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (helper.proc.pid, fd))
+        except OSError:
+            continue
+        if target.startswith("/proc/"):
+            out.append(target)
+    return out
+
+
+def test_kept_files_stay_within_a_quarter_of_the_descriptor_limit(procs):
+    """Started with a soft limit of 48 descriptors, the manager keeps at most
+    12 /proc files; its members are switched all the same."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (48, hard))
+    try:
+        ctx = running_helper()
+        h = ctx.__enter__()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        before = kept_proc_files(h)
+        h.ok("reserve few policy=qos period=10ms cpu=5% fallback=other")
+        members = [busy(procs) for _ in range(8)]
+        for p in members:
+            h.ok("join few %d" % p.pid)
+        time.sleep(0.5)
+        kept = len(kept_proc_files(h)) - len(before)
+        print("kept %d, %s" % (kept, overruns(h, "few")[1]))
+        assert overruns(h, "few")[0] > 0
+        assert 0 < kept <= 12
+    finally:
+        ctx.__exit__(None, None, None)
+
+
 def test_switches_keep_proc_files_and_give_them_back(helper, procs):
     """The switches of a busy optimistic reserve read its members' /proc
     files through descriptors the manager keeps (sys.h: qos_thread_files,
@@ -352,15 +392,7 @@ def test_switches_keep_proc_files_and_give_them_back(helper, procs):
     the members have left (one) and exited (the rest), it holds none of
     them any more: nothing leaks through a leave, an exit or a delete."""
     def proc_fds():
-        out = []
-        for fd in os.listdir("/proc/%d/fd" % helper.proc.pid):
-            try:
-                target = os.readlink("/proc/%d/fd/%s" % (helper.proc.pid, fd))
-            except OSError:
-                continue
-            if target.startswith("/proc/"):
-                out.append(target)
-        return out
+        return kept_proc_files(helper)
 
     before = proc_fds()
     helper.ok("reserve keep policy=qos period=10ms cpu=2% fallback=other")
