@@ -260,6 +260,8 @@ static void hold_one(pid_t tid, void *data)
 		return; /* out of memory: the next housekeeping pass places it */
 	/* Never in the class, so never throttled: the period end is safe. */
 	t->back_at_us = c->period_end_us;
+	t->verify_at_us = 0;
+	t->risky = false;
 	c->held = true;
 	if (c->r->params.fallback == QOS_POLICY_IDLE)
 		to_fallback(c->r, tid);

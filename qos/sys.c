@@ -59,12 +59,17 @@ int64_t qos_sys_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* A kept file from its start: -1 only when the first read fails. */
+/*
+ * A kept /proc file from its start: -1 only when the first read fails.  A
+ * seq_file read fills the buffer as far as the file goes, so a short read
+ * is the end and the read that would only say so is saved.
+ */
 static ssize_t read_from_start(int fd, char *buf, size_t len)
 {
 	size_t off = 0;
 	while (off + 1 < len) {
-		ssize_t n = pread(fd, buf + off, len - 1 - off, (off_t)off);
+		size_t want = len - 1 - off;
+		ssize_t n = pread(fd, buf + off, want, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && off == 0)
@@ -72,6 +77,8 @@ static ssize_t read_from_start(int fd, char *buf, size_t len)
 		if (n <= 0)
 			break;
 		off += (size_t)n;
+		if ((size_t)n < want)
+			break;
 	}
 	buf[off] = '\0';
 	return (ssize_t)off;
