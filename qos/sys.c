@@ -119,12 +119,15 @@ int qos_sys_write_file(const char *path, const char *value)
  * A stat file from the space after the command name (which may hold spaces
  * and parentheses itself), or NULL when the task is gone.
  */
+static const char *after_comm(const char *buf)
+{
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
 static const char *fields_after_comm(const char *path, char *buf, size_t len)
 {
-	if (qos_sys_read_file(path, buf, len) <= 0)
-		return NULL;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p + 1 : NULL;
+	return qos_sys_read_file(path, buf, len) > 0 ? after_comm(buf) : NULL;
 }
 
 /* /proc/ID/stat from the space after the command name. */
@@ -316,10 +319,9 @@ static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file
 char qos_thread_files_state(struct qos_thread_files *f)
 {
 	char buf[512];
-	if (read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) < 0)
-		return 0;
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
+	const char *p = read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) > 0 ?
+		after_comm(buf) : NULL;
+	return p ? p[1] : 0;
 }
 
 bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,

@@ -71,6 +71,13 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 {
 	if (m->task_fd < 0 && mgr->thread_files_budget > 0) {
 		m->task_fd = qos_sys_open_task_dir(m->pid);
+		/* Kept, it lists whichever process had the pid when it opened:
+		 * only keep it when that was the member (the pid cannot pass on
+		 * while the member still runs after the open). */
+		if (m->task_fd >= 0 && qos_sys_start_time(m->pid, 0) != m->start_time) {
+			close(m->task_fd);
+			m->task_fd = -1;
+		}
 		if (m->task_fd >= 0)
 			mgr->thread_files_budget--;
 	}
