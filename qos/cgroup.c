@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,6 +460,49 @@ int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool 
 		n++;
 	}
 	fclose(f);
+	return n;
+}
+
+int qos_cgroup_open_procs(const struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	qos_cgroup_path(cg, false, name, "cgroup.procs", p, sizeof(p));
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *data)
+{
+	char buf[4096];
+	off_t off = 0;
+	long v = -1; /* the number being read, across reads: a read may end inside one */
+	int n = 0;
+	for (;;) {
+		/* One page at most per read (the seq_file buffer), so read to the end. */
+		ssize_t got = pread(fd, buf, sizeof(buf), off);
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			break;
+		off += got;
+		for (ssize_t i = 0; i < got; i++) {
+			char c = buf[i];
+			if (c >= '0' && c <= '9') {
+				v = v < 0 ? c - '0' : v * 10 + (c - '0');
+				if (v > INT_MAX / 10)
+					v = INT_MAX / 10; /* not a pid; kill() and /proc refuse it */
+			} else {
+				if (v > 0) {
+					fn((pid_t)v, data);
+					n++;
+				}
+				v = -1;
+			}
+		}
+	}
+	if (v > 0) {
+		fn((pid_t)v, data);
+		n++;
+	}
 	return n;
 }
 

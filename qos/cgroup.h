@@ -112,6 +112,13 @@ int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_p
 /* Calls fn for each pid listed in the group's cgroup.procs (v2 tree). */
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
 	void (*fn)(pid_t pid, void *data), void *data);
+/*
+ * The same through the group's cgroup.procs kept open (v2 tree), which the
+ * housekeeping pass reads every second for every reserve: a read from offset
+ * 0 lists the group anew.  Returns the count, or -1 when the read fails.
+ */
+int qos_cgroup_open_procs(const struct qos_cgroup *cg, const char *name);
+int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *data);
 
 /* Calls fn with the name of every reserve group under our root. */
 int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name,

@@ -55,6 +55,7 @@ struct qos_reserve {
 	int stat_fd;          /* the group's cpu.stat, or -1 */
 	int group_idle;       /* cpu.idle last written, -1 unknown */
 	int idle_fd;          /* the group's cpu.idle, kept open for fallback switches */
+	int procs_fd;         /* the group's cgroup.procs (v2 tree), kept for housekeeping */
 	uint32_t cookie;      /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
 	bool timers_armed;    /* members' CPU timers armed for this budget */
@@ -125,13 +126,17 @@ struct qos_manager {
 	unsigned long canary_thread;
 	struct qos_watchdog watchdog;
 	struct qos_thread_cache threads;
-	/* /proc descriptors the optimistic switches may still keep (sys.h). */
-	unsigned int thread_files_budget;
+	/*
+	 * Descriptors still to keep open for reads repeated every pass or
+	 * switch: /proc files of optimistic switches (sys.h), member task
+	 * directories, reserve groups' cgroup.procs.
+	 */
+	unsigned int kept_fds_budget;
 };
 
 /* At most this, and at most a quarter of the process's descriptor limit:
  * the compositor's clients need the rest. */
-#define QOS_THREAD_FILES_BUDGET 512u
+#define QOS_KEPT_FDS_BUDGET 512u
 
 /*
  * Room for one more element in a growable array of n elements (capacity

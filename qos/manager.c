@@ -87,9 +87,9 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
 	struct rlimit nofile;
-	mgr->thread_files_budget = QOS_THREAD_FILES_BUDGET;
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_THREAD_FILES_BUDGET)
-		mgr->thread_files_budget = (unsigned int)(nofile.rlim_cur / 4);
+	mgr->kept_fds_budget = QOS_KEPT_FDS_BUDGET;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_KEPT_FDS_BUDGET)
+		mgr->kept_fds_budget = (unsigned int)(nofile.rlim_cur / 4);
 	if (!mgr->config.cgroup_base)
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);

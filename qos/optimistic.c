@@ -108,7 +108,7 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 		/* A tid another member's thread had: nothing of it applies. */
 		qos_thread_files_finish(&t->files);
 		*t = (struct fb_thread){ .pid = pid, .tid = tid };
-		qos_thread_files_init(&t->files, pid, tid, &r->mgr->thread_files_budget);
+		qos_thread_files_init(&t->files, pid, tid, &r->mgr->kept_fds_budget);
 	}
 	if (t)
 		return t;
@@ -121,7 +121,7 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 	o->t = grown;
 	t = &o->t[o->n++];
 	*t = (struct fb_thread){ .pid = pid, .tid = tid };
-	qos_thread_files_init(&t->files, pid, tid, &r->mgr->thread_files_budget);
+	qos_thread_files_init(&t->files, pid, tid, &r->mgr->kept_fds_budget);
 	return t;
 }
 

@@ -841,6 +841,7 @@ static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name
 	r->stat_fd = -1;
 	r->group_idle = -1;
 	r->idle_fd = -1;
+	r->procs_fd = -1;
 	r->cookie = ++mgr->next_cookie;
 	r->cookie_next = mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS];
 	mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS] = r;
@@ -850,6 +851,15 @@ static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name
 	*tail = r;
 	qos_emit(mgr, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
 	return r;
+}
+
+static void close_procs(struct qos_reserve *r)
+{
+	if (r->procs_fd < 0)
+		return;
+	close(r->procs_fd);
+	r->procs_fd = -1;
+	r->mgr->kept_fds_budget++;
 }
 
 void qos_reserve_free(struct qos_reserve *r)
@@ -876,6 +886,7 @@ void qos_reserve_free(struct qos_reserve *r)
 		close(r->stat_fd);
 	if (r->idle_fd >= 0)
 		close(r->idle_fd);
+	close_procs(r);
 	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
 		qos_reconcile_failed(mgr, r->name, r->group, err);
@@ -1244,12 +1255,30 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
  * children join the parent's reserve); without, they go back to where the
  * parent came from.  Found at each housekeeping pass.
  */
+/* The group's processes, through its cgroup.procs kept open within the budget. */
+static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
+{
+	struct qos_manager *mgr = r->mgr;
+	if (r->procs_fd < 0 && mgr->kept_fds_budget > 0) {
+		r->procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
+		if (r->procs_fd >= 0)
+			mgr->kept_fds_budget--;
+	}
+	if (r->procs_fd >= 0) {
+		if (qos_cgroup_for_each_pid_fd(r->procs_fd, collect_pid, c) >= 0)
+			return;
+		close_procs(r); /* the group went away under us: open it again next time */
+		c->n = 0;
+	}
+	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);
+}
+
 static void adopt_children(struct qos_reserve *r)
 {
 	if (!r->has_group || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
-	qos_cgroup_for_each_pid(&r->mgr->cg, r->group, false, collect_pid, &c);
+	list_group(r, &c);
 	bool adopted = false;
 	for (size_t i = 0; i < c.n; i++) {
 		pid_t pid = c.pids[i];

@@ -69,7 +69,7 @@ static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_me
 static int list_member(struct qos_manager *mgr, struct qos_member *m,
 	void (*fn)(pid_t tid, void *data), void *data)
 {
-	if (m->task_fd < 0 && mgr->thread_files_budget > 0) {
+	if (m->task_fd < 0 && mgr->kept_fds_budget > 0) {
 		m->task_fd = qos_sys_open_task_dir(m->pid);
 		/* Kept, it lists whichever process had the pid when it opened:
 		 * only keep it when that was the member (the pid cannot pass on
@@ -79,7 +79,7 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 			m->task_fd = -1;
 		}
 		if (m->task_fd >= 0)
-			mgr->thread_files_budget--;
+			mgr->kept_fds_budget--;
 	}
 	if (m->task_fd >= 0)
 		return qos_sys_for_each_thread_in(m->task_fd, fn, data);
@@ -92,7 +92,7 @@ void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m)
 		return;
 	close(m->task_fd);
 	m->task_fd = -1;
-	mgr->thread_files_budget++;
+	mgr->kept_fds_budget++;
 }
 
 int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,

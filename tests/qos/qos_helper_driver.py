@@ -82,6 +82,16 @@ class QosHelper:
         parts = dict(p.split("=", 1) for p in self.ok("path " + name).split()[1:])
         return parts["v2"], parts["cpu"]
 
+    def open_files(self):
+        """What the manager process has open (descriptor link targets)."""
+        out = []
+        for fd in os.listdir("/proc/%d/fd" % self.proc.pid):
+            try:
+                out.append(os.readlink("/proc/%d/fd/%s" % (self.proc.pid, fd)))
+            except OSError:
+                pass  # closed meanwhile
+        return out
+
     def close(self):
         if self.proc.poll() is None:
             try:

@@ -622,6 +622,36 @@ def test_forked_child_is_adopted_at_once(helper, procs):
             kill_grandchild(c)
 
 
+def test_group_listing_stays_open_and_is_given_back(helper, procs):
+    """Every pass lists a reserve's group for children to adopt, through
+    its cgroup.procs kept open (read again from the start, it lists the
+    group anew): children forked after it was opened are adopted through
+    it, one descriptor serves every pass, and deleting the reserve closes
+    it."""
+    p = forking_member(procs, 1)
+    place(helper, "kept policy=idle inherit=yes", p.pid)
+    listing = helper.path("kept")[0] + "/cgroup.procs"
+    children = []
+    try:
+        for members in (2, 3, 4):
+            time.sleep(0.05)  # past the gap between two fork passes
+            (child,) = fork_children(p)
+            children.append(child)
+            helper.ok("forked %d %d" % (p.pid, child))
+            _wait_for(helper, lambda: " members=%d " % members in helper.ok("info kept"), 3,
+                      "child %d was not adopted" % child)
+            assert policy_of(child) == os.SCHED_IDLE
+            assert helper.open_files().count(listing) == 1, helper.open_files()
+    finally:
+        for c in children:
+            kill_grandchild(c)
+    helper.ok("leave %d" % p.pid)
+    _wait_for(helper, lambda: " members=0 " in helper.ok("info kept"), 3,
+              "the killed children are still members")
+    helper.ok("delete kept")
+    assert listing not in helper.open_files()
+
+
 def test_forked_child_without_inherit_is_sent_back_at_once(helper, procs):
     """Without inherit the child goes back to its parent's original groups
     when the manager is told of the fork (it started in the reserve's)."""
