@@ -293,13 +293,20 @@ static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
 	return false;
 }
 
-/* Throttled with its deadline well past: its replenishment timer is gone. */
-static bool stuck(struct qos_reserve *r, pid_t tid, int64_t runtime, int64_t deadline)
+/*
+ * Throttled with its deadline well past: its replenishment timer is gone.
+ * The state comes from the thread's kept files when it has an entry (a
+ * sleeping member is asked every pass).
+ */
+static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t runtime,
+	int64_t deadline)
 {
 	if (runtime > 0)
 		return false;
 	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
-	return deadline + STUCK_AFTER_NS <= now && qos_sys_thread_state(tid) == 'R';
+	if (deadline + STUCK_AFTER_NS > now)
+		return false;
+	return (t ? qos_thread_files_state(&t->files) : qos_sys_thread_state(tid)) == 'R';
 }
 
 /* Takes a stuck thread out of SCHED_DEADLINE until its 0-lag time. */
@@ -334,7 +341,7 @@ static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, p
 	if (runtime > 0 ||
 			deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
 		return false;
-	if (!stuck(r, tid, runtime, deadline))
+	if (!stuck(r, t, tid, runtime, deadline))
 		return true;
 	repair(r, t, pid, tid, runtime, deadline);
 	return false;
@@ -404,7 +411,7 @@ static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t
 	int64_t runtime, deadline;
 	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL) :
 		qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
-	if (!known || !stuck(r, tid, runtime, deadline))
+	if (!known || !stuck(r, t, tid, runtime, deadline))
 		return false;
 	repair(r, t, pid, tid, runtime, deadline);
 	return true;
