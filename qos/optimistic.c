@@ -458,11 +458,11 @@ struct scan_ctx {
 static void scan_one(pid_t tid, void *data)
 {
 	struct scan_ctx *c = data;
-	struct fb_thread *t = find(c->r, tid);
-	if (t && t->pid == c->pid)
+	/* An entry for every member thread: the check below reads its /proc
+	 * files every pass, through descriptors kept within the budget. */
+	struct fb_thread *t = add(c->r, c->pid, tid);
+	if (t)
 		t->seen = true;
-	else
-		t = NULL;
 	if (!t || !busy_entry(t))
 		unstick(c->r, t, c->pid, tid);
 }

@@ -358,6 +358,37 @@ def kept_files(helper):
             if f.startswith("/proc/") or f.endswith("/cgroup.procs")]
 
 
+# Runs for half a second (so it is running in SCHED_DEADLINE when it joins), then sleeps.
+RUN_THEN_SLEEP = "import time\nend = time.time() + 0.5\nwhile time.time() < end:\n    pass\ntime.sleep(60)"
+
+
+def test_pass_reads_deadline_members_through_kept_files(helper, procs):
+    """The 1 s pass looks at every thread of a qos reserve for a stuck
+    deadline state, through its /proc/TID/sched.  That file is kept open
+    from the first pass on, also for members that never left their
+    reservation (here: running when they joined, asleep since), and it is
+    given back when the member leaves or exits."""
+    before = kept_proc_files(helper)
+    helper.ok("reserve hard policy=qos period=10ms cpu=2% fallback=pause")
+    members = [procs([sys.executable, "-c", RUN_THEN_SLEEP]) for _ in range(2)]
+    for p in members:
+        helper.ok("join hard %d" % p.pid)
+    wanted = {"/proc/%d/task/%d/sched" % (p.pid, p.pid) for p in members}
+    deadline = time.monotonic() + 3
+    while not wanted <= set(kept_proc_files(helper)):
+        assert time.monotonic() < deadline, sorted(kept_proc_files(helper))
+        time.sleep(0.1)
+        helper.ok("sync")
+    helper.ok("leave %d" % members[0].pid)
+    members[1].kill()
+    members[1].wait()
+    deadline = time.monotonic() + 3
+    while kept_proc_files(helper) != before:
+        assert time.monotonic() < deadline, sorted(set(kept_proc_files(helper)) - set(before))
+        time.sleep(0.1)
+        helper.ok("sync")
+
+
 def test_kept_files_stay_within_a_quarter_of_the_descriptor_limit(procs):
     """Started with a soft limit of 48 descriptors, the manager keeps at most
     12 descriptors for repeated reads (/proc files, the group listing of
