@@ -220,6 +220,9 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid);
 bool qos_optimistic_any_waiting(const struct qos_reserve *r);
 /* Whether tid sits in the fallback waiting for its return time. */
 bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid);
+/* A member thread's state letter ('R' runnable), through its kept stat file
+ * when it has an entry; 0 when it is gone. */
+char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid);
 void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid);
 void qos_optimistic_clear(struct qos_reserve *r);
 void qos_optimistic_destroy(struct qos_reserve *r);

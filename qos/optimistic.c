@@ -150,6 +150,14 @@ bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid)
 	return false;
 }
 
+char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid)
+{
+	struct fb_thread *t = r->opt ? find(r, tid) : NULL;
+	if (t && t->pid == pid)
+		return qos_thread_files_state(&t->files);
+	return qos_sys_thread_state(tid);
+}
+
 void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
 	for (size_t i = 0; r->opt && i < r->opt->n;) {

@@ -211,21 +211,29 @@ static uint64_t timer_guard_us(const struct qos_reserve *r)
 	return guard < r->params.slice_us ? guard : r->params.slice_us / 2;
 }
 
+struct running_ctx {
+	struct qos_reserve *r;
+	pid_t pid;
+	bool running;
+};
+
+/* Asked at most overruns of a busy optimistic reserve: its kept files serve. */
 static void note_running(pid_t tid, void *data)
 {
-	bool *running = data;
-	if (!*running && qos_sys_thread_state(tid) == 'R')
-		*running = true;
+	struct running_ctx *c = data;
+	if (!c->running && qos_optimistic_thread_state(c->r, c->pid, tid) == 'R')
+		c->running = true;
 }
 
-static bool members_running(const struct qos_reserve *r)
+static bool members_running(struct qos_reserve *r)
 {
-	bool running = false;
-	for (size_t i = 0; i < r->n_members && !running; i++) {
+	struct running_ctx c = { .r = r };
+	for (size_t i = 0; i < r->n_members && !c.running; i++) {
 		struct qos_member *m = r->members[i];
-		qos_member_for_each_thread(r->mgr, m, note_running, &running);
+		c.pid = m->pid;
+		qos_member_for_each_thread(r->mgr, m, note_running, &c);
 	}
-	return running;
+	return c.running;
 }
 
 /*
