@@ -28,6 +28,12 @@ wakes as often as the manager did (poll, epoll_wait, a timerfd read), under
 the same members.  On a virtual machine a wake-up alone costs 15-55 us of
 CPU time, so what the manager's own work costs per switch is the rest.
 
+Beside the scenarios the manager switches itself, the kernel's share: the
+operations a switch consists of (a cpu.idle write for cut to idle, one
+sched_setattr for optimistic), timed by qos-bench switchcost under the same
+members and multiplied by the switch rate.  The floor plus that share is what
+any manager outside the kernel would pay at that rate.
+
 With --against OLD_BUILD it compares two builds instead: each scenario
 runs --rounds times per build, the builds alternating, so both see the same
 machine (a change of 20% is within what this VM drifts in half an hour).
@@ -74,6 +80,40 @@ def wakes(pid):
     return total
 
 
+# The kernel operation each switch of a scenario is made of (qos-bench switchcost).
+SWITCH_OPS = {"cut-idle": "idle", "optimistic": "setattr"}
+
+
+def switch_op_us(bench, mgr, name):
+    """CPU time of the kernel operation one switch of the scenario makes,
+    timed beside the members; None where the scenario has none or it
+    could not be timed.  cpu.idle is written in a scratch group of its own
+    next to the manager's root, removed afterwards."""
+    op = SWITCH_OPS.get(name)
+    if not op:
+        return None
+    cpu_dir = dict(kv.split("=", 1) for kv in mgr.ok("path r0").split()[1:])["cpu"]
+    probe = os.path.join(os.path.dirname(os.path.dirname(cpu_dir)),
+                         "qosway-bench-probe-%d" % os.getpid())
+    idle_file = "-"
+    if op == "idle":
+        try:
+            os.mkdir(probe)
+            idle_file = os.path.join(probe, "cpu.idle")
+        except OSError as e:
+            print("  no scratch group for cpu.idle: %s" % e)
+    try:
+        out = subprocess.run([bench, "switchcost", "2000", idle_file], capture_output=True,
+                             text=True, timeout=60).stdout.split()
+    finally:
+        if idle_file != "-":
+            os.rmdir(probe)
+    if len(out) != 3 or out[0] != "switchcost":
+        return None
+    pair = out[1] if op == "idle" else out[2]
+    return None if pair == "-" else float(pair) / 2
+
+
 def run(args, build, name, params, busy, with_floor=True):
     bench = os.path.join(build, "tests", "qos", "qos-bench")
     mgr = qc.Manager(build, ["--quiet"])
@@ -103,6 +143,7 @@ def run(args, build, name, params, busy, with_floor=True):
         c1, t1 = mgr.cpu_ns(), time.monotonic()
         k1, w1 = qc.cpu_ns_of(waker.pid) if waker else 0, wakes(mgr.proc.pid)
         after = mgr.ok("stats")
+        op_us = switch_op_us(bench, mgr, name) if with_floor else None
         share = (c1 - c0) / ((t1 - t0) * 1e9)
         floor = (k1 - k0) / ((t1 - t0) * 1e9) if waker else None
         counts = {}
@@ -118,6 +159,8 @@ def run(args, build, name, params, busy, with_floor=True):
                 "floor_share": floor,
                 "work_us_per_switch": (share - floor) * 1e6 / switches
                 if switches and floor is not None else None,
+                "switch_op_us": op_us,
+                "switch_ops_share": op_us * switches / 1e6 if op_us is not None else None,
                 "sample_info": infos}
     finally:
         mgr.close()
@@ -254,20 +297,26 @@ def main():
     print()
     print("Manager CPU time with %d reserves at 10 ms periods (%.0f s window)" %
           (args.reserves, args.window))
-    print("%-10s %8s %9s %9s %8s %8s %10s" % ("scenario", "CPU %", "overrun/s", "restore/s",
-                                              "wakes/s", "floor %", "us/switch"))
+    print("%-10s %8s %9s %9s %8s %8s %10s %8s %14s" % (
+        "scenario", "CPU %", "overrun/s", "restore/s", "wakes/s", "floor %", "us/switch",
+        "kernel %", "floor+kernel %"))
     for r in results:
-        per = r["work_us_per_switch"]
-        print("%-10s %7.3f%% %9.0f %9.0f %8.0f %7.3f%% %10s" % (
+        per, ops = r["work_us_per_switch"], r["switch_ops_share"]
+        print("%-10s %7.3f%% %9.0f %9.0f %8.0f %7.3f%% %10s %8s %14s" % (
             r["scenario"], r["cpu_share"] * 100, r["overrun_per_s"], r["restored_per_s"],
-            r["wakes_per_s"], r["floor_share"] * 100, "-" if per is None else "%.1f" % per))
+            r["wakes_per_s"], r["floor_share"] * 100, "-" if per is None else "%.1f" % per,
+            "-" if ops is None else "%.3f%%" % (ops * 100),
+            "-" if ops is None else "%.3f%%" % ((ops + r["floor_share"]) * 100)))
     print()
     for r in results:
         print("  %-10s %s%s" % (r["scenario"], r["params"],
                                ", busy members" if r["busy_members"] else ", members sleep"))
     print("floor: a process that does nothing but wake as often as the manager did (its rate"
           " in the second before the window), measured beside it; us/switch: the manager's"
-          " CPU time above that floor per overrun or restore")
+          " CPU time above that floor per overrun or restore; kernel: the switches' own"
+          " kernel operations (a cpu.idle write, a sched_setattr) timed by qos-bench"
+          " switchcost beside the members, at the manager's switch rate: floor+kernel is"
+          " what a manager outside the kernel pays at least")
     worst = max(r["cpu_share"] for r in results) if results else 0
     print()
     print("Goal (<= 0.5%% of one CPU): %s (worst %.3f%%)" %

@@ -1,8 +1,10 @@
 /*
  * qos-bench: the timing-critical workloads of the qos benchmarks
- * (tests/bench/qos_*.py).  A single-threaded process that never forks, so it
- * can be a SCHED_DEADLINE member.  Every mode prints "ready ..." and waits for
- * one line on stdin before it starts, so the caller can place it first.
+ * (tests/bench/qos_*.py).  A single-threaded process that never forks (but
+ * in switchcost, which is never a member), so it can be a SCHED_DEADLINE
+ * member.  periodic and timerlat print "ready ..." and wait for one line on
+ * stdin before they start, so the caller can place them first; waker prints
+ * "ready" once it is waking.
  *
  *   periodic WORK_PPM SECONDS PERIOD_US...
  *       For each period in turn: "ready PERIOD_US", wait for a line, then
@@ -40,6 +42,13 @@
  *       waits (poll on stdin and an epoll fd holding a timerfd, then
  *       epoll_wait and a read), until stdin closes: the cost of merely
  *       waking as often as the manager does (tests/bench/qos_overhead.py).
+ *   switchcost PAIRS IDLE_FILE
+ *       What the kernel operations of the manager's fallback switches cost
+ *       this process, without the manager: PAIRS times, writes 1 and then 0
+ *       to IDLE_FILE (a scratch group's cpu.idle; "-" for none), and moves
+ *       a busy child of its own from SCHED_DEADLINE (100 us / 10 ms) to
+ *       SCHED_OTHER and back.  Prints "switchcost IDLE_PAIR_US SETATTR_PAIR_US"
+ *       (its own CPU time per pair; "-" for what it could not do).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,8 +58,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,6 +286,62 @@ static int waker(int argc, char **argv)
 	}
 }
 
+/* struct sched_attr, which Debian 12's headers do not give to user space. */
+struct bench_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+static void print_pair(double cpu_ns, long pairs, bool ok)
+{
+	if (ok)
+		printf(" %.2f", cpu_ns / 1000.0 / (double)pairs);
+	else
+		printf(" -");
+}
+
+static int switchcost(int argc, char **argv)
+{
+	long pairs = argc >= 1 ? atol(argv[0]) : 0;
+	if (pairs <= 0 || argc < 2)
+		return 2;
+	int fd = strcmp(argv[1], "-") != 0 ? open(argv[1], O_WRONLY | O_CLOEXEC) : -1;
+	uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	bool idle_ok = fd >= 0;
+	for (long i = 0; idle_ok && i < pairs; i++)
+		idle_ok = pwrite(fd, "1", 1, 0) == 1 && pwrite(fd, "0", 1, 0) == 1;
+	uint64_t idle_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	if (fd >= 0)
+		close(fd);
+	pid_t child = fork();
+	if (child == 0) {
+		for (volatile unsigned long n = 0;; n++)
+			;
+	}
+	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
+		.sched_flags = 1 /* RESET_ON_FORK */, .sched_runtime = 100000,
+		.sched_deadline = 10000000, .sched_period = 10000000 };
+	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
+	bool set_ok = child > 0;
+	t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (long i = 0; set_ok && i < pairs; i++)
+		set_ok = syscall(SYS_sched_setattr, child, &dl, 0) == 0 &&
+			syscall(SYS_sched_setattr, child, &other, 0) == 0;
+	uint64_t set_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	printf("switchcost");
+	print_pair((double)idle_ns, pairs, idle_ok);
+	print_pair((double)set_ns, pairs, set_ok);
+	printf("\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "periodic") == 0)
@@ -282,11 +350,14 @@ int main(int argc, char **argv)
 		return timerlat(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "waker") == 0)
 		return waker(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "switchcost") == 0)
+		return switchcost(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "spin") == 0) {
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
 	fprintf(stderr, "usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "
-		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ\n", argv[0]);
+		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ | switchcost PAIRS IDLE_FILE\n",
+		argv[0]);
 	return 2;
 }
