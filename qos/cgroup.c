@@ -451,15 +451,11 @@ int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool 
 	else
 		qos_cgroup_path(cg, false, name, threads ? "cgroup.threads" : "cgroup.procs",
 			p, sizeof(p));
-	FILE *f = fopen(p, "re");
-	if (!f)
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -1;
-	int n = 0, pid;
-	while (fscanf(f, "%d", &pid) == 1) {
-		fn(pid, data);
-		n++;
-	}
-	fclose(f);
+	int n = qos_cgroup_for_each_pid_fd(fd, fn, data);
+	close(fd);
 	return n;
 }
 

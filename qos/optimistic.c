@@ -150,12 +150,16 @@ bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid)
 	return false;
 }
 
+/* Through the entry's kept stat file when there is one, else by path. */
+static char state_of(struct fb_thread *t, pid_t tid)
+{
+	return t ? qos_thread_files_state(&t->files) : qos_sys_thread_state(tid);
+}
+
 char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid)
 {
 	struct fb_thread *t = r->opt ? find(r, tid) : NULL;
-	if (t && t->pid == pid)
-		return qos_thread_files_state(&t->files);
-	return qos_sys_thread_state(tid);
+	return state_of(t && t->pid == pid ? t : NULL, tid);
 }
 
 void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid)
@@ -314,7 +318,7 @@ static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t
 	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
 	if (deadline + STUCK_AFTER_NS > now)
 		return false;
-	return (t ? qos_thread_files_state(&t->files) : qos_sys_thread_state(tid)) == 'R';
+	return state_of(t, tid) == 'R';
 }
 
 /* Takes a stuck thread out of SCHED_DEADLINE until its 0-lag time. */

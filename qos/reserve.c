@@ -861,15 +861,6 @@ static struct qos_reserve *reserve_new(struct qos_manager *mgr, const char *name
 	return r;
 }
 
-static void close_procs(struct qos_reserve *r)
-{
-	if (r->procs_fd < 0)
-		return;
-	close(r->procs_fd);
-	r->procs_fd = -1;
-	r->mgr->kept_fds_budget++;
-}
-
 void qos_reserve_free(struct qos_reserve *r)
 {
 	if (!r)
@@ -894,7 +885,7 @@ void qos_reserve_free(struct qos_reserve *r)
 		close(r->stat_fd);
 	if (r->idle_fd >= 0)
 		close(r->idle_fd);
-	close_procs(r);
+	qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
 	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
 		qos_reconcile_failed(mgr, r->name, r->group, err);
@@ -1275,7 +1266,8 @@ static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
 	if (r->procs_fd >= 0) {
 		if (qos_cgroup_for_each_pid_fd(r->procs_fd, collect_pid, c) >= 0)
 			return;
-		close_procs(r); /* the group went away under us: open it again next time */
+		/* The group went away under us: open it again next time. */
+		qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
 		c->n = 0;
 	}
 	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);

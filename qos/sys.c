@@ -261,13 +261,18 @@ void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
 		f->fd[i] = -1;
 }
 
+void qos_sys_drop_kept_fd(int *fd, unsigned int *budget)
+{
+	if (*fd < 0)
+		return;
+	close(*fd);
+	*fd = -1;
+	(*budget)++;
+}
+
 static void close_thread_file(struct qos_thread_files *f, enum qos_thread_file which)
 {
-	if (f->fd[which] < 0)
-		return;
-	close(f->fd[which]);
-	f->fd[which] = -1;
-	(*f->budget)++;
+	qos_sys_drop_kept_fd(&f->fd[which], f->budget);
 }
 
 void qos_thread_files_finish(struct qos_thread_files *f)

@@ -54,6 +54,8 @@ struct qos_thread_files {
 
 void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
 	unsigned int *budget);
+/* Closes a kept descriptor, if *fd is one, and gives its place back to *budget. */
+void qos_sys_drop_kept_fd(int *fd, unsigned int *budget);
 /* Closes what is kept; NULL is fine.  The struct may be initialized again. */
 void qos_thread_files_finish(struct qos_thread_files *f);
 /* As qos_sys_thread_state, qos_sys_thread_dl_state, qos_sys_thread_cpu_ns. */

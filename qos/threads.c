@@ -88,11 +88,7 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 
 void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m)
 {
-	if (m->task_fd < 0)
-		return;
-	close(m->task_fd);
-	m->task_fd = -1;
-	mgr->kept_fds_budget++;
+	qos_sys_drop_kept_fd(&m->task_fd, &mgr->kept_fds_budget);
 }
 
 int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,

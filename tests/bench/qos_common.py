@@ -17,6 +17,8 @@ sys.path.insert(0, os.path.join(REPO, "tests", "qos"))
 from qos_helper_driver import QosHelper, force_cleanup  # noqa: E402
 
 ROOT = "qosway-bench-%d" % os.getpid()
+# A scratch group of the benchmarks, next to the manager's root (never below it).
+PROBE = ROOT + "-probe"
 
 _started = []
 
@@ -84,6 +86,7 @@ def cleanup():
             stop(p)
     del _started[:]
     force_cleanup(ROOT)  # last resort: whatever a crashed manager left
+    force_cleanup(PROBE)
 
 
 def _on_signal(signum, frame):

@@ -92,9 +92,8 @@ def switch_op_us(bench, mgr, name):
     op = SWITCH_OPS.get(name)
     if not op:
         return None
-    cpu_dir = dict(kv.split("=", 1) for kv in mgr.ok("path r0").split()[1:])["cpu"]
-    probe = os.path.join(os.path.dirname(os.path.dirname(cpu_dir)),
-                         "qosway-bench-probe-%d" % os.getpid())
+    cpu_dir = mgr.path("r0")[1]
+    probe = os.path.join(os.path.dirname(os.path.dirname(cpu_dir)), qc.PROBE)
     idle_file = "-"
     if op == "idle":
         try:

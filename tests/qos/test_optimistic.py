@@ -15,7 +15,7 @@ import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, busy, cpu_ns, helper, place, policy_of, procs, pytestmark,
+    PERIODIC, REASON, _wait_for, busy, cpu_ns, helper, place, policy_of, procs, pytestmark,
     running_helper)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
@@ -374,19 +374,13 @@ def test_pass_reads_deadline_members_through_kept_files(helper, procs):
     for p in members:
         helper.ok("join hard %d" % p.pid)
     wanted = {"/proc/%d/task/%d/sched" % (p.pid, p.pid) for p in members}
-    deadline = time.monotonic() + 3
-    while not wanted <= set(kept_proc_files(helper)):
-        assert time.monotonic() < deadline, sorted(kept_proc_files(helper))
-        time.sleep(0.1)
-        helper.ok("sync")
+    _wait_for(helper, lambda: wanted <= set(kept_proc_files(helper)), 3,
+              "not kept after a pass: %s" % sorted(wanted))
     helper.ok("leave %d" % members[0].pid)
     members[1].kill()
     members[1].wait()
-    deadline = time.monotonic() + 3
-    while kept_proc_files(helper) != before:
-        assert time.monotonic() < deadline, sorted(set(kept_proc_files(helper)) - set(before))
-        time.sleep(0.1)
-        helper.ok("sync")
+    _wait_for(helper, lambda: kept_proc_files(helper) == before, 3,
+              "files not given back on leave and exit")
 
 
 def test_kept_files_stay_within_a_quarter_of_the_descriptor_limit(procs):
