@@ -31,8 +31,10 @@ CPU time, so what the manager's own work costs per switch is the rest.
 Beside the scenarios the manager switches itself, the kernel's share: the
 operations a switch consists of (a cpu.idle write for cut to idle, one
 sched_setattr for optimistic), timed by qos-bench switchcost under the same
-members and multiplied by the switch rate.  The floor plus that share is what
-any manager outside the kernel would pay at that rate.
+members and multiplied by the switch rate.  Like the manager's, each
+operation acts on a busy task and comes after a sleep; timed back to back on
+an empty group they seemed a quarter to a half as dear.  The floor plus that
+share is what any manager outside the kernel would pay at that rate.
 
 With --against OLD_BUILD it compares two builds instead: each scenario
 runs --rounds times per build, the builds alternating, so both see the same
@@ -102,7 +104,7 @@ def switch_op_us(bench, mgr, name):
         except OSError as e:
             print("  no scratch group for cpu.idle: %s" % e)
     try:
-        out = subprocess.run([bench, "switchcost", "2000", idle_file], capture_output=True,
+        out = subprocess.run([bench, "switchcost", "500", idle_file], capture_output=True,
                              text=True, timeout=60).stdout.split()
     finally:
         if idle_file != "-":

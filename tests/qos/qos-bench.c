@@ -45,10 +45,12 @@
  *   switchcost PAIRS IDLE_FILE
  *       What the kernel operations of the manager's fallback switches cost
  *       this process, without the manager: PAIRS times, writes 1 and then 0
- *       to IDLE_FILE (a scratch group's cpu.idle; "-" for none), and moves
- *       a busy child of its own from SCHED_DEADLINE (100 us / 10 ms) to
- *       SCHED_OTHER and back.  Prints "switchcost IDLE_PAIR_US SETATTR_PAIR_US"
- *       (its own CPU time per pair; "-" for what it could not do).
+ *       to IDLE_FILE (a scratch group's cpu.idle, holding a busy child of its
+ *       own while it runs; "-" for none), and moves another busy child from
+ *       SCHED_DEADLINE (100 us / 10 ms) to SCHED_OTHER and back.  Each
+ *       operation comes 1 ms after the last, as the manager's do.  Prints
+ *       "switchcost IDLE_PAIR_US SETATTR_PAIR_US" (its own CPU time per pair;
+ *       "-" for what it could not do).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -303,38 +305,112 @@ static void print_pair(double cpu_ns, long pairs, bool ok)
 		printf(" -");
 }
 
-static int switchcost(int argc, char **argv)
+static pid_t spin_child(void)
 {
-	long pairs = argc >= 1 ? atol(argv[0]) : 0;
-	if (pairs <= 0 || argc < 2)
-		return 2;
-	int fd = strcmp(argv[1], "-") != 0 ? open(argv[1], O_WRONLY | O_CLOEXEC) : -1;
-	uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	bool idle_ok = fd >= 0;
-	for (long i = 0; idle_ok && i < pairs; i++)
-		idle_ok = pwrite(fd, "1", 1, 0) == 1 && pwrite(fd, "0", 1, 0) == 1;
-	uint64_t idle_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-	if (fd >= 0)
-		close(fd);
 	pid_t child = fork();
 	if (child == 0) {
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
-	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
-		.sched_flags = 1 /* RESET_ON_FORK */, .sched_runtime = 100000,
-		.sched_deadline = 10000000, .sched_period = 10000000 };
-	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
-	bool set_ok = child > 0;
-	t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	for (long i = 0; set_ok && i < pairs; i++)
-		set_ok = syscall(SYS_sched_setattr, child, &dl, 0) == 0 &&
-			syscall(SYS_sched_setattr, child, &other, 0) == 0;
-	uint64_t set_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	return child;
+}
+
+static void end_child(pid_t child)
+{
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
+}
+
+/*
+ * The manager meets each operation fresh from a sleep, with its caches cold,
+ * and on a busy task: a switch changes the class or the group weight of a
+ * thread that is running or queued.  Timed that way, each alone, less the
+ * cost of the two clock reads around it.
+ */
+static const struct timespec op_gap = { .tv_nsec = 1000000 };
+
+static uint64_t op_start(void)
+{
+	nanosleep(&op_gap, NULL);
+	return now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static uint64_t clock_pair_ns(long n)
+{
+	uint64_t sum = 0;
+	for (long i = 0; i < n; i++) {
+		uint64_t t0 = op_start();
+		sum += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	}
+	return sum;
+}
+
+/* Moves a busy child of ours into the group whose cpu.idle is idle_path. */
+static bool fill_group(const char *idle_path, pid_t child)
+{
+	char procs[4096];
+	const char *slash = strrchr(idle_path, '/');
+	if (!slash || child <= 0 ||
+			snprintf(procs, sizeof(procs), "%.*s/cgroup.procs", (int)(slash - idle_path),
+				idle_path) >= (int)sizeof(procs))
+		return false;
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && dprintf(fd, "%d", child) > 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static bool idle_pairs(const char *idle_path, long pairs, uint64_t *ns)
+{
+	pid_t child = spin_child();
+	int fd = open(idle_path, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && fill_group(idle_path, child);
+	for (long i = 0; ok && i < pairs; i++) {
+		for (int k = 0; ok && k < 2; k++) {
+			uint64_t t0 = op_start();
+			ok = pwrite(fd, k ? "0" : "1", 1, 0) == 1;
+			*ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	end_child(child); /* reaped: the group is empty again for its owner to remove */
+	return ok;
+}
+
+static bool setattr_pairs(long pairs, uint64_t *ns)
+{
+	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
+		.sched_flags = 1 /* RESET_ON_FORK */, .sched_runtime = 100000,
+		.sched_deadline = 10000000, .sched_period = 10000000 };
+	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
+	pid_t child = spin_child();
+	bool ok = child > 0;
+	for (long i = 0; ok && i < pairs; i++) {
+		for (int k = 0; ok && k < 2; k++) {
+			uint64_t t0 = op_start();
+			ok = syscall(SYS_sched_setattr, child, k ? &other : &dl, 0) == 0;
+			*ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		}
+	}
+	end_child(child);
+	return ok;
+}
+
+static int switchcost(int argc, char **argv)
+{
+	long pairs = argc >= 1 ? atol(argv[0]) : 0;
+	if (pairs <= 0 || pairs > 100000 || argc < 2)
+		return 2;
+	uint64_t idle_ns = 0, set_ns = 0;
+	bool idle_ok = strcmp(argv[1], "-") != 0 && idle_pairs(argv[1], pairs, &idle_ns);
+	bool set_ok = setattr_pairs(pairs, &set_ns);
+	uint64_t reads = clock_pair_ns(2 * pairs);
+	idle_ns = idle_ns > reads ? idle_ns - reads : 0;
+	set_ns = set_ns > reads ? set_ns - reads : 0;
 	printf("switchcost");
 	print_pair((double)idle_ns, pairs, idle_ok);
 	print_pair((double)set_ns, pairs, set_ok);
