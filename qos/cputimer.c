@@ -42,11 +42,34 @@ bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out)
 	return timer_create(clock, &ev, out) == 0;
 }
 
+static struct timespec to_timespec(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000u),
+		.tv_nsec = (long)(ns % 1000000000u) };
+}
+
 int qos_cputimer_arm(timer_t t, uint64_t at_ns)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000u),
-		.tv_nsec = (long)(at_ns % 1000000000u) } };
+	struct itimerspec its = { .it_value = to_timespec(at_ns) };
 	return timer_settime(t, TIMER_ABSTIME, &its, NULL) == 0 ? 0 : -errno;
+}
+
+bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
+	uint64_t *clock_ns)
+{
+	struct itimerspec its = { .it_value = to_timespec(rel_ns ? rel_ns : 1) }, old;
+	if (!armed_at_ns || timer_settime(t, 0, &its, &old) != 0)
+		return false;
+	/*
+	 * The kernel samples the clock once, for the old time to go and for
+	 * the new expiry.  A timer past its expiry but not fired yet says 1 ns.
+	 */
+	uint64_t left = (uint64_t)old.it_value.tv_sec * 1000000000u +
+		(uint64_t)old.it_value.tv_nsec;
+	if (left <= 1 || left > armed_at_ns)
+		return false;
+	*clock_ns = armed_at_ns - left;
+	return true;
 }
 
 void qos_cputimer_delete(timer_t t)

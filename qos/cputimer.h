@@ -42,6 +42,17 @@ bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out);
  */
 int qos_cputimer_arm(timer_t t, uint64_t at_ns);
 
+/*
+ * Re-arms t at rel_ns past the process's CPU clock, and stores in *clock_ns
+ * that clock as the kernel read it to arm the timer, which it tells through
+ * the old timer's time to go: one system call for a clock read and a re-arm.
+ * armed_at_ns is where t was armed before.  False when it had fired, was
+ * disarmed or the kernel refused: then *clock_ns is unknown, and t may be
+ * armed at a point the caller does not know.
+ */
+bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
+	uint64_t *clock_ns);
+
 void qos_cputimer_delete(timer_t t);
 
 /*

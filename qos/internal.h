@@ -31,6 +31,7 @@ struct qos_member {
 	bool clock_read;        /* false: that read failed (the process is exiting) */
 	timer_t cpu_timer;      /* notifies the manager at a CPU-time threshold */
 	bool has_cpu_timer;
+	uint64_t timer_at_ns;   /* where cpu_timer is armed on the clock; 0: not known */
 };
 
 #define QOS_COOKIE_BUCKETS 64u
