@@ -55,6 +55,18 @@ uint64_t qos_police_period_end_us(const struct qos_police *p)
 	return p->period_start_us + window(p);
 }
 
+uint64_t qos_police_fallback_end_us(const struct qos_police *p)
+{
+	uint64_t end = qos_police_period_end_us(p);
+	if (!p->in_fallback || !p->notified || !p->slice_us || p->hold_fallback ||
+			p->fb_grace_left_us || p->billed_us)
+		return end;
+	/* What the next boundary settles; each repays a slice. */
+	uint64_t owed = p->fb_own_us + p->debt_us;
+	uint64_t periods = owed / p->slice_us;
+	return periods > 1 ? end + (periods - 1) * p->period_us : end;
+}
+
 enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
 	uint64_t own_cumulative_us, uint64_t *next_check_us)
 {
@@ -74,7 +86,8 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		uint64_t elapsed = (now_us - p->period_start_us) / w;
 		uint64_t start = p->period_start_us + elapsed * w;
 		uint64_t recent = 0;
-		if (p->notified && elapsed > 1) {
+		/* A fallback not held lasted until now: all of it was fallback time. */
+		if (p->notified && elapsed > 1 && (!p->in_fallback || p->hold_fallback)) {
 			/* Unchecked periods: the current one may hold all of it. */
 			uint64_t room = (now_us - start) * (p->parallel ? p->parallel : 1);
 			recent = delta < room ? delta : room;
@@ -90,6 +103,13 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 			owed -= fb > p->fb_grace_left_us ? fb - p->fb_grace_left_us : 0;
 		}
 		p->debt_us = p->notified && p->slice_us && owed > allowed ? owed - allowed : 0;
+		if (p->notified && p->in_fallback && !p->hold_fallback && p->slice_us && elapsed > 1) {
+			/* Boundaries passed unchecked where the debt left kept it
+			 * in the fallback (qos_police_fallback_end_us): overruns. */
+			uint64_t held = owed / p->slice_us;
+			held = held > 1 ? held - 1 : 0;
+			p->overruns += held < elapsed - 1 ? held : elapsed - 1;
+		}
 		p->periods += elapsed;
 		p->period_start_us = start;
 		p->base_own_us = own_cumulative_us - recent;

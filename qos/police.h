@@ -115,6 +115,17 @@ void qos_police_bill(struct qos_police *p, uint64_t usec);
 enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
 	uint64_t own_cumulative_us, uint64_t *next_check_us);
 
+/*
+ * The first boundary at which a reserve in its fallback can leave it, if it
+ * is billed nothing more: before it, a notified reserve that entered the
+ * fallback at a boundary (its grace spent, so time run there owes nothing)
+ * stays there by the debt alone, and checks would find nothing to do.  A
+ * check at that boundary settles the periods between in one go, counting
+ * them as overruns as checks at each would have.  Otherwise, and outside
+ * the fallback, the end of the current period.
+ */
+uint64_t qos_police_fallback_end_us(const struct qos_police *p);
+
 uint64_t qos_police_used_us(const struct qos_police *p);
 uint64_t qos_police_period_end_us(const struct qos_police *p);
 

@@ -812,6 +812,9 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		disarm_timers(r);
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
+		/* Optimistic threads come back on times of their own (below). */
+		if (!optimistic(r))
+			r->next_check_us = qos_police_fallback_end_us(&r->police);
 	} else if ((e = arm_timers(r, own, guard)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone; otherwise only

@@ -204,6 +204,58 @@ static void test_idle_fallback_debt_is_bounded(void)
 	CHECK_EQ_U(p.debt_us, 2000);
 }
 
+/*
+ * A reserve kept in its fallback by debt needs no check at the boundaries
+ * before qos_police_fallback_end_us: one check there (a wake-up late) leaves
+ * it as checks at every boundary do, in debt, state and overruns.
+ */
+static void test_fallback_end_skips_boundaries(void)
+{
+	for (uint64_t over = 0; over <= 7000; over += 700) {
+		struct qos_police every, once;
+		uint64_t next;
+		qos_police_start(&every, 10000, 1000, 0, 0);
+		every.notified = true;
+		every.fallback_grace_us = 4000;
+		/* Reported a tick late; then it runs half the time in the fallback. */
+		CHECK(qos_police_update(&every, 3000, 1000 + over, &next) == QOS_POLICE_OVERRUN);
+		uint64_t own = 1000 + over + 3500;
+		CHECK(qos_police_update(&every, 10050, own, &next) == QOS_POLICE_NONE ||
+			!every.in_fallback);
+		if (!every.in_fallback) {
+			CHECK(over < 1000); /* within the grace, so nothing was carried */
+			continue;
+		}
+		once = every;
+		uint64_t end = qos_police_fallback_end_us(&once);
+		CHECK(end >= 20000 && end % 10000 == 0);
+		enum qos_police_transition t = QOS_POLICE_NONE;
+		for (uint64_t b = 20000; b <= end; b += 10000) {
+			own += 5000;
+			t = qos_police_update(&every, b + 50, own, &next);
+			CHECK(b == end || (t == QOS_POLICE_NONE && every.in_fallback));
+		}
+		CHECK(t == QOS_POLICE_RESTORE);
+		CHECK(qos_police_update(&once, end + 50, own, &next) == QOS_POLICE_RESTORE);
+		CHECK_EQ_U(once.debt_us, every.debt_us);
+		CHECK_EQ_U(once.overruns, every.overruns);
+		CHECK_EQ_U(once.periods, every.periods);
+		CHECK_EQ_U(qos_police_used_us(&once), qos_police_used_us(&every));
+	}
+	/* Billed time, or a grace not spent yet: the next boundary. */
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	p.fallback_grace_us = 4000;
+	CHECK(qos_police_update(&p, 3000, 6000, &next) == QOS_POLICE_OVERRUN);
+	CHECK_EQ_U(qos_police_fallback_end_us(&p), 10000);
+	CHECK(qos_police_update(&p, 10000, 6000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_fallback_end_us(&p), 60000); /* 5 ms of debt */
+	qos_police_bill(&p, 100);
+	CHECK_EQ_U(qos_police_fallback_end_us(&p), 20000);
+}
+
 static void test_notified_quiet_periods(void)
 {
 	struct qos_police p;
@@ -313,6 +365,7 @@ int main(void)
 	test_unlimited_and_parallel();
 	test_notified_debt();
 	test_idle_fallback_debt_is_bounded();
+	test_fallback_end_skips_boundaries();
 	test_notified_quiet_periods();
 	test_early_overrun_and_hold();
 	return check_report("test_police");
