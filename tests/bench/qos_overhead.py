@@ -108,7 +108,8 @@ def switch_op_us(bench, mgr, name):
                              text=True, timeout=60).stdout.split()
     finally:
         if idle_file != "-":
-            os.rmdir(probe)
+            # Kills switchcost's busy child too, should switchcost have died first.
+            qc.force_cleanup(qc.PROBE)
     if len(out) != 3 or out[0] != "switchcost":
         return None
     pair = out[1] if op == "idle" else out[2]

@@ -62,6 +62,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -307,8 +308,12 @@ static void print_pair(double cpu_ns, long pairs, bool ok)
 
 static pid_t spin_child(void)
 {
+	pid_t parent = getpid();
 	pid_t child = fork();
 	if (child == 0) {
+		/* Not a busy loop left behind should switchcost be killed. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(1);
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
