@@ -63,6 +63,7 @@ struct qos_reserve {
 	bool timers_refused;  /* the kernel refused a timer: polled instead */
 	uint64_t armed_own_us;  /* own time when they were armed */
 	uint64_t armed_used_us; /* used time in the period when they were armed */
+	bool armed_first_use;   /* armed to fire at the first tick a member runs */
 	uint64_t checked_own_us; /* own time at the last check */
 	uint64_t fresh_own_us;   /* own time as last changed ... */
 	uint64_t fresh_at_us;    /* ... first seen then */

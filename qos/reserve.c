@@ -682,19 +682,25 @@ static void disarm_timers(struct qos_reserve *r)
 /*
  * Arms every member's CPU timer at its share of what is left of the slice
  * less the guard, so the first to fire comes no later than that runs out (a
- * tick late at most).  With less left than the guard, they fire at the first
- * tick that finds a member running.  Timers still armed from an earlier
- * budget fire no later than needed, so they are left alone while nothing
- * was used since.  Returns 0, or a negative errno when the kernel refuses a
- * timer; then none is left armed and the reserve is polled.
+ * tick late at most).  With less left than the guard, or with first_use
+ * (quiet, below), they fire at the first tick that finds a member running.
+ * Timers still armed from an earlier budget fire no later than needed, so
+ * they are left alone while nothing was used since.  Returns 0, or a
+ * negative errno when the kernel refuses a timer; then none is left armed
+ * and the reserve is polled.
  */
-static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us)
+static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
+	bool first_use)
 {
 	uint64_t used = qos_police_used_us(&r->police);
-	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us)
+	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us &&
+			(r->armed_first_use || !first_use))
 		return 0;
 	uint64_t slice = r->params.slice_us;
 	uint64_t share = (used + guard_us < slice ? slice - used - guard_us : 0) / r->n_members;
+	if (first_use)
+		share = 1;
+	r->armed_first_use = first_use;
 	r->timers_armed = true; /* from here on, a failure disarms what was armed */
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -720,6 +726,23 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us)
 	r->armed_own_us = own_us;
 	r->armed_used_us = used;
 	return 0;
+}
+
+/*
+ * A reserve that used nothing in this period nor in the last, and nothing
+ * since the last check, is checked no more at period ends: its timers wake
+ * the manager at the first tick a member runs again, so that the boundaries
+ * resume from there.  Armed at the slice instead, they fired only once the
+ * members had used a slice since, all of which the check then charged to
+ * one period (it cannot tell when in the skipped periods it was used): a
+ * periodic member had an overrun it never made each time it woke from
+ * quiet.  Nothing since the last check alone is not enough either: a check
+ * in a periodic member's gap (a query) would see nothing.
+ */
+static bool quiet(const struct qos_reserve *r, uint64_t own_us)
+{
+	return own_us == r->checked_own_us && qos_police_used_us(&r->police) == 0 &&
+		r->police.last_used_us == 0;
 }
 
 /*
@@ -761,6 +784,7 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 			total += m->clock_us - m->clock_base_us;
 	}
 	/* As arm_timers would have armed them for the period's start. */
+	r->armed_first_use = false;
 	r->armed_own_us = total;
 	r->armed_used_us = 0;
 	*own = total;
@@ -815,16 +839,14 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		/* Optimistic threads come back on times of their own (below). */
 		if (!optimistic(r))
 			r->next_check_us = qos_police_fallback_end_us(&r->police);
-	} else if ((e = arm_timers(r, own, guard)) == 0) {
+	} else if ((e = arm_timers(r, own, guard, quiet(r, own))) == 0) {
 		/*
-		 * The kernel wakes us if the slice may be gone; otherwise only
-		 * the boundary matters, and not even that while nothing runs
-		 * (no debt, nothing used since the last check): a quiet reserve
-		 * costs no wake-ups at all.
+		 * The kernel wakes us if the slice may be gone, or for a quiet
+		 * reserve as soon as a member runs; otherwise only the boundary
+		 * matters.  A quiet reserve costs no wake-ups at all.
 		 */
 		uint64_t end = qos_police_period_end_us(&r->police);
-		bool quiet = own == r->checked_own_us && r->police.debt_us == 0;
-		r->next_check_us = quiet ? r->mgr->housekeeping_us : end;
+		r->next_check_us = r->armed_first_use ? r->mgr->housekeeping_us : end;
 		/* Running out before the next tick: switch precisely (police.h). */
 		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
 			r->next_check_us = r->police.switch_at_us;

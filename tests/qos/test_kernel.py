@@ -330,6 +330,45 @@ def test_qos_periodic_workload_meets_every_period(helper, procs):
     assert missed == 0, "%d of %d periods missed" % (missed, n)
 
 
+def test_cut_to_idle_job_within_its_limit_is_never_cut(helper, procs):
+    """A job of 4 ms every 20 ms in a 50% / 20 ms reserve with fallback
+    idle, against a busy loop on each CPU: it never uses its limit (even
+    two jobs in one period, after a late one, stay under it), so it is
+    never cut, and the use the manager reports for a period is the job's.
+    The member sleeps when it joins and the test queries the reserve while
+    it runs: before session 14 the manager then stopped checking at period
+    ends (nothing used since the last check) until a slice had been used,
+    and charged all of it to one period, an overrun in about half the runs.
+    Each period end starts the next period by re-arming the member's CPU
+    timer, which gives back its clock (qos_cputimer_rearm_after): a wrong
+    clock there would show as a wrong use, or as a cut."""
+    for cpu in (0, 1):
+        busy(procs, cpu)
+    w = procs([sys.executable, "-c", PERIODIC, "3"], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert w.stdout.readline().strip() == "ready"
+    place(helper, "job policy=other period=20ms cpu=50% fallback=idle", w.pid)
+    w.stdin.write("go\n")
+    w.stdin.flush()
+    time.sleep(1.5)
+    lasts = []
+    for _ in range(20):
+        info = helper.ok("info job")
+        lasts.append(int(info.split(" last=")[1].split()[0]))
+        time.sleep(0.05)
+    # Taken while the job still runs: the interpreter's exit may well use
+    # more than the limit in its last period.
+    over = [e for e in helper.events if e.startswith("event overrun reserve=job ")]
+    missed, n = map(int, w.stdout.readline().split())
+    w.wait(5)
+    print("missed %d of %d, last uses %s, %s" % (missed, n, lasts, info))
+    assert n == 150
+    assert not over and " overruns=0 " in info, (over, info)
+    # 4 ms of CPU a period: a job may straddle a boundary (say 6.5 ms in one
+    # period and 1.5 in the next), never more than two jobs in one.
+    assert max(lasts) <= 8600 and 2000 <= sum(lasts) / len(lasts) <= 6000, lasts
+
+
 @pytest.fixture
 def small_helper(procs):
     """A manager that may guarantee only 1 CPU (2 x 50%): admission is then
