@@ -315,15 +315,22 @@ print(missed, n)
 """
 
 
-def test_qos_periodic_workload_meets_every_period(helper, procs):
-    for cpu in (0, 0, 1, 1):
-        busy(procs, cpu)
+def start_periodic(helper, procs, reserve):
+    """PERIODIC for 3 s, placed in `reserve` ("NAME PARAMS...") while it
+    waits; returns it running."""
     w = procs([sys.executable, "-c", PERIODIC, "3"], stdin=subprocess.PIPE,
               stdout=subprocess.PIPE, text=True)
     assert w.stdout.readline().strip() == "ready"
-    place(helper, "rt policy=qos period=20ms cpu=30% fallback=pause", w.pid)
+    place(helper, reserve, w.pid)
     w.stdin.write("go\n")
     w.stdin.flush()
+    return w
+
+
+def test_qos_periodic_workload_meets_every_period(helper, procs):
+    for cpu in (0, 0, 1, 1):
+        busy(procs, cpu)
+    w = start_periodic(helper, procs, "rt policy=qos period=20ms cpu=30% fallback=pause")
     missed, n = map(int, w.stdout.readline().split())
     w.wait(5)  # reaped before the manager removes the group it died in
     assert n == 150
@@ -344,12 +351,7 @@ def test_cut_to_idle_job_within_its_limit_is_never_cut(helper, procs):
     clock there would show as a wrong use, or as a cut."""
     for cpu in (0, 1):
         busy(procs, cpu)
-    w = procs([sys.executable, "-c", PERIODIC, "3"], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert w.stdout.readline().strip() == "ready"
-    place(helper, "job policy=other period=20ms cpu=50% fallback=idle", w.pid)
-    w.stdin.write("go\n")
-    w.stdin.flush()
+    w = start_periodic(helper, procs, "job policy=other period=20ms cpu=50% fallback=idle")
     time.sleep(1.5)
     lasts = []
     for _ in range(20):
