@@ -832,6 +832,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
 		r->next_check_us = r->mgr->housekeeping_us;
 	int e = 0;
+	bool idle = quiet(r, own);
 	if (!r->police.notified || !notified(r)) {
 		disarm_timers(r);
 	} else if (r->police.in_fallback) {
@@ -839,14 +840,14 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 		/* Optimistic threads come back on times of their own (below). */
 		if (!optimistic(r))
 			r->next_check_us = qos_police_fallback_end_us(&r->police);
-	} else if ((e = arm_timers(r, own, guard, quiet(r, own))) == 0) {
+	} else if ((e = arm_timers(r, own, guard, idle)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone, or for a quiet
 		 * reserve as soon as a member runs; otherwise only the boundary
 		 * matters.  A quiet reserve costs no wake-ups at all.
 		 */
 		uint64_t end = qos_police_period_end_us(&r->police);
-		r->next_check_us = r->armed_first_use ? r->mgr->housekeeping_us : end;
+		r->next_check_us = idle ? r->mgr->housekeeping_us : end;
 		/* Running out before the next tick: switch precisely (police.h). */
 		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
 			r->next_check_us = r->police.switch_at_us;
