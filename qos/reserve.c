@@ -689,6 +689,15 @@ static void disarm_timers(struct qos_reserve *r)
  * negative errno when the kernel refuses a timer; then none is left armed
  * and the reserve is polled.
  */
+/* Each member's timer share of what is left of the slice less the guard (>= 1 us). */
+static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, uint64_t guard_us)
+{
+	uint64_t slice = r->params.slice_us;
+	uint64_t share = (used_us + guard_us < slice ? slice - used_us - guard_us : 0) /
+		r->n_members;
+	return share ? share : 1;
+}
+
 static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 	bool first_use)
 {
@@ -696,10 +705,7 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us &&
 			(r->armed_first_use || !first_use))
 		return 0;
-	uint64_t slice = r->params.slice_us;
-	uint64_t share = (used + guard_us < slice ? slice - used - guard_us : 0) / r->n_members;
-	if (first_use)
-		share = 1;
+	uint64_t share = first_use ? 1 : timer_share_us(r, used, guard_us);
 	r->armed_first_use = first_use;
 	r->timers_armed = true; /* from here on, a failure disarms what was armed */
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -715,7 +721,7 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 		/* The clock as own_cpu_us() just read it (notified reserves have exact clocks). */
 		if (!e && !m->clock_read)
 			continue; /* exiting: its pidfd says so next */
-		m->timer_at_ns = (m->clock_us + (share ? share : 1)) * 1000u;
+		m->timer_at_ns = (m->clock_us + share) * 1000u;
 		if (!e)
 			e = qos_cputimer_arm(m->cpu_timer, m->timer_at_ns);
 		if (e) {
@@ -750,9 +756,10 @@ static bool quiet(const struct qos_reserve *r, uint64_t own_us)
  * (none of its slice ran out, so it carries no debt into the new period):
  * the new period gives it the whole slice, so each timer is re-armed that
  * far past its process's clock, and the clock comes back with it
- * (qos_cputimer_rearm_after).  That halves the system calls of the check
- * every busy reserve gets at every boundary: 50 reserves at 10 ms that ran
- * make 5000 a second.  Stores the reserve's own time in *own; false, with
+ * (qos_cputimer_rearm_after): a clock read fewer per member at the check
+ * every busy reserve gets at every boundary (15% of the cut-idle
+ * benchmark's system calls, docs/qos-benchmarks.md).  Stores the reserve's
+ * own time in *own; false, with
  * nothing read, where the new budget depends on that time or a timer had
  * fired.
  */
@@ -765,19 +772,19 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 			p->billed_us || p->debt_us || guard_us || now_us < end ||
 			now_us - end >= p->period_us)
 		return false;
-	uint64_t share = r->params.slice_us / r->n_members, total = r->retired_us;
+	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->retired_us;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		uint64_t clock_ns;
 		if (!m->has_cpu_timer || !qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns,
-				(share ? share : 1) * 1000u, &clock_ns)) {
+				share_ns, &clock_ns)) {
 			/* Timers of other members may be re-armed already: arm_timers
 			 * sets them all again from the clocks read the usual way. */
 			m->timer_at_ns = 0;
 			r->armed_own_us = UINT64_MAX;
 			return false;
 		}
-		m->timer_at_ns = clock_ns + (share ? share : 1) * 1000u;
+		m->timer_at_ns = clock_ns + share_ns;
 		m->clock_us = clock_ns / 1000u;
 		m->clock_read = true;
 		if (m->clock_us >= m->clock_base_us)
