@@ -1,9 +1,7 @@
 #include "qos/params.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const policy_names[] = {
@@ -136,45 +134,79 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 	return true;
 }
 
+/*
+ * Digits with an optional fraction ("12", "12.5") times 10^shift, rounded
+ * half up, or NULL above limit.  Exact decimal arithmetic rather than strtod:
+ * a library must not read "12.5" differently under a locale with a decimal
+ * comma, nor take hex or exponent forms nobody documents.  Returns the first
+ * byte past the number.
+ */
+static const char *parse_decimal(const char *p, unsigned shift, uint64_t limit, uint64_t *out)
+{
+	uint64_t v = 0;
+	bool fraction = false;
+	int dropped = -1; /* the first fraction digit past the precision kept */
+	if (*p < '0' || *p > '9')
+		return NULL;
+	for (;; p++) {
+		if (*p == '.' && !fraction) {
+			if (p[1] < '0' || p[1] > '9')
+				return NULL;
+			fraction = true;
+			continue;
+		}
+		if (*p < '0' || *p > '9')
+			break;
+		if (fraction && shift == 0) {
+			if (dropped < 0)
+				dropped = *p - '0';
+			continue;
+		}
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > limit)
+			return NULL;
+		if (fraction)
+			shift--;
+	}
+	for (; shift > 0; shift--) {
+		v *= 10;
+		if (v > limit)
+			return NULL;
+	}
+	if (dropped >= 5 && ++v > limit)
+		return NULL;
+	*out = v;
+	return p;
+}
+
+#define DURATION_MAX_US 3600000000u /* an hour */
+#define PERCENT_MAX_PPM 64000000u   /* 64 CPUs */
+
 bool qos_parse_duration_us(const char *s, uint64_t *out)
 {
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	char *end;
-	double v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
-		return false;
-	double mult;
-	if (*end == '\0' || strcmp(end, "us") == 0)
-		mult = 1;
-	else if (strcmp(end, "ms") == 0)
-		mult = 1e3;
-	else if (strcmp(end, "s") == 0)
-		mult = 1e6;
-	else
-		return false;
-	double us = v * mult;
-	if (us > 3600e6)
-		return false;
-	*out = (uint64_t)(us + 0.5);
-	return true;
+	/* The unit comes after the number, so try each scale in turn. */
+	static const struct {
+		const char *unit;
+		unsigned shift;
+	} units[] = { { "", 0 }, { "us", 0 }, { "ms", 3 }, { "s", 6 } };
+	uint64_t v;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		const char *end = parse_decimal(s, units[i].shift, DURATION_MAX_US, &v);
+		if (end && strcmp(end, units[i].unit) == 0) {
+			*out = v;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool qos_parse_percent_ppm(const char *s, uint64_t *out)
 {
-	if (*s < '0' || *s > '9')
+	uint64_t v;
+	const char *end = parse_decimal(s, 4, PERCENT_MAX_PPM, &v);
+	if (!end || (*end == '%' ? end[1] != '\0' : *end != '\0'))
 		return false;
-	errno = 0;
-	char *end;
-	double v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0 || v > 6400)
-		return false;
-	if (*end == '%')
-		end++;
-	if (*end != '\0')
-		return false;
-	*out = (uint64_t)(v * 1e4 + 0.5);
+	*out = v;
 	return true;
 }
 
@@ -203,10 +235,18 @@ static void format_duration(char *buf, size_t len, uint64_t us)
 
 void qos_params_format(const struct qos_params *p, char *buf, size_t len)
 {
-	char per[32], sl[32];
-	format_duration(per, sizeof(per), p->period_us);
-	format_duration(sl, sizeof(sl), p->slice_us);
-	snprintf(buf, len, "policy=%s fallback=%s period=%s slice=%s nice=%d priority=%d inherit=%s",
-		qos_policy_name(p->policy), qos_policy_name(p->fallback), per, sl, p->nice,
-		p->priority, p->inherit ? "yes" : "no");
+	/* Only keys the parser takes back: no "period=0s" for a reserve without a
+	 * limit, no priority outside fifo/rr. */
+	char limit[96] = "", prio[24] = "";
+	if (qos_params_has_limit(p)) {
+		char per[32], sl[32];
+		format_duration(per, sizeof(per), p->period_us);
+		format_duration(sl, sizeof(sl), p->slice_us);
+		snprintf(limit, sizeof(limit), " period=%s slice=%s fallback=%s", per, sl,
+			qos_policy_name(p->fallback));
+	}
+	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR)
+		snprintf(prio, sizeof(prio), " priority=%d", p->priority);
+	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s", qos_policy_name(p->policy), limit,
+		p->nice, prio, p->inherit ? "yes" : "no");
 }

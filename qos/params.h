@@ -69,14 +69,23 @@ bool qos_policy_is_rt(enum qos_policy policy);
 bool qos_name_valid(const char *name, char *err, size_t err_len);
 bool qos_name_is_auto(const char *name);
 
-/* "20ms", "500us", "1s", bare numbers are microseconds. */
+/*
+ * "20ms", "1.5ms", "500us", "1s"; bare numbers are microseconds.  Digits with
+ * an optional fraction, read exactly in any locale and rounded to the
+ * microsecond; at most an hour.
+ */
 bool qos_parse_duration_us(const char *s, uint64_t *out);
-/* "30%" or "30" or "12.5%" -> parts per million of one CPU. */
+/* "30%" or "30" or "12.5%" -> parts per million of one CPU, at most 64 CPUs. */
 bool qos_parse_percent_ppm(const char *s, uint64_t *out);
 /* "yes"/"no"/"1"/"0"/"true"/"false". */
 bool qos_parse_bool(const char *s, bool *out);
 
-/* Writes "policy=qos fallback=pause period=20ms slice=6ms ..." into buf. */
+/*
+ * Writes "policy=qos period=20ms slice=6ms fallback=pause nice=0 inherit=no"
+ * into buf: the keys of a qosrc reserve line, which read back to the same
+ * parameters.  period, slice and fallback only with a limit, priority only
+ * for fifo and rr.
+ */
 void qos_params_format(const struct qos_params *p, char *buf, size_t len);
 
 #endif

@@ -67,3 +67,35 @@ def test_top_and_windows_show_qos_columns(qcomp):
     header = qcomp.qosctl("windows").stdout.splitlines()[0].split()
     assert header[:4] == ["ID", "CLASS", "RESERVE", "CPU%"], header
     qcomp.qosctl("set", str(win.id), "normal")
+
+
+def test_reserves_params_read_back_as_reserve_arguments(qcomp):
+    """What `qosctl reserves` shows as a reserve's parameters is accepted by
+    `qosctl reserve` and gives the same reserve (it used to print
+    period=0s for reserves without a limit, which no parser takes)."""
+    given = {
+        "rt-idle": ["policy=idle", "nice=5"],
+        "rt-fifo": ["policy=fifo", "priority=20"],
+        "rt-qos": ["policy=qos", "period=20ms", "slice=1.5ms", "fallback=other"],
+        "rt-ceil": ["policy=other", "period=100ms", "cpu=12.5%", "fallback=pause",
+                    "inherit=yes"],
+    }
+    for name, params in given.items():
+        r = qcomp.qosctl("reserve", name, *params)
+        assert r.returncode == 0, r.stderr
+
+    def shown():
+        listing = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+        return {r["name"]: r["params"] for r in listing}
+
+    first = shown()
+    for name in given:
+        r = qcomp.qosctl("reserve", name + "-copy", *first[name].split())
+        assert r.returncode == 0, (first[name], r.stderr)
+    again = shown()
+    for name in given:
+        assert again[name + "-copy"] == first[name], (name, first[name])
+    assert "period" not in first["rt-idle"] and "priority" not in first["rt-idle"]
+    assert "period=20ms slice=1500us fallback=other" in first["rt-qos"], first["rt-qos"]
+    assert "slice=12500us" in first["rt-ceil"] and "inherit=yes" in first["rt-ceil"]
+    assert "priority=20" in first["rt-fifo"] and "slice=45ms" in first["rt-fifo"]

@@ -37,6 +37,21 @@ static void test_values(void)
 	CHECK(!qos_parse_duration_us("-1ms", &v));
 	CHECK(!qos_parse_duration_us("ms", &v));
 	CHECK(!qos_parse_duration_us("5min", &v));
+	/* Exact decimals, half up; no exponent, hex or bare point (strtod took them). */
+	CHECK(qos_parse_duration_us("1.0005ms", &v) && v == 1001);
+	CHECK(qos_parse_duration_us("1.00049ms", &v) && v == 1000);
+	CHECK(qos_parse_duration_us("0.25s", &v) && v == 250000);
+	CHECK(qos_parse_duration_us("3600s", &v) && v == 3600000000u);
+	CHECK(!qos_parse_duration_us("3600.0000005s", &v));
+	CHECK(!qos_parse_duration_us("1e3", &v));
+	CHECK(!qos_parse_duration_us("0x10ms", &v));
+	CHECK(!qos_parse_duration_us("1.ms", &v));
+	CHECK(!qos_parse_duration_us("1,5ms", &v));
+	CHECK(!qos_parse_duration_us("99999999999999999999999", &v));
+	CHECK(qos_parse_percent_ppm("0.00005%", &v) && v == 1);
+	CHECK(qos_parse_percent_ppm("6400%", &v) && v == 64000000);
+	CHECK(!qos_parse_percent_ppm("6400.00005", &v));
+	CHECK(!qos_parse_percent_ppm("1e2%", &v));
 	CHECK(qos_parse_percent_ppm("30%", &v) && v == 300000);
 	CHECK(qos_parse_percent_ppm("12.5", &v) && v == 125000);
 	CHECK(!qos_parse_percent_ppm("30%%", &v));
