@@ -26,18 +26,41 @@ struct line_ctx {
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Copies in to out with control bytes as \xNN: a diagnostic quotes what the
+ * file holds, and an escape sequence in it must not reach a terminal or a
+ * log raw.
+ */
+static void escape_controls(const char *in, char *out, size_t len)
+{
+	size_t n = 0;
+	for (; *in && n + 1 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+		if (c >= 0x20 && c != 0x7f) {
+			out[n++] = (char)c;
+		} else if (n + 5 < len) {
+			snprintf(out + n, len - n, "\\x%02x", c);
+			n += 4;
+		} else {
+			break;
+		}
+	}
+	out[n] = '\0';
+}
+
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 {
 	if (!ctx->diag)
 		return;
-	char msg[512];
+	char msg[512], shown[sizeof(msg) * 4];
 	int n = snprintf(msg, sizeof(msg), "%s:%d:%d: ", ctx->file, ctx->line, col);
 	va_list ap;
 	va_start(ap, fmt);
 	if (n > 0 && (size_t)n < sizeof(msg))
 		vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	ctx->diag(ctx->data, msg);
+	escape_controls(msg, shown, sizeof(shown));
+	ctx->diag(ctx->data, shown);
 }
 
 /*
@@ -413,6 +436,11 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 			kind = QOS_MATCH_APP_ID;
 		else
 			break;
+		if (!tok[i].value[0]) {
+			/* Only a quoted "" gets here; no program has an empty exe or app id. */
+			report(ctx, tok[i].vcol, "empty pattern for %s=", tok[i].key);
+			return 0;
+		}
 		m[nm].kind = kind;
 		m[nm].pattern = tok[i].value;
 		nm++;
@@ -485,56 +513,92 @@ err_matches:
 	return -1;
 }
 
-int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const char *text,
-	qos_rules_diag_fn diag, void *data)
+/* Parses len bytes of text; a line holding a NUL byte is reported and skipped. */
+static int parse_text(struct qos_rules *rules, const char *filename, const char *text,
+	size_t len, qos_rules_diag_fn diag, void *data)
 {
 	const char *file = intern_file(rules, filename);
 	if (!file)
 		return -1;
 	struct line_ctx ctx = { .file = file, .diag = diag, .data = data };
 	int errors = 0;
-	const char *p = text;
-	while (*p) {
+	const char *p = text, *end = text + len;
+	while (p < end) {
 		ctx.line++;
-		const char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		char *buf = strndup(p, len);
-		if (!buf)
-			return -1;
-		int r = parse_line(rules, &ctx, file, buf);
-		free(buf);
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		const char *nul = memchr(p, '\0', n);
+		int r;
+		if (nul) {
+			report(&ctx, (int)(nul - p) + 1, "NUL byte in the line");
+			r = 0;
+		} else {
+			char *buf = strndup(p, n);
+			if (!buf)
+				return -1;
+			r = parse_line(rules, &ctx, file, buf);
+			free(buf);
+		}
 		if (r < 0)
 			return -1;
 		if (r == 0)
 			errors++;
-		p += len;
-		if (*p == '\n')
-			p++;
+		p += n;
+		if (p < end)
+			p++; /* the newline */
 	}
 	rules->n_errors += (size_t)errors;
 	return errors;
 }
+
+int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const char *text,
+	qos_rules_diag_fn diag, void *data)
+{
+	return parse_text(rules, filename, text, strlen(text), diag, data);
+}
+
+/* A diagnostic about the whole file: "path:0:0: message". */
+static void report_file(qos_rules_diag_fn diag, void *data, const char *path, const char *what,
+	int err)
+{
+	if (!diag)
+		return;
+	struct line_ctx ctx = { .file = path, .diag = diag, .data = data };
+	if (err)
+		report(&ctx, 0, "%s: %s", what, strerror(err));
+	else
+		report(&ctx, 0, "%s", what);
+}
+
+#define FILE_MAX (8u << 20)
 
 int qos_rules_parse_file(struct qos_rules *rules, const char *path,
 	qos_rules_diag_fn diag, void *data)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
-		if (diag) {
-			char msg[PATH_MAX + 64];
-			snprintf(msg, sizeof(msg), "%s:0:0: cannot open: %s", path, strerror(errno));
-			diag(data, msg);
-		}
+		report_file(diag, data, path, "cannot open", errno);
 		return -1;
 	}
 	char *text = NULL;
 	size_t cap = 0, len = 0;
+	int err = 0;
 	for (;;) {
-		if (len + 4096 + 1 > cap) {
+		if (len == cap) {
+			if (cap >= FILE_MAX && fgetc(f) != EOF) {
+				/* Not a rules file (a log, an image): none of it, rather than a
+				 * cut last line. */
+				report_file(diag, data, path, "larger than 8 MiB; not loaded", 0);
+				free(text);
+				fclose(f);
+				return -1;
+			}
+			if (cap >= FILE_MAX) {
+				err = ferror(f) ? EIO : 0;
+				break;
+			}
 			cap = cap ? cap * 2 : 8192;
-			if (cap > (8u << 20))
-				break; /* a rules file this large is a mistake; parse what we have */
-			char *t = realloc(text, cap);
+			char *t = realloc(text, cap + 1);
 			if (!t) {
 				free(text);
 				fclose(f);
@@ -542,19 +606,21 @@ int qos_rules_parse_file(struct qos_rules *rules, const char *path,
 			}
 			text = t;
 		}
-		size_t n = fread(text + len, 1, cap - len - 1, f);
+		errno = 0;
+		size_t n = fread(text + len, 1, cap - len, f);
 		len += n;
-		if (n == 0)
+		if (n == 0) {
+			err = ferror(f) ? (errno ? errno : EIO) : 0;
 			break;
+		}
 	}
-	bool failed = ferror(f);
 	fclose(f);
-	if (failed || !text) {
+	if (err) {
+		report_file(diag, data, path, "cannot read", err);
 		free(text);
 		return -1;
 	}
-	text[len] = '\0';
-	int r = qos_rules_parse_string(rules, path, text, diag, data);
+	int r = parse_text(rules, path, text, len, diag, data);
 	free(text);
 	return r;
 }

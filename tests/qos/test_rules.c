@@ -96,6 +96,8 @@ static void test_invalid(void)
 	CHECK_STR(diag_for("reserve x policy=qos period=20 slice=5parsecs"),
 		"t:1:38: bad value '5parsecs' for slice: expected a duration such as 5ms");
 	CHECK_STR(diag_for("reserve x colour=red"), "t:1:11: unknown key 'colour'");
+	CHECK_STR(diag_for("rule exe=foo cmdline=\"\" reserve=x"),
+		"t:1:22: empty pattern for cmdline=");
 	CHECK_STR(diag_for("reserve x auto=yes"), "t:1:11: unknown key 'auto'");
 	CHECK_STR(diag_for("reserve x nice=5 nice=6"), "t:1:18: 'nice' given twice");
 	CHECK_STR(diag_for("reserve x nice=40"),
@@ -277,6 +279,76 @@ static void test_layering(void)
 	rmdir(dir);
 }
 
+/*
+ * Damage a file can carry: a NUL byte costs only its line, control bytes are
+ * shown escaped, and what cannot be read whole is refused by name.
+ */
+static void test_file_damage(void)
+{
+	char dir[] = "/tmp/qos-rules-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[64];
+	snprintf(path, sizeof(path), "%s/qosrc", dir);
+	static const char text[] = "reserve a policy=idle\n"
+		"reserve b policy=\0idle\n"
+		"reserve c policy=\x1b[2J\n"
+		"reserve d policy=pause\n";
+	FILE *f = fopen(path, "w");
+	CHECK(f && fwrite(text, 1, sizeof(text) - 1, f) == sizeof(text) - 1);
+	if (f)
+		fclose(f);
+	struct diags d = {0};
+	struct qos_rules *r = qos_rules_create();
+	CHECK(qos_rules_parse_file(r, path, collect, &d) == 2);
+	CHECK(d.n == 2);
+	CHECK(strstr(d.msg[0], "/qosrc:2:18: NUL byte in the line") != NULL);
+	CHECK(strstr(d.msg[1], "/qosrc:3:18: bad value '\\x1b[2J' for policy") != NULL);
+	CHECK(qos_rules_find_reserve(r, "a") && qos_rules_find_reserve(r, "d"));
+	CHECK(!qos_rules_find_reserve(r, "b") && !qos_rules_find_reserve(r, "c"));
+	qos_rules_destroy(r);
+
+	/* A directory opens but cannot be read. */
+	memset(&d, 0, sizeof(d));
+	r = qos_rules_create();
+	CHECK(qos_rules_parse_file(r, dir, collect, &d) == -1);
+	CHECK(d.n == 1 && strstr(d.msg[0], ":0:0: cannot read: Is a directory") != NULL);
+	qos_rules_destroy(r);
+
+	/* Over 8 MiB: none of it, not a prefix cut mid-line. */
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	for (int i = 0; f && i < (8 << 20) / 20 + 1; i++)
+		fputs("reserve x policy=idle\n", f);
+	if (f)
+		fclose(f);
+	memset(&d, 0, sizeof(d));
+	r = qos_rules_create();
+	CHECK(qos_rules_parse_file(r, path, collect, &d) == -1);
+	CHECK(d.n == 1 && strstr(d.msg[0], "/qosrc:0:0: larger than 8 MiB; not loaded"));
+	CHECK(r->n_reserves == 0);
+	qos_rules_destroy(r);
+
+	/* Exactly at the bound still loads. */
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	static const char line[] = "reserve x policy=idle #..........................\n";
+	size_t n = sizeof(line) - 1, written = 0;
+	for (; f && written + n <= (8u << 20); written += n)
+		fputs(line, f);
+	for (; f && written < (8u << 20); written++)
+		fputc('\n', f);
+	if (f)
+		fclose(f);
+	memset(&d, 0, sizeof(d));
+	r = qos_rules_create();
+	CHECK(qos_rules_parse_file(r, path, collect, &d) == 0 && d.n == 0);
+	CHECK(qos_rules_find_reserve(r, "x") != NULL);
+	qos_rules_destroy(r);
+
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Per-app protocol limits: defaults, per-key layering, no shadowing of placement. */
 static void test_app_limits(void)
 {
@@ -314,5 +386,6 @@ int main(void)
 	test_invalid();
 	test_thesis_example();
 	test_layering();
+	test_file_damage();
 	return check_report("test_rules");
 }
