@@ -19,119 +19,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mutate.h"
 #include "qos/journal.h"
 #include "qos/params.h"
 #include "qos/rules.h"
 
-#define TEXT_MAX 4096
 #define FILE_NAME "fz"
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	/* xorshift64*: deterministic for a seed, good enough to pick mutations. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static size_t below(size_t n)
-{
-	return n ? (size_t)(rnd() % n) : 0;
-}
-
-static void print_escaped(const char *what, const char *s, size_t len)
-{
-	fprintf(stderr, "%s: \"", what);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '\n')
-			fputs("\\n", stderr);
-		else if (c == '"' || c == '\\')
-			fprintf(stderr, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(stderr, "\\x%02x", c);
-		else
-			fputc(c, stderr);
-	}
-	fputs("\"\n", stderr);
-}
-
-/* Stops after the first failing input: one escaped input is enough to debug. */
-static bool failed_before(int before, const char *what, const char *input, size_t len,
-	uint64_t seed, int iteration)
-{
-	if (check_failures == before)
-		return false;
-	fprintf(stderr, "seed %" PRIu64 ", iteration %d\n", seed, iteration);
-	print_escaped(what, input, len);
-	return true;
-}
-
-static const char *const dictionary[] = {
-	"policy=", "fallback=", "period=", "slice=", "cpu=", "nice=", "priority=", "reserve=",
-	"auto=", "inherit=", "allow=", "max-cpu=", "redefine=", "exe=", "cmdline=", "app_id=",
-	"reserve ", "rule ", "\"", "\\\"", "\\", "=", "==", "#", " ", "\t", "\r", "\n", "%",
-	"99999999999999999999999", "-2147483649", "18446744073709551616", "4294967296", "1e308",
-	"1e-400", "0x10", "nan", "inf", "1.", ".5", "ms", "us", "s", "qos", "fifo", "rr", "idle",
-	"pause", "other", "auto-", ".", "..", "/", "*", "?", "[", "]", "yes", "no", ",",
-	"\x01", "\x1b[2J", "\x7f", "\xc3\xa9", "\xff",
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-};
-#define N_DICT (sizeof(dictionary) / sizeof(dictionary[0]))
-
-/*
- * Applies one random edit to buf (length *len, capacity TEXT_MAX, NUL kept
- * after it); nul_ok lets a NUL byte in, for input read by length.
- */
-static void mutate(char *buf, size_t *len, bool nul_ok)
-{
-	size_t at = below(*len + 1);
-	switch (rnd() % 4) {
-	case 0: /* overwrite a byte */
-		if (*len) {
-			const char *w = dictionary[below(N_DICT)];
-			buf[below(*len)] = rnd() % 2 ? w[0] :
-				(char)(nul_ok ? below(256) : 1 + below(255));
-		}
-		break;
-	case 1: { /* insert a word */
-		const char *w = dictionary[below(N_DICT)];
-		size_t n = strlen(w);
-		if (*len + n < TEXT_MAX) {
-			memmove(buf + at + n, buf + at, *len - at + 1);
-			memcpy(buf + at, w, n);
-			*len += n;
-		}
-		break;
-	}
-	case 2: { /* delete a span */
-		size_t n = below(*len - at + 1);
-		if (n > 16)
-			n = 16;
-		memmove(buf + at, buf + at + n, *len - at - n + 1);
-		*len -= n;
-		break;
-	}
-	default: { /* copy a span elsewhere */
-		if (!*len)
-			break;
-		size_t from = below(*len), n = 1 + below(24);
-		if (from + n > *len)
-			n = *len - from;
-		if (*len + n >= TEXT_MAX)
-			break;
-		char span[24];
-		memcpy(span, buf + from, n);
-		memmove(buf + at + n, buf + at, *len - at + 1);
-		memcpy(buf + at, span, n);
-		*len += n;
-		break;
-	}
-	}
-}
 
 struct diags {
 	char msg[64][600];
