@@ -235,28 +235,36 @@ static bool parse_color(const char *s, float out[4]) {
 	return true;
 }
 
+/* Digits without a fraction, up to limit; the byte past them, or NULL. */
+static const char *parse_whole(const char *s, uint64_t limit, uint64_t *out) {
+	const char *end = qos_parse_decimal(s, 0, limit, out);
+	return end && !memchr(s, '.', (size_t)(end - s)) ? end : NULL;
+}
+
+/*
+ * WIDTHxHEIGHT[@HZ[Hz]], read exactly: sscanf and strtod took signs,
+ * spaces, overflowing numbers and "@nan" (a refresh rate of INT_MIN).
+ */
 static bool parse_mode(const char *s, int *w, int *h, int *mhz) {
-	int rw, rh, consumed = 0;
-	double hz = 60.0;
-	if (!s || sscanf(s, "%dx%d%n", &rw, &rh, &consumed) != 2) {
+	uint64_t rw, rh, rate = 60000;
+	const char *p = s ? parse_whole(s, 16384, &rw) : NULL;
+	if (!p || *p != 'x' || !(p = parse_whole(p + 1, 16384, &rh))) {
 		return false;
 	}
-	const char *rest = s + consumed;
-	if (*rest == '@') {
-		char *end;
-		hz = strtod(rest + 1, &end);
-		if (strcmp(end, "") != 0 && strcmp(end, "Hz") != 0) {
+	if (*p == '@') {
+		p = qos_parse_decimal(p + 1, 3, 1000000, &rate);
+		if (!p || (strcmp(p, "") != 0 && strcmp(p, "Hz") != 0)) {
 			return false;
 		}
-	} else if (*rest) {
+	} else if (*p) {
 		return false;
 	}
-	if (rw < 64 || rh < 64 || rw > 16384 || rh > 16384 || hz < 1.0 || hz > 1000.0) {
+	if (rw < 64 || rh < 64 || rate < 1000) {
 		return false;
 	}
-	*w = rw;
-	*h = rh;
-	*mhz = (int)(hz * 1000.0 + 0.5);
+	*w = (int)rw;
+	*h = (int)rh;
+	*mhz = (int)rate;
 	return true;
 }
 
@@ -487,29 +495,67 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	return fail(msg, size, "unknown setting '%s'", key);
 }
 
+/* A message quotes the file: control bytes are written as \xNN, not raw to a terminal. */
+static void put_escaped(FILE *out, const char *s) {
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f) {
+			fprintf(out, "\\x%02x", c);
+		} else {
+			fputc(c, out);
+		}
+	}
+}
+
+static void report(FILE *err, const char *path, unsigned int lineno, const char *msg) {
+	put_escaped(err, path);
+	if (lineno) {
+		fprintf(err, ":%u", lineno);
+	}
+	fputs(": ", err);
+	put_escaped(err, msg);
+	fputc('\n', err);
+}
+
 bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		fprintf(err, "%s: cannot open: %s\n", path, strerror(errno));
+		char msg[256];
+		snprintf(msg, sizeof(msg), "cannot open: %s", strerror(errno));
+		report(err, path, 0, msg);
 		return false;
 	}
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
 	unsigned int lineno = 0;
+	errno = 0;
 	while ((len = getline(&line, &cap, f)) != -1) {
 		lineno++;
 		if (len > 0 && line[len - 1] == '\n') {
-			line[len - 1] = '\0';
+			line[--len] = '\0';
 		}
 		char msg[256];
-		if (!config_apply_line(config, line, msg, sizeof(msg))) {
-			fprintf(err, "%s:%u: %s\n", path, lineno, msg);
+		if (strlen(line) != (size_t)len) {
+			/* The line would end at the NUL and the rest be dropped unseen. */
+			report(err, path, lineno, "NUL byte in the line");
+			config->error_count++;
+		} else if (!config_apply_line(config, line, msg, sizeof(msg))) {
+			report(err, path, lineno, msg);
 			config->error_count++;
 		}
+		errno = 0;
 	}
+	bool failed = ferror(f);
+	int read_errno = errno ? errno : EIO;
 	free(line);
 	fclose(f);
+	if (failed) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "cannot read: %s", strerror(read_errno));
+		report(err, path, 0, msg);
+		return false;
+	}
 	return true;
 }
 

@@ -134,14 +134,7 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 	return true;
 }
 
-/*
- * Digits with an optional fraction ("12", "12.5") times 10^shift, rounded
- * half up, or NULL above limit.  Exact decimal arithmetic rather than strtod:
- * a library must not read "12.5" differently under a locale with a decimal
- * comma, nor take hex or exponent forms nobody documents.  Returns the first
- * byte past the number.
- */
-static const char *parse_decimal(const char *p, unsigned shift, uint64_t limit, uint64_t *out)
+const char *qos_parse_decimal(const char *p, unsigned shift, uint64_t limit, uint64_t *out)
 {
 	uint64_t v = 0;
 	bool fraction = false;
@@ -162,6 +155,8 @@ static const char *parse_decimal(const char *p, unsigned shift, uint64_t limit, 
 				dropped = *p - '0';
 			continue;
 		}
+		if (v > (UINT64_MAX - 9) / 10)
+			return NULL; /* past any limit, and v * 10 would wrap */
 		v = v * 10 + (uint64_t)(*p - '0');
 		if (v > limit)
 			return NULL;
@@ -169,6 +164,8 @@ static const char *parse_decimal(const char *p, unsigned shift, uint64_t limit, 
 			shift--;
 	}
 	for (; shift > 0; shift--) {
+		if (v > UINT64_MAX / 10)
+			return NULL;
 		v *= 10;
 		if (v > limit)
 			return NULL;
@@ -191,7 +188,7 @@ bool qos_parse_duration_us(const char *s, uint64_t *out)
 	} units[] = { { "", 0 }, { "us", 0 }, { "ms", 3 }, { "s", 6 } };
 	uint64_t v;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		const char *end = parse_decimal(s, units[i].shift, DURATION_MAX_US, &v);
+		const char *end = qos_parse_decimal(s, units[i].shift, DURATION_MAX_US, &v);
 		if (end && strcmp(end, units[i].unit) == 0) {
 			*out = v;
 			return true;
@@ -203,7 +200,7 @@ bool qos_parse_duration_us(const char *s, uint64_t *out)
 bool qos_parse_percent_ppm(const char *s, uint64_t *out)
 {
 	uint64_t v;
-	const char *end = parse_decimal(s, 4, PERCENT_MAX_PPM, &v);
+	const char *end = qos_parse_decimal(s, 4, PERCENT_MAX_PPM, &v);
 	if (!end || (*end == '%' ? end[1] != '\0' : *end != '\0'))
 		return false;
 	*out = v;

@@ -70,6 +70,15 @@ bool qos_name_valid(const char *name, char *err, size_t err_len);
 bool qos_name_is_auto(const char *name);
 
 /*
+ * Digits with an optional fraction ("12", "12.5") times 10^shift, rounded
+ * half up: exact decimal arithmetic rather than strtod, so "12.5" reads the
+ * same under a locale with a decimal comma, and no hex, exponent, sign,
+ * "nan" or bare point is taken.  Returns the first byte past the number, or
+ * NULL when there is none or it exceeds limit.
+ */
+const char *qos_parse_decimal(const char *s, unsigned shift, uint64_t limit, uint64_t *out);
+
+/*
  * "20ms", "1.5ms", "500us", "1s"; bare numbers are microseconds.  Digits with
  * an optional fraction, read exactly in any locale and rounded to the
  * microsecond; at most an hour.

@@ -7,6 +7,8 @@
 
 #include "config.h"
 #include "../qos/check.h"
+#include "../qos/mutate.h"
+#include "qos/params.h"
 
 static bool apply(struct qw_config *c, const char *line, char *msg) {
 	return config_apply_line(c, line, msg, 256);
@@ -49,6 +51,9 @@ static void test_valid_lines(void) {
 	CHECK(c.output_width == 1280 && c.output_height == 720 && c.output_refresh_mhz == 75000);
 	CHECK(apply(&c, "output-mode 800x600", msg));
 	CHECK(c.output_refresh_mhz == 60000);
+	CHECK(apply(&c, "output-mode 2560x1440@59.951Hz", msg));
+	CHECK(c.output_width == 2560 && c.output_refresh_mhz == 59951);
+	CHECK(apply(&c, "output-mode 64x64@1000", msg) && c.output_refresh_mhz == 1000000);
 	CHECK(apply(&c, "terminal foot -e htop  # trailing comment", msg));
 	CHECK(strcmp(c.terminal, "foot -e htop") == 0);
 	CHECK(apply(&c, "font Monospace Bold 12", msg));
@@ -84,6 +89,15 @@ static void test_invalid_lines(void) {
 		{"output-mode 1920", "output-mode wants"},
 		{"output-mode 10x10", "output-mode wants"},
 		{"output-mode 1920x1080@abc", "output-mode wants"},
+		/* sscanf and strtod took these; "@nan" gave a refresh rate of INT_MIN */
+		{"output-mode 1920x1080@nan", "output-mode wants"},
+		{"output-mode 1920x1080@6e1", "output-mode wants"},
+		{"output-mode +1920x1080", "output-mode wants"},
+		{"output-mode 1920x+1080", "output-mode wants"},
+		{"output-mode 1920.5x1080", "output-mode wants"},
+		{"output-mode 4294969216x1080", "output-mode wants"},
+		{"output-mode 1920x1080@1000.0005", "output-mode wants"},
+		{"output-mode 1920x1080@0.999", "output-mode wants"},
 		{"titlebar-height 5", "from 12 to 128"},
 		{"titlebar-height x", "from 12 to 128"},
 		{"border-width -1", "from 0 to 32"},
@@ -152,6 +166,134 @@ static void test_file_errors(void) {
 	CHECK(!config_load_file(&c, "/nonexistent/qosway.conf", err));
 	fclose(err);
 	config_finish(&c);
+
+	/* A NUL byte costs its line, not silently the rest of it; control bytes
+	 * are shown escaped; a directory is refused by name. */
+	static const char damaged[] = "titlebar-height 40\0 junk\nfont \x1b]0;x\x07\n"
+		"bind Super+\x1b exit\nborder-width 5\n";
+	f = fopen(path, "w");
+	CHECK(f && fwrite(damaged, 1, sizeof(damaged) - 1, f) == sizeof(damaged) - 1);
+	if (f) {
+		fclose(f);
+	}
+	out = NULL;
+	err = open_memstream(&out, &out_len);
+	config_init_defaults(&c);
+	CHECK(config_load_file(&c, path, err));
+	fclose(err);
+	CHECK(c.titlebar_height == 26 && c.border_width == 5 && c.error_count == 2);
+	snprintf(want, sizeof(want), "%s:1: NUL byte in the line", path);
+	CHECK(out && strstr(out, want));
+	snprintf(want, sizeof(want), "%s:3: unknown key '\\x1b'", path);
+	CHECK(out && strstr(out, want));
+	for (const char *o = out; o && *o; o++) {
+		CHECK(*o == '\n' || ((unsigned char)*o >= 0x20 && *o != 0x7f));
+	}
+	free(out);
+	/* The font is free text: what it holds is the user's, kept as given. */
+	CHECK(strcmp(c.font, "\x1b]0;x\x07") == 0);
+	config_finish(&c);
+	remove(path);
+
+	out = NULL;
+	err = open_memstream(&out, &out_len);
+	config_init_defaults(&c);
+	CHECK(!config_load_file(&c, dir ? dir : "/tmp", err));
+	fclose(err);
+	CHECK(out && strstr(out, ": cannot read: Is a directory"));
+	free(out);
+	config_finish(&c);
+}
+
+/* Whatever a line holds, the settings stay within what the compositor can use. */
+static void check_sane(const struct qw_config *c) {
+	CHECK(c->output_width >= 64 && c->output_width <= 16384);
+	CHECK(c->output_height >= 64 && c->output_height <= 16384);
+	CHECK(c->output_refresh_mhz >= 1000 && c->output_refresh_mhz <= 1000000);
+	CHECK(c->terminal && c->terminal[0] && c->font && c->font[0]);
+	CHECK(c->titlebar_height >= 12 && c->titlebar_height <= 128);
+	CHECK(c->border_width >= 0 && c->border_width <= 32);
+	CHECK(c->cascade_step >= 0 && c->cascade_step <= 512);
+	CHECK(c->button_count <= QW_BUTTON_KIND_COUNT);
+	for (size_t i = 0; i < c->button_count; i++) {
+		CHECK(c->buttons[i] < QW_BUTTON_KIND_COUNT);
+		for (size_t j = 0; j < i; j++) {
+			CHECK(c->buttons[i] != c->buttons[j]);
+		}
+	}
+	for (int i = 0; i < QW_COLOR_COUNT; i++) {
+		for (int k = 0; k < 4; k++) {
+			CHECK(c->colors[i][k] >= 0.0f && c->colors[i][k] <= 1.0f);
+		}
+	}
+	for (size_t i = 0; i < c->binding_count; i++) {
+		const struct qw_binding *b = &c->bindings[i];
+		CHECK(b->keysym != XKB_KEY_NoSymbol && b->action <= QW_ACTION_EXIT);
+		CHECK(b->action != QW_ACTION_EXEC || (b->arg && b->arg[0]));
+		for (size_t j = 0; j < i; j++) {
+			CHECK(b->modifiers != c->bindings[j].modifiers ||
+				b->keysym != c->bindings[j].keysym);
+		}
+	}
+	CHECK(c->realtime_cpu_ppm > 0 && c->realtime_cpu_ppm <= 1000000);
+	CHECK(c->realtime_period_us >= 100 && c->realtime_period_us <= 10000000);
+	CHECK(c->realtime_fallback == QOS_POLICY_OTHER || c->realtime_fallback == QOS_POLICY_IDLE ||
+		c->realtime_fallback == QOS_POLICY_PAUSE);
+	CHECK(c->qos_reserved_ppm >= 50000 && c->qos_reserved_ppm <= 1000000);
+}
+
+/*
+ * Seeded mutations of the shipped config's lines: no crash (the ASan build
+ * runs this too), every refusal says why, and the
+ * settings stay sane.  QOS_FUZZ_ITERATIONS and QOS_FUZZ_SEED as in test_fuzz.
+ */
+static void test_fuzz_lines(void) {
+	char corpus[64][256];
+	size_t n_corpus = 0;
+	FILE *f = fopen(QOSWAY_SOURCE_CONFIG "/config", "r");
+	CHECK(f != NULL);
+	while (f && n_corpus < 64 && fgets(corpus[n_corpus], sizeof(corpus[0]), f)) {
+		corpus[n_corpus][strcspn(corpus[n_corpus], "\n")] = '\0';
+		if (corpus[n_corpus][0] && corpus[n_corpus][0] != '#') {
+			n_corpus++;
+		}
+	}
+	if (f) {
+		fclose(f);
+	}
+	CHECK(n_corpus > 20);
+	const char *env = getenv("QOS_FUZZ_ITERATIONS");
+	int iterations = env ? atoi(env) : 100000;
+	env = getenv("QOS_FUZZ_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : 0x9e3779b97f4a7c15ULL;
+	rng_state = seed ? seed : 1;
+	struct qw_config c;
+	config_init_defaults(&c);
+	static char line[TEXT_MAX + 1];
+	for (int it = 0; it < iterations && n_corpus; it++) {
+		size_t len = (size_t)snprintf(line, sizeof(line), "%s", corpus[below(n_corpus)]);
+		for (size_t k = 1 + below(4); k > 0; k--) {
+			mutate(line, &len, false);
+		}
+		/* config_load_file hands over one line at a time. */
+		line[strcspn(line, "\n")] = '\0';
+		int before = check_failures;
+		char msg[256] = "";
+		if (!config_apply_line(&c, line, msg, sizeof(msg))) {
+			CHECK(msg[0] != '\0');
+		}
+		check_sane(&c);
+		if (failed_before(before, "config line", line, strlen(line), seed, it)) {
+			fprintf(stderr, "message: %s\n", msg);
+			break;
+		}
+		if (it % 1000 == 999) {
+			/* Bindings pile up otherwise, and a fresh start covers the defaults. */
+			config_finish(&c);
+			config_init_defaults(&c);
+		}
+	}
+	config_finish(&c);
 }
 
 int main(void) {
@@ -159,5 +301,6 @@ int main(void) {
 	test_valid_lines();
 	test_invalid_lines();
 	test_file_errors();
+	test_fuzz_lines();
 	return check_report("config");
 }
