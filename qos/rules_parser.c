@@ -52,7 +52,8 @@ static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 {
 	if (!ctx->diag)
 		return;
-	char msg[512], shown[sizeof(msg) * 4];
+	/* Room for a whole path in a file-level message; escapes past the end are cut. */
+	char msg[PATH_MAX + 256], shown[sizeof(msg) + 1024];
 	int n = snprintf(msg, sizeof(msg), "%s:%d:%d: ", ctx->file, ctx->line, col);
 	va_list ap;
 	va_start(ap, fmt);
