@@ -109,6 +109,26 @@ bool qos_name_is_auto(const char *name)
 	return strncmp(name, QOS_AUTO_PREFIX, strlen(QOS_AUTO_PREFIX)) == 0;
 }
 
+/*
+ * Length of the UTF-8 sequence at s, or 0 when it is not one: no overlong
+ * forms, no surrogates, nothing past U+10FFFF.
+ */
+static size_t utf8_sequence(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 :
+		s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+			(n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+		return 0;
+	return n;
+}
+
 bool qos_name_valid(const char *name, char *err, size_t err_len)
 {
 	size_t n = strlen(name);
@@ -128,6 +148,13 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 		}
 		if (c < 0x20 || c == 0x7f) {
 			snprintf(err, err_len, "reserve names cannot contain control characters");
+			return false;
+		}
+	}
+	/* Names travel in JSON and Wayland strings, which are UTF-8. */
+	for (size_t i = 0, len; i < n; i += len) {
+		if (!(len = utf8_sequence((const unsigned char *)name + i))) {
+			snprintf(err, err_len, "reserve names must be valid UTF-8");
 			return false;
 		}
 	}

@@ -63,7 +63,8 @@ bool qos_policy_from_name(const char *name, enum qos_policy *out);
 bool qos_policy_is_rt(enum qos_policy policy);
 
 /*
- * Reserve names: 1..63 bytes, no '/', no control characters, not "." or "..".
+ * Reserve names: 1..63 bytes of UTF-8, no '/', no control characters, not "."
+ * or "..".
  * The "auto-" prefix belongs to automatic reserves; user code must not use it.
  */
 bool qos_name_valid(const char *name, char *err, size_t err_len);

@@ -21,6 +21,19 @@ static void test_names(void)
 	CHECK(!qos_name_valid("tab\there", err, sizeof(err)));
 	CHECK(!qos_name_valid("del\x7f", err, sizeof(err)));
 	CHECK(!qos_name_valid("..", err, sizeof(err)));
+	/* UTF-8, as JSON and Wayland strings need: no stray, cut, overlong or
+	 * surrogate sequences. */
+	CHECK(qos_name_valid("vid\xc3\xa9o \xe6\x98\xa0\xe5\x83\x8f \xf0\x9f\x8e\xac", err,
+		sizeof(err)));
+	CHECK(!qos_name_valid("\xff", err, sizeof(err)));
+	CHECK(strcmp(err, "reserve names must be valid UTF-8") == 0);
+	CHECK(!qos_name_valid("cut\xc3", err, sizeof(err)));
+	CHECK(!qos_name_valid("\xe6\x98", err, sizeof(err)));
+	CHECK(!qos_name_valid("\xc0\xaf", err, sizeof(err)));
+	CHECK(!qos_name_valid("\xe0\x80\xaf", err, sizeof(err)));
+	CHECK(!qos_name_valid("\xed\xa0\x80", err, sizeof(err)));
+	CHECK(!qos_name_valid("\xf4\x90\x80\x80", err, sizeof(err)));
+	CHECK(!qos_name_valid("\x80x", err, sizeof(err)));
 	CHECK(qos_name_is_auto("auto-123"));
 	CHECK(!qos_name_is_auto("autopilot"));
 }
