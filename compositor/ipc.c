@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <glib.h>
 #include <limits.h>
 #include <signal.h>
 #include <json.h>
@@ -121,21 +122,36 @@ static struct json_object *box_json(struct wlr_box box) {
 	return obj;
 }
 
-static struct json_object *string_or_null(const char *s) {
-	return s ? json_object_new_string(s) : NULL;
+/*
+ * A JSON string that is valid UTF-8 whatever s holds: titles and app ids
+ * come from clients unchecked, qosrc diagnostics quote files, and "%.64s"
+ * may cut a character in two.  json-c passes bytes through as they are, and
+ * a reply that is not UTF-8 is not JSON to most readers.
+ */
+static struct json_object *text_json(const char *s) {
+	if (!s) {
+		return NULL;
+	}
+	if (g_utf8_validate(s, -1, NULL)) {
+		return json_object_new_string(s);
+	}
+	char *valid = g_utf8_make_valid(s, -1);
+	struct json_object *obj = json_object_new_string(valid);
+	g_free(valid);
+	return obj;
 }
 
 static struct json_object *window_json(struct qw_view *view) {
 	struct json_object *obj = json_object_new_object();
 	json_object_object_add(obj, "id", json_object_new_int64(view->id));
-	json_object_object_add(obj, "app_id", string_or_null(view->toplevel->app_id));
-	json_object_object_add(obj, "title", string_or_null(view->toplevel->title));
+	json_object_object_add(obj, "app_id", text_json(view->toplevel->app_id));
+	json_object_object_add(obj, "title", text_json(view->toplevel->title));
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
 	json_object_object_add(obj, "class",
 		json_object_new_string(view_class_name(view->class)));
 	const char *reserve = NULL;
 	qos_link_class_of(view->server, view_get_pid(view), &reserve);
-	json_object_object_add(obj, "reserve", string_or_null(reserve));
+	json_object_object_add(obj, "reserve", text_json(reserve));
 	struct client_identity *id = view_identity(view);
 	json_object_object_add(obj, "cpu_percent",
 		json_object_new_double(id ? id->cpu_percent : 0.0));
@@ -174,7 +190,7 @@ static struct json_object *reply_error(const char *fmt, ...) {
 	va_end(ap);
 	struct json_object *obj = json_object_new_object();
 	json_object_object_add(obj, "success", json_object_new_boolean(false));
-	json_object_object_add(obj, "error", json_object_new_string(msg));
+	json_object_object_add(obj, "error", text_json(msg));
 	return obj;
 }
 
@@ -207,9 +223,9 @@ static struct json_object *cmd_outputs(struct qw_server *server) {
 		struct wlr_output *o = output->wlr_output;
 		struct wlr_box box = output_layout_box(output);
 		struct json_object *obj = json_object_new_object();
-		json_object_object_add(obj, "name", json_object_new_string(o->name));
-		json_object_object_add(obj, "make", json_object_new_string(o->make));
-		json_object_object_add(obj, "model", json_object_new_string(o->model));
+		json_object_object_add(obj, "name", text_json(o->name));
+		json_object_object_add(obj, "make", text_json(o->make));
+		json_object_object_add(obj, "model", text_json(o->model));
 		json_object_object_add(obj, "width", json_object_new_int(o->width));
 		json_object_object_add(obj, "height", json_object_new_int(o->height));
 		json_object_object_add(obj, "refresh_mhz", json_object_new_int(o->refresh));
@@ -440,8 +456,8 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 		char params[256];
 		qos_params_format(&info.params, params, sizeof(params));
 		struct json_object *obj = json_object_new_object();
-		json_object_object_add(obj, "name", json_object_new_string(info.name));
-		json_object_object_add(obj, "params", json_object_new_string(params));
+		json_object_object_add(obj, "name", text_json(info.name));
+		json_object_object_add(obj, "params", text_json(params));
 		json_object_object_add(obj, "policy",
 			json_object_new_string(qos_policy_name(info.params.policy)));
 		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
@@ -482,7 +498,7 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 	uint64_t all = (uint64_t)info.ncpus * 1000000;
 	json_object_object_add(reply, "rsvd_ppm", json_object_new_int64(
 		all > info.capacity_ppm ? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1) : 0));
-	json_object_object_add(reply, "layout", json_object_new_string(info.layout));
+	json_object_object_add(reply, "layout", text_json(info.layout));
 	return reply;
 }
 
@@ -493,7 +509,7 @@ static struct json_object *cmd_reload(struct qw_server *server) {
 	}
 	struct json_object *reply = reply_ok();
 	if (err[0]) {
-		json_object_object_add(reply, "warning", json_object_new_string(err));
+		json_object_object_add(reply, "warning", text_json(err));
 	}
 	return reply;
 }
@@ -537,7 +553,7 @@ static struct json_object *cmd_exec(struct qw_server *server, struct json_object
 	json_object_object_add(reply, "pid", json_object_new_int(pid));
 	if (err[0]) {
 		/* It runs, but without the reserve: say why. */
-		json_object_object_add(reply, "refused", json_object_new_string(err));
+		json_object_object_add(reply, "refused", text_json(err));
 	}
 	return reply;
 }
@@ -576,7 +592,10 @@ static bool handle_request(struct ipc_client *client, const char *line) {
 	const char *command = NULL;
 	struct json_object *cmd_obj;
 	bool terminate = false;
-	if (!req) {
+	if (!g_utf8_validate(line, -1, NULL)) {
+		/* json-c takes any bytes inside a string; names and targets must be text. */
+		reply = reply_error("request is not valid UTF-8");
+	} else if (!req) {
 		reply = reply_error("malformed JSON: the line must be exactly one JSON object");
 	} else if (!json_object_is_type(req, json_type_object) ||
 			!json_object_object_get_ex(req, "command", &cmd_obj) ||
@@ -682,7 +701,16 @@ static int handle_client_event(int fd, uint32_t mask, void *data) {
 	char *nl;
 	while ((nl = memchr(start, '\n', client->in_len - (start - client->in)))) {
 		*nl = '\0';
-		if (nl > start && !handle_request(client, start)) {
+		/* An empty line asks nothing and gets nothing, like a shell's. */
+		if (nl > start && memchr(start, '\0', (size_t)(nl - start))) {
+			/* Read as a C string, the request would end early, unseen. */
+			struct json_object *reply = reply_error("request contains a NUL byte");
+			bool alive = client_send(client, reply);
+			json_object_put(reply);
+			if (!alive) {
+				return 0;
+			}
+		} else if (nl > start && !handle_request(client, start)) {
 			return 0;
 		}
 		start = nl + 1;
@@ -844,10 +872,10 @@ void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
 	struct json_object *obj = json_object_new_object();
 	json_object_object_add(obj, "event", json_object_new_string("qos"));
 	json_object_object_add(obj, "change", json_object_new_string(change));
-	json_object_object_add(obj, "reserve", string_or_null(event->reserve));
+	json_object_object_add(obj, "reserve", text_json(event->reserve));
 	json_object_object_add(obj, "pid", json_object_new_int(event->pid));
 	json_object_object_add(obj, "used_us", json_object_new_int64(event->used_us));
-	json_object_object_add(obj, "message", string_or_null(event->message));
+	json_object_object_add(obj, "message", text_json(event->message));
 	broadcast(server, obj);
 	json_object_put(obj);
 }
