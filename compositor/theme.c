@@ -168,7 +168,14 @@ PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
 		config->font ? config->font : "Sans 10");
 	pango_layout_set_font_description(layout, font);
 	pango_font_description_free(font);
+	/* Titles come from clients unchecked, and a long one may have been cut
+	 * mid-character: pango wants valid UTF-8 and warns at anything else. */
+	char *valid = NULL;
+	if (text && !g_utf8_validate(text, -1, NULL)) {
+		text = valid = g_utf8_make_valid(text, -1);
+	}
 	pango_layout_set_text(layout, text ? text : "", -1);
+	g_free(valid);
 	pango_layout_set_single_paragraph_mode(layout, TRUE);
 	if (max_width > 0) {
 		pango_layout_set_ellipsize(layout, PANGO_ELLIPSIZE_END);

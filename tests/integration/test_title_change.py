@@ -61,3 +61,35 @@ def test_very_long_title_stays_left_of_buttons(qosway):
                 return "title text drawn over the %s button (%d pixels)" % (name, n)
         return None
     qosway.wait_screenshot(ok, name="long")
+
+
+def test_title_that_is_not_utf8_is_drawn_and_listed_as_text(qosway):
+    """Titles are UTF-8 by the protocol, but libwayland does not check.  A
+    broken one (and a long one the titlebar cuts mid-character) is still
+    drawn, without pango's warning, and listed as valid JSON, with U+FFFD
+    where the bytes were bad."""
+    c = qosway.spawn_wlclient(title="Clean", color="4080ff")
+    c.wait_event("mapped")
+    before = qosway.window_by_title("Clean")
+    # A stray byte, a cut sequence, then 300 two-byte characters: past the
+    # titlebar's 512-byte buffer, which used to cut one in half.
+    raw = b"Bad \xff title \xc3 " + "\u00e9".encode() * 300
+    c.send("title-hex " + raw.hex())
+    c.wait_event("title")
+    want = raw.decode("utf-8", "replace")
+    harness.wait_for(lambda: any(w.get("title") == want for w in qosway.windows()),
+                     desc="the title listed with U+FFFD for the bad bytes")
+    w = qosway.window_by_title(want)
+    assert w["id"] == before["id"]
+    area = title_area(w)
+
+    def drawn(img):
+        msg = check_titlebar(img, qosway.find_window(lambda x: x["id"] == w["id"]))
+        if msg:
+            return msg
+        text = harness.THEME["text-focused" if w["focused"] else "text-unfocused"]
+        n = pixels.count_near(img, area, text, tol=48)
+        return None if n > 50 else "no title text drawn (%d pixels)" % n
+    qosway.wait_screenshot(drawn, name="not-utf8")
+    assert "Invalid UTF-8" not in qosway.log_tail(), qosway.log_tail()
+    assert c.alive()

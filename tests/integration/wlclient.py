@@ -22,6 +22,7 @@ a line.  Lines look like ``<event> <json>``:
 Commands are read from stdin, one a line:
 
     title NEW TITLE      set_title and commit
+    title-hex HEX        set_title to these bytes, valid UTF-8 or not, and commit
     color RRGGBB         redraw with a new colour
     present SECONDS      redraw every frame (frame callbacks) with presentation
                          feedback for SECONDS, then print "presentation"
@@ -63,6 +64,19 @@ ANCHORS = {"top": 1, "bottom": 2, "left": 4, "right": 8}
 XDG_POSITIONER_ANCHOR_BOTTOM_RIGHT = 8
 XDG_POSITIONER_GRAVITY_BOTTOM_RIGHT = 8
 XDG_POSITIONER_CONSTRAINT_ALL = 1 | 2 | 4 | 8 | 16 | 32  # slide, flip, resize
+
+
+class RawString(str):
+    """Bytes pywayland sends as they are: it encodes a string argument with
+    encode(), so a test can hand the compositor what a C client may send."""
+
+    def __new__(cls, data):
+        obj = super().__new__(cls, data.decode("utf-8", "replace"))
+        obj.data = data
+        return obj
+
+    def encode(self, *args, **kwargs):
+        return self.data
 
 
 def _u32_list(arr):
@@ -354,6 +368,10 @@ class Client:
             self.toplevel.set_title(arg)
             self.surface.commit()
             emit("title", title=arg)
+        elif cmd == "title-hex" and self.toplevel is not None:
+            self.toplevel.set_title(RawString(bytes.fromhex(arg)))
+            self.surface.commit()
+            emit("title", hex=arg)
         elif cmd == "color":
             self.color = int(arg, 16)
             self.redraw()
