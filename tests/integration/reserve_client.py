@@ -31,6 +31,7 @@ Commands (one a line):
     get NAME             get_reserve(NAME); "get" alone is the automatic
                          reserve ("")
     getj JSON            get_reserve with a JSON string name (control chars)
+    getx HEX             get_reserve with a name of these bytes (not UTF-8)
     params IDX POLICY FALLBACK PERIOD_US SLICE_US NICE PRIO
                          set_params (policies by number or name)
     join IDX TID         join (TID 0: the whole process; "main": main thread)
@@ -73,7 +74,7 @@ sys.path.insert(0, HERE)
 import pywayland  # noqa: E402
 from pywayland._ffi import ffi  # noqa: E402
 
-from wlcommon import Buffer, StdinLines, connect, emit, exit_now  # noqa: E402
+from wlcommon import Buffer, RawString, StdinLines, connect, emit, exit_now  # noqa: E402
 from _proto.wayland import WlCompositor, WlShm  # noqa: E402
 from _proto.xdg_shell import XdgWmBase  # noqa: E402
 from _proto.xdg_decoration_unstable_v1 import ZxdgDecorationManagerV1  # noqa: E402
@@ -342,6 +343,8 @@ class Client:
             self.get(arg)
         elif cmd == "getj":
             self.get(json.loads(arg))
+        elif cmd == "getx":
+            self.get(RawString(bytes.fromhex(arg)))
         elif cmd == "params":
             self.obj(a[0]).set_params(self.policy(a[1]), self.policy(a[2]),
                                       int(a[3]), int(a[4]), int(a[5]), int(a[6]))

@@ -64,6 +64,19 @@ def test_invalid_name(qcomp, others, name):
     expect_error(qcomp, rc, others, INVALID_NAME, MANAGER)
 
 
+@pytest.mark.parametrize("raw", [
+    pytest.param(b"a\xffb", id="stray-byte"),
+    pytest.param(b"cut\xc3", id="cut-sequence"),
+    pytest.param(b"\xc0\xaf", id="overlong"),
+    pytest.param(b"\xed\xa0\x80", id="surrogate"),
+])
+def test_name_that_is_not_utf8(qcomp, others, raw):
+    """Names end up in JSON and in events to other clients: text only."""
+    rc = RClient(qcomp)
+    rc.send("getx " + raw.hex())
+    expect_error(qcomp, rc, others, INVALID_NAME, MANAGER)
+
+
 def test_name_of_63_bytes_is_fine(qcomp):
     rc = RClient(qcomp)
     idx = rc.get("n" * 63)

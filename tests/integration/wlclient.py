@@ -48,7 +48,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from wlcommon import Buffer, StdinLines, connect, emit, exit_now  # noqa: E402
+from wlcommon import Buffer, RawString, StdinLines, connect, emit, exit_now  # noqa: E402
 from _proto.wayland import (  # noqa: E402
     WlCompositor, WlSeat, WlShm, WlOutput,
 )
@@ -64,19 +64,6 @@ ANCHORS = {"top": 1, "bottom": 2, "left": 4, "right": 8}
 XDG_POSITIONER_ANCHOR_BOTTOM_RIGHT = 8
 XDG_POSITIONER_GRAVITY_BOTTOM_RIGHT = 8
 XDG_POSITIONER_CONSTRAINT_ALL = 1 | 2 | 4 | 8 | 16 | 32  # slide, flip, resize
-
-
-class RawString(str):
-    """Bytes pywayland sends as they are: it encodes a string argument with
-    encode(), so a test can hand the compositor what a C client may send."""
-
-    def __new__(cls, data):
-        obj = super().__new__(cls, data.decode("utf-8", "replace"))
-        obj.data = data
-        return obj
-
-    def encode(self, *args, **kwargs):
-        return self.data
 
 
 def _u32_list(arr):

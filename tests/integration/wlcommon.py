@@ -93,3 +93,16 @@ def exit_now(rc):
     crash, which would hide the real exit code."""
     sys.stdout.flush()
     os._exit(rc)
+
+
+class RawString(str):
+    """Bytes pywayland sends as they are: it encodes a string argument with
+    encode(), so a test can hand the compositor what a C client may send."""
+
+    def __new__(cls, data):
+        obj = super().__new__(cls, data.decode("utf-8", "replace"))
+        obj.data = data
+        return obj
+
+    def encode(self, *args, **kwargs):
+        return self.data
