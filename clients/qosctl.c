@@ -156,12 +156,48 @@ static bool parse_id(const char *s, long long *out) {
 	return true;
 }
 
+/*
+ * s as it may be printed to a terminal: any client picks its own title and
+ * app id, and an escape sequence in one (set the terminal's title, write its
+ * clipboard) must not act on the terminal of whoever lists the windows.  C0
+ * and C1 controls and DEL become '?'.  The result lives until the 8th call
+ * after, enough for one printf; text past 1 KiB is cut at a character.
+ */
+static const char *shown(const char *s) {
+	static char bufs[8][1024];
+	static unsigned next;
+	char *out = bufs[next++ % 8];
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 1 < sizeof(bufs[0]); p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			out[n++] = '?';
+		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			out[n++] = '?';
+			p++;
+		} else {
+			out[n++] = (char)*p;
+		}
+	}
+	/* Cut mid-character: drop the partial sequence. */
+	if (n + 1 >= sizeof(bufs[0])) {
+		size_t start = n;
+		while (start > 0 && ((unsigned char)out[start - 1] & 0xc0) == 0x80) {
+			start--;
+		}
+		if (start > 0 && (unsigned char)out[start - 1] >= 0xc0) {
+			n = start - 1;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
 static const char *str_field(struct json_object *obj, const char *key) {
 	struct json_object *v;
 	if (!json_object_object_get_ex(obj, key, &v) || !v) {
 		return "-";
 	}
-	return json_object_get_string(v);
+	return shown(json_object_get_string(v));
 }
 
 static int int_field(struct json_object *obj, const char *key) {
@@ -217,7 +253,7 @@ static void print_reserves(struct json_object *reply) {
 		}
 		bool is_qos = strcmp(json_object_get_string(policy), "qos") == 0;
 		printf("%-20.20s %-8s %-4s %10lld %10lld %-9s %s\n", str_field(r, "name"),
-			json_object_get_string(policy),
+			shown(json_object_get_string(policy)),
 			is_qos ? (json_object_get_boolean(granted) ? "yes" : "no") : "-",
 			(long long)double_field(r, "used_us"), (long long)double_field(r, "last_used_us"),
 			pids[0] ? pids : "-", str_field(r, "params"));
@@ -545,7 +581,7 @@ int main(int argc, char **argv) {
 			struct json_object *refused;
 			if (json_object_object_get_ex(reply, "refused", &refused)) {
 				fprintf(stderr, "qosctl: started without the reserve: %s\n",
-					json_object_get_string(refused));
+					shown(json_object_get_string(refused)));
 			}
 		} else if (strcmp(cmd, "reserves") == 0) {
 			print_reserves(reply);
@@ -557,7 +593,7 @@ int main(int argc, char **argv) {
 	}
 	if (!success) {
 		fprintf(stderr, "qosctl: %s\n", json_object_object_get_ex(reply, "error", &err) ?
-			json_object_get_string(err) : "request failed");
+			shown(json_object_get_string(err)) : "request failed");
 	}
 	status = success ? 0 : 1;
 	json_object_put(reply);

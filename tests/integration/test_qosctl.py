@@ -3,6 +3,7 @@ focus, close and exec."""
 
 import json
 import os
+import subprocess
 
 import harness
 from harness import wait_for
@@ -47,6 +48,26 @@ def test_windows_table_lists_titles(qosway):
     assert r2.returncode == 0, r2.stderr
     data = json.loads(r2.stdout)
     assert "Table Row" in json.dumps(data)
+
+
+def test_windows_table_never_prints_a_clients_escape_sequences(qosway):
+    """A client picks its own title: `qosctl windows` shows control
+    characters (C0, DEL and C1, such as CSI) as '?', so a title cannot
+    retitle the terminal or write its clipboard.  --json keeps the title."""
+    c = qosway.spawn_wlclient(title="Plain")
+    c.wait_event("mapped")
+    evil = "Evil\x1b]52;c;cHduZWQ=\x07 \x1b[2J \u009b31m\x7f end"
+    c.send("title-hex " + evil.encode().hex())
+    c.wait_event("title")
+    wait_for(lambda: any(w.get("title") == evil for w in qosway.windows()),
+             desc="the escape-laden title listed in JSON as it is")
+    r = subprocess.run([harness.qosctl_bin(), "-s", qosway.sock, "windows"],
+                       capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert b"Evil?]52;c;cHduZWQ=? ?[2J ?31m? end" in out, out
+    assert not any(b < 0x20 and b != 0x0a for b in out), out
+    assert b"\x7f" not in out and b"\xc2\x9b" not in out, out
 
 
 def test_outputs(qosway):
