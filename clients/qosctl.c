@@ -14,6 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "qos/params.h"
+
 static const char usage[] =
 	"Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n"
 	"\n"
@@ -494,6 +496,16 @@ int main(int argc, char **argv) {
 	}
 	if (i >= argc) {
 		return die_usage("%s", "missing command");
+	}
+	/* Requests are JSON, which carries text only: the compositor refuses
+	 * other bytes, so name the argument here (a file name in another
+	 * encoding, say). */
+	for (int k = i; k < argc; k++) {
+		if (!qos_utf8_valid(argv[k])) {
+			fprintf(stderr, "qosctl: argument %d is not valid UTF-8; requests carry text "
+				"only\n", k);
+			return 2;
+		}
 	}
 	if (strcmp(argv[i], "top") == 0) {
 		int iterations = 0;

@@ -129,6 +129,15 @@ static size_t utf8_sequence(const unsigned char *s)
 	return n;
 }
 
+bool qos_utf8_valid(const char *s)
+{
+	for (size_t len; *s; s += len) {
+		if (!(len = utf8_sequence((const unsigned char *)s)))
+			return false;
+	}
+	return true;
+}
+
 bool qos_name_valid(const char *name, char *err, size_t err_len)
 {
 	size_t n = strlen(name);
@@ -152,11 +161,9 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 		}
 	}
 	/* Names travel in JSON and Wayland strings, which are UTF-8. */
-	for (size_t i = 0, len; i < n; i += len) {
-		if (!(len = utf8_sequence((const unsigned char *)name + i))) {
-			snprintf(err, err_len, "reserve names must be valid UTF-8");
-			return false;
-		}
+	if (!qos_utf8_valid(name)) {
+		snprintf(err, err_len, "reserve names must be valid UTF-8");
+		return false;
 	}
 	return true;
 }

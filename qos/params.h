@@ -68,6 +68,8 @@ bool qos_policy_is_rt(enum qos_policy policy);
  * The "auto-" prefix belongs to automatic reserves; user code must not use it.
  */
 bool qos_name_valid(const char *name, char *err, size_t err_len);
+/* Whether s is UTF-8 without overlong forms, surrogates or code points past U+10FFFF. */
+bool qos_utf8_valid(const char *s);
 bool qos_name_is_auto(const char *name);
 
 /*

@@ -84,6 +84,17 @@ def test_qosctl_bad_input_exits_nonzero(qosway, args):
     assert_unaffected(qosway)
 
 
+def test_qosctl_argument_that_is_not_utf8_is_named(qosway):
+    """The IPC is JSON, which carries text: qosctl says which argument it
+    cannot send instead of passing the compositor bytes it will refuse."""
+    argv = [harness.qosctl_bin().encode(), b"-s", qosway.sock.encode(), b"reserve",
+            b"caf\xe9", b"policy=idle"]
+    r = subprocess.run(argv, capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r
+    assert b"argument 4 is not valid UTF-8" in r.stderr, r.stderr
+    assert_unaffected(qosway)
+
+
 def test_qosctl_without_socket_fails(qosway, tmp_path):
     res = subprocess.run([harness.qosctl_bin(), "-s", str(tmp_path / "nope.sock"), "windows"],
                          capture_output=True, text=True, timeout=15)
