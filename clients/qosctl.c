@@ -202,6 +202,37 @@ static const char *str_field(struct json_object *obj, const char *key) {
 	return shown(json_object_get_string(v));
 }
 
+/*
+ * A table cell: s cut to at most width characters (not bytes, so never
+ * inside one) and padded with spaces to width, where printf's "%-20.20s"
+ * counts bytes.  Every character counts one column; East Asian wide ones
+ * take two on most terminals, which only shifts the rest of that row.
+ */
+static const char *cell(const char *s, int width) {
+	static char bufs[4][256];
+	static unsigned next;
+	char *out = bufs[next++ % 4];
+	size_t n = 0;
+	int chars = 0;
+	for (const char *p = s; *p && chars < width; chars++) {
+		size_t len = 1;
+		while ((p[len] & 0xc0) == 0x80) {
+			len++;
+		}
+		if (n + len + (size_t)(width - chars) >= sizeof(bufs[0])) {
+			break;
+		}
+		memcpy(out + n, p, len);
+		n += len;
+		p += len;
+	}
+	for (; chars < width && n + 1 < sizeof(bufs[0]); chars++) {
+		out[n++] = ' ';
+	}
+	out[n] = '\0';
+	return out;
+}
+
 static int int_field(struct json_object *obj, const char *key) {
 	struct json_object *v;
 	return json_object_object_get_ex(obj, key, &v) ? json_object_get_int(v) : 0;
@@ -227,10 +258,11 @@ static void print_windows(struct json_object *reply) {
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
 			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
-		printf("%-5d %-9s %-16.16s %6.1f %-3s %-8d %-20.20s %-20s %s\n", int_field(w, "id"),
-			str_field(w, "class"), str_field(w, "reserve"), double_field(w, "cpu_percent"),
-			json_object_get_boolean(focused) ? "*" : "", int_field(w, "pid"),
-			str_field(w, "app_id"), geometry, str_field(w, "title"));
+		printf("%-5d %-9s %s %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
+			str_field(w, "class"), cell(str_field(w, "reserve"), 16),
+			double_field(w, "cpu_percent"), json_object_get_boolean(focused) ? "*" : "",
+			int_field(w, "pid"), cell(str_field(w, "app_id"), 20), geometry,
+			str_field(w, "title"));
 	}
 }
 
@@ -254,7 +286,7 @@ static void print_reserves(struct json_object *reply) {
 				int_field(json_object_array_get_idx(members, m), "pid"));
 		}
 		bool is_qos = strcmp(json_object_get_string(policy), "qos") == 0;
-		printf("%-20.20s %-8s %-4s %10lld %10lld %-9s %s\n", str_field(r, "name"),
+		printf("%s %-8s %-4s %10lld %10lld %-9s %s\n", cell(str_field(r, "name"), 20),
 			shown(json_object_get_string(policy)),
 			is_qos ? (json_object_get_boolean(granted) ? "yes" : "no") : "-",
 			(long long)double_field(r, "used_us"), (long long)double_field(r, "last_used_us"),

@@ -99,3 +99,20 @@ def test_reserves_params_read_back_as_reserve_arguments(qcomp):
     assert "period=20ms slice=1500us fallback=other" in first["rt-qos"], first["rt-qos"]
     assert "slice=12500us" in first["rt-ceil"] and "inherit=yes" in first["rt-ceil"]
     assert "priority=20" in first["rt-fifo"] and "slice=45ms" in first["rt-fifo"]
+
+
+def test_reserves_table_cuts_long_names_at_a_character(qcomp):
+    """The name column is 20 characters, not bytes: a long name of
+    two-byte characters is cut between characters and the columns after it
+    stay where the header puts them."""
+    name = "vid\u00e9o-" + "\u00e9" * 25  # 57 bytes, 31 characters
+    r = qcomp.qosctl("reserve", name, "policy=idle")
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([harness.qosctl_bin(), "-s", qcomp.sock, "reserves"],
+                       capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode("utf-8").splitlines()  # cut mid-character, this would raise
+    header = lines[0]
+    row = next(line for line in lines if line.startswith("vid\u00e9o-"))
+    assert row[:20] == name[:20] and row[20] == " ", row
+    assert header[21:29].strip() == "POLICY" and row[21:29].strip() == "idle", (header, row)
