@@ -12,6 +12,21 @@
 #include "output.h"
 #include "view.h"
 
+/*
+ * A client's namespace as the log may quote it: control bytes become '?',
+ * so a client cannot write escape sequences into the compositor's log or
+ * terminal.
+ */
+static const char *log_name(const char *ns, char *buf, size_t len) {
+	size_t n = 0;
+	for (; ns && *ns && n + 1 < len; ns++) {
+		unsigned char c = (unsigned char)*ns;
+		buf[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static enum qw_layer layer_from_protocol(enum zwlr_layer_shell_v1_layer layer) {
 	return layer <= ZWLR_LAYER_SHELL_V1_LAYER_OVERLAY ? (enum qw_layer)layer :
 		QW_LAYER_TOP;
@@ -76,7 +91,9 @@ static void arrange_one(struct qw_layer_surface *l, const struct wlr_box *full,
 	if (w <= 0 || h <= 0) {
 		/* Not destroyed here: that would re-enter the arrangement
 		 * loop. It stays unplaced until the output has room. */
-		wlr_log(WLR_INFO, "layer surface '%s' has no room", ls->namespace);
+		char name[128];
+		wlr_log(WLR_INFO, "layer surface '%s' has no room",
+			log_name(ls->namespace, name, sizeof(name)));
 		return;
 	}
 	int x = place_axis(bounds.x, bounds.width, w, left, right,
@@ -243,7 +260,9 @@ void layer_shell_handle_new_surface(struct wl_listener *listener, void *data) {
 	if (!ls->output) {
 		struct qw_output *o = output_at(server, server->cursor->x, server->cursor->y);
 		if (!o) {
-			wlr_log(WLR_INFO, "no output for layer surface '%s'", ls->namespace);
+			char name[128];
+			wlr_log(WLR_INFO, "no output for layer surface '%s'",
+				log_name(ls->namespace, name, sizeof(name)));
 			wlr_layer_surface_v1_destroy(ls);
 			return;
 		}

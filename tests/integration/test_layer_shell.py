@@ -71,3 +71,18 @@ def test_launcher_with_exclusive_keyboard_gets_keys(qosway):
         c.wait_event("kb_enter", start=mark)
         vi.key(KEY_Q)
         c.wait_event("key", lambda d: d["key"] == KEY_Q and d["state"] == 1, start=mark)
+
+
+def test_namespace_is_logged_without_its_control_characters(qosway):
+    """A layer surface's namespace is the client's own text: when the log
+    quotes it (here: margins wider than the output leave it no room), its
+    control characters show as '?', not as escape sequences."""
+    ns = "evil\x1b]0;pwned\x07ns"
+    c = qosway.spawn_wlclient(app_id=ns, name="evil-layer", extra_args=[
+        "--layer", "top", "--anchor", "top,left,right", "--layer-height", "40",
+        "--margin", "1000"])
+    c.wait_event("ready")
+    wait_for(lambda: "layer surface 'evil?]0;pwned?ns' has no room" in qosway.log_tail(),
+             desc="the log line about the namespace")
+    assert "\x1b" not in qosway.log_tail() and "\x07" not in qosway.log_tail()
+    assert qosway.alive() and c.alive()

@@ -154,6 +154,9 @@ class Client:
         ls.set_size(self.args.layer_width, self.args.layer_height)
         ls.set_anchor(anchor)
         ls.set_exclusive_zone(self.args.exclusive)
+        if self.args.margin:
+            m = self.args.margin
+            ls.set_margin(m, m, m, m)
         ls.set_keyboard_interactivity(self.args.kb_interactivity)
         ls.dispatcher["configure"] = self._on_layer_configure
         ls.dispatcher["closed"] = self._on_close
@@ -416,6 +419,7 @@ def main():
     ap.add_argument("--layer-width", type=int, default=0)
     ap.add_argument("--layer-height", type=int, default=0)
     ap.add_argument("--exclusive", type=int, default=0, help="exclusive zone")
+    ap.add_argument("--margin", type=int, default=0, help="margin on every side")
     ap.add_argument("--kb-interactivity", type=int, default=0,
                     help="0 none, 1 exclusive, 2 on demand")
     args = ap.parse_args()
