@@ -91,11 +91,15 @@ static void arrange_one(struct qw_layer_surface *l, const struct wlr_box *full,
 	if (w <= 0 || h <= 0) {
 		/* Not destroyed here: that would re-enter the arrangement
 		 * loop. It stays unplaced until the output has room. */
-		char name[128];
-		wlr_log(WLR_INFO, "layer surface '%s' has no room",
-			log_name(ls->namespace, name, sizeof(name)));
+		if (!l->no_room_logged) {
+			char name[128];
+			wlr_log(WLR_INFO, "layer surface '%s' has no room",
+				log_name(ls->namespace, name, sizeof(name)));
+			l->no_room_logged = true;
+		}
 		return;
 	}
+	l->no_room_logged = false;
 	int x = place_axis(bounds.x, bounds.width, w, left, right,
 		state->margin.left, state->margin.right);
 	int y = place_axis(bounds.y, bounds.height, h, top, bottom,

@@ -16,6 +16,7 @@ struct qw_layer_surface {
 	struct qw_node_desc desc;
 	enum qw_layer layer;
 	bool mapped;
+	bool no_room_logged; /* said once, not at every commit it makes meanwhile */
 
 	struct wl_listener map;
 	struct wl_listener unmap;

@@ -2,6 +2,8 @@
 (new and maximized) out of its area, and a launcher with exclusive keyboard
 interactivity gets the keys, then gives focus back."""
 
+import time
+
 import harness
 from harness import wait_for
 import pixels
@@ -85,4 +87,11 @@ def test_namespace_is_logged_without_its_control_characters(qosway):
     wait_for(lambda: "layer surface 'evil?]0;pwned?ns' has no room" in qosway.log_tail(),
              desc="the log line about the namespace")
     assert "\x1b" not in qosway.log_tail() and "\x07" not in qosway.log_tail()
+    # Said once: the unconfigured surface's commits must not fill the log.
+    for _ in range(20):
+        c.send("commit")
+    wait_for(lambda: sum(line.startswith("committed") for line in c.lines) == 20,
+             desc="20 commits made")
+    time.sleep(0.5)
+    assert qosway.log_tail().count("has no room") == 1, qosway.log_tail()
     assert qosway.alive() and c.alive()

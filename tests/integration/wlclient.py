@@ -24,6 +24,7 @@ Commands are read from stdin, one a line:
     title NEW TITLE      set_title and commit
     title-hex HEX        set_title to these bytes, valid UTF-8 or not, and commit
     color RRGGBB         redraw with a new colour
+    commit               commit the surface as it is (no new buffer)
     present SECONDS      redraw every frame (frame callbacks) with presentation
                          feedback for SECONDS, then print "presentation"
     popup X Y W H        open a W x H xdg_popup anchored below-right of the
@@ -362,6 +363,9 @@ class Client:
             self.toplevel.set_title(RawString(bytes.fromhex(arg)))
             self.surface.commit()
             emit("title", hex=arg)
+        elif cmd == "commit":
+            self.surface.commit()
+            emit("committed")
         elif cmd == "color":
             self.color = int(arg, 16)
             self.redraw()
