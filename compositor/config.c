@@ -495,26 +495,16 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	return fail(msg, size, "unknown setting '%s'", key);
 }
 
-/* A message quotes the file: control bytes are written as \xNN, not raw to a terminal. */
-static void put_escaped(FILE *out, const char *s) {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == 0x7f) {
-			fprintf(out, "\\x%02x", c);
-		} else {
-			fputc(c, out);
-		}
-	}
-}
-
+/* "path:line: message", with the file's control bytes shown as \xNN. */
 static void report(FILE *err, const char *path, unsigned int lineno, const char *msg) {
-	put_escaped(err, path);
+	char line[PATH_MAX + 512], shown[sizeof(line) + 1024];
 	if (lineno) {
-		fprintf(err, ":%u", lineno);
+		snprintf(line, sizeof(line), "%s:%u: %s", path, lineno, msg);
+	} else {
+		snprintf(line, sizeof(line), "%s: %s", path, msg);
 	}
-	fputs(": ", err);
-	put_escaped(err, msg);
-	fputc('\n', err);
+	qos_escape_controls(line, shown, sizeof(shown));
+	fprintf(err, "%s\n", shown);
 }
 
 bool config_load_file(struct qw_config *config, const char *path, FILE *err) {

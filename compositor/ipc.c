@@ -587,13 +587,14 @@ static struct json_object *parse_whole(const char *line) {
 /* Handle one request; returns false if the client is gone. */
 static bool handle_request(struct ipc_client *client, const char *line) {
 	struct qw_server *server = client->ipc->server;
-	struct json_object *req = parse_whole(line);
+	/* json-c takes any bytes inside a string; names and targets must be text. */
+	bool text = g_utf8_validate(line, -1, NULL);
+	struct json_object *req = text ? parse_whole(line) : NULL;
 	struct json_object *reply = NULL;
 	const char *command = NULL;
 	struct json_object *cmd_obj;
 	bool terminate = false;
-	if (!g_utf8_validate(line, -1, NULL)) {
-		/* json-c takes any bytes inside a string; names and targets must be text. */
+	if (!text) {
 		reply = reply_error("request is not valid UTF-8");
 	} else if (!req) {
 		reply = reply_error("malformed JSON: the line must be exactly one JSON object");

@@ -138,6 +138,23 @@ bool qos_utf8_valid(const char *s)
 	return true;
 }
 
+void qos_escape_controls(const char *in, char *out, size_t len)
+{
+	size_t n = 0;
+	for (; *in && n + 1 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+		if (c >= 0x20 && c != 0x7f) {
+			out[n++] = (char)c;
+		} else if (n + 5 < len) {
+			snprintf(out + n, len - n, "\\x%02x", c);
+			n += 4;
+		} else {
+			break;
+		}
+	}
+	out[n] = '\0';
+}
+
 bool qos_name_valid(const char *name, char *err, size_t err_len)
 {
 	size_t n = strlen(name);

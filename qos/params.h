@@ -70,6 +70,12 @@ bool qos_policy_is_rt(enum qos_policy policy);
 bool qos_name_valid(const char *name, char *err, size_t err_len);
 /* Whether s is UTF-8 without overlong forms, surrogates or code points past U+10FFFF. */
 bool qos_utf8_valid(const char *s);
+/*
+ * Copies in to out (len bytes with the NUL) with control bytes written as
+ * \xNN, for messages that quote a file or a client: an escape sequence must
+ * not reach a terminal or a log raw.  What does not fit is cut.
+ */
+void qos_escape_controls(const char *in, char *out, size_t len);
 bool qos_name_is_auto(const char *name);
 
 /*

@@ -26,28 +26,6 @@ struct line_ctx {
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/*
- * Copies in to out with control bytes as \xNN: a diagnostic quotes what the
- * file holds, and an escape sequence in it must not reach a terminal or a
- * log raw.
- */
-static void escape_controls(const char *in, char *out, size_t len)
-{
-	size_t n = 0;
-	for (; *in && n + 1 < len; in++) {
-		unsigned char c = (unsigned char)*in;
-		if (c >= 0x20 && c != 0x7f) {
-			out[n++] = (char)c;
-		} else if (n + 5 < len) {
-			snprintf(out + n, len - n, "\\x%02x", c);
-			n += 4;
-		} else {
-			break;
-		}
-	}
-	out[n] = '\0';
-}
-
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 {
 	if (!ctx->diag)
@@ -60,7 +38,7 @@ static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 	if (n > 0 && (size_t)n < sizeof(msg))
 		vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	escape_controls(msg, shown, sizeof(shown));
+	qos_escape_controls(msg, shown, sizeof(shown));
 	ctx->diag(ctx->data, shown);
 }
 
