@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <json.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "qos/params.h"
 
@@ -202,31 +204,50 @@ static const char *str_field(struct json_object *obj, const char *key) {
 	return shown(json_object_get_string(v));
 }
 
+/* The next character of UTF-8 text s (valid: the compositor sends only that). */
+static size_t next_char(const char *s, wchar_t *wc) {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = *p < 0x80 ? 1 : *p < 0xe0 ? 2 : *p < 0xf0 ? 3 : 4;
+	uint32_t cp = len == 1 ? *p : *p & (0x3f >> (len - 1));
+	size_t i = 1;
+	for (; i < len && (p[i] & 0xc0) == 0x80; i++) {
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	*wc = (wchar_t)cp;
+	return i;
+}
+
+/* Terminal columns a character takes: wide East Asian ones two, marks none. */
+static int columns_of(wchar_t wc) {
+	int w = wcwidth(wc);
+	return w < 0 ? 1 : w;
+}
+
 /*
- * A table cell: s cut to at most width characters (not bytes, so never
- * inside one) and padded with spaces to width, where printf's "%-20.20s"
- * counts bytes.  Every character counts one column; East Asian wide ones
- * take two on most terminals, which only shifts the rest of that row.
+ * A table cell: s cut to at most width terminal columns (never inside a
+ * character, and before a wide character that would cross the edge) and
+ * padded with spaces to width, where printf's "%-20.20s" counts bytes.
+ * Widths come from the C.UTF-8 locale main() sets for LC_CTYPE.
  */
 static const char *cell(const char *s, int width) {
 	static char bufs[4][256];
 	static unsigned next;
 	char *out = bufs[next++ % 4];
 	size_t n = 0;
-	int chars = 0;
-	for (const char *p = s; *p && chars < width; chars++) {
-		size_t len = 1;
-		while ((p[len] & 0xc0) == 0x80) {
-			len++;
-		}
-		if (n + len + (size_t)(width - chars) >= sizeof(bufs[0])) {
+	int cols = 0;
+	for (const char *p = s; *p;) {
+		wchar_t wc;
+		size_t len = next_char(p, &wc);
+		int w = columns_of(wc);
+		if (cols + w > width || n + len + (size_t)(width - cols) >= sizeof(bufs[0])) {
 			break;
 		}
 		memcpy(out + n, p, len);
 		n += len;
 		p += len;
+		cols += w;
 	}
-	for (; chars < width && n + 1 < sizeof(bufs[0]); chars++) {
+	for (; cols < width && n + 1 < sizeof(bufs[0]); cols++) {
 		out[n++] = ' ';
 	}
 	out[n] = '\0';
@@ -511,6 +532,8 @@ static int run_top(const char *sock, int iterations) {
 }
 
 int main(int argc, char **argv) {
+	/* Replies are UTF-8 whatever the user's locale; only cell widths need it. */
+	setlocale(LC_CTYPE, "C.UTF-8");
 	const char *sock = getenv("QOSWAY_SOCK");
 	bool json = false;
 	int i = 1;

@@ -3,8 +3,10 @@ results as JSON lines; `top` prints windows and reserves; `windows` has the
 class, reserve and CPU columns."""
 
 import json
+import os
 import subprocess
 import threading
+import unicodedata
 
 import harness
 from harness import wait_for
@@ -116,3 +118,32 @@ def test_reserves_table_cuts_long_names_at_a_character(qcomp):
     row = next(line for line in lines if line.startswith("vid\u00e9o-"))
     assert row[:20] == name[:20] and row[20] == " ", row
     assert header[21:29].strip() == "POLICY" and row[21:29].strip() == "idle", (header, row)
+
+
+def columns(text):
+    """Terminal columns of text: East Asian wide and fullwidth characters
+    take two, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def test_reserves_table_counts_wide_characters_as_two_columns(qcomp):
+    """A terminal shows a CJK character in two columns and a combining
+    accent in none: the name column is cut and padded by those widths, so
+    the POLICY column of such a row stays under its header."""
+    name = "e\u0301\u89c6\u9891-" + "\u4e2d" * 15  # 55 bytes, 36 columns
+    r = qcomp.qosctl("reserve", name, "policy=idle")
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([harness.qosctl_bin(), "-s", qcomp.sock, "reserves"],
+                       capture_output=True, timeout=15, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, LC_ALL="C"))  # the widths need no user locale
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode("utf-8").splitlines()
+    header = lines[0]
+    row = next(line for line in lines if line.startswith("e\u0301\u89c6"))
+    shown_name = row.split(" ")[0]
+    # a 20-column cell: 6 columns, 7 wide characters, and one space for the
+    # eighth, which would cross the edge
+    assert shown_name == "e\u0301\u89c6\u9891-" + "\u4e2d" * 7, row
+    policy_at = columns(row[:row.index(" idle ") + 1])
+    assert policy_at == header.index("POLICY") == 21, (header, row)
