@@ -166,8 +166,12 @@ static bool parse_id(const char *s, long long *out) {
  * clipboard) must not act on the terminal of whoever lists the windows.  C0
  * and C1 controls and DEL become '?'.  The result lives until the 8th call
  * after, enough for one printf; text past 1 KiB is cut at a character.
+ * NULL (a JSON null) shows as "-".
  */
 static const char *shown(const char *s) {
+	if (!s) {
+		return "-";
+	}
 	static char bufs[8][1024];
 	static unsigned next;
 	char *out = bufs[next++ % 8];
@@ -254,6 +258,13 @@ static const char *cell(const char *s, int width) {
 	return out;
 }
 
+/*
+ * Replies are read as untrusted input, like everything else: another program
+ * may listen on the socket, or a compositor of another version.  A missing
+ * key or a value of another JSON type reads as 0, "-" or an empty list, and
+ * json-c's array calls (which abort on anything but an array) only ever see
+ * arrays.
+ */
 static int int_field(struct json_object *obj, const char *key) {
 	struct json_object *v;
 	return json_object_object_get_ex(obj, key, &v) ? json_object_get_int(v) : 0;
@@ -261,56 +272,69 @@ static int int_field(struct json_object *obj, const char *key) {
 
 static double double_field(struct json_object *obj, const char *key) {
 	struct json_object *v;
-	return json_object_object_get_ex(obj, key, &v) ? json_object_get_double(v) : 0.0;
+	double d = json_object_object_get_ex(obj, key, &v) ? json_object_get_double(v) : 0.0;
+	return d == d ? d : 0.0;
+}
+
+/* A count or a time, as a whole number (clamped, where a cast would overflow). */
+static long long count_field(struct json_object *obj, const char *key) {
+	double d = double_field(obj, key);
+	return d > 1e18 ? (long long)1e18 : d < -1e18 ? (long long)-1e18 : (long long)d;
+}
+
+/* obj[key] if it is an array, else NULL. */
+static struct json_object *array_field(struct json_object *obj, const char *key) {
+	struct json_object *v;
+	return json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_array) ?
+		v : NULL;
+}
+
+static size_t array_length(struct json_object *array) {
+	return array ? json_object_array_length(array) : 0;
+}
+
+static bool bool_field(struct json_object *obj, const char *key) {
+	struct json_object *v;
+	return json_object_object_get_ex(obj, key, &v) && json_object_get_boolean(v);
 }
 
 static void print_windows(struct json_object *reply) {
-	struct json_object *list;
-	if (!json_object_object_get_ex(reply, "windows", &list)) {
-		return;
-	}
+	struct json_object *list = array_field(reply, "windows");
 	printf("%-5s %-9s %-16s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS", "RESERVE",
 		"CPU%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
-	for (size_t i = 0; i < json_object_array_length(list); i++) {
+	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *w = json_object_array_get_idx(list, i);
-		struct json_object *geo, *focused;
+		struct json_object *geo;
 		json_object_object_get_ex(w, "geometry", &geo);
-		json_object_object_get_ex(w, "focused", &focused);
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
 			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
 		printf("%-5d %-9s %s %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
 			str_field(w, "class"), cell(str_field(w, "reserve"), 16),
-			double_field(w, "cpu_percent"), json_object_get_boolean(focused) ? "*" : "",
+			double_field(w, "cpu_percent"), bool_field(w, "focused") ? "*" : "",
 			int_field(w, "pid"), cell(str_field(w, "app_id"), 20), geometry,
 			str_field(w, "title"));
 	}
 }
 
 static void print_reserves(struct json_object *reply) {
-	struct json_object *list;
-	if (!json_object_object_get_ex(reply, "reserves", &list)) {
-		return;
-	}
+	struct json_object *list = array_field(reply, "reserves");
 	printf("%-20s %-8s %-4s %10s %10s %-9s %s\n", "RESERVE", "POLICY", "OK", "USED_US",
 		"LAST_US", "MEMBERS", "PARAMS");
-	for (size_t i = 0; i < json_object_array_length(list); i++) {
+	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *r = json_object_array_get_idx(list, i);
-		struct json_object *members, *granted, *policy;
-		json_object_object_get_ex(r, "members", &members);
-		json_object_object_get_ex(r, "granted", &granted);
-		json_object_object_get_ex(r, "policy", &policy);
+		struct json_object *members = array_field(r, "members");
 		char pids[64] = "";
 		size_t off = 0;
-		for (size_t m = 0; m < json_object_array_length(members) && off < 50; m++) {
+		for (size_t m = 0; m < array_length(members) && off < 50; m++) {
 			off += snprintf(pids + off, sizeof(pids) - off, "%s%d", m ? "," : "",
 				int_field(json_object_array_get_idx(members, m), "pid"));
 		}
-		bool is_qos = strcmp(json_object_get_string(policy), "qos") == 0;
+		const char *policy = str_field(r, "policy");
+		bool is_qos = strcmp(policy, "qos") == 0;
 		printf("%s %-8s %-4s %10lld %10lld %-9s %s\n", cell(str_field(r, "name"), 20),
-			shown(json_object_get_string(policy)),
-			is_qos ? (json_object_get_boolean(granted) ? "yes" : "no") : "-",
-			(long long)double_field(r, "used_us"), (long long)double_field(r, "last_used_us"),
+			policy, is_qos ? (bool_field(r, "granted") ? "yes" : "no") : "-",
+			count_field(r, "used_us"), count_field(r, "last_used_us"),
 			pids[0] ? pids : "-", str_field(r, "params"));
 	}
 }
@@ -322,11 +346,8 @@ static void print_capacity(struct json_object *reply) {
 }
 
 static void print_outputs(struct json_object *reply) {
-	struct json_object *list;
-	if (!json_object_object_get_ex(reply, "outputs", &list)) {
-		return;
-	}
-	for (size_t i = 0; i < json_object_array_length(list); i++) {
+	struct json_object *list = array_field(reply, "outputs");
+	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *o = json_object_array_get_idx(list, i);
 		printf("%s: %dx%d@%.3fHz at %d,%d scale %s (%s %s)\n", str_field(o, "name"),
 			int_field(o, "width"), int_field(o, "height"),
@@ -459,13 +480,22 @@ static int run_subscribe(struct conn *c) {
 				json_object_get_boolean(ok);
 			json_object_put(reply);
 			if (!success) {
-				fprintf(stderr, "qosctl: subscribe failed: %s\n", line);
+				fprintf(stderr, "qosctl: subscribe failed: %s\n", shown(line));
 				free(line);
 				return 1;
 			}
 		} else {
-			printf("%s\n", line);
-			fflush(stdout);
+			/* Printed as json-c writes it: whatever came, the terminal or
+			 * the reader gets one line of JSON, control bytes escaped. */
+			struct json_object *event = json_tokener_parse(line);
+			if (event) {
+				printf("%s\n", json_object_to_json_string_ext(event,
+					JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+				fflush(stdout);
+			} else {
+				fprintf(stderr, "qosctl: malformed event: %s\n", shown(line));
+			}
+			json_object_put(event);
 		}
 		free(line);
 	}
@@ -483,6 +513,9 @@ static struct json_object *request(struct conn *c, const char *line) {
 		return NULL;
 	}
 	struct json_object *reply = json_tokener_parse(text);
+	if (!reply) {
+		fprintf(stderr, "qosctl: malformed reply: %s\n", shown(text));
+	}
 	free(text);
 	return reply;
 }
@@ -500,6 +533,8 @@ static int run_top(const char *sock, int iterations) {
 		struct json_object *reserves = request(c, "{\"command\":\"reserves\"}");
 		struct json_object *capacity = request(c, "{\"command\":\"capacity\"}");
 		if (!windows) {
+			json_object_put(reserves);
+			json_object_put(capacity);
 			status = 3;
 			break;
 		}
@@ -626,7 +661,7 @@ int main(int argc, char **argv) {
 	struct json_object *reply = json_tokener_parse(reply_text);
 	struct json_object *ok, *err;
 	if (!reply || !json_object_object_get_ex(reply, "success", &ok)) {
-		fprintf(stderr, "qosctl: malformed reply: %s\n", reply_text);
+		fprintf(stderr, "qosctl: malformed reply: %s\n", shown(reply_text));
 		free(reply_text);
 		json_object_put(reply);
 		return 3;
