@@ -364,6 +364,64 @@ static bool valid_target(const char *t) {
 	return parse_id(t, &id);
 }
 
+/* Where CMD starts in "exec [-r RESERVE] [--] CMD [ARG...]" (argc if missing). */
+static int exec_command_start(int argc, char **argv) {
+	int first = 1;
+	if (first + 1 < argc && strcmp(argv[first], "-r") == 0) {
+		first += 2;
+	}
+	if (first < argc && strcmp(argv[first], "--") == 0) {
+		first++;
+	}
+	return first;
+}
+
+/* s in standard base64, with padding; NULL when out of memory. */
+static char *base64(const char *s) {
+	static const char digits[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s);
+	char *out = malloc((n + 2) / 3 * 4 + 1);
+	if (!out) {
+		return NULL;
+	}
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			(i + 2 < n ? p[i + 2] : 0);
+		out[o++] = digits[v >> 18 & 63];
+		out[o++] = digits[v >> 12 & 63];
+		out[o++] = i + 1 < n ? digits[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? digits[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/*
+ * exec's command words: as text when they all are, else every one in
+ * base64 (a program or file name in another encoding, which a JSON string
+ * cannot carry; docs/ipc.md).
+ */
+static bool add_command(struct json_object *req, int argc, char **argv) {
+	bool text = true;
+	for (int i = 0; i < argc; i++) {
+		text = text && qos_utf8_valid(argv[i]);
+	}
+	struct json_object *args = json_object_new_array();
+	json_object_object_add(req, text ? "argv" : "argv_base64", args);
+	for (int i = 0; i < argc; i++) {
+		char *encoded = text ? NULL : base64(argv[i]);
+		if (!text && !encoded) {
+			return false;
+		}
+		json_object_array_add(args, json_object_new_string(text ? argv[i] : encoded));
+		free(encoded);
+	}
+	return true;
+}
+
 /* Build the request for argv; returns NULL (after printing why) on bad usage. */
 static struct json_object *build_request(int argc, char **argv) {
 	const char *cmd = argv[0];
@@ -442,23 +500,18 @@ static struct json_object *build_request(int argc, char **argv) {
 		return req;
 	}
 	if (strcmp(cmd, "exec") == 0) {
-		int first = 1;
-		if (first + 1 < argc && strcmp(argv[first], "-r") == 0) {
-			json_object_object_add(req, "reserve", json_object_new_string(argv[first + 1]));
-			first += 2;
-		}
-		if (first < argc && strcmp(argv[first], "--") == 0) {
-			first++;
+		int first = exec_command_start(argc, argv);
+		if (first > 1 && strcmp(argv[1], "-r") == 0) {
+			json_object_object_add(req, "reserve", json_object_new_string(argv[2]));
 		}
 		if (first >= argc) {
 			fprintf(stderr, "qosctl: usage: qosctl exec -- CMD [ARGS...]\n");
 			goto err;
 		}
-		struct json_object *args = json_object_new_array();
-		for (int i = first; i < argc; i++) {
-			json_object_array_add(args, json_object_new_string(argv[i]));
+		if (!add_command(req, argc - first, argv + first)) {
+			fprintf(stderr, "qosctl: out of memory\n");
+			goto err;
 		}
-		json_object_object_add(req, "argv", args);
 		return req;
 	}
 	fprintf(stderr, "qosctl: unknown command '%s'\n", cmd);
@@ -588,9 +641,13 @@ int main(int argc, char **argv) {
 		return die_usage("%s", "missing command");
 	}
 	/* Requests are JSON, which carries text only: the compositor refuses
-	 * other bytes, so name the argument here (a file name in another
-	 * encoding, say). */
-	for (int k = i; k < argc; k++) {
+	 * other bytes, so name the argument here (a reserve name in another
+	 * encoding, say).  exec's command words are sent in base64 instead. */
+	int text_args = argc;
+	if (strcmp(argv[i], "exec") == 0) {
+		text_args = i + exec_command_start(argc - i, argv + i);
+	}
+	for (int k = i; k < text_args; k++) {
 		if (!qos_utf8_valid(argv[k])) {
 			fprintf(stderr, "qosctl: argument %d is not valid UTF-8; requests carry text "
 				"only\n", k);

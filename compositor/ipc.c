@@ -514,16 +514,63 @@ static struct json_object *cmd_reload(struct qw_server *server) {
 	return reply;
 }
 
+/*
+ * One argument of argv_base64: strict base64 (the alphabet, padding only at
+ * the end, a multiple of 4 long) of a non-empty string without NUL bytes.
+ * Returns it decoded and NUL-terminated, or NULL.
+ */
+static char *decode_arg(const char *text, size_t len) {
+	size_t pad = 0;
+	if (len == 0 || len % 4) {
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (c == '=' && i >= len - 2) {
+			pad++;
+		} else if (pad || !(g_ascii_isalnum(c) || c == '+' || c == '/')) {
+			return NULL;
+		}
+	}
+	gsize n;
+	guchar *raw = g_base64_decode(text, &n);
+	char *arg = NULL;
+	if (n > 0 && !memchr(raw, '\0', n) && (arg = malloc(n + 1))) {
+		memcpy(arg, raw, n);
+		arg[n] = '\0';
+	}
+	g_free(raw);
+	return arg;
+}
+
+static void free_args(char **argv, size_t n, bool owned) {
+	for (size_t i = 0; owned && i < n; i++) {
+		free(argv[i]);
+	}
+	free(argv);
+}
+
+/*
+ * argv (text) or argv_base64 (any bytes but NUL: file names and arguments
+ * in another encoding, which a JSON string cannot carry as they are).
+ */
 static struct json_object *cmd_exec(struct qw_server *server, struct json_object *req) {
-	struct json_object *argv_obj;
-	if (!json_object_object_get_ex(req, "argv", &argv_obj) ||
-			!json_object_is_type(argv_obj, json_type_array) ||
+	struct json_object *text_obj = NULL, *b64_obj = NULL;
+	json_object_object_get_ex(req, "argv", &text_obj);
+	json_object_object_get_ex(req, "argv_base64", &b64_obj);
+	if (text_obj && b64_obj) {
+		return reply_error("give 'argv' or 'argv_base64', not both");
+	}
+	bool owned = b64_obj != NULL;
+	const char *key = owned ? "argv_base64" : "argv";
+	struct json_object *argv_obj = owned ? b64_obj : text_obj;
+	if (!argv_obj || !json_object_is_type(argv_obj, json_type_array) ||
 			json_object_array_length(argv_obj) == 0) {
-		return reply_error("'argv' must be a non-empty array of strings");
+		return reply_error("'argv' (or 'argv_base64') must be a non-empty array of strings");
 	}
 	size_t n = json_object_array_length(argv_obj);
 	if (n > 4096) {
-		return reply_error("'argv' has too many elements");
+		return reply_error("'%s' has too many elements", key);
 	}
 	char **argv = calloc(n + 1, sizeof(char *));
 	if (!argv) {
@@ -533,19 +580,26 @@ static struct json_object *cmd_exec(struct qw_server *server, struct json_object
 		struct json_object *arg = json_object_array_get_idx(argv_obj, i);
 		if (!json_object_is_type(arg, json_type_string) ||
 				json_object_get_string_len(arg) == 0) {
-			free(argv);
-			return reply_error("'argv' element %zu is not a non-empty string", i);
+			free_args(argv, i, owned);
+			return reply_error("'%s' element %zu is not a non-empty string", key, i);
 		}
-		argv[i] = (char *)json_object_get_string(arg);
+		if (!owned) {
+			argv[i] = (char *)json_object_get_string(arg);
+		} else if (!(argv[i] = decode_arg(json_object_get_string(arg),
+				(size_t)json_object_get_string_len(arg)))) {
+			free_args(argv, i, owned);
+			return reply_error("'argv_base64' element %zu is not base64 of a non-empty "
+				"argument without NUL bytes", i);
+		}
 	}
 	const char *reserve = get_string(req, "reserve");
 	char err[256] = "";
 	if (reserve && !qos_name_valid(reserve, err, sizeof(err))) {
-		free(argv);
+		free_args(argv, n, owned);
 		return reply_error("bad reserve name: %s", err);
 	}
 	pid_t pid = server_spawn_argv_qos(server, argv, reserve, err, sizeof(err));
-	free(argv);
+	free_args(argv, n, owned);
 	if (pid < 0) {
 		return reply_error("%s", err[0] ? err : "fork failed");
 	}

@@ -26,6 +26,15 @@ BAD_REQUESTS = [
     pytest.param(b'{"command":"focus","id":"three"}\n', id="focus-id-string"),
     pytest.param(b'{"command":"exec","argv":[]}\n', id="exec-empty-argv"),
     pytest.param(b'{"command":"exec","argv":"ls"}\n', id="exec-argv-not-array"),
+    pytest.param(b'{"command":"exec","argv_base64":["!!!!"]}\n', id="exec-b64-not-base64"),
+    pytest.param(b'{"command":"exec","argv_base64":["dHJ1ZQ"]}\n', id="exec-b64-no-padding"),
+    pytest.param(b'{"command":"exec","argv_base64":["dH=1ZQ=="]}\n', id="exec-b64-inner-pad"),
+    pytest.param(b'{"command":"exec","argv_base64":["dHJ1ZQ==","YQBi"]}\n',
+                 id="exec-b64-nul-byte"),
+    pytest.param(b'{"command":"exec","argv_base64":[""]}\n', id="exec-b64-empty"),
+    pytest.param(b'{"command":"exec","argv_base64":[7]}\n', id="exec-b64-not-string"),
+    pytest.param(b'{"command":"exec","argv":["true"],"argv_base64":["dHJ1ZQ=="]}\n',
+                 id="exec-argv-and-b64"),
     pytest.param(b'\x00\xff\xfe garbage\n', id="binary-garbage"),
 ]
 

@@ -132,6 +132,30 @@ def test_exec_runs_command_with_environment(qosway, tmp_path):
                        desc="exec'd weston-simple-shm window")
 
 
+def test_exec_passes_names_and_arguments_that_are_not_utf8(qosway, tmp_path):
+    """A program or argument in another encoding (a Latin-1 file name, say)
+    cannot travel in a JSON string: qosctl sends exec's command words in
+    base64 and the compositor starts the program with exactly those bytes."""
+    prog = os.path.join(os.fsencode(tmp_path), b"caf\xe9.sh")
+    out = os.path.join(os.fsencode(tmp_path), b"out")
+    with open(prog, "wb") as fh:
+        fh.write(b'#!/bin/sh\nprintf "%s|%s" "$0" "$1" > "$2.tmp" && mv "$2.tmp" "$2"\n')
+    os.chmod(prog, 0o755)
+    arg = b"\xff\xfe-x \xc3"  # no UTF-8 at all, a space, a cut sequence
+    r = subprocess.run([os.fsencode(harness.qosctl_bin()), b"-s", os.fsencode(qosway.sock),
+                        b"exec", b"--", prog, arg, out],
+                       capture_output=True, timeout=15, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r
+    assert int(r.stdout) > 0, r.stdout
+    wait_for(lambda: os.path.exists(out), desc="the program's output")
+    with open(out, "rb") as fh:
+        assert fh.read() == prog + b"|" + arg
+    # text arguments still travel as text
+    r = qosway.qosctl("exec", "--", "sh", "-c", "printf x > %s" % (tmp_path / "plain"))
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: (tmp_path / "plain").exists(), desc="plain exec")
+
+
 def test_ipc_socket_is_private(qosway):
     st = os.stat(qosway.sock)
     assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
