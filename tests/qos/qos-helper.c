@@ -37,6 +37,8 @@ _Static_assert(N_EVENTS == QOS_EVENT_RT_RESUMED + 1, "a name for every event");
 
 static bool quiet;
 static unsigned long long event_counts[N_EVENTS];
+/* Times the manager's fd woke the loop: its own wake-ups, not commands'. */
+static unsigned long long dispatches;
 
 static void on_event(void *data, const struct qos_event *ev)
 {
@@ -154,9 +156,10 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 	} else if (strcmp(line, "stats") == 0) {
 		struct qos_manager_info mi;
 		qos_manager_get_info(mgr, &mi);
-		printf("ok watchdog_alarms=%llu cooldown=%d granted=%llu capacity=%llu",
-			(unsigned long long)mi.watchdog_alarms, mi.watchdog_cooldown,
-			(unsigned long long)mi.granted_ppm, (unsigned long long)mi.capacity_ppm);
+		printf("ok watchdog_alarms=%llu cooldown=%d granted=%llu capacity=%llu "
+			"dispatches=%llu", (unsigned long long)mi.watchdog_alarms,
+			mi.watchdog_cooldown, (unsigned long long)mi.granted_ppm,
+			(unsigned long long)mi.capacity_ppm, dispatches);
 		for (size_t i = 0; i < N_EVENTS; i++)
 			printf(" %s=%llu", event_names[i], event_counts[i]);
 		printf("\n");
@@ -236,8 +239,10 @@ int main(int argc, char **argv)
 		};
 		if (poll(fds, 2, -1) < 0 && errno != EINTR)
 			break;
-		if (fds[1].revents & POLLIN)
+		if (fds[1].revents & POLLIN) {
+			dispatches++;
 			qos_manager_dispatch(mgr);
+		}
 		if (fds[0].revents & (POLLIN | POLLHUP)) {
 			if (!fgets(line, sizeof(line), stdin))
 				break;
