@@ -1539,6 +1539,22 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
 
+	/*
+	 * The period starts, and the clocks are read, before the member gets its
+	 * policy: a real-time member on the manager's CPU runs from that moment,
+	 * and the manager with it only once the kernel throttles the member.
+	 * Started after, the period began that much late, what the member ran
+	 * meanwhile was counted as before the join, and the kernel's real-time
+	 * window stayed that far ahead of the manager's periods for good (the
+	 * member throttled in half of every period instead of running on as
+	 * its fallback: test_fifo_safety_limit_runs_on_as_other).
+	 */
+	uint64_t now = qos_sys_now_us();
+	if (first) {
+		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
+			period_origin(r, now), own_cpu_us(r));
+		r->police.parallel = 1;
+	}
 	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
 		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
@@ -1554,12 +1570,6 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		qos_member_remove(m, true, false);
 		return false;
-	}
-	uint64_t now = qos_sys_now_us();
-	if (first) {
-		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
-			period_origin(r, now), own_cpu_us(r));
-		r->police.parallel = 1;
 	}
 	if (m->tid == 0 || count_threads(r) > 1) {
 		unsigned n = (unsigned)count_threads(r);
