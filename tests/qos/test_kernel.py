@@ -517,6 +517,22 @@ def assert_fifo_then_other(phases, shown, share, info):
     assert other[0] / other[2] >= 0.3, (shown, info)
 
 
+@contextlib.contextmanager
+def safe_fifo_beside_a_loop(procs):
+    """A manager whose thread is on CPU 1, a busy loop there, and a busy
+    member of "safe" (fifo, 50% of 100 ms, fallback other) there too,
+    settled for 0.3 s: (helper, member, loop).  A 60 s RLIMIT_RTTIME bound
+    keeps the guard (which moves a thread that never sleeps out for good)
+    out of the way."""
+    with running_helper(extra=["--rttime", "60000"]) as h:
+        os.sched_setaffinity(h.proc.pid, {1})
+        rival = busy(procs, 1)
+        p = busy(procs, 1)
+        place(h, "safe policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
+        time.sleep(0.3)
+        yield h, p, rival
+
+
 def test_fifo_safety_limit_runs_on_as_other(rt_bandwidth, procs):
     """fifo with a 50% limit and fallback other (the thesis's <safe>, with a
     lower limit), against a normal busy loop on the same CPU, sampled every
@@ -533,14 +549,8 @@ def test_fifo_safety_limit_runs_on_as_other(rt_bandwidth, procs):
     throttled in half of every period and other for a few ms (4 runs of 4
     with the manager there; about 1 in 5 under pytest when the kernel woke
     it there by itself).
-    A 60 s RLIMIT_RTTIME bound keeps the guard (which moves a thread that
-    never sleeps out for good) out of the way."""
-    with running_helper(extra=["--rttime", "60000"]) as h:
-        os.sched_setaffinity(h.proc.pid, {1})
-        rival = busy(procs, 1)
-        p = busy(procs, 1)
-        place(h, "safe policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
-        time.sleep(0.3)
+    """
+    with safe_fifo_beside_a_loop(procs) as (h, p, rival):
         phases, shown = fifo_phases(p, rival)
         info = h.ok("info safe")
         assert_fifo_then_other(phases, shown, 0.5, info)
@@ -549,16 +559,11 @@ def test_fifo_safety_limit_runs_on_as_other(rt_bandwidth, procs):
 
 def test_fifo_safety_limit_changed_in_its_fallback_stays_with_the_kernel(rt_bandwidth, procs):
     """The same reserve, its limit changed to 40% while the member runs as
-    other, the manager again on the member's CPU.  The change gives the
-    member fifo at once, and with it the CPU: the new period and the
-    clocks must be taken before that, as at the join, or the kernel's
-    window runs ahead of the manager's periods from then on."""
-    with running_helper(extra=["--rttime", "60000"]) as h:
-        os.sched_setaffinity(h.proc.pid, {1})
-        rival = busy(procs, 1)
-        p = busy(procs, 1)
-        place(h, "safe policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
-        time.sleep(0.3)
+    other, the manager again on the member's CPU.  The kernel's window runs
+    on in its phase across the change, so the manager's period must too:
+    restarted at the change, it ran that far behind from then on, and the
+    member was fifo and throttled 84% of the time (4 runs of 4)."""
+    with safe_fifo_beside_a_loop(procs) as (h, p, rival):
         deadline = time.monotonic() + 2
         while policy_of(p.pid) != os.SCHED_OTHER:
             assert time.monotonic() < deadline, "never in its fallback: " + h.ok("info safe")
