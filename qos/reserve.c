@@ -1034,31 +1034,30 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 		r->granted_ppm = new_ppm;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
 	}
-	/* Read before leaving the fallback gives a real-time member the CPU
-	 * (qos_manager_join says why). */
-	uint64_t now = qos_sys_now_us();
-	uint64_t own = own_cpu_us(r);
 	/*
 	 * A real-time group keeps its kernel window across the change when the
 	 * period stays: the kernel's timer runs on in its phase, so the
 	 * manager's period must too, or the two drift apart (the kernel
 	 * throttling the members while the manager still counts slice left).
+	 * Otherwise the period starts now, and the clocks are read before
+	 * leaving the fallback gives a real-time member the CPU
+	 * (qos_manager_join says why).
 	 */
+	uint64_t now = qos_sys_now_us();
 	const struct qos_police *pol = &r->police;
 	bool keep_phase = r->n_members && r->mgr->cg.rt_group &&
 		qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
 		qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS &&
 		r->params.period_us == p.period_us && pol->period_us == p.period_us &&
 		now < pol->period_start_us + pol->period_us;
-	uint64_t origin = keep_phase ? pol->period_start_us : 0;
-	uint64_t base = keep_phase ? pol->base_own_us : own;
+	uint64_t base = keep_phase ? pol->base_own_us : own_cpu_us(r);
 	leave_fallback(r);
 	if (p.policy != QOS_POLICY_QOS)
 		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = p;
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
-		keep_phase ? origin : period_origin(r, now), base);
+		keep_phase ? pol->period_start_us : period_origin(r, now), base);
 	r->timers_armed = false;
 	apply_group(r);
 	apply_threads(r, p.policy);
