@@ -197,6 +197,55 @@ void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);
  */
 uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
 
+/* reserve.c */
+/* A new reserve with these (normalized) parameters, listed and announced. */
+struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
+	const struct qos_params *params);
+/*
+ * Whether new real-time grants are allowed now: not during the starvation
+ * watchdog's cool-down, which err then explains.
+ */
+bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len);
+/* The reserve's member threads (at least 1): the deadline slice is split over them. */
+size_t qos_reserve_count_threads(struct qos_reserve *r);
+/*
+ * Gives policy to every thread of every member (the slice split anew for
+ * qos), or to member m's threads; returns the first error (-errno), which an
+ * error event has reported.
+ */
+int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy);
+int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
+	uint64_t dl_runtime_ns);
+/* What a refused policy means for the user, from its -errno. */
+const char *qos_reserve_policy_error(enum qos_policy policy, int err);
+/*
+ * Takes a leaving task's threads back to SCHED_OTHER at this nice (deadline
+ * threads released cleanly): member m's threads, or with m NULL every thread
+ * of process pid (a child that does not inherit).
+ */
+void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+	int nice);
+/* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
+void qos_reserve_apply_group(struct qos_reserve *r);
+/* The group's cpu.idle, written only when it changes. */
+void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle);
+
+/* fallback.c */
+/* qos falling back to other or idle, which the manager switches thread by thread. */
+bool qos_reserve_optimistic(const struct qos_reserve *r);
+/* other -> idle made by the group's cpu.idle alone, the threads left as they are. */
+bool qos_reserve_group_idles(const struct qos_reserve *r);
+/* Where a period starting now begins: on the common grid where that is safe. */
+uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us);
+/* CPU time of the members since they joined (billed time not included). */
+uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r);
+/* Takes the members back from the fallback to the reserve's policy. */
+void qos_reserve_leave_fallback(struct qos_reserve *r);
+
+/* member.c */
+/* Adopts the members' new children (inherit) or sends them back. */
+void qos_reserve_adopt_children(struct qos_reserve *r);
+
 /*
  * optimistic.c: qos reserves falling back to other or idle, and the repair of
  * deadline threads the kernel left throttled without a timer.

@@ -68,7 +68,7 @@ struct qos_police {
 	/*
 	 * Set by the caller before each update: the overrun is declared once
 	 * no more than early_us of the slice is left, if the members ran since
-	 * the last update (optimistic qos, see reserve.c's timer_guard_us).
+	 * the last update (optimistic qos, see fallback.c's timer_guard_us).
 	 */
 	uint64_t early_us;
 	bool running;

@@ -319,7 +319,7 @@ static void test_early_overrun_and_hold(void)
 	CHECK(qos_police_update(&p, 2500, 2500, &next) == QOS_POLICE_NONE);
 	CHECK_EQ_U(p.switch_at_us, 0);
 	/*
-	 * A slice shorter than the tick gives up at most half (reserve.c):
+	 * A slice shorter than the tick gives up at most half (fallback.c):
 	 * a light member seen running keeps its reservation...
 	 */
 	qos_police_start(&p, 10000, 100, 0, 0);

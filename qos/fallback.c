@@ -1,0 +1,603 @@
+/*
+ * Policing one reserve: its CPU time read at each check, the police state
+ * machine (police.c) run on it, the switch to the fallback policy and back
+ * (dual-policy scheduling, thesis 3.4), the members' CPU timers that tell the
+ * manager when to look, and time billed to the reserve.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "qos/cputimer.h"
+#include "qos/internal.h"
+#include "qos/sys.h"
+
+/*
+ * qos falling back to other or idle: the manager moves the deadline threads
+ * out at the overrun (optimistic.c).  Where the kernel does not show their
+ * deadline state it cannot do that safely, and the reserve stays hard.
+ */
+bool qos_reserve_optimistic(const struct qos_reserve *r)
+{
+	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
+		(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
+}
+
+/* Whether the kernel itself stops the reserve at its limit (no freeze needed). */
+static bool kernel_caps(const struct qos_reserve *r)
+{
+	const struct qos_cgroup *cg = &r->mgr->cg;
+	switch (r->params.policy) {
+	case QOS_POLICY_QOS:
+		return true; /* SCHED_DEADLINE throttles at the runtime */
+	case QOS_POLICY_OTHER:
+	case QOS_POLICY_IDLE:
+		return cg->cpu_ctl;
+	case QOS_POLICY_FIFO:
+	case QOS_POLICY_RR:
+		return cg->rt_group;
+	case QOS_POLICY_PAUSE:
+		return true;
+	}
+	return false;
+}
+
+static bool has_thread_members(const struct qos_reserve *r)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->tid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether an overrun needs the manager to act (switch policies or freeze).
+ * When it does not, the kernel enforces the limit by itself and the manager
+ * only keeps the books, which it does lazily (see qos_reserve_check).
+ */
+static bool manager_polices(const struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	if (!qos_params_has_limit(p))
+		return false;
+	if (r->police.billed_us > 0 || r->fb_applied)
+		return true; /* billed time is invisible to the kernel */
+	if (p->fallback == QOS_POLICY_PAUSE)
+		return !kernel_caps(r);
+	if (p->fallback == p->policy)
+		return false;
+	if (p->policy == QOS_POLICY_QOS)
+		return qos_reserve_optimistic(r);
+	return true;
+}
+
+/*
+ * Process members of a limited reserve are accounted from their CPU clocks
+ * whenever the kernel can also notify on them: cheaper than cpu.stat, and
+ * the same clock the timers are armed on.  Read from another process, a
+ * running thread's clock is only brought up to date at ticks and switches
+ * (measured: 9 distinct values in 200 reads over 30 ms at HZ=250), the very
+ * points where the kernel also does its deadline accounting and throttling.
+ * Fixed per parameter set, so the source of the police's cumulative counter
+ * never changes under it.
+ */
+static bool exact_clocks(const struct qos_reserve *r)
+{
+	return qos_reserve_optimistic(r) ||
+		(r->mgr->cputimer_fd >= 0 && qos_params_has_limit(&r->params));
+}
+
+/*
+ * Whether the kernel tells the manager when the reserve's slice may be used
+ * up (cputimer.h) instead of the manager polling for it.  Timers exist on
+ * processes only.
+ */
+static bool notified(const struct qos_reserve *r)
+{
+	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused &&
+		manager_polices(r) && !has_thread_members(r);
+}
+
+/*
+ * How much of the slice a reserve the kernel also throttles
+ * (races_kernel_throttle, below) gives up to leave its class in time; told
+ * here for optimistic qos, the same holds for a real-time group's runtime.
+ * The kernel brings a running thread's accounting
+ * (its CPU clock, its deadline runtime) up to date only at ticks and
+ * switches, and throttles it at the first tick that finds the runtime gone;
+ * a CPU timer fires at a tick too.  So a check that sees less than a tick
+ * left (on each CPU the members use) cannot know the thread survives the
+ * next tick, and must move it to the fallback before then, with the runtime
+ * still positive; the timers fire at the tick where that becomes true.
+ *
+ * A slice of a tick or less is different: a tick that merely finds a
+ * light member running (an audio thread using a tenth of its slice) would
+ * cost it its reservation for the rest of the period.  Such a reserve
+ * leaves early only once it has used half; one that overruns from less is
+ * throttled by the kernel and waits out its debt (optimistic.c).  Other
+ * reserves need no guard: the kernel's own debt rules make up for a late
+ * switch.
+ */
+/*
+ * A check that finds no more than the guard left does not switch there and
+ * then, though: it comes back when the slice, used on at the rate the
+ * members run, is down to this much (police.h's switch_at_us): more than
+ * the manager's wake-up latency (50-70 us at p99 in
+ * tests/bench/qos_timerlat.py), well short of the tick the kernel throttles
+ * at.  Before, a 6 ms slice at HZ=250 left at about 4 ms used: a 30%
+ * reserve ran 20% of each period as such.
+ */
+#define SWITCH_MARGIN_US 300u
+
+/*
+ * Whether the kernel enforces the reserve's budget itself, in a window of its
+ * own, so that the manager's switch to the fallback must come before the
+ * tick at which the kernel would stop the members:
+ *  - optimistic qos: the deadline runtime (see timer_guard_us below);
+ *  - fifo or rr with a fallback other than pause: the group's
+ *    cpu.rt_runtime_us.  At a tick that finds both used up, the throttle
+ *    comes first, and the thread does not even take the CPU-timer notice
+ *    then: the kernel delivers it as task work on the way back to user
+ *    space, which a throttled thread takes only when the group's next
+ *    period starts.  When the reserve's period boundary falls in that gap,
+ *    the notice arrives in the next period every time and the fallback never
+ *    happens: the kernel pauses the thread instead (1 test run in 20 here).
+ */
+static bool races_kernel_throttle(const struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	return qos_reserve_optimistic(r) || (qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
+		p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
+		qos_params_has_limit(p));
+}
+
+static uint64_t timer_guard_us(const struct qos_reserve *r)
+{
+	if (!races_kernel_throttle(r))
+		return 0;
+	unsigned n = r->police.parallel ? r->police.parallel : 1;
+	uint64_t guard = r->mgr->tick_us * n;
+	return guard < r->params.slice_us ? guard : r->params.slice_us / 2;
+}
+
+struct running_ctx {
+	struct qos_reserve *r;
+	pid_t pid;
+	bool running;
+};
+
+/* Asked at most overruns of a busy optimistic reserve: its kept files serve. */
+static void note_running(pid_t tid, void *data)
+{
+	struct running_ctx *c = data;
+	if (!c->running && qos_optimistic_thread_state(c->r, c->pid, tid) == 'R')
+		c->running = true;
+}
+
+static bool members_running(struct qos_reserve *r)
+{
+	struct running_ctx c = { .r = r };
+	for (size_t i = 0; i < r->n_members && !c.running; i++) {
+		struct qos_member *m = r->members[i];
+		c.pid = m->pid;
+		qos_member_for_each_thread(r->mgr, m, note_running, &c);
+	}
+	return c.running;
+}
+
+/*
+ * What the members ran since their counter last moved, which it does not
+ * show yet: a running thread's clock moves at ticks and switches only, so
+ * a counter that has stood still for less than a tick, with a member
+ * runnable, has been running all along (for a tick at most: the next tick
+ * would have moved it).  Underestimates by the manager's wake-up latency
+ * after the tick; the switch margin covers that.
+ */
+static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_us)
+{
+	if (own != r->fresh_own_us || r->fresh_at_us == 0) {
+		r->fresh_own_us = own;
+		r->fresh_at_us = now_us;
+		return 0;
+	}
+	uint64_t dt = now_us - r->fresh_at_us;
+	if (!r->police.early_us || r->police.in_fallback || dt == 0 || dt > r->mgr->tick_us ||
+			!members_running(r))
+		return 0;
+	return dt * (r->police.parallel ? r->police.parallel : 1);
+}
+
+/*
+ * other -> idle where the group's cpu.idle alone does it: the group is the
+ * reserve's, so making it idle against everything outside is the fallback;
+ * the threads inside keep their policy, which saves a sched_setattr per
+ * thread at each of up to 200 switches a second.
+ */
+bool qos_reserve_group_idles(const struct qos_reserve *r)
+{
+	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
+		r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
+}
+
+/*
+ * Where the kernel can notify, limited reserves' periods start on a common
+ * grid, so the period ends of notified reserves share wake-ups.  Not where
+ * the kernel keeps a window of its own on the same budget: a deadline
+ * reservation starts afresh with each return (optimistic.c), and a real-time
+ * group's bandwidth period starts when its first thread becomes runnable
+ * real-time in it, which for a new group is the member's join, just before
+ * this is asked.  Out of phase, the kernel would throttle threads in
+ * periods where the manager sees its slice far from used.
+ */
+uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us)
+{
+	uint64_t period = r->params.period_us;
+	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r))
+		return now_us;
+	return now_us - now_us % period;
+}
+
+uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r)
+{
+	uint64_t total = r->retired_us, v = 0;
+	bool group_counted = false;
+	/*
+	 * Process members of reserves with exact_clocks() are read from their
+	 * CPU clocks (see there); children not adopted yet are left out until
+	 * then.
+	 */
+	bool exact = exact_clocks(r);
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		if (m->tid) {
+			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
+				total += v - m->cpu_base_us;
+		} else if (exact) {
+			m->clock_read = qos_sys_process_clock_us(m->pid, &v);
+			m->clock_us = v;
+			if (m->clock_read && v >= m->clock_base_us)
+				total += v - m->clock_base_us;
+		} else if (!group_counted) {
+			/* One read covers every process member and its inheriting children. */
+			if (r->stat_fd < 0)
+				r->stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
+			if ((r->stat_fd >= 0 && qos_cgroup_usage_fd(r->stat_fd, &v)) ||
+					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
+				total += v;
+			group_counted = true;
+		}
+	}
+	return total;
+}
+
+static void enter_fallback(struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	struct qos_cgroup *cg = &r->mgr->cg;
+	if (p->fallback == QOS_POLICY_PAUSE) {
+		/* Billed time is invisible to the kernel, so only then must we freeze. */
+		if (!kernel_caps(r) || r->police.billed_us > 0) {
+			qos_cgroup_freeze(cg, r->group, true);
+			r->fb_applied = true;
+		}
+		return;
+	}
+	if (p->fallback == p->policy)
+		return;
+	if (p->policy == QOS_POLICY_QOS) {
+		if (qos_reserve_optimistic(r)) {
+			qos_optimistic_enter(r, qos_police_period_end_us(&r->police));
+			/* SCHED_IDLE threads alone would still get the group's share. */
+			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+				qos_reserve_set_group_idle(r, true);
+			r->fb_applied = true;
+			qos_root_weight_update_deferred(r->mgr, true);
+		}
+		return;
+	}
+	if (r->rtg)
+		qos_rtguard_switch(r, false);
+	if (!qos_reserve_group_idles(r))
+		qos_reserve_apply_threads(r, p->fallback);
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+		qos_reserve_set_group_idle(r, true);
+	r->fb_applied = true;
+	qos_root_weight_update_deferred(r->mgr, true);
+}
+
+/*
+ * An optimistic reserve leaves its fallback thread by thread, each at its
+ * own safe time (optimistic.c); the group stays idle (for qos -> idle) until
+ * the last one is back, or a waiting SCHED_IDLE thread would get the group's
+ * whole share.  Returns when the threads next need the manager.
+ */
+static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us)
+{
+	/* Only an optimistic fallback holds threads back; a repaired thread of a
+	 * hard reserve returns at its 0-lag time. */
+	bool overrun = r->police.in_fallback && !r->police.held;
+	uint64_t due = qos_optimistic_run(r, now_us, qos_reserve_optimistic(r) && overrun);
+	if (r->police.held && !qos_optimistic_any_waiting(r)) {
+		/*
+		 * The last thread is back in its reservation, whose period starts
+		 * now (its deadline is now + period): so does the police's, and it
+		 * watches the slice again from here.
+		 */
+		qos_police_resume(&r->police, now_us, qos_reserve_own_cpu_us(r));
+		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		if (due > now_us + QOS_POLICE_MIN_STEP_US)
+			due = now_us + QOS_POLICE_MIN_STEP_US;
+	}
+	if (!r->fb_applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
+		return due;
+	r->fb_applied = false;
+	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl)
+		qos_reserve_set_group_idle(r, false);
+	qos_root_weight_update_deferred(r->mgr, true);
+	return due;
+}
+
+void qos_reserve_leave_fallback(struct qos_reserve *r)
+{
+	const struct qos_params *p = &r->params;
+	struct qos_cgroup *cg = &r->mgr->cg;
+	if (!r->fb_applied)
+		return;
+	if (p->policy == QOS_POLICY_QOS && p->fallback != QOS_POLICY_PAUSE) {
+		settle_optimistic(r, qos_sys_now_us());
+		return;
+	}
+	r->fb_applied = false;
+	if (p->fallback == QOS_POLICY_PAUSE) {
+		qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+		return;
+	}
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+		qos_reserve_set_group_idle(r, p->policy == QOS_POLICY_IDLE);
+	if (!qos_reserve_group_idles(r))
+		qos_reserve_apply_threads(r, p->policy);
+	if (r->rtg)
+		qos_rtguard_switch(r, true);
+	qos_root_weight_update_deferred(r->mgr, true);
+}
+
+static void disarm_timers(struct qos_reserve *r)
+{
+	if (!r->timers_armed)
+		return;
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->has_cpu_timer)
+			qos_cputimer_arm(r->members[i]->cpu_timer, 0);
+		r->members[i]->timer_at_ns = 0;
+	}
+	r->timers_armed = false;
+}
+
+/* Each member's timer share of what is left of the slice less the guard (>= 1 us). */
+static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, uint64_t guard_us)
+{
+	uint64_t slice = r->params.slice_us;
+	uint64_t share = (used_us + guard_us < slice ? slice - used_us - guard_us : 0) /
+		r->n_members;
+	return share ? share : 1;
+}
+
+/*
+ * Arms every member's CPU timer at its share of what is left of the slice
+ * less the guard, so the first to fire comes no later than that runs out (a
+ * tick late at most).  With less left than the guard, or with first_use
+ * (quiet, below), they fire at the first tick that finds a member running.
+ * Timers still armed from an earlier budget fire no later than needed, so
+ * they are left alone while nothing was used since.  Returns 0, or a
+ * negative errno when the kernel refuses a timer; then none is left armed
+ * and the reserve is polled.
+ */
+static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
+	bool first_use)
+{
+	uint64_t used = qos_police_used_us(&r->police);
+	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us &&
+			(r->armed_first_use || !first_use))
+		return 0;
+	uint64_t share = first_use ? 1 : timer_share_us(r, used, guard_us);
+	r->armed_first_use = first_use;
+	r->timers_armed = true; /* from here on, a failure disarms what was armed */
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		int e = 0;
+		if (!m->has_cpu_timer) {
+			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
+					&m->cpu_timer))
+				m->has_cpu_timer = true;
+			else
+				e = -errno;
+		}
+		/* The clock as qos_reserve_own_cpu_us() just read it (notified
+		 * reserves have exact clocks). */
+		if (!e && !m->clock_read)
+			continue; /* exiting: its pidfd says so next */
+		m->timer_at_ns = (m->clock_us + share) * 1000u;
+		if (!e)
+			e = qos_cputimer_arm(m->cpu_timer, m->timer_at_ns);
+		if (e) {
+			disarm_timers(r);
+			return e;
+		}
+	}
+	r->armed_own_us = own_us;
+	r->armed_used_us = used;
+	return 0;
+}
+
+/*
+ * A reserve that used nothing in this period nor in the last, and nothing
+ * since the last check, is checked no more at period ends: its timers wake
+ * the manager at the first tick a member runs again, so that the boundaries
+ * resume from there.  Armed at the slice instead, they fired only once the
+ * members had used a slice since, all of which the check then charged to
+ * one period (it cannot tell when in the skipped periods it was used): a
+ * periodic member had an overrun it never made each time it woke from
+ * quiet.  Nothing since the last check alone is not enough either: a check
+ * in a periodic member's gap (a query) would see nothing.
+ */
+static bool quiet(const struct qos_reserve *r, uint64_t own_us)
+{
+	return own_us == r->checked_own_us && qos_police_used_us(&r->police) == 0 &&
+		r->police.last_used_us == 0;
+}
+
+/*
+ * The first check after a boundary, of a reserve whose timers all wait
+ * (none of its slice ran out, so it carries no debt into the new period):
+ * the new period gives it the whole slice, so each timer is re-armed that
+ * far past its process's clock, and the clock comes back with it
+ * (qos_cputimer_rearm_after): a clock read fewer per member at the check
+ * every busy reserve gets at every boundary (15% of the cut-idle
+ * benchmark's system calls, docs/qos-benchmarks.md).  Stores the reserve's
+ * own time in *own; false, with
+ * nothing read, where the new budget depends on that time or a timer had
+ * fired.
+ */
+static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_us,
+	uint64_t *own)
+{
+	const struct qos_police *p = &r->police;
+	uint64_t end = qos_police_period_end_us(p);
+	if (!p->notified || !r->timers_armed || !p->period_us || p->in_fallback ||
+			p->billed_us || p->debt_us || guard_us || now_us < end ||
+			now_us - end >= p->period_us)
+		return false;
+	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->retired_us;
+	for (size_t i = 0; i < r->n_members; i++) {
+		struct qos_member *m = r->members[i];
+		uint64_t clock_ns;
+		if (!m->has_cpu_timer || !qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns,
+				share_ns, &clock_ns)) {
+			/* Timers of other members may be re-armed already: arm_timers
+			 * sets them all again from the clocks read the usual way. */
+			m->timer_at_ns = 0;
+			r->armed_own_us = UINT64_MAX;
+			return false;
+		}
+		m->timer_at_ns = clock_ns + share_ns;
+		m->clock_us = clock_ns / 1000u;
+		m->clock_read = true;
+		if (m->clock_us >= m->clock_base_us)
+			total += m->clock_us - m->clock_base_us;
+	}
+	/* As arm_timers would have armed them for the period's start. */
+	r->armed_first_use = false;
+	r->armed_own_us = total;
+	r->armed_used_us = 0;
+	*own = total;
+	return true;
+}
+
+void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
+{
+	if (r->n_members == 0) {
+		r->next_check_us = UINT64_MAX;
+		return;
+	}
+	r->police.notified = notified(r);
+	r->police.hold_fallback = qos_reserve_optimistic(r) && r->fb_applied &&
+		qos_optimistic_any_waiting(r);
+	uint64_t guard = timer_guard_us(r);
+	uint64_t own;
+	if (!roll_timers(r, now_us, guard, &own))
+		own = qos_reserve_own_cpu_us(r);
+	r->police.early_us = r->police.notified ? guard : 0;
+	/* Only a group made idle switches at the kernel's next tick (police.h). */
+	r->police.fallback_grace_us = qos_reserve_group_idles(r) ? r->mgr->tick_us : 0;
+	r->police.running = own != r->checked_own_us;
+	r->police.projected_us = projected_us(r, own, now_us);
+	r->police.margin_us = SWITCH_MARGIN_US;
+	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
+		&r->next_check_us);
+	if (t == QOS_POLICE_OVERRUN) {
+		enter_fallback(r);
+		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0,
+			qos_police_used_us(&r->police) + r->police.projected_us,
+			"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
+			qos_policy_name(r->params.fallback));
+	} else if (t == QOS_POLICE_RESTORE) {
+		qos_reserve_leave_fallback(r);
+		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+	}
+	/*
+	 * Checking a kernel-enforced reserve at every period boundary (and
+	 * more often within periods) would cost the manager more than the
+	 * reserve is worth: 50 reserves at 10 ms are 5000+ cpu.stat reads a
+	 * second.  Such reserves are accounted at the housekeeping pass instead
+	 * (per-period figures become averages over it), and again whenever they
+	 * are queried or billed.
+	 */
+	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
+		r->next_check_us = r->mgr->housekeeping_us;
+	int e = 0;
+	bool idle = quiet(r, own);
+	if (!r->police.notified || !notified(r)) {
+		disarm_timers(r);
+	} else if (r->police.in_fallback) {
+		disarm_timers(r); /* nothing to watch until the boundary */
+		/* Optimistic threads come back on times of their own (below). */
+		if (!qos_reserve_optimistic(r))
+			r->next_check_us = qos_police_fallback_end_us(&r->police);
+	} else if ((e = arm_timers(r, own, guard, idle)) == 0) {
+		/*
+		 * The kernel wakes us if the slice may be gone, or for a quiet
+		 * reserve as soon as a member runs; otherwise only the boundary
+		 * matters.  A quiet reserve costs no wake-ups at all.
+		 */
+		uint64_t end = qos_police_period_end_us(&r->police);
+		r->next_check_us = idle ? r->mgr->housekeeping_us : end;
+		/* Running out before the next tick: switch precisely (police.h). */
+		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
+			r->next_check_us = r->police.switch_at_us;
+	} else {
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			"no CPU-time notifications (%s): polling instead", strerror(-e));
+		r->timers_refused = true;
+		r->police.notified = false;
+	}
+	r->checked_own_us = own;
+	/*
+	 * A held fallback ends when the threads return, not at a boundary:
+	 * their return times (below) wake us, and the periods in between are
+	 * settled in one go then.  A throttled thread of a 1% reserve can wait
+	 * hundreds of periods.
+	 */
+	if (r->police.held)
+		r->next_check_us = r->mgr->housekeeping_us;
+	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
+	if (r->opt) {
+		uint64_t due = settle_optimistic(r, now_us);
+		if (due < r->next_check_us)
+			r->next_check_us = due;
+	}
+}
+
+bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
+{
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r)
+		return false;
+	qos_police_bill(&r->police, usec);
+	qos_reserve_check(r, qos_sys_now_us());
+	qos_manager_rearm(mgr);
+	return true;
+}
+
+bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, 0);
+	if (!m) {
+		for (struct qos_reserve *r = mgr->reserves; r && !m; r = r->next) {
+			for (size_t i = 0; i < r->n_members && !m; i++) {
+				if (r->members[i]->pid == pid)
+					m = r->members[i];
+			}
+		}
+	}
+	return m && qos_manager_bill(mgr, m->reserve->name, usec);
+}

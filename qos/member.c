@@ -1,0 +1,586 @@
+/*
+ * Members: joining (admission, the group, the journal of where a task came
+ * from), leaving and exiting, children adopted or sent back, automatic
+ * reserves (thesis 3.7.2), and a process's class set in one call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "qos/cputimer.h"
+#include "qos/internal.h"
+#include "qos/journal.h"
+#include "qos/sys.h"
+
+static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
+	struct qos_reserve *except)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; r != except && i < r->n_members; i++) {
+			if (r->members[i]->pid == pid && r->members[i]->tid)
+				return r->members[i];
+		}
+	}
+	return NULL;
+}
+
+static bool member_alive(const struct qos_member *m)
+{
+	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
+}
+
+static void restore_member(struct qos_member *m)
+{
+	struct qos_manager *mgr = m->reserve->mgr;
+	/* Back to time-sharing first, so a moved RT thread never lands in a
+	 * group without RT bandwidth. */
+	qos_reserve_release_threads(m->reserve, m, m->pid, m->orig_nice);
+	if (m->rttime_bounded)
+		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,
+			m->old_rt_hard);
+	qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+}
+
+static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
+{
+	char name[QOS_NAME_MAX + 1], old[QOS_NAME_MAX + 1];
+	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", new_owner);
+	snprintf(old, sizeof(old), "%s", r->name);
+	/* The group keeps its directory name: cgroup2 cannot rename groups. */
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->owner = new_owner;
+	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
+	return true;
+}
+
+void qos_member_remove(struct qos_member *m, bool alive, bool exited)
+{
+	struct qos_reserve *r = m->reserve;
+	struct qos_manager *mgr = r->mgr;
+	if (m->pidfd >= 0) {
+		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
+		close(m->pidfd);
+	}
+	if (m->tid) {
+		uint64_t v;
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
+			r->retired_us += v - m->cpu_base_us;
+	}
+	qos_optimistic_forget(r, m->pid, m->tid);
+	if (m->has_cpu_timer)
+		qos_cputimer_delete(m->cpu_timer);
+	r->timers_armed = false; /* the shares change */
+	if (alive && member_alive(m))
+		restore_member(m);
+	if (r->has_group)
+		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i] == m) {
+			memmove(&r->members[i], &r->members[i + 1],
+				(r->n_members - i - 1) * sizeof(*r->members));
+			r->n_members--;
+			break;
+		}
+	}
+	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid,
+		m->tid, 0, NULL);
+	pid_t gone = m->pid;
+	qos_member_close_task_dir(mgr, m);
+	free(m);
+	qos_root_weight_update(mgr);
+
+	if (r->n_members == 0) {
+		/* Guarantees are held only while someone uses them (thesis 3.7.2). */
+		if (r->granted) {
+			qos_admission_release(&mgr->adm, r->granted_ppm);
+			r->granted = false;
+			r->granted_ppm = 0;
+		}
+		r->fb_applied = false;
+		r->next_check_us = UINT64_MAX;
+		if (r->has_group)
+			qos_cgroup_freeze(&mgr->cg, r->group, false);
+		if (r->is_auto)
+			qos_reserve_free(r);
+	} else if (r->is_auto && gone == r->owner) {
+		/* A daemon that forks and exits keeps the reserve set up for it. */
+		rename_auto(r, r->members[0]->pid);
+	}
+}
+
+static bool admit(struct qos_reserve *r, char *err, size_t err_len)
+{
+	struct qos_manager *mgr = r->mgr;
+	uint64_t now = qos_sys_now_us();
+	if (qos_policy_is_rt(r->params.policy) && !qos_rt_grants_allowed(mgr, now, err, err_len)) {
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
+		return false;
+	}
+	if (r->params.policy != QOS_POLICY_QOS || r->granted)
+		return true;
+	char why[256];
+	uint64_t ppm = qos_params_util_ppm(&r->params);
+	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
+		snprintf(err, err_len, "reserve '%s' refused: %s", r->name, why);
+		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
+		return false;
+	}
+	r->granted = true;
+	r->granted_ppm = ppm;
+	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU",
+		ppm / 1e4);
+	return true;
+}
+
+static bool group_taken(struct qos_manager *mgr, const char *group)
+{
+	/* Nor a group that refused removal: its tasks are not this reserve's. */
+	return qos_find_reserve_by_group(mgr, group) ||
+		(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
+}
+
+static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
+{
+	if (r->has_group)
+		return true;
+	/*
+	 * The directory is named after the reserve, unless a renamed automatic
+	 * reserve still holds that directory under its old name, or a group
+	 * of that name waits to be removed.
+	 */
+	snprintf(r->group, sizeof(r->group), "%s", r->name);
+	for (unsigned n = 1; group_taken(r->mgr, r->group); n++)
+		snprintf(r->group, sizeof(r->group), "%s~%u", r->name, n);
+	if (!qos_cgroup_group_create(&r->mgr->cg, r->group)) {
+		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
+		return false;
+	}
+	r->has_group = true;
+	qos_reserve_apply_group(r);
+	return true;
+}
+
+/*
+ * Writes where a joining task comes from onto its group (journal.h), so that
+ * an instance started after a crash can send it back.  A failure is reported
+ * once per manager: the join goes ahead, and reconciliation falls back to
+ * another member's origin, or the top of the tree.
+ */
+static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
+{
+	struct qos_manager *mgr = r->mgr;
+	struct qos_journal_entry *e = calloc(1, sizeof(*e));
+	int err = -ENOMEM;
+	if (e) {
+		e->start_time = m->start_time;
+		e->nice = m->orig_nice;
+		e->rt_soft = e->rt_hard = (uint64_t)RLIM_INFINITY;
+		qos_sys_get_rttime(m->pid, &e->rt_soft, &e->rt_hard);
+		snprintf(e->v2, sizeof(e->v2), "%s", m->orig_v2);
+		snprintf(e->cpu, sizeof(e->cpu), "%s", m->orig_cpu);
+		err = qos_journal_record(&mgr->cg, r->group, m->pid, m->tid, e);
+		free(e);
+	}
+	if (err && !mgr->journal_warned) {
+		mgr->journal_warned = true;
+		qos_emit(mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+			"cannot record where %d came from (%s): after a crash it would return "
+			"to another member's cgroup", m->tid ? m->tid : m->pid, strerror(-err));
+	}
+}
+
+static bool add_member(struct qos_reserve *r, struct qos_member *m)
+{
+	struct qos_member **grown = qos_array_room(r->members, &r->cap_members, r->n_members,
+		sizeof(*grown));
+	if (!grown)
+		return false;
+	r->members = grown;
+	r->members[r->n_members++] = m;
+	r->timers_armed = false; /* the shares change */
+	return true;
+}
+
+#define ADOPT_MAX 256
+
+struct adopt_ctx {
+	pid_t pids[ADOPT_MAX];
+	size_t n;
+};
+
+static void collect_pid(pid_t pid, void *data)
+{
+	struct adopt_ctx *c = data;
+	if (c->n < ADOPT_MAX)
+		c->pids[c->n++] = pid;
+}
+
+static struct qos_member *process_member(struct qos_reserve *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->tid == 0 && (!pid || r->members[i]->pid == pid))
+			return r->members[i];
+	}
+	return NULL;
+}
+
+static bool is_process_member(pid_t pid, void *data)
+{
+	return process_member(data, pid) != NULL;
+}
+
+/* The process member a new process in the group descends from (or the first). */
+static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
+{
+	pid_t ancestor = qos_sys_find_ancestor(pid, is_process_member, r);
+	return process_member(r, ancestor);
+}
+
+static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
+{
+	qos_reserve_release_threads(r, NULL, pid, origin->orig_nice);
+	qos_cgroup_restore(&r->mgr->cg, pid, 0, true, origin->orig_v2, origin->orig_cpu);
+}
+
+static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
+{
+	struct qos_manager *mgr = r->mgr;
+	struct qos_member *m = calloc(1, sizeof(*m));
+	if (!m)
+		return false;
+	m->reserve = r;
+	m->pid = pid;
+	m->task_fd = -1;
+	m->start_time = qos_sys_start_time(pid, 0);
+	m->pidfd = m->start_time ? qos_sys_pidfd_open(pid, false) : -1;
+	/* Leaving takes it back to where its ancestor came from. */
+	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
+	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
+	m->orig_nice = origin->orig_nice;
+	if (m->pidfd < 0 || !member_alive(m) || !add_member(r, m)) {
+		if (m->pidfd >= 0)
+			close(m->pidfd);
+		qos_member_close_task_dir(mgr, m);
+		free(m);
+		return false;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
+	/* Its own record: the ancestor's may be gone (with it) by a crash. */
+	journal_origin(r, m);
+	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
+			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
+				&m->old_rt_hard) == 0)
+		m->rttime_bounded = true;
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
+		origin->pid);
+	unsigned n = (unsigned)qos_reserve_count_threads(r);
+	r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
+	return true;
+}
+/* The group's processes, through its cgroup.procs kept open within the budget. */
+static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
+{
+	struct qos_manager *mgr = r->mgr;
+	if (r->procs_fd < 0 && mgr->kept_fds_budget > 0) {
+		r->procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
+		if (r->procs_fd >= 0)
+			mgr->kept_fds_budget--;
+	}
+	if (r->procs_fd >= 0) {
+		if (qos_cgroup_for_each_pid_fd(r->procs_fd, collect_pid, c) >= 0)
+			return;
+		/* The group went away under us: open it again next time. */
+		qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
+		c->n = 0;
+	}
+	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);
+}
+
+
+/*
+ * A member's children start in its cgroup (the kernel puts them there) but
+ * not in the reserve: with reset-on-fork they do not even keep a real-time
+ * policy.  With inherit they become members like their parent (thesis:
+ * children join the parent's reserve); without, they go back to where the
+ * parent came from.  Found at each housekeeping pass.
+ */
+void qos_reserve_adopt_children(struct qos_reserve *r)
+{
+	if (!r->has_group || r->n_members == 0)
+		return;
+	struct adopt_ctx c = { .n = 0 };
+	list_group(r, &c);
+	bool adopted = false;
+	for (size_t i = 0; i < c.n; i++) {
+		pid_t pid = c.pids[i];
+		if (qos_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
+			continue;
+		struct qos_member *origin = origin_member(r, pid);
+		if (!origin)
+			continue;
+		if (r->params.inherit && adopt(r, pid, origin))
+			adopted = true;
+		else
+			evict(r, pid, origin);
+	}
+	if (adopted)
+		qos_root_weight_update(r->mgr);
+}
+
+/*
+ * A member forked or started a thread: the part of a housekeeping pass that
+ * concerns new tasks (adopt or send back children, give threads their
+ * policy), now.  The 1 s pass does the rest (the optimistic repair, which
+ * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
+ * takes a new real-time thread as real-time since up to one pass ago).  It
+ * reads the whole group, so a burst (a build, a shell loop, a thread pool
+ * starting) gets one such pass per QOS_FORK_PASS_US.
+ */
+static void member_changed(struct qos_reserve *r)
+{
+	struct qos_manager *mgr = r->mgr;
+	uint64_t now = qos_sys_now_us();
+	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
+		r->fork_pending = true;
+		qos_manager_rearm(mgr);
+		return;
+	}
+	qos_reserve_fork_pass(r, now);
+	qos_manager_rearm(mgr);
+}
+
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
+{
+	struct qos_member *m = qos_find_member(mgr, parent, 0);
+	if (!m || parent == child || qos_find_member(mgr, child, 0))
+		return;
+	member_changed(m->reserve);
+}
+
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, 0);
+	if (!m || pid == tid)
+		return;
+	member_changed(m->reserve);
+}
+
+static void release_if_unused(struct qos_reserve *r)
+{
+	if (r->n_members == 0 && r->granted) {
+		qos_admission_release(&r->mgr->adm, r->granted_ppm);
+		r->granted = false;
+		r->granted_ppm = 0;
+	}
+}
+
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
+	char *err, size_t err_len)
+{
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r && mgr->rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
+		if (def && !qos_reserve_set(mgr, name, &def->params, true, false, err, err_len))
+			return false;
+		r = qos_find_reserve(mgr, name);
+	}
+	if (!r) {
+		snprintf(err, err_len, "no reserve named '%s'", name);
+		return false;
+	}
+	struct qos_member *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, err_len, "out of memory");
+		return false;
+	}
+	m->pid = pid;
+	m->tid = tid == pid ? 0 : tid;
+	m->pidfd = -1;
+	m->task_fd = -1;
+	m->start_time = qos_sys_start_time(pid, m->tid);
+	if (!m->start_time) {
+		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
+			m->tid ? m->tid : pid);
+		goto err_free;
+	}
+	if (m->tid && mgr->cg.layout != QOS_CG_HYBRID && r->params.policy == QOS_POLICY_PAUSE) {
+		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
+		goto err_free;
+	}
+	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
+	if (m->pidfd < 0) {
+		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
+		goto err_free;
+	}
+	bool first = r->n_members == 0;
+	if (first && !admit(r, err, err_len))
+		goto err_close;
+	if (!ensure_group(r, err, err_len))
+		goto err_admit;
+
+	/* Joining implies leaving: a task is in at most one reserve. */
+	struct qos_member *old = qos_find_member(mgr, pid, m->tid);
+	if (old == NULL && m->tid == 0) {
+		/* Threads of this process joined individually are folded into it. */
+		struct qos_member *t;
+		while ((t = find_thread_member(mgr, pid, r)))
+			qos_member_remove(t, true, false);
+	}
+	if (old) {
+		if (old->reserve == r) {
+			close(m->pidfd);
+			qos_member_close_task_dir(mgr, m);
+			free(m);
+			return true;
+		}
+		/* Keep the original placement, not the reserve it is leaving. */
+		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
+		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
+		m->orig_nice = old->orig_nice;
+		qos_member_remove(old, true, false);
+	} else {
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)(m->tid ? m->tid : pid));
+		m->orig_nice = errno ? 0 : nice;
+	}
+	if (!m->orig_v2[0] && !qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2,
+			sizeof(m->orig_v2), m->orig_cpu, sizeof(m->orig_cpu))) {
+		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
+		goto err_admit;
+	}
+	/* Before the move: a crash right after it must still find the way back. */
+	journal_origin(r, m);
+	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
+		: qos_cgroup_attach_process(&mgr->cg, r->group, pid);
+	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
+		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid,
+			r->name, strerror(-e));
+		goto err_restore;
+	}
+	/* The pid may have been recycled while we moved it: check again. */
+	if (!member_alive(m)) {
+		snprintf(err, err_len, "%d exited while joining", pid);
+		goto err_restore;
+	}
+	m->reserve = r;
+	if (!add_member(r, m)) {
+		snprintf(err, err_len, "out of memory");
+		goto err_restore;
+	}
+	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
+			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
+				&m->old_rt_hard) == 0)
+		m->rttime_bounded = true;
+	if (m->tid)
+		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
+	else
+		qos_sys_process_clock_us(pid, &m->clock_base_us);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
+
+	/*
+	 * The period starts, and the clocks are read, before the member gets its
+	 * policy: a real-time member on the manager's CPU runs from that moment,
+	 * and the manager with it only once the kernel throttles the member.
+	 * Started after, the period began that much late, what the member ran
+	 * meanwhile was counted as before the join, and the kernel's real-time
+	 * window stayed that far ahead of the manager's periods for good (the
+	 * member throttled in half of every period instead of running on as
+	 * its fallback: test_fifo_safety_limit_runs_on_as_other).
+	 */
+	uint64_t now = qos_sys_now_us();
+	if (first) {
+		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
+			qos_reserve_period_origin(r, now), qos_reserve_own_cpu_us(r));
+		r->police.parallel = 1;
+	}
+	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
+		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
+	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
+		: qos_reserve_apply_member(r, m, active, 0);
+	if (perr && qos_policy_is_rt(active)) {
+		snprintf(err, err_len, "'%s' refused by the kernel: %s; running as other",
+			r->name, qos_reserve_policy_error(active, perr));
+		/* EBUSY: the kernel's deadline bound; EPERM for fifo/rr: no RT group
+		 * bandwidth left.  Both are capacity, not permission. */
+		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM) ?
+			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		qos_member_remove(m, true, false);
+		return false;
+	}
+	if (m->tid == 0 || qos_reserve_count_threads(r) > 1) {
+		unsigned n = (unsigned)qos_reserve_count_threads(r);
+		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
+	}
+	qos_root_weight_update(mgr);
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
+		qos_policy_name(r->params.policy));
+	qos_reserve_check(r, now);
+	qos_manager_rearm(mgr);
+	return true;
+
+err_restore:
+	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
+err_admit:
+	release_if_unused(r);
+err_close:
+	close(m->pidfd);
+err_free:
+	qos_member_close_task_dir(mgr, m);
+	free(m);
+	return false;
+}
+
+bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
+{
+	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	if (!m)
+		return false;
+	qos_member_remove(m, true, false);
+	qos_manager_rearm(mgr);
+	return true;
+}
+
+bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
+	char *err, size_t err_len)
+{
+	char name[QOS_NAME_MAX + 1];
+	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	struct qos_params p = *params;
+	if (!qos_params_normalize(&p, err, err_len))
+		return false;
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	bool created = false;
+	if (r) {
+		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len))
+			return false;
+	} else {
+		r = qos_reserve_new(mgr, name, &p);
+		if (!r) {
+			snprintf(err, err_len, "out of memory");
+			return false;
+		}
+		r->is_auto = true;
+		r->owner = pid;
+		created = true;
+	}
+	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
+		return true;
+	/* A refused join may already have dropped the empty automatic
+	 * reserve: look it up again rather than trust r. */
+	r = qos_find_reserve(mgr, name);
+	if (created && r && r->n_members == 0)
+		qos_reserve_free(r);
+	return false;
+}
