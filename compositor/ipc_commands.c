@@ -1,0 +1,620 @@
+/*
+ * The IPC's requests and the JSON they are answered with (docs/ipc.md);
+ * ipc.c carries them over the socket.
+ */
+#include <errno.h>
+#include <glib.h>
+#include <json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wlr/types/wlr_output.h>
+#include <wlr/types/wlr_output_layout.h>
+#include <wlr/types/wlr_scene.h>
+#include <wlr/types/wlr_xdg_shell.h>
+
+#include "client_identity.h"
+#include "ipc_commands.h"
+#include "output.h"
+#include "qos/qos.h"
+#include "qos_link.h"
+#include "view.h"
+
+static struct json_object *box_json(struct wlr_box box) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "x", json_object_new_int(box.x));
+	json_object_object_add(obj, "y", json_object_new_int(box.y));
+	json_object_object_add(obj, "width", json_object_new_int(box.width));
+	json_object_object_add(obj, "height", json_object_new_int(box.height));
+	return obj;
+}
+
+/*
+ * A JSON string that is valid UTF-8 whatever s holds: titles and app ids
+ * come from clients unchecked, qosrc diagnostics quote files, and "%.64s"
+ * may cut a character in two.  json-c passes bytes through as they are, and
+ * a reply that is not UTF-8 is not JSON to most readers.
+ */
+struct json_object *ipc_json_text(const char *s) {
+	if (!s) {
+		return NULL;
+	}
+	if (g_utf8_validate(s, -1, NULL)) {
+		return json_object_new_string(s);
+	}
+	char *valid = g_utf8_make_valid(s, -1);
+	struct json_object *obj = json_object_new_string(valid);
+	g_free(valid);
+	return obj;
+}
+
+struct json_object *ipc_json_window(struct qw_view *view) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "id", json_object_new_int64(view->id));
+	json_object_object_add(obj, "app_id", ipc_json_text(view->toplevel->app_id));
+	json_object_object_add(obj, "title", ipc_json_text(view->toplevel->title));
+	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
+	json_object_object_add(obj, "class",
+		json_object_new_string(view_class_name(view->class)));
+	const char *reserve = NULL;
+	qos_link_class_of(view->server, view_get_pid(view), &reserve);
+	json_object_object_add(obj, "reserve", ipc_json_text(reserve));
+	struct client_identity *id = view_identity(view);
+	json_object_object_add(obj, "cpu_percent",
+		json_object_new_double(id ? id->cpu_percent : 0.0));
+	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
+	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
+	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
+	json_object_object_add(obj, "geometry", box_json((struct wlr_box){
+		view->x, view->y, view->width, view->height}));
+	json_object_object_add(obj, "frame", box_json(view_frame_box(view)));
+	json_object_object_add(obj, "titlebar", box_json(view_titlebar_box(view)));
+	struct json_object *buttons = json_object_new_object();
+	for (int k = 0; k < QW_BUTTON_KIND_COUNT; k++) {
+		struct wlr_box box;
+		if (view_button_box(view, k, &box)) {
+			json_object_object_add(buttons, config_button_name(k), box_json(box));
+		}
+	}
+	json_object_object_add(obj, "buttons", buttons);
+	return obj;
+}
+
+static struct json_object *reply_ok(void) {
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "success", json_object_new_boolean(true));
+	return obj;
+}
+
+struct json_object *ipc_reply_error(const char *fmt, ...) {
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct json_object *obj = json_object_new_object();
+	json_object_object_add(obj, "success", json_object_new_boolean(false));
+	json_object_object_add(obj, "error", ipc_json_text(msg));
+	return obj;
+}
+
+static void add_windows_of(struct json_object *list, struct wlr_scene_tree *tree) {
+	struct wlr_scene_node *node;
+	wl_list_for_each(node, &tree->node.state.children, state.link) {
+		struct qw_node_desc *desc = node->data;
+		if (desc && desc->magic == QW_NODE_DESC_MAGIC && desc->view &&
+				desc->view->mapped) {
+			json_object_array_add(list, ipc_json_window(desc->view));
+		}
+	}
+}
+
+static struct json_object *cmd_windows(struct qw_server *server) {
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	/* Stacking order, bottom first, as the scene draws them. */
+	add_windows_of(list, server->view_tree);
+	add_windows_of(list, server->fullscreen_tree);
+	json_object_object_add(reply, "windows", list);
+	return reply;
+}
+
+static struct json_object *cmd_outputs(struct qw_server *server) {
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	struct qw_output *output;
+	wl_list_for_each(output, &server->outputs, link) {
+		struct wlr_output *o = output->wlr_output;
+		struct wlr_box box = output_layout_box(output);
+		struct json_object *obj = json_object_new_object();
+		json_object_object_add(obj, "name", ipc_json_text(o->name));
+		json_object_object_add(obj, "make", ipc_json_text(o->make));
+		json_object_object_add(obj, "model", ipc_json_text(o->model));
+		json_object_object_add(obj, "width", json_object_new_int(o->width));
+		json_object_object_add(obj, "height", json_object_new_int(o->height));
+		json_object_object_add(obj, "refresh_mhz", json_object_new_int(o->refresh));
+		json_object_object_add(obj, "x", json_object_new_int(box.x));
+		json_object_object_add(obj, "y", json_object_new_int(box.y));
+		json_object_object_add(obj, "scale", json_object_new_double(o->scale));
+		json_object_object_add(obj, "enabled", json_object_new_boolean(o->enabled));
+		json_object_array_add(list, obj);
+	}
+	json_object_object_add(reply, "outputs", list);
+	return reply;
+}
+
+static struct qw_view *lookup_view(struct qw_server *server, struct json_object *req,
+		struct json_object **error) {
+	struct json_object *id_obj;
+	if (!json_object_object_get_ex(req, "id", &id_obj) ||
+			!json_object_is_type(id_obj, json_type_int)) {
+		*error = ipc_reply_error("missing or non-integer 'id'");
+		return NULL;
+	}
+	int64_t id = json_object_get_int64(id_obj);
+	struct qw_view *view = id > 0 && id <= UINT32_MAX ?
+		view_from_id(server, (uint32_t)id) : NULL;
+	if (!view || !view->mapped) {
+		*error = ipc_reply_error("unknown window id %lld", (long long)id);
+		return NULL;
+	}
+	return view;
+}
+
+static const char *get_string(struct json_object *req, const char *key) {
+	struct json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string)) {
+		return NULL;
+	}
+	return json_object_get_string(v);
+}
+
+/* "ID" (a window) or "pid:N" -> a live pid, or an error reply. */
+static pid_t resolve_target(struct qw_server *server, struct json_object *req,
+		struct json_object **error) {
+	const char *target = get_string(req, "target");
+	if (!target) {
+		*error = ipc_reply_error("missing string 'target' (a window id or pid:N)");
+		return -1;
+	}
+	char *end;
+	if (strncmp(target, "pid:", 4) == 0) {
+		long pid = strtol(target + 4, &end, 10);
+		if (*end || end == target + 4 || pid <= 0 || pid > INT32_MAX) {
+			*error = ipc_reply_error("bad target '%.64s': want pid:N", target);
+			return -1;
+		}
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+			*error = ipc_reply_error("no process %ld", pid);
+			return -1;
+		}
+		return (pid_t)pid;
+	}
+	long id = strtol(target, &end, 10);
+	struct qw_view *view = *end || end == target || id <= 0 || id > UINT32_MAX ? NULL :
+		view_from_id(server, (uint32_t)id);
+	if (!view || !view->mapped) {
+		*error = ipc_reply_error("unknown window '%.64s'", target);
+		return -1;
+	}
+	pid_t pid = view_get_pid(view);
+	if (pid <= 0) {
+		*error = ipc_reply_error("the process of window %ld is gone", id);
+		return -1;
+	}
+	return pid;
+}
+
+static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
+		struct json_object *req) {
+	struct json_object *error = NULL;
+	pid_t pid = resolve_target(server, req, &error);
+	if (pid < 0) {
+		return error;
+	}
+	const char *name = get_string(req, "class");
+	enum qw_view_class class;
+	if (!name || !view_class_from_name(name, &class)) {
+		return ipc_reply_error("bad class '%.32s': want realtime, fifo, idle, nice, paused "
+			"or normal", name ? name : "");
+	}
+	char err[256];
+	if (!qos_link_may_change(server, pid, peer_pid, class == QW_VIEW_CLASS_PAUSED,
+			err, sizeof(err)) ||
+			!qos_link_request(server, pid, class, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "pid", json_object_new_int(pid));
+	json_object_object_add(reply, "class", json_object_new_string(
+		view_class_name(qos_link_class_of(server, pid, NULL))));
+	return reply;
+}
+
+static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
+		struct json_object *req) {
+	struct json_object *error = NULL;
+	pid_t pid = resolve_target(server, req, &error);
+	if (pid < 0) {
+		return error;
+	}
+	const char *reserve = get_string(req, "reserve");
+	char err[256];
+	if (!reserve || !qos_name_valid(reserve, err, sizeof(err))) {
+		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
+	}
+	if (!server->qos) {
+		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	if (!qos_link_may_change(server, pid, peer_pid,
+			qos_link_reserve_freezes(server, reserve), err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	bool ok = qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err));
+	qos_link_schedule_refresh(server);
+	if (!ok) {
+		return ipc_reply_error("%s", err);
+	}
+	return reply_ok();
+}
+
+/* Parameters the manager could never honour are refused when defined, not
+ * at the first join: a guarantee beyond the whole reservable capacity. */
+static bool reserve_params_valid(struct qw_server *server, struct qos_params *params,
+		char *err, size_t len) {
+	if (!qos_params_normalize(params, err, len)) {
+		return false;
+	}
+	struct qos_manager_info info;
+	qos_manager_get_info(server->qos, &info);
+	uint64_t util = qos_params_util_ppm(params);
+	if (params->policy == QOS_POLICY_QOS && util > info.capacity_ppm) {
+		snprintf(err, len, "a guarantee of %.1f%% of a CPU exceeds the reservable "
+			"capacity of %.1f%%", util / 10000.0, info.capacity_ppm / 10000.0);
+		return false;
+	}
+	return true;
+}
+
+/* New parameters that can freeze must not reach a protected member. */
+static bool members_may_take(struct qw_server *server, const char *name,
+		const struct qos_params *params, pid_t asker, char *err, size_t len) {
+	if (params->policy != QOS_POLICY_PAUSE && params->fallback != QOS_POLICY_PAUSE) {
+		return true;
+	}
+	struct qos_member_info members[64];
+	ssize_t n = qos_manager_members(server->qos, name, members, 64);
+	for (ssize_t i = 0; i < n && i < 64; i++) {
+		if (!qos_link_may_change(server, members[i].pid, asker, true, err, len)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+struct diag_buf {
+	char text[256];
+};
+
+static void keep_first_diag(void *data, const char *message) {
+	struct diag_buf *buf = data;
+	if (!buf->text[0]) {
+		snprintf(buf->text, sizeof(buf->text), "%s", message);
+	}
+}
+
+static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
+		struct json_object *req) {
+	const char *name = get_string(req, "name");
+	const char *params = get_string(req, "params");
+	char err[256];
+	if (!name || !qos_name_valid(name, err, sizeof(err))) {
+		return ipc_reply_error("bad reserve name: %s", name ? err : "missing 'name'");
+	}
+	if (qos_name_is_auto(name)) {
+		return ipc_reply_error("names starting with '" QOS_AUTO_PREFIX "' are automatic reserves");
+	}
+	if (!server->qos) {
+		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	/* The same key=value grammar as qosrc, parsed by the same code. */
+	char *line = NULL;
+	if (asprintf(&line, "reserve %s %s", name, params ? params : "") < 0) {
+		return ipc_reply_error("out of memory");
+	}
+	struct qos_rules *parsed = qos_rules_create();
+	struct diag_buf diag = {0};
+	int bad = parsed ? qos_rules_parse_string(parsed, "request", line, keep_first_diag,
+		&diag) : -1;
+	free(line);
+	struct json_object *reply;
+	if (bad != 0 || parsed->n_reserves != 1) {
+		reply = ipc_reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
+	} else if (!reserve_params_valid(server, &parsed->reserves[0].params, err, sizeof(err))) {
+		reply = ipc_reply_error("bad parameters: %s", err);
+	} else if (!members_may_take(server, name, &parsed->reserves[0].params,
+			peer_pid, err, sizeof(err)) ||
+			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
+			err, sizeof(err))) {
+		reply = ipc_reply_error("%s", err);
+	} else {
+		reply = reply_ok();
+	}
+	qos_rules_destroy(parsed);
+	qos_link_schedule_refresh(server);
+	return reply;
+}
+
+static struct json_object *cmd_reserves(struct qw_server *server) {
+	if (!server->qos) {
+		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	struct json_object *reply = reply_ok();
+	struct json_object *list = json_object_new_array();
+	size_t n = qos_manager_reserve_count(server->qos);
+	for (size_t i = 0; i < n; i++) {
+		struct qos_reserve_info info;
+		if (!qos_manager_reserve_at(server->qos, i, &info)) {
+			continue;
+		}
+		char params[256];
+		qos_params_format(&info.params, params, sizeof(params));
+		struct json_object *obj = json_object_new_object();
+		json_object_object_add(obj, "name", ipc_json_text(info.name));
+		json_object_object_add(obj, "params", ipc_json_text(params));
+		json_object_object_add(obj, "policy",
+			json_object_new_string(qos_policy_name(info.params.policy)));
+		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
+		json_object_object_add(obj, "slice_us", json_object_new_int64(info.params.slice_us));
+		json_object_object_add(obj, "granted", json_object_new_boolean(info.granted));
+		json_object_object_add(obj, "automatic", json_object_new_boolean(info.is_auto));
+		json_object_object_add(obj, "in_fallback", json_object_new_boolean(info.in_fallback));
+		json_object_object_add(obj, "used_us", json_object_new_int64(info.used_us));
+		json_object_object_add(obj, "billed_us", json_object_new_int64(info.billed_us));
+		json_object_object_add(obj, "last_used_us", json_object_new_int64(info.last_used_us));
+		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
+		struct qos_member_info members[64];
+		ssize_t count = qos_manager_members(server->qos, info.name, members, 64);
+		struct json_object *mlist = json_object_new_array();
+		for (ssize_t m = 0; m < count && m < 64; m++) {
+			struct json_object *mo = json_object_new_object();
+			json_object_object_add(mo, "pid", json_object_new_int(members[m].pid));
+			json_object_object_add(mo, "tid", json_object_new_int(members[m].tid));
+			json_object_array_add(mlist, mo);
+		}
+		json_object_object_add(obj, "members", mlist);
+		json_object_array_add(list, obj);
+	}
+	json_object_object_add(reply, "reserves", list);
+	return reply;
+}
+
+static struct json_object *cmd_capacity(struct qw_server *server) {
+	if (!server->qos) {
+		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	}
+	struct qos_manager_info info;
+	qos_manager_get_info(server->qos, &info);
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "ncpus", json_object_new_int(info.ncpus));
+	json_object_object_add(reply, "total_ppm", json_object_new_int64(info.capacity_ppm));
+	json_object_object_add(reply, "granted_ppm", json_object_new_int64(info.granted_ppm));
+	uint64_t all = (uint64_t)info.ncpus * 1000000;
+	json_object_object_add(reply, "rsvd_ppm", json_object_new_int64(
+		all > info.capacity_ppm ? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1) : 0));
+	json_object_object_add(reply, "layout", ipc_json_text(info.layout));
+	return reply;
+}
+
+static struct json_object *cmd_reload(struct qw_server *server) {
+	char err[256] = "";
+	if (!qos_link_reload(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	if (err[0]) {
+		json_object_object_add(reply, "warning", ipc_json_text(err));
+	}
+	return reply;
+}
+
+/*
+ * One argument of argv_base64: strict base64 (the alphabet, padding only at
+ * the end, a multiple of 4 long) of a non-empty string without NUL bytes.
+ * Returns it decoded and NUL-terminated, or NULL.
+ */
+static char *decode_arg(const char *text, size_t len) {
+	size_t pad = 0;
+	if (len == 0 || len % 4) {
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (c == '=' && i >= len - 2) {
+			pad++;
+		} else if (pad || !(g_ascii_isalnum(c) || c == '+' || c == '/')) {
+			return NULL;
+		}
+	}
+	gsize n;
+	guchar *raw = g_base64_decode(text, &n);
+	char *arg = NULL;
+	if (n > 0 && !memchr(raw, '\0', n) && (arg = malloc(n + 1))) {
+		memcpy(arg, raw, n);
+		arg[n] = '\0';
+	}
+	g_free(raw);
+	return arg;
+}
+
+static void free_args(char **argv, size_t n, bool owned) {
+	for (size_t i = 0; owned && i < n; i++) {
+		free(argv[i]);
+	}
+	free(argv);
+}
+
+/*
+ * argv (text) or argv_base64 (any bytes but NUL: file names and arguments
+ * in another encoding, which a JSON string cannot carry as they are).
+ */
+static struct json_object *cmd_exec(struct qw_server *server, struct json_object *req) {
+	struct json_object *text_obj = NULL, *b64_obj = NULL;
+	json_object_object_get_ex(req, "argv", &text_obj);
+	json_object_object_get_ex(req, "argv_base64", &b64_obj);
+	if (text_obj && b64_obj) {
+		return ipc_reply_error("give 'argv' or 'argv_base64', not both");
+	}
+	bool owned = b64_obj != NULL;
+	const char *key = owned ? "argv_base64" : "argv";
+	struct json_object *argv_obj = owned ? b64_obj : text_obj;
+	if (!argv_obj || !json_object_is_type(argv_obj, json_type_array) ||
+			json_object_array_length(argv_obj) == 0) {
+		return ipc_reply_error("'argv' (or 'argv_base64') must be a non-empty array of strings");
+	}
+	size_t n = json_object_array_length(argv_obj);
+	if (n > 4096) {
+		return ipc_reply_error("'%s' has too many elements", key);
+	}
+	char **argv = calloc(n + 1, sizeof(char *));
+	if (!argv) {
+		return ipc_reply_error("out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *arg = json_object_array_get_idx(argv_obj, i);
+		if (!json_object_is_type(arg, json_type_string) ||
+				json_object_get_string_len(arg) == 0) {
+			free_args(argv, i, owned);
+			return ipc_reply_error("'%s' element %zu is not a non-empty string", key, i);
+		}
+		if (!owned) {
+			argv[i] = (char *)json_object_get_string(arg);
+		} else if (!(argv[i] = decode_arg(json_object_get_string(arg),
+				(size_t)json_object_get_string_len(arg)))) {
+			free_args(argv, i, owned);
+			return ipc_reply_error("'argv_base64' element %zu is not base64 of a non-empty "
+				"argument without NUL bytes", i);
+		}
+	}
+	const char *reserve = get_string(req, "reserve");
+	char err[256] = "";
+	if (reserve && !qos_name_valid(reserve, err, sizeof(err))) {
+		free_args(argv, n, owned);
+		return ipc_reply_error("bad reserve name: %s", err);
+	}
+	pid_t pid = server_spawn_argv_qos(server, argv, reserve, err, sizeof(err));
+	free_args(argv, n, owned);
+	if (pid < 0) {
+		return ipc_reply_error("%s", err[0] ? err : "fork failed");
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "pid", json_object_new_int(pid));
+	if (err[0]) {
+		/* It runs, but without the reserve: say why. */
+		json_object_object_add(reply, "refused", ipc_json_text(err));
+	}
+	return reply;
+}
+
+/* One JSON value spanning the whole line (json-c alone stops after the
+ * first value and ignores trailing garbage). NULL if it does not. */
+static struct json_object *parse_whole(const char *line) {
+	struct json_tokener *tok = json_tokener_new();
+	if (!tok) {
+		return NULL;
+	}
+	size_t len = strlen(line);
+	struct json_object *obj = json_tokener_parse_ex(tok, line, (int)len);
+	if (obj && json_tokener_get_error(tok) == json_tokener_success) {
+		size_t used = json_tokener_get_parse_end(tok);
+		while (used < len && (line[used] == ' ' || line[used] == '\t' || line[used] == '\r')) {
+			used++;
+		}
+		if (used != len) {
+			json_object_put(obj);
+			obj = NULL;
+		}
+	} else if (obj) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	json_tokener_free(tok);
+	return obj;
+}
+
+struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
+		const char *line, bool *subscribe, bool *terminate) {
+	/* json-c takes any bytes inside a string; names and targets must be text. */
+	bool text = g_utf8_validate(line, -1, NULL);
+	struct json_object *req = text ? parse_whole(line) : NULL;
+	struct json_object *reply = NULL;
+	const char *command = NULL;
+	struct json_object *cmd_obj;
+	if (!text) {
+		reply = ipc_reply_error("request is not valid UTF-8");
+	} else if (!req) {
+		reply = ipc_reply_error("malformed JSON: the line must be exactly one JSON object");
+	} else if (!json_object_is_type(req, json_type_object) ||
+			!json_object_object_get_ex(req, "command", &cmd_obj) ||
+			!json_object_is_type(cmd_obj, json_type_string)) {
+		reply = ipc_reply_error("request must be an object with a string 'command'");
+	} else {
+		command = json_object_get_string(cmd_obj);
+	}
+	if (!command) {
+		/* reply already set */
+	} else if (strcmp(command, "version") == 0) {
+		reply = reply_ok();
+		json_object_object_add(reply, "version", json_object_new_string(QOSWAY_VERSION));
+	} else if (strcmp(command, "windows") == 0) {
+		reply = cmd_windows(server);
+	} else if (strcmp(command, "outputs") == 0) {
+		reply = cmd_outputs(server);
+	} else if (strcmp(command, "ping") == 0) {
+		struct qw_view *view = lookup_view(server, req, &reply);
+		if (view && view_is_paused(view)) {
+			/* It could not answer; the ping would only pile up. */
+			reply = ipc_reply_error("window %u is paused", view->id);
+		} else if (view) {
+			wlr_xdg_surface_ping(view->xdg_surface);
+			reply = reply_ok();
+		}
+	} else if (strcmp(command, "focus") == 0 || strcmp(command, "close") == 0) {
+		struct qw_view *view = lookup_view(server, req, &reply);
+		if (view) {
+			if (command[0] == 'f') {
+				view_focus(view);
+			} else {
+				view_close(view);
+			}
+			reply = reply_ok();
+		}
+	} else if (strcmp(command, "exec") == 0) {
+		reply = cmd_exec(server, req);
+	} else if (strcmp(command, "set") == 0) {
+		reply = cmd_set(server, peer_pid, req);
+	} else if (strcmp(command, "join") == 0) {
+		reply = cmd_join(server, peer_pid, req);
+	} else if (strcmp(command, "reserve") == 0) {
+		reply = cmd_reserve(server, peer_pid, req);
+	} else if (strcmp(command, "reserves") == 0) {
+		reply = cmd_reserves(server);
+	} else if (strcmp(command, "capacity") == 0) {
+		reply = cmd_capacity(server);
+	} else if (strcmp(command, "reload") == 0) {
+		reply = cmd_reload(server);
+	} else if (strcmp(command, "subscribe") == 0) {
+		*subscribe = true;
+		reply = reply_ok();
+	} else if (strcmp(command, "exit") == 0) {
+		reply = reply_ok();
+		*terminate = true;
+	} else {
+		reply = ipc_reply_error("unknown command '%.64s'", command);
+	}
+	json_object_put(req);
+	return reply;
+}
