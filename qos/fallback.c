@@ -99,29 +99,9 @@ static bool notified(const struct qos_reserve *r)
 }
 
 /*
- * How much of the slice a reserve the kernel also throttles
- * (races_kernel_throttle, below) gives up to leave its class in time; told
- * here for optimistic qos, the same holds for a real-time group's runtime.
- * The kernel brings a running thread's accounting
- * (its CPU clock, its deadline runtime) up to date only at ticks and
- * switches, and throttles it at the first tick that finds the runtime gone;
- * a CPU timer fires at a tick too.  So a check that sees less than a tick
- * left (on each CPU the members use) cannot know the thread survives the
- * next tick, and must move it to the fallback before then, with the runtime
- * still positive; the timers fire at the tick where that becomes true.
- *
- * A slice of a tick or less is different: a tick that merely finds a
- * light member running (an audio thread using a tenth of its slice) would
- * cost it its reservation for the rest of the period.  Such a reserve
- * leaves early only once it has used half; one that overruns from less is
- * throttled by the kernel and waits out its debt (optimistic.c).  Other
- * reserves need no guard: the kernel's own debt rules make up for a late
- * switch.
- */
-/*
- * A check that finds no more than the guard left does not switch there and
- * then, though: it comes back when the slice, used on at the rate the
- * members run, is down to this much (police.h's switch_at_us): more than
+ * A check that finds no more than the guard (timer_guard_us, below) left
+ * does not switch there and then: it comes back when the slice, used on at
+ * the rate the members run, is down to this much (police.h's switch_at_us): more than
  * the manager's wake-up latency (50-70 us at p99 in
  * tests/bench/qos_timerlat.py), well short of the tick the kernel throttles
  * at.  Before, a 6 ms slice at HZ=250 left at about 4 ms used: a 30%
@@ -133,7 +113,7 @@ static bool notified(const struct qos_reserve *r)
  * Whether the kernel enforces the reserve's budget itself, in a window of its
  * own, so that the manager's switch to the fallback must come before the
  * tick at which the kernel would stop the members:
- *  - optimistic qos: the deadline runtime (see timer_guard_us below);
+ *  - optimistic qos: the deadline runtime (see timer_guard_us, below);
  *  - fifo or rr with a fallback other than pause: the group's
  *    cpu.rt_runtime_us.  At a tick that finds both used up, the throttle
  *    comes first, and the thread does not even take the CPU-timer notice
@@ -151,6 +131,26 @@ static bool races_kernel_throttle(const struct qos_reserve *r)
 		qos_params_has_limit(p));
 }
 
+/*
+ * How much of the slice a reserve the kernel also throttles
+ * (races_kernel_throttle, above) gives up to leave its class in time; told
+ * here for optimistic qos, the same holds for a real-time group's runtime.
+ * The kernel brings a running thread's accounting
+ * (its CPU clock, its deadline runtime) up to date only at ticks and
+ * switches, and throttles it at the first tick that finds the runtime gone;
+ * a CPU timer fires at a tick too.  So a check that sees less than a tick
+ * left (on each CPU the members use) cannot know the thread survives the
+ * next tick, and must move it to the fallback before then, with the runtime
+ * still positive; the timers fire at the tick where that becomes true.
+ *
+ * A slice of a tick or less is different: a tick that merely finds a
+ * light member running (an audio thread using a tenth of its slice) would
+ * cost it its reservation for the rest of the period.  Such a reserve
+ * leaves early only once it has used half; one that overruns from less is
+ * throttled by the kernel and waits out its debt (optimistic.c).  Other
+ * reserves need no guard: the kernel's own debt rules make up for a late
+ * switch.
+ */
 static uint64_t timer_guard_us(const struct qos_reserve *r)
 {
 	if (!races_kernel_throttle(r))
