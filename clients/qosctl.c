@@ -4,6 +4,7 @@
  * 2 on bad usage, 3 when the compositor cannot be reached.
  */
 #include <errno.h>
+#include <glib.h>
 #include <json.h>
 #include <limits.h>
 #include <locale.h>
@@ -376,35 +377,12 @@ static int exec_command_start(int argc, char **argv) {
 	return first;
 }
 
-/* s in standard base64, with padding; NULL when out of memory. */
-static char *base64(const char *s) {
-	static const char digits[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s);
-	char *out = malloc((n + 2) / 3 * 4 + 1);
-	if (!out) {
-		return NULL;
-	}
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-			(i + 2 < n ? p[i + 2] : 0);
-		out[o++] = digits[v >> 18 & 63];
-		out[o++] = digits[v >> 12 & 63];
-		out[o++] = i + 1 < n ? digits[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < n ? digits[v & 63] : '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
 /*
  * exec's command words: as text when they all are, else every one in
  * base64 (a program or file name in another encoding, which a JSON string
  * cannot carry; docs/ipc.md).
  */
-static bool add_command(struct json_object *req, int argc, char **argv) {
+static void add_command(struct json_object *req, int argc, char **argv) {
 	bool text = true;
 	for (int i = 0; i < argc; i++) {
 		text = text && qos_utf8_valid(argv[i]);
@@ -412,14 +390,11 @@ static bool add_command(struct json_object *req, int argc, char **argv) {
 	struct json_object *args = json_object_new_array();
 	json_object_object_add(req, text ? "argv" : "argv_base64", args);
 	for (int i = 0; i < argc; i++) {
-		char *encoded = text ? NULL : base64(argv[i]);
-		if (!text && !encoded) {
-			return false;
-		}
+		gchar *encoded = text ? NULL : g_base64_encode((const guchar *)argv[i],
+			strlen(argv[i]));
 		json_object_array_add(args, json_object_new_string(text ? argv[i] : encoded));
-		free(encoded);
+		g_free(encoded);
 	}
-	return true;
 }
 
 /* Build the request for argv; returns NULL (after printing why) on bad usage. */
@@ -508,10 +483,7 @@ static struct json_object *build_request(int argc, char **argv) {
 			fprintf(stderr, "qosctl: usage: qosctl exec -- CMD [ARGS...]\n");
 			goto err;
 		}
-		if (!add_command(req, argc - first, argv + first)) {
-			fprintf(stderr, "qosctl: out of memory\n");
-			goto err;
-		}
+		add_command(req, argc - first, argv + first);
 		return req;
 	}
 	fprintf(stderr, "qosctl: unknown command '%s'\n", cmd);
