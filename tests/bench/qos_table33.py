@@ -9,6 +9,13 @@ time-sharing) and under a `qos` reserve (SCHED_DEADLINE through the
 manager).  Printed beside the thesis's numbers.  Goal: with load and a qos
 reserve, <= 2 ms at every utilization (thesis at 1024 Hz: 2/5/16/18 ms).
 
+The reserve is the task's need plus a margin of at least 300 us: the time
+this VM's host steals from a job and the guest charges to it as CPU time
+(seen at 120-350 us in the per-job logs).  That is static over-reservation
+against stolen time (Regehr and Stankovic, seed 003).  The loaded qos row is
+also run with the 100 us margin that ignores it, in the same run, so the
+effect of the margin is measured rather than assumed.
+
 A benchmark, not a test: it always exits 0 once it has numbers.  See
 docs/qos-benchmarks.md.
 """
@@ -38,11 +45,12 @@ THESIS = {
 BENCH_CPU = 1
 
 
-def reserve_slice_us(period_ms, util, margin_pct):
-    """The qos reserve: the task's need plus a margin (points of the period)."""
+def reserve_slice_us(period_ms, util, margin_pct, margin_us):
+    """The qos reserve: the task's need plus a margin (points of the period,
+    at least margin_us), within the kernel's 95% deadline bound."""
     period_us = period_ms * 1000
     need = period_us * util // 100
-    return min(period_us * 95 // 100, need + max(period_us * margin_pct // 100, 100))
+    return min(period_us * 95 // 100, need + max(period_us * margin_pct // 100, margin_us))
 
 
 # Signs that the host, not this kernel's scheduler, held a job up (this VM's
@@ -73,7 +81,7 @@ def host_disturbed(history, policy):
     return False
 
 
-def run_cell(args, build, mgr, policy, util, log):
+def run_cell(args, build, mgr, policy, util, margin_us, log):
     """Tries the periods in order; returns (shortest passing period or None, attempts).
 
     An attempt whose miss follows a job the host held up (host_disturbed) is
@@ -98,7 +106,8 @@ def run_cell(args, build, mgr, policy, util, log):
                 period_ms = int(words[1]) // 1000
                 if policy == "qos":
                     mgr.ok("reserve t33 policy=qos period=%dms slice=%dus fallback=pause" %
-                           (period_ms, reserve_slice_us(period_ms, util, args.margin)))
+                           (period_ms, reserve_slice_us(period_ms, util, args.margin,
+                                                         margin_us)))
                     if not joined:
                         mgr.ok("join t33 %d" % p.pid)
                         joined = True
@@ -114,10 +123,11 @@ def run_cell(args, build, mgr, policy, util, log):
                                  "worst_response_us": worst, "worst_wait_us": wait,
                                  "worst_lost_us": lost, "worst_switches": switches,
                                  "last_jobs": history, "host_disturbed": host})
-                log.write("%s util=%d period=%dms jobs=%d missed=%d worst=%dus "
+                log.write("%s%s util=%d period=%dms jobs=%d missed=%d worst=%dus "
                           "(waited %dus, lost %dus, switched out %d) last jobs "
                           "lost:waited:switches:stops:stolen %s%s\n" %
-                          (policy, util, period_ms, jobs, missed, worst, wait, lost, switches,
+                          (policy, " margin=%dus" % margin_us if policy == "qos" else "",
+                           util, period_ms, jobs, missed, worst, wait, lost, switches,
                            " ".join(history), " HOST" if host else ""))
                 if missed == 0:
                     found = period_ms
@@ -148,6 +158,11 @@ def main():
     ap.add_argument("--utils", default="20,40,60,80")
     ap.add_argument("--margin", type=int, default=5,
                     help="qos reserve = need + this many points of the period (default 5)")
+    ap.add_argument("--margin-us", type=int, default=300,
+                    help="... but at least this many us (default 300: the host's stolen time)")
+    ap.add_argument("--bare-margin-us", type=int, default=100,
+                    help="the loaded qos row is run again with this smallest margin, which"
+                    " does not cover stolen time (default 100; 0: skip)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="repeat an attempt the host disturbed up to this many times (default 3;"
                     " 0: take every miss as it is)")
@@ -161,18 +176,22 @@ def main():
     stamp = time.strftime("%Y%m%d-%H%M%S")
     qc.install_handlers()
 
-    policies = ["other", "qos"]
+    # Rows: (name, policy, smallest margin in us).  "qos-bare" is the
+    # reserve that does not cover the host's stolen time, under load only.
+    rows = [("other", "other", 0), ("qos", "qos", args.margin_us)]
+    if args.bare_margin_us:
+        rows.append(("qos-bare", "qos", args.bare_margin_us))
     mgr = None
     if os.geteuid() != 0:
         print("not root: the qos rows are skipped (SCHED_DEADLINE and cgroups need root)")
-        policies = ["other"]
+        rows = rows[:1]
     elif (os.cpu_count() or 1) < 2:
         sys.exit("needs 2 CPUs")
     results = {}
     t0 = time.monotonic()
     log_path = os.path.join(out, "qos_table33-%s.log" % stamp)
     try:
-        if "qos" in policies:
+        if len(rows) > 1:
             mgr = qc.Manager(build, ["--quiet"])
         with open(log_path, "w") as log:
             for load in (False, True):
@@ -183,12 +202,16 @@ def main():
                     loads = [qc.spin(os.path.join(build, "tests", "qos", "qos-bench"), c)
                              for c in range(os.cpu_count())]
                     time.sleep(0.2)
-                for policy in policies:
+                for row, policy, margin_us in rows:
+                    if row == "qos-bare" and not load:
+                        continue
                     for util in utils:
-                        found, attempts = run_cell(args, build, mgr, policy, util, log)
-                        results[(load, policy, util)] = {"period_ms": found,
-                                                         "attempts": attempts}
-                        print("  load=%-3s %-5s %2d%%: %s ms" % ("yes" if load else "no", policy,
+                        found, attempts = run_cell(args, build, mgr, policy, util, margin_us,
+                                                   log)
+                        results[(load, row, util)] = {"period_ms": found,
+                                                      "margin_us": margin_us,
+                                                      "attempts": attempts}
+                        print("  load=%-3s %-8s %2d%%: %s ms" % ("yes" if load else "no", row,
                               util, fmt(found)), flush=True)
                 for p in loads:
                     qc.stop(p)
@@ -199,8 +222,9 @@ def main():
     print()
     print("Shortest period (ms) with no missed deadline over %.0f s (thesis Table 3.3 beside it)"
           % args.seconds)
-    print("qos reserve = need + %d%% of the period (at least 100 us); other task pinned to CPU %d"
-          % (args.margin, BENCH_CPU))
+    print("qos reserve = need + %d%% of the period, at least %d us (the host's stolen time;"
+          " 'qos, bare' row: at least %d us); other task pinned to CPU %d"
+          % (args.margin, args.margin_us, args.bare_margin_us, BENCH_CPU))
     print("an attempt whose miss follows a host stall (lost/stopped >= %d us without a switch in"
           " this kernel, or as much CPU time charged to one turn of the job's loop) is redone,"
           " at most %d times a period" % (HOST_US, args.repeats))
@@ -213,25 +237,35 @@ def main():
                 row = THESIS[(load, hz, policy)]
                 print("%-9s %-22s" % ("yes" if load else "no", "thesis %dHz %s" % (hz, policy)) +
                       "".join("%8s" % fmt(row[UTILS.index(u)]) for u in utils))
-            if policy in policies:
-                print("%-9s %-22s" % ("yes" if load else "no", "measured %s" % policy) +
-                      "".join("%8s" % fmt(results[(load, policy, u)]["period_ms"])
+            for row in (policy, policy + "-bare"):
+                if (load, row, utils[0]) not in results:
+                    continue
+                label = "measured %s" % policy
+                if row != policy:
+                    label += ", bare"
+                elif policy == "qos":
+                    label += " +%dus" % args.margin_us
+                print("%-9s %-22s" % ("yes" if load else "no", label) +
+                      "".join("%8s" % fmt(results[(load, row, u)]["period_ms"])
                               for u in utils))
                 print("%-9s %-22s" % ("", "  host-stalled, redone") +
-                      "".join("%8d" % sum(1 for a in results[(load, policy, u)]["attempts"]
+                      "".join("%8d" % sum(1 for a in results[(load, row, u)]["attempts"]
                                           if a.get("repeated")) for u in utils))
-    if "qos" in policies:
-        got = [results[(True, "qos", u)]["period_ms"] for u in utils]
-        ok = all(v is not None and v <= 2 for v in got)
+    if len(rows) > 1:
         print()
-        print("Goal (load + qos <= 2 ms at every utilization): %s  [%s]  thesis 1024 Hz: 2/5/16/18"
-              % ("met" if ok else "NOT met", "/".join(fmt(v) for v in got)))
+        for row, margin_us in [(r[0], r[2]) for r in rows[1:]]:
+            got = [results[(True, row, u)]["period_ms"] for u in utils]
+            ok = all(v is not None and v <= 2 for v in got)
+            print("Goal (load + qos <= 2 ms at every utilization), reserve margin >= %d us: %s"
+                  "  [%s]  thesis 1024 Hz: 2/5/16/18"
+                  % (margin_us, "met" if ok else "NOT met", "/".join(fmt(v) for v in got)))
     print("elapsed %.0f s; per-attempt log: %s" % (elapsed, log_path))
 
     data = {"machine": qc.machine_note(), "seconds": args.seconds, "margin": args.margin,
+            "margin_us": args.margin_us, "bare_margin_us": args.bare_margin_us,
             "repeats": args.repeats, "host_us": HOST_US,
             "elapsed_s": elapsed,
-            "results": [{"load": k[0], "policy": k[1], "util": k[2], **v}
+            "results": [{"load": k[0], "row": k[1], "util": k[2], **v}
                         for k, v in results.items()],
             "thesis": [{"load": k[0], "hz": k[1], "policy": k[2], "periods_ms": v}
                        for k, v in THESIS.items()]}
@@ -242,20 +276,26 @@ def main():
     if qc.can_chart():
         import matplotlib.pyplot as plt
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+        # One colour per series in both panels (the unloaded one has no
+        # bare row).
+        colours = {label: "C%d" % i for i, label in enumerate(
+            ["measured " + r[0] for r in rows] +
+            ["thesis 1024Hz other", "thesis 1024Hz qos"])}
         for ax, load in zip(axes, (False, True)):
-            series = [("measured " + p, [results[(load, p, u)]["period_ms"] for u in utils])
-                      for p in policies]
+            series = [("measured " + r[0], [results[(load, r[0], u)]["period_ms"]
+                                            for u in utils])
+                      for r in rows if (load, r[0], utils[0]) in results]
             series += [("thesis 1024Hz " + p, [THESIS[(load, 1024, p)][UTILS.index(u)]
                                                for u in utils]) for p in ("other", "qos")]
             width = 0.8 / len(series)
             for i, (label, vals) in enumerate(series):
                 xs = [j + i * width for j in range(len(utils))]
                 hs = [v if v is not None else 0 for v in vals]
-                ax.bar(xs, hs, width, label=label,
+                ax.bar(xs, hs, width, label=label, color=colours[label],
                        hatch="//" if label.startswith("thesis") else None)
                 for x, v in zip(xs, vals):
                     if v is None:
-                        ax.text(x, 1, "Fail", rotation=90, ha="center", va="bottom",
+                        ax.text(x, 1.05, "Fail", rotation=90, ha="center", va="bottom",
                                 fontsize=7)
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(utils))])
             ax.set_xticklabels(["%d%%" % u for u in utils])
@@ -263,6 +303,10 @@ def main():
             ax.set_title("background load: %s" % ("yes" if load else "no"))
             ax.set_xlabel("CPU the task needs")
             ax.axhline(2, color="grey", lw=0.8, ls=":")
+        # Set once both panels are drawn: the axes are shared, and the
+        # thesis's loaded row is the tallest.
+        axes[0].set_ylim(1, 1.3 * max(v for ax in axes for bar in ax.patches
+                                      for v in [bar.get_height()]))
         axes[0].set_ylabel("shortest period met (ms, log)")
         axes[1].legend(fontsize=7)
         fig.suptitle("Table 3.3 analogue (%s, %.0f s runs)" % (os.uname().release, args.seconds))
