@@ -13,9 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -33,112 +31,13 @@
 #include "presentation-time-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
 
-/* Built without the XML (an old checkout), the player has no -r/-q. */
-#if defined(__has_include)
-#if __has_include("qosway-reserve-v1-client-protocol.h")
-#include "qosway-reserve-v1-client-protocol.h"
-#define HAVE_QOSWAY_RESERVE 1
-#endif
-#endif
-#ifndef HAVE_QOSWAY_RESERVE
-#define HAVE_QOSWAY_RESERVE 0
-#endif
+#include "qos-player.h"
 
-#define NUM_BUFFERS 3
-#define MAX_DIMENSION 16384
-/* One second of work per frame is already absurd; the bound catches typos. */
-#define MAX_WORK_USEC 1000000L
 /* Long enough for a compositor at 30 Hz to deliver the last feedback. */
 #define FEEDBACK_DRAIN_MS 100
 /* Period of the diagonal stripe pattern, in pixels. */
 #define PATTERN_PERIOD 256
 
-struct player;
-
-struct buffer {
-	struct player *player;
-	struct wl_buffer *wl_buffer;
-	uint32_t *pixels;
-	bool busy;
-};
-
-struct feedback {
-	struct player *player;
-	struct wp_presentation_feedback *wp_feedback;
-	struct wl_list link;    /* player.feedbacks */
-};
-
-struct options {
-	long frames;            /* 0 = until a signal or close */
-	int width, height;
-	long work_usec;
-	const char *title;
-	const char *app_id;
-	bool presentation;
-	/* qosway-reserve-v1: a reserve by name (-r) and/or qos params (-q). */
-	const char *reserve_name;
-	bool reserve_qos;
-	uint32_t qos_period_us, qos_slice_us, qos_fallback;
-};
-
-/* What became of the reserve request, for stderr and the JSON line. */
-enum reserve_state {
-	RESERVE_NONE,           /* not asked for */
-	RESERVE_UNSUPPORTED,    /* no qosway_reserve_manager_v1 global */
-	RESERVE_PENDING,        /* asked, no answer yet */
-	RESERVE_GRANTED,
-	RESERVE_REFUSED,
-};
-
-struct stats {
-	/* Where the current statistics window begins; SIGUSR1 moves it. */
-	double start_s;
-	double cpu_start_s;
-	double end_s;
-	long frames;
-	double last_done_s;     /* < 0 until the first frame callback */
-	double worst_gap_s;
-	long presented;
-	long discarded;
-};
-
-struct player {
-	struct options opt;
-
-	struct wl_display *display;
-	struct wl_registry *registry;
-	struct wl_compositor *compositor;
-	struct wl_shm *shm;
-	struct xdg_wm_base *wm_base;
-	struct wp_presentation *presentation;
-#if HAVE_QOSWAY_RESERVE
-	struct qosway_reserve_manager_v1 *reserve_manager;
-	struct qosway_reserve_v1 *reserve;
-#endif
-	enum reserve_state reserve_state;
-	char reserve_refusal[32];
-
-	struct wl_surface *surface;
-	struct xdg_surface *xdg_surface;
-	struct xdg_toplevel *toplevel;
-	struct wl_callback *frame_cb;
-
-	struct buffer buffers[NUM_BUFFERS];
-	uint32_t *pattern;      /* one row plus a period, scrolled per row */
-	size_t pattern_len;
-
-	bool configured;
-	bool running;
-	bool failed;
-	/* Frame callback arrived while every buffer was still held. */
-	bool want_frame;
-	long committed;         /* frames drawn in total, for the animation */
-	long frames_total;      /* callbacks over the whole run, for -n */
-	struct wl_list feedbacks;   /* struct feedback, not yet answered */
-
-	struct stats stats;
-	uint64_t work_sink;
-};
 
 static double
 clock_s(clockid_t id)
@@ -444,111 +343,6 @@ static const struct xdg_wm_base_listener wm_base_listener = {
 	.ping = wm_base_ping,
 };
 
-/* Policy names of qosway-reserve-v1, indexed by the wire value. */
-static const char *const policy_names[] = {
-	"other", "idle", "pause", "qos", "fifo", "rr",
-};
-
-static const char *
-reserve_label(const struct player *p)
-{
-	return p->opt.reserve_name != NULL ? p->opt.reserve_name : "(automatic)";
-}
-
-#if HAVE_QOSWAY_RESERVE
-static const char *
-policy_name(uint32_t policy)
-{
-	return policy < sizeof(policy_names) / sizeof(policy_names[0]) ?
-		policy_names[policy] : "unknown";
-}
-
-static void
-reserve_params(void *data, struct qosway_reserve_v1 *reserve, uint32_t policy,
-		uint32_t fallback, uint32_t period_us, uint32_t slice_us, int32_t nice,
-		uint32_t priority)
-{
-	struct player *p = data;
-	fprintf(stderr, "qos-player: reserve %s: params policy=%s fallback=%s "
-		"period=%" PRIu32 "us slice=%" PRIu32 "us nice=%" PRId32 " priority=%" PRIu32 "\n",
-		reserve_label(p), policy_name(policy), policy_name(fallback),
-		period_us, slice_us, nice, priority);
-}
-
-static void
-reserve_granted(void *data, struct qosway_reserve_v1 *reserve)
-{
-	struct player *p = data;
-	p->reserve_state = RESERVE_GRANTED;
-	fprintf(stderr, "qos-player: reserve %s: granted\n", reserve_label(p));
-}
-
-static void
-reserve_refused(void *data, struct qosway_reserve_v1 *reserve, uint32_t reason,
-		const char *message)
-{
-	struct player *p = data;
-	static const char *const reasons[] = { "capacity", "forbidden", "rate_limited" };
-	const char *why = reason < sizeof(reasons) / sizeof(reasons[0]) ?
-		reasons[reason] : "unknown";
-	p->reserve_state = RESERVE_REFUSED;
-	snprintf(p->reserve_refusal, sizeof(p->reserve_refusal), "%s", why);
-	fprintf(stderr, "qos-player: reserve %s: refused (%s): %s\n",
-		reserve_label(p), why, message != NULL ? message : "");
-}
-
-static void
-reserve_overrun(void *data, struct qosway_reserve_v1 *reserve, uint32_t used_us,
-		uint32_t billed_us)
-{
-	(void)data; (void)reserve; (void)used_us; (void)billed_us;
-}
-
-static void
-reserve_stats(void *data, struct qosway_reserve_v1 *reserve, uint32_t period_us,
-		uint32_t used_us, uint32_t billed_us)
-{
-	(void)data; (void)reserve; (void)period_us; (void)used_us; (void)billed_us;
-}
-
-static const struct qosway_reserve_v1_listener reserve_listener = {
-	.params = reserve_params,
-	.granted = reserve_granted,
-	.refused = reserve_refused,
-	.overrun = reserve_overrun,
-	.stats = reserve_stats,
-};
-#endif
-
-/*
- * Ask for the reserve the options name, for the whole process: the named
- * reserve (-r) or the automatic one, with qos parameters first if -q gave
- * them. The answer (granted/refused) arrives as events.
- */
-static void
-request_reserve(struct player *p)
-{
-	if (p->opt.reserve_name == NULL && !p->opt.reserve_qos) {
-		return;
-	}
-#if HAVE_QOSWAY_RESERVE
-	if (p->reserve_manager != NULL) {
-		p->reserve = qosway_reserve_manager_v1_get_reserve(p->reserve_manager,
-			p->opt.reserve_name != NULL ? p->opt.reserve_name : "");
-		qosway_reserve_v1_add_listener(p->reserve, &reserve_listener, p);
-		if (p->opt.reserve_qos) {
-			qosway_reserve_v1_set_params(p->reserve, QOSWAY_RESERVE_V1_POLICY_QOS,
-				p->opt.qos_fallback, p->opt.qos_period_us, p->opt.qos_slice_us, 0, 0);
-		}
-		qosway_reserve_v1_join(p->reserve, 0);
-		p->reserve_state = RESERVE_PENDING;
-		return;
-	}
-#endif
-	p->reserve_state = RESERVE_UNSUPPORTED;
-	fprintf(stderr, "qos-player: reserve %s: the compositor has no "
-		"qosway_reserve_manager_v1, playing without a reserve\n", reserve_label(p));
-}
 
 static void
 registry_global(void *data, struct wl_registry *registry, uint32_t name,
@@ -567,15 +361,9 @@ registry_global(void *data, struct wl_registry *registry, uint32_t name,
 			p->opt.presentation) {
 		p->presentation = wl_registry_bind(registry, name,
 			&wp_presentation_interface, 1);
+	} else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0) {
+		player_bind_reserve_manager(p, registry, name);
 	}
-#if HAVE_QOSWAY_RESERVE
-	else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0 &&
-			(p->opt.reserve_name != NULL || p->opt.reserve_qos) &&
-			p->reserve_manager == NULL) {
-		p->reserve_manager = wl_registry_bind(registry, name,
-			&qosway_reserve_manager_v1_interface, 1);
-	}
-#endif
 }
 
 static void
@@ -769,191 +557,6 @@ print_stats(const struct player *p)
 	fflush(stdout);
 }
 
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: qos-player [options]\n"
-		"Plays full-damage shm frames paced by frame callbacks, like a video player.\n"
-		"\n"
-		"  -n FRAMES   frames to play, 0 = until SIGINT/SIGTERM or close (default 300)\n"
-		"  -W WIDTH    buffer width in pixels (default 640)\n"
-		"  -H HEIGHT   buffer height in pixels (default 480)\n"
-		"  -u USEC     CPU time spent \"decoding\" each frame, in microseconds (default 0)\n"
-		"  -t TITLE    window title (default \"qos-player\")\n"
-		"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
-		"  -p          count presentation-time feedback (presented/discarded)\n"
-		"  -r NAME     join the process to reserve NAME (qosway-reserve-v1)\n"
-		"  -q PERIOD_US:SLICE_US[:FALLBACK]\n"
-		"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
-		"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
-		"              the automatic reserve, or on NAME with -r\n"
-		"  -h          show this help\n"
-		"\n"
-		"The reserve's result (granted/refused) goes to stderr; without the\n"
-		"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
-		"On exit prints one JSON line on stdout:\n"
-		"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
-		"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
-		"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
-		"interval between two of them; presented/discarded are null without -p;\n"
-		"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
-		"\"pending\" (no answer yet) or \"unsupported\".\n"
-		"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
-}
-
-static bool
-parse_long(const char *arg, char opt, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0') {
-		fprintf(stderr, "qos-player: -%c: '%s' is not an integer\n", opt, arg);
-		return false;
-	}
-	if (v < min || v > max) {
-		fprintf(stderr, "qos-player: -%c: %ld is out of range [%ld, %ld]\n",
-			opt, v, min, max);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-/* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
-static bool
-parse_qos(const char *arg, struct options *opt)
-{
-	char *end;
-	errno = 0;
-	unsigned long period = strtoul(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
-		goto bad;
-	}
-	const char *slice_s = end + 1;
-	errno = 0;
-	unsigned long slice = strtoul(slice_s, &end, 10);
-	if (errno != 0 || end == slice_s || (*end != ':' && *end != '\0') || slice_s[0] == '-') {
-		goto bad;
-	}
-	uint32_t fallback = 0;
-	if (*end == ':') {
-		const char *fb = end + 1;
-		size_t i, n = sizeof(policy_names) / sizeof(policy_names[0]);
-		for (i = 0; i < n && strcmp(fb, policy_names[i]) != 0; i++) {
-		}
-		if (i == n) {
-			fprintf(stderr, "qos-player: -q: unknown fallback '%s' (other, idle, "
-				"pause, qos, fifo or rr)\n", fb);
-			return false;
-		}
-		fallback = (uint32_t)i;
-	}
-	if (period < 100 || period > 10000000 || slice < 1 || slice > period) {
-		fprintf(stderr, "qos-player: -q: the period must be 100 to 10000000 us "
-			"and the slice 1 us to the period\n");
-		return false;
-	}
-	opt->reserve_qos = true;
-	opt->qos_period_us = (uint32_t)period;
-	opt->qos_slice_us = (uint32_t)slice;
-	opt->qos_fallback = fallback;
-	return true;
-bad:
-	fprintf(stderr, "qos-player: -q: '%s' is not PERIOD_US:SLICE_US[:FALLBACK]\n", arg);
-	return false;
-}
-
-static bool
-parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
-{
-	long v;
-	int c;
-	*opt = (struct options){
-		.frames = 300,
-		.width = 640,
-		.height = 480,
-		.work_usec = 0,
-		.title = "qos-player",
-		.app_id = "qos-player",
-		.presentation = false,
-	};
-	while ((c = getopt(argc, argv, ":n:W:H:u:t:a:pr:q:h")) != -1) {
-		switch (c) {
-		case 'n':
-			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
-				goto bad;
-			}
-			break;
-		case 'W':
-			if (!parse_long(optarg, 'W', 1, MAX_DIMENSION, &v)) {
-				goto bad;
-			}
-			opt->width = (int)v;
-			break;
-		case 'H':
-			if (!parse_long(optarg, 'H', 1, MAX_DIMENSION, &v)) {
-				goto bad;
-			}
-			opt->height = (int)v;
-			break;
-		case 'u':
-			if (!parse_long(optarg, 'u', 0, MAX_WORK_USEC, &opt->work_usec)) {
-				goto bad;
-			}
-			break;
-		case 't':
-			opt->title = optarg;
-			break;
-		case 'a':
-			opt->app_id = optarg;
-			break;
-		case 'p':
-			opt->presentation = true;
-			break;
-		case 'r': {
-			size_t len = strlen(optarg);
-			bool ok = len >= 1 && len <= 63;
-			for (size_t i = 0; ok && i < len; i++) {
-				unsigned char ch = (unsigned char)optarg[i];
-				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
-			}
-			if (!ok) {
-				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes "
-					"without '/' or control characters\n");
-				goto bad;
-			}
-			opt->reserve_name = optarg;
-			break;
-		}
-		case 'q':
-			if (!parse_qos(optarg, opt)) {
-				goto bad;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			*exit_code = EXIT_SUCCESS;
-			return false;
-		case ':':
-			fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
-			goto bad;
-		default:
-			fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
-			goto bad;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "qos-player: unexpected argument '%s'\n", argv[optind]);
-		goto bad;
-	}
-	return true;
-bad:
-	fprintf(stderr, "Try 'qos-player -h' for help.\n");
-	*exit_code = 2;
-	return false;
-}
 
 static bool
 connect_and_bind(struct player *p)
@@ -982,7 +585,7 @@ connect_and_bind(struct player *p)
 		fprintf(stderr, "qos-player: -p: compositor lacks wp_presentation, "
 			"presented/discarded will be null\n");
 	}
-	request_reserve(p);
+	player_request_reserve(p);
 	/* The answer before the first frame: the reserve holds from the start. */
 	if (p->reserve_state == RESERVE_PENDING && wl_display_roundtrip(p->display) < 0) {
 		fprintf(stderr, "qos-player: lost the connection while asking for the reserve\n");
@@ -1031,14 +634,7 @@ destroy_window(struct player *p)
 static void
 destroy_globals(struct player *p)
 {
-#if HAVE_QOSWAY_RESERVE
-	if (p->reserve != NULL) {
-		qosway_reserve_v1_destroy(p->reserve);
-	}
-	if (p->reserve_manager != NULL) {
-		qosway_reserve_manager_v1_destroy(p->reserve_manager);
-	}
-#endif
+	player_reserve_finish(p);
 	if (p->presentation != NULL) {
 		wp_presentation_destroy(p->presentation);
 	}
@@ -1082,7 +678,7 @@ main(int argc, char *argv[])
 	int exit_code = EXIT_FAILURE;
 	wl_list_init(&p.feedbacks);
 
-	if (!parse_options(argc, argv, &p.opt, &exit_code)) {
+	if (!player_parse_options(argc, argv, &p.opt, &exit_code)) {
 		return exit_code;
 	}
 	int sfd = setup_signals();

@@ -1,0 +1,191 @@
+/* qos-player's command line. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qos-player.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: qos-player [options]\n"
+		"Plays full-damage shm frames paced by frame callbacks, like a video player.\n"
+		"\n"
+		"  -n FRAMES   frames to play, 0 = until SIGINT/SIGTERM or close (default 300)\n"
+		"  -W WIDTH    buffer width in pixels (default 640)\n"
+		"  -H HEIGHT   buffer height in pixels (default 480)\n"
+		"  -u USEC     CPU time spent \"decoding\" each frame, in microseconds (default 0)\n"
+		"  -t TITLE    window title (default \"qos-player\")\n"
+		"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
+		"  -p          count presentation-time feedback (presented/discarded)\n"
+		"  -r NAME     join the process to reserve NAME (qosway-reserve-v1)\n"
+		"  -q PERIOD_US:SLICE_US[:FALLBACK]\n"
+		"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
+		"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
+		"              the automatic reserve, or on NAME with -r\n"
+		"  -h          show this help\n"
+		"\n"
+		"The reserve's result (granted/refused) goes to stderr; without the\n"
+		"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
+		"On exit prints one JSON line on stdout:\n"
+		"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
+		"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
+		"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
+		"interval between two of them; presented/discarded are null without -p;\n"
+		"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
+		"\"pending\" (no answer yet) or \"unsupported\".\n"
+		"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
+}
+
+static bool
+parse_long(const char *arg, char opt, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0') {
+		fprintf(stderr, "qos-player: -%c: '%s' is not an integer\n", opt, arg);
+		return false;
+	}
+	if (v < min || v > max) {
+		fprintf(stderr, "qos-player: -%c: %ld is out of range [%ld, %ld]\n",
+			opt, v, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
+static bool
+parse_qos(const char *arg, struct options *opt)
+{
+	char *end;
+	errno = 0;
+	unsigned long period = strtoul(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
+		goto bad;
+	}
+	const char *slice_s = end + 1;
+	errno = 0;
+	unsigned long slice = strtoul(slice_s, &end, 10);
+	if (errno != 0 || end == slice_s || (*end != ':' && *end != '\0') || slice_s[0] == '-') {
+		goto bad;
+	}
+	uint32_t fallback = 0;
+	if (*end == ':') {
+		const char *fb = end + 1;
+		if (!player_policy_from_name(fb, &fallback)) {
+			fprintf(stderr, "qos-player: -q: unknown fallback '%s' (other, idle, "
+				"pause, qos, fifo or rr)\n", fb);
+			return false;
+		}
+	}
+	if (period < 100 || period > 10000000 || slice < 1 || slice > period) {
+		fprintf(stderr, "qos-player: -q: the period must be 100 to 10000000 us "
+			"and the slice 1 us to the period\n");
+		return false;
+	}
+	opt->reserve_qos = true;
+	opt->qos_period_us = (uint32_t)period;
+	opt->qos_slice_us = (uint32_t)slice;
+	opt->qos_fallback = fallback;
+	return true;
+bad:
+	fprintf(stderr, "qos-player: -q: '%s' is not PERIOD_US:SLICE_US[:FALLBACK]\n", arg);
+	return false;
+}
+
+bool
+player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
+{
+	long v;
+	int c;
+	*opt = (struct options){
+		.frames = 300,
+		.width = 640,
+		.height = 480,
+		.work_usec = 0,
+		.title = "qos-player",
+		.app_id = "qos-player",
+		.presentation = false,
+	};
+	while ((c = getopt(argc, argv, ":n:W:H:u:t:a:pr:q:h")) != -1) {
+		switch (c) {
+		case 'n':
+			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
+				goto bad;
+			}
+			break;
+		case 'W':
+			if (!parse_long(optarg, 'W', 1, MAX_DIMENSION, &v)) {
+				goto bad;
+			}
+			opt->width = (int)v;
+			break;
+		case 'H':
+			if (!parse_long(optarg, 'H', 1, MAX_DIMENSION, &v)) {
+				goto bad;
+			}
+			opt->height = (int)v;
+			break;
+		case 'u':
+			if (!parse_long(optarg, 'u', 0, MAX_WORK_USEC, &opt->work_usec)) {
+				goto bad;
+			}
+			break;
+		case 't':
+			opt->title = optarg;
+			break;
+		case 'a':
+			opt->app_id = optarg;
+			break;
+		case 'p':
+			opt->presentation = true;
+			break;
+		case 'r': {
+			size_t len = strlen(optarg);
+			bool ok = len >= 1 && len <= 63;
+			for (size_t i = 0; ok && i < len; i++) {
+				unsigned char ch = (unsigned char)optarg[i];
+				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
+			}
+			if (!ok) {
+				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes "
+					"without '/' or control characters\n");
+				goto bad;
+			}
+			opt->reserve_name = optarg;
+			break;
+		}
+		case 'q':
+			if (!parse_qos(optarg, opt)) {
+				goto bad;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			*exit_code = EXIT_SUCCESS;
+			return false;
+		case ':':
+			fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
+			goto bad;
+		default:
+			fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
+			goto bad;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "qos-player: unexpected argument '%s'\n", argv[optind]);
+		goto bad;
+	}
+	return true;
+bad:
+	fprintf(stderr, "Try 'qos-player -h' for help.\n");
+	*exit_code = 2;
+	return false;
+}

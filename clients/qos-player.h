@@ -1,0 +1,133 @@
+/*
+ * qos-player's state, shared by the files of the program: qos-player.c
+ * plays, qos-player-options.c reads the command line, qos-player-reserve.c
+ * asks qosway-reserve-v1 for a reserve.
+ */
+#ifndef QOSWAY_QOS_PLAYER_H
+#define QOSWAY_QOS_PLAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <wayland-client.h>
+
+#include "qosway-reserve-v1-client-protocol.h"
+
+#define NUM_BUFFERS 3
+#define MAX_DIMENSION 16384
+/* One second of work per frame is already absurd; the bound catches typos. */
+#define MAX_WORK_USEC 1000000L
+
+struct player;
+
+struct buffer {
+	struct player *player;
+	struct wl_buffer *wl_buffer;
+	uint32_t *pixels;
+	bool busy;
+};
+
+struct feedback {
+	struct player *player;
+	struct wp_presentation_feedback *wp_feedback;
+	struct wl_list link;    /* player.feedbacks */
+};
+
+struct options {
+	long frames;            /* 0 = until a signal or close */
+	int width, height;
+	long work_usec;
+	const char *title;
+	const char *app_id;
+	bool presentation;
+	/* qosway-reserve-v1: a reserve by name (-r) and/or qos params (-q). */
+	const char *reserve_name;
+	bool reserve_qos;
+	uint32_t qos_period_us, qos_slice_us, qos_fallback;
+};
+
+/* What became of the reserve request, for stderr and the JSON line. */
+enum reserve_state {
+	RESERVE_NONE,           /* not asked for */
+	RESERVE_UNSUPPORTED,    /* no qosway_reserve_manager_v1 global */
+	RESERVE_PENDING,        /* asked, no answer yet */
+	RESERVE_GRANTED,
+	RESERVE_REFUSED,
+};
+
+struct stats {
+	/* Where the current statistics window begins; SIGUSR1 moves it. */
+	double start_s;
+	double cpu_start_s;
+	double end_s;
+	long frames;
+	double last_done_s;     /* < 0 until the first frame callback */
+	double worst_gap_s;
+	long presented;
+	long discarded;
+};
+
+struct player {
+	struct options opt;
+
+	struct wl_display *display;
+	struct wl_registry *registry;
+	struct wl_compositor *compositor;
+	struct wl_shm *shm;
+	struct xdg_wm_base *wm_base;
+	struct wp_presentation *presentation;
+	struct qosway_reserve_manager_v1 *reserve_manager;
+	struct qosway_reserve_v1 *reserve;
+	enum reserve_state reserve_state;
+	char reserve_refusal[32];
+
+	struct wl_surface *surface;
+	struct xdg_surface *xdg_surface;
+	struct xdg_toplevel *toplevel;
+	struct wl_callback *frame_cb;
+
+	struct buffer buffers[NUM_BUFFERS];
+	uint32_t *pattern;      /* one row plus a period, scrolled per row */
+	size_t pattern_len;
+
+	bool configured;
+	bool running;
+	bool failed;
+	/* Frame callback arrived while every buffer was still held. */
+	bool want_frame;
+	long committed;         /* frames drawn in total, for the animation */
+	long frames_total;      /* callbacks over the whole run, for -n */
+	struct wl_list feedbacks;   /* struct feedback, not yet answered */
+
+	struct stats stats;
+	uint64_t work_sink;
+};
+
+/*
+ * Reads the command line into opt.  False when the program is to exit with
+ * *exit_code instead of playing: after -h (0), or after a bad argument (2;
+ * the error is printed).
+ */
+bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code);
+
+/* The wire value of a qosway-reserve-v1 policy name; false if there is none. */
+bool player_policy_from_name(const char *name, uint32_t *policy);
+
+/*
+ * Binds the registry's qosway_reserve_manager_v1 global if the options ask
+ * for a reserve (-r or -q).
+ */
+void player_bind_reserve_manager(struct player *p, struct wl_registry *registry,
+	uint32_t name);
+
+/*
+ * Asks for the reserve the options name, or marks the request unsupported
+ * when the compositor has no reserve manager.  The answer arrives as events.
+ */
+void player_request_reserve(struct player *p);
+
+/* Destroys the reserve and its manager; either may be NULL. */
+void player_reserve_finish(struct player *p);
+
+#endif
