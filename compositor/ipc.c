@@ -41,6 +41,10 @@ struct ipc_client {
 	size_t out_len, out_cap;
 	bool subscribed;
 	bool close_after_flush;
+	/* Its request lines are being handled (handle_client_event). */
+	bool dispatching;
+	/* Dropped while dispatching: freed once its requests return. */
+	bool dead;
 	pid_t peer_pid; /* never paused on its own request */
 };
 
@@ -53,8 +57,25 @@ static void client_destroy(struct ipc_client *client) {
 	free(client);
 }
 
-/* Returns false if the client was destroyed. */
+/*
+ * Drops a client that failed or stopped reading.  A request's own events
+ * (broadcast to subscribers) can drop the very client that sent it, so
+ * while its requests run it is only marked, and handle_client_event frees
+ * it when they return.
+ */
+static void client_drop(struct ipc_client *client) {
+	if (client->dispatching) {
+		client->dead = true;
+		return;
+	}
+	client_destroy(client);
+}
+
+/* Returns false if the client was dropped. */
 static bool client_flush(struct ipc_client *client) {
+	if (client->dead) {
+		return false;
+	}
 	while (client->out_len > 0) {
 		ssize_t n = send(client->fd, client->out, client->out_len,
 			MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -65,14 +86,14 @@ static bool client_flush(struct ipc_client *client) {
 			if (errno == EAGAIN) {
 				break;
 			}
-			client_destroy(client);
+			client_drop(client);
 			return false;
 		}
 		memmove(client->out, client->out + n, client->out_len - n);
 		client->out_len -= n;
 	}
 	if (client->out_len == 0 && client->close_after_flush) {
-		client_destroy(client);
+		client_drop(client);
 		return false;
 	}
 	uint32_t mask = WL_EVENT_READABLE | (client->out_len ? WL_EVENT_WRITABLE : 0);
@@ -80,21 +101,24 @@ static bool client_flush(struct ipc_client *client) {
 	return true;
 }
 
-/* Queue one JSON line. Returns false if the client was destroyed. */
+/* Queue one JSON line. Returns false if the client was dropped. */
 static bool client_send(struct ipc_client *client, struct json_object *obj) {
+	if (client->dead) {
+		return false;
+	}
 	size_t len;
 	const char *text = json_object_to_json_string_length(obj,
 		JSON_C_TO_STRING_PLAIN, &len);
 	if (client->out_len + len + 1 > IPC_MAX_QUEUED) {
 		wlr_log(WLR_INFO, "IPC client stopped reading; dropping it");
-		client_destroy(client);
+		client_drop(client);
 		return false;
 	}
 	if (client->out_len + len + 1 > client->out_cap) {
 		size_t cap = (client->out_len + len + 1) * 2;
 		char *grown = realloc(client->out, cap);
 		if (!grown) {
-			client_destroy(client);
+			client_drop(client);
 			return false;
 		}
 		client->out = grown;
@@ -121,6 +145,41 @@ static bool handle_request(struct ipc_client *client, const char *line) {
 		server_terminate(server);
 	}
 	return alive;
+}
+
+/* Handles every complete line in client->in; false once the client is dropped. */
+static bool handle_lines(struct ipc_client *client) {
+	char *start = client->in;
+	char *nl;
+	while ((nl = memchr(start, '\n', client->in_len - (start - client->in)))) {
+		*nl = '\0';
+		/* An empty line asks nothing and gets nothing, like a shell's. */
+		if (nl > start && memchr(start, '\0', (size_t)(nl - start))) {
+			/* Read as a C string, the request would end early, unseen. */
+			struct json_object *reply = ipc_reply_error("request contains a NUL byte");
+			bool alive = client_send(client, reply);
+			json_object_put(reply);
+			if (!alive) {
+				return false;
+			}
+		} else if (nl > start && !handle_request(client, start)) {
+			return false;
+		}
+		start = nl + 1;
+	}
+	size_t rest = client->in_len - (start - client->in);
+	memmove(client->in, start, rest);
+	client->in_len = rest;
+	if (rest > IPC_MAX_REQUEST) {
+		struct json_object *reply = ipc_reply_error("request longer than %d bytes",
+			IPC_MAX_REQUEST);
+		client->close_after_flush = true;
+		client->in_len = 0;
+		bool alive = client_send(client, reply);
+		json_object_put(reply);
+		return alive;
+	}
+	return true;
 }
 
 static int handle_client_event(int fd, uint32_t mask, void *data) {
@@ -156,34 +215,11 @@ static int handle_client_event(int fd, uint32_t mask, void *data) {
 	client->in_len += n;
 	client->in[client->in_len] = '\0';
 
-	char *start = client->in;
-	char *nl;
-	while ((nl = memchr(start, '\n', client->in_len - (start - client->in)))) {
-		*nl = '\0';
-		/* An empty line asks nothing and gets nothing, like a shell's. */
-		if (nl > start && memchr(start, '\0', (size_t)(nl - start))) {
-			/* Read as a C string, the request would end early, unseen. */
-			struct json_object *reply = ipc_reply_error("request contains a NUL byte");
-			bool alive = client_send(client, reply);
-			json_object_put(reply);
-			if (!alive) {
-				return 0;
-			}
-		} else if (nl > start && !handle_request(client, start)) {
-			return 0;
-		}
-		start = nl + 1;
-	}
-	size_t rest = client->in_len - (start - client->in);
-	memmove(client->in, start, rest);
-	client->in_len = rest;
-	if (rest > IPC_MAX_REQUEST) {
-		struct json_object *reply = ipc_reply_error("request longer than %d bytes",
-			IPC_MAX_REQUEST);
-		client->close_after_flush = true;
-		client->in_len = 0;
-		client_send(client, reply);
-		json_object_put(reply);
+	client->dispatching = true;
+	handle_lines(client);
+	client->dispatching = false;
+	if (client->dead) {
+		client_destroy(client);
 	}
 	return 0;
 }
@@ -287,7 +323,7 @@ static void broadcast(struct qw_server *server, struct json_object *event) {
 	}
 	struct ipc_client *client, *tmp;
 	wl_list_for_each_safe(client, tmp, &server->ipc->clients, link) {
-		if (client->subscribed) {
+		if (client->subscribed && !client->dead) {
 			client_send(client, event);
 		}
 	}

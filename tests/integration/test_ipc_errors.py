@@ -160,3 +160,28 @@ def test_slow_ipc_client_does_not_block_compositor(qosway):
         slow.close()
     assert dropped
     assert_unaffected(qosway)
+
+
+def test_subscriber_dropped_by_its_own_requests_event(qosway):
+    """A subscriber that stopped reading asks for a focus change: the
+    focus event its own request broadcasts fails to reach it, and it is
+    dropped once the request returns, not in the middle of it (which freed
+    the client its reply was then queued on)."""
+    a = qosway.spawn_wlclient(title="Left behind")
+    a.wait_event("mapped")
+    b = qosway.spawn_wlclient(title="Focused")
+    b.wait_event("mapped")
+    wait_for(lambda: qosway.window_by_title("Focused")["focused"], desc="second window focused")
+    target = qosway.window_by_title("Left behind")["id"]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(qosway.sock)
+        s.sendall(b'{"command":"subscribe"}\n')
+        assert json.loads(s.makefile("rb").readline())["success"] is True
+        # The compositor's sends to this socket now fail with EPIPE.
+        s.shutdown(socket.SHUT_RD)
+        s.sendall(b'{"command":"focus","id":%d}\n' % target)
+        wait_for(lambda: qosway.window_by_title("Left behind")["focused"],
+                 desc="the focus request done")
+    assert_unaffected(qosway)
+    assert a.alive() and b.alive()
