@@ -99,6 +99,19 @@ bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
 			return false;
 		}
 	}
+	/*
+	 * A fallback is where members go once past their limit, so it may only
+	 * take from them (Table 3.2).  A real-time or qos fallback would hand
+	 * out, past the limit and without admission, what the policy itself
+	 * needs to be admitted or bounded for.
+	 */
+	if (qos_params_has_limit(p) && p->fallback != p->policy &&
+			(p->fallback == QOS_POLICY_QOS || p->fallback == QOS_POLICY_FIFO ||
+			p->fallback == QOS_POLICY_RR)) {
+		snprintf(err, err_len, "fallback %s would give more than the limit allows: "
+			"a fallback is other, idle or pause", qos_policy_name(p->fallback));
+		return false;
+	}
 	if (!qos_params_has_limit(p))
 		p->fallback = p->policy;
 	return true;

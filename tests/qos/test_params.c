@@ -119,6 +119,31 @@ static void test_normalize(void)
 	p.fallback = QOS_POLICY_PAUSE;
 	CHECK(qos_params_normalize(&p, err, sizeof(err)));
 	CHECK(p.fallback == QOS_POLICY_IDLE);
+
+	/* A fallback only takes: never a real-time or qos one past the limit. */
+	static const enum qos_policy granting[] = {
+		QOS_POLICY_QOS, QOS_POLICY_FIFO, QOS_POLICY_RR,
+	};
+	for (size_t i = 0; i < sizeof(granting) / sizeof(granting[0]); i++) {
+		qos_params_init(&p);
+		p.policy = QOS_POLICY_OTHER;
+		p.period_us = 10000;
+		p.slice_us = 9000;
+		p.fallback = granting[i];
+		CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+		CHECK(strstr(err, "fallback") != NULL);
+		CHECK(strstr(err, qos_policy_name(granting[i])) != NULL);
+	}
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_FIFO;
+	p.priority = 10;
+	p.period_us = 10000;
+	p.slice_us = 5000;
+	p.fallback = QOS_POLICY_RR;
+	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+	/* The policy itself as its fallback is no limit, and stays allowed. */
+	p.fallback = QOS_POLICY_FIFO;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
 }
 
 static void test_admission(void)
