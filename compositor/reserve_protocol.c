@@ -219,8 +219,9 @@ static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
  * for the app, the rule that places it also grants its own policy and
  * utilisation.
  */
-static bool policy_allows(struct reserve_object *obj, const char *name,
-		const struct qos_params *p, char *why, size_t len) {
+static bool class_allowed(struct reserve_object *obj, const char *name,
+		const struct qos_params *p, struct qos_app_limits *limits_out,
+		char *why, size_t len) {
 	struct qos_app_limits limits;
 	const struct qos_rule *rule = app_rule(obj, &limits);
 	struct qos_params granted;
@@ -246,6 +247,40 @@ static bool policy_allows(struct reserve_object *obj, const char *name,
 			held / 10000.0, max_ppm / 10000.0);
 		return false;
 	}
+	if (limits_out) {
+		*limits_out = limits;
+	}
+	return true;
+}
+
+/* Whether a process other than pid is in the reserve name. */
+static bool others_in(struct qw_server *server, const char *name, pid_t pid) {
+	struct qos_member_info members[64];
+	ssize_t n = qos_manager_members(server->qos, name, members,
+		sizeof(members) / sizeof(members[0]));
+	if (n > (ssize_t)(sizeof(members) / sizeof(members[0]))) {
+		return true; /* more than we looked at: assume so */
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (members[i].pid != pid) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Whether this client may (re)define the reserve name with p: the class is
+ * allowed to the application (class_allowed), and the reserve is neither
+ * the user's (qosrc), another process's automatic one, nor one that holds
+ * other processes, whose scheduling it would change.
+ */
+static bool policy_allows(struct reserve_object *obj, const char *name,
+		const struct qos_params *p, char *why, size_t len) {
+	struct qos_app_limits limits;
+	if (!class_allowed(obj, name, p, &limits, why, len)) {
+		return false;
+	}
 	if (!obj->automatic && !limits.redefine && obj->server->qos_rules &&
 			qos_rules_find_reserve(obj->server->qos_rules, obj->name)) {
 		snprintf(why, len, "reserve '%s' is defined by the user", obj->name);
@@ -253,6 +288,11 @@ static bool policy_allows(struct reserve_object *obj, const char *name,
 	}
 	if (!obj->automatic && qos_name_is_auto(obj->name)) {
 		snprintf(why, len, "'%s' is another process's automatic reserve", obj->name);
+		return false;
+	}
+	if (!obj->automatic && others_in(obj->server, name, obj->pid)) {
+		snprintf(why, len, "reserve '%s' holds other processes; only a reserve this "
+			"process alone is in may be redefined", name);
 		return false;
 	}
 	return true;
@@ -372,6 +412,16 @@ static bool remember_join(struct reserve_object *obj, pid_t tid) {
 	return true;
 }
 
+/* Whether remember_join will have room for tid. */
+static bool join_room(struct reserve_object *obj, pid_t tid) {
+	for (size_t i = 0; i < obj->n_joined; i++) {
+		if (obj->joined[i] == tid) {
+			return true;
+		}
+	}
+	return obj->n_joined < sizeof(obj->joined) / sizeof(obj->joined[0]);
+}
+
 static void forget_join(struct reserve_object *obj, pid_t tid) {
 	for (size_t i = 0; i < obj->n_joined; i++) {
 		if (obj->joined[i] == tid) {
@@ -400,10 +450,37 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	if (client_identity_pid(client_identity_get(client)) != obj->pid) {
 		return; /* the process is gone: nothing to place */
 	}
+	if (!join_room(obj, (pid_t)tid)) {
+		/* A thread not recorded here would not be released on destroy. */
+		snprintf(err, sizeof(err), "at most %zu threads join through one reserve object",
+			sizeof(obj->joined) / sizeof(obj->joined[0]));
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
+		return;
+	}
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
 	bool exists = qos_manager_reserve_info(server->qos, name, &info);
+	const struct qos_reserve_def *def = server->qos_rules ?
+		qos_rules_find_reserve(server->qos_rules, name) : NULL;
+	if (!obj->automatic) {
+		/*
+		 * Joining takes the reserve's class as it is, so the application
+		 * must be allowed that class, as for set_params; and another
+		 * process's automatic reserve is its own.
+		 */
+		if (qos_name_is_auto(name)) {
+			snprintf(err, sizeof(err), "'%s' is another process's automatic reserve",
+				name);
+			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
+			return;
+		}
+		if ((exists || def) && !class_allowed(obj, name, exists ? &info.params :
+				&def->params, NULL, err, sizeof(err))) {
+			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
+			return;
+		}
+	}
 	bool ok;
 	if (obj->automatic && !exists) {
 		if (tid != 0 || !obj->have_params) {
@@ -413,8 +490,7 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 			return;
 		}
 		ok = qos_manager_set_class(server->qos, obj->pid, &obj->params, err, sizeof(err));
-	} else if (!exists && !(server->qos_rules &&
-			qos_rules_find_reserve(server->qos_rules, name))) {
+	} else if (!exists && !def) {
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
 			"no such reserve: set_params defines it");
 		return;

@@ -10,8 +10,8 @@ from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
 from test_qos_refusal import sleepers, fill_capacity, capacity  # noqa: F401
 from test_protocol_reserve import (
-    RClient, reserves, reserves_holding, assert_other, assert_released,
-    request_granted, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
+    RClient, reserves, reserves_holding, assert_other, assert_released, member_pids,
+    request_granted, grant_auto, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
 
 
 def assert_refused_first(ans, reason):
@@ -164,3 +164,61 @@ def test_refused_rate_limited(qcomp):
     rc.send("destroy %d" % idx)
     rc.sync()
     assert_released(qcomp, rc.pid, rc.orig_cgroups)
+
+
+def test_refused_taking_other_processes_reserves(qcomp):
+    """What another process holds is not the client's to take or change:
+    joining its automatic reserve, joining a fifo reserve the user made with
+    qosctl (a class the application is not allowed), and redefining a
+    named reserve another process is in are refused as forbidden, and
+    nothing moves."""
+    owner = RClient(qcomp)
+    auto_idx = grant_auto(owner, period=20000, slice_=2000)
+    auto_name = "auto-%d" % owner.pid
+    assert auto_name in reserves(qcomp)
+    shared = owner.get("shared")
+    request_granted(owner, shared, ["params %d qos other 20000 2000 0 0" % shared])
+    r = qcomp.qosctl("reserve", "rtres", "policy=fifo", "priority=10")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    rc = RClient(qcomp)
+    for name in (auto_name, "rtres"):
+        idx = rc.get(name)
+        ans = rc.answers(idx, "join %d 0" % idx)
+        print("join %s: %r" % (name, ans))
+        assert_refused_first(ans, FORBIDDEN)
+        assert "granted" not in names(ans), ans
+        assert_other(rc.state())
+        assert harness.proc_cgroups(rc.pid) == rc.orig_cgroups
+    assert not reserves_holding(qcomp, rc.pid)
+    assert member_pids(reserves(qcomp)[auto_name]) == [owner.pid]
+
+    # "shared" holds the owner (moved there from its automatic reserve).
+    request_granted(owner, shared, ["join %d 0" % shared])
+    before = reserves(qcomp)["shared"]
+    idx = rc.get("shared")
+    ans = rc.answers(idx, "params %d other pause 1000000 1000 0 0" % idx)
+    print("redefine shared: %r" % ans)
+    assert_refused_first(ans, FORBIDDEN)
+    assert "other processes" in ans[0][1]["message"], ans
+    assert reserves(qcomp)["shared"]["params"] == before["params"]
+    owner.send("destroy %d" % shared)
+    owner.send("destroy %d" % auto_idx)
+    owner.sync()
+    assert_released(qcomp, owner.pid, owner.orig_cgroups)
+
+
+def test_refused_fallback_that_gives_more(qcomp):
+    """A fallback only takes from the members: other with a fifo, rr or
+    qos fallback past its limit is refused, naming the fallback."""
+    rc = RClient(qcomp)
+    for fb in ("fifo", "rr", "qos"):
+        idx = rc.get("")
+        ans = rc.answers(idx, "params %d other %s 10000 9000 0 0" % (idx, fb))
+        print("fallback %s: %r" % (fb, ans))
+        assert_refused_first(ans, FORBIDDEN)
+        assert "fallback %s" % fb in ans[0][1]["message"], ans
+        rc.send("destroy %d" % idx)
+    rc.sync()
+    assert_other(rc.state())
+    assert not reserves_holding(qcomp, rc.pid)
