@@ -80,6 +80,15 @@ bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
 }
 
 struct client_identity *view_identity(const struct qw_view *view) {
+	/*
+	 * libwayland 1.21 emits a client's destroy signal before it destroys
+	 * the client's resources, so this view's unmap and destroy (and the
+	 * IPC close event they send) come after the identity was freed; asking
+	 * for it then would make a new one, with a pidfd, that nothing frees.
+	 */
+	if (view->client_gone) {
+		return NULL;
+	}
 	return client_identity_get(wl_resource_get_client(view->xdg_surface->resource));
 }
 
@@ -455,6 +464,14 @@ static void handle_commit(struct wl_listener *listener, void *data) {
 	decoration_update_geometry(&view->deco, view);
 }
 
+static void handle_client_destroy(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, client_destroy);
+	/* The signal's final emit has unlinked the listener already. */
+	wl_list_remove(&view->client_destroy.link);
+	wl_list_init(&view->client_destroy.link);
+	view->client_gone = true;
+}
+
 static void handle_destroy(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, destroy);
 	wl_list_remove(&view->map.link);
@@ -467,6 +484,7 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	wl_list_remove(&view->request_fullscreen.link);
 	wl_list_remove(&view->set_title.link);
 	wl_list_remove(&view->set_app_id.link);
+	wl_list_remove(&view->client_destroy.link);
 	wl_list_remove(&view->link);
 	view->xdg_surface->data = NULL;
 	decoration_finish(&view->deco);
@@ -644,6 +662,9 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 	wl_signal_add(&toplevel->events.set_title, &view->set_title);
 	view->set_app_id.notify = handle_set_app_id;
 	wl_signal_add(&toplevel->events.set_app_id, &view->set_app_id);
+	view->client_destroy.notify = handle_client_destroy;
+	wl_client_add_destroy_listener(wl_resource_get_client(xdg_surface->resource),
+		&view->client_destroy);
 	wl_list_insert(server->views.prev, &view->link);
 	return;
 

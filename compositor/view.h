@@ -62,6 +62,9 @@ struct qw_view {
 	struct wl_listener request_fullscreen;
 	struct wl_listener set_title;
 	struct wl_listener set_app_id;
+	/* The client's destroy signal: its identity is gone from then on. */
+	struct wl_listener client_destroy;
+	bool client_gone;
 };
 
 /* Called for every new xdg surface (toplevels and popups). */

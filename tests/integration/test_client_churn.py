@@ -2,8 +2,10 @@
 the compositor stays alive and responsive, lists no windows afterwards, and
 its fd count and RSS return to near the baseline."""
 
+import json
 import os
 import signal
+import socket
 import sys
 
 import harness
@@ -72,3 +74,29 @@ def test_fifty_clients_connect_and_disconnect(qosway):
     # 50 clients x 400x300x4 buffers would be ~23 MiB if kept; allow 8 MiB of
     # allocator slack but not a per-client leak of buffers or surfaces
     assert rss1 - rss0 < 8 * 1024, "RSS grew from %d KiB to %d KiB" % (rss0, rss1)
+
+
+def test_killed_clients_leave_no_identity_behind_with_a_subscriber(qosway):
+    """Clients killed with their windows mapped, while a bar is subscribed:
+    the window's close event is built while libwayland tears the client
+    down, after its identity (and pidfd) is gone, and must not make a new
+    one that nothing frees."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bar:
+        bar.settimeout(10)
+        bar.connect(qosway.sock)
+        bar.sendall(b'{"command":"subscribe"}\n')
+        events = bar.makefile("rb")
+        assert json.loads(events.readline())["success"] is True
+        fds0 = fd_count(qosway.pid)
+        for i in range(8):
+            c = qosway.spawn_wlclient(title="killed %d" % i)
+            c.wait_event("mapped")
+            wid = qosway.window_by_title("killed %d" % i)["id"]
+            c.kill()
+            while True:
+                ev = json.loads(events.readline())
+                if ev.get("change") == "close" and ev.get("window", {}).get("id") == wid:
+                    break
+        wait_for(lambda: fd_count(qosway.pid) <= fds0 + 1, timeout=10,
+                 desc="fd count back near %d (now %d)" % (fds0, fd_count(qosway.pid)))
+    assert qosway.alive()
