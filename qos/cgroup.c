@@ -83,9 +83,19 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 
 static void clear_fake(const char *dir);
 
+/* A directory at path, made or found; a control file of that name is not one. */
 static bool make_dir(const char *path)
 {
-	return mkdir(path, 0755) == 0 || errno == EEXIST;
+	struct stat st;
+	if (mkdir(path, 0755) == 0)
+		return true;
+	if (errno != EEXIST)
+		return false;
+	if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return false;
+	}
+	return true;
 }
 
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len)
@@ -203,6 +213,19 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 			err = -errno;
 	}
 	return err;
+}
+
+bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+	if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+		return true;
+	if (cg->layout != QOS_CG_HYBRID)
+		return false;
+	snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
+	return stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name)

@@ -66,6 +66,8 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name);
 bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to);
 /* Whether a group of that name exists in any tree. */
 bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name);
+/* Whether the name is taken by a file, not a group, in any tree: a control file. */
+bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name);
 
 /* Absolute path of a file in a reserve's group (tree: v2 core or cpu). */
 void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,

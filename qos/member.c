@@ -139,8 +139,12 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 
 static bool group_taken(struct qos_manager *mgr, const char *group)
 {
-	/* Nor a group that refused removal: its tasks are not this reserve's. */
+	/*
+	 * Nor a group that refused removal (its tasks are not this reserve's),
+	 * nor a control file of the root ("tasks", "cpu.max", ...).
+	 */
 	return qos_find_reserve_by_group(mgr, group) ||
+		qos_cgroup_name_is_file(&mgr->cg, group) ||
 		(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
 }
 

@@ -175,8 +175,13 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 		snprintf(err, err_len, "reserve names are 1 to %d bytes", QOS_NAME_MAX);
 		return false;
 	}
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		snprintf(err, err_len, "'%s' is not a reserve name", name);
+	/*
+	 * The name is the group's directory: "." and ".." are not one, and the
+	 * scans of the manager's root (reconcile, the guardian) pass over
+	 * hidden entries.
+	 */
+	if (name[0] == '.') {
+		snprintf(err, err_len, "reserve names cannot start with '.'");
 		return false;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -282,6 +282,25 @@ def test_pause_freezes_and_thaws(helper, procs):
     assert share(p.pid, 0.5) > 0.2
 
 
+def test_reserves_named_like_control_files_get_groups_of_their_own(helper, procs):
+    """A reserve named after a control file of the manager's root gets a
+    directory beside the file, and its member is really in it; the files
+    are left as they were."""
+    for name in ("cgroup.procs", "tasks", "cpu.shares", "cgroup.freeze"):
+        p = procs(["sleep", "60"])
+        place(helper, "%s policy=pause" % name, p.pid)
+        v2, cpu = helper.path(name)
+        assert os.path.basename(v2) == name + "~1", v2
+        assert os.path.isdir(v2) and os.path.isdir(cpu), (v2, cpu)
+        with open(v2 + "/cgroup.procs") as f:
+            assert str(p.pid) in f.read().split()
+        wait_frozen(v2, True, "%s: cgroup.events never said frozen" % name)
+        helper.ok("leave %d" % p.pid)
+        with open("/proc/%d/cgroup" % p.pid) as f:
+            assert name + "~1" not in f.read()
+        assert any(os.path.isfile(os.path.join(os.path.dirname(d), name)) for d in (v2, cpu))
+
+
 def test_qos_hard_30_percent_under_load(helper, procs):
     """30% / 20 ms, fallback pause, against four pinned busy loops.  In about
     one of five runs of this file (before the clock-offset change, none

@@ -21,6 +21,10 @@ static void test_names(void)
 	CHECK(!qos_name_valid("tab\there", err, sizeof(err)));
 	CHECK(!qos_name_valid("del\x7f", err, sizeof(err)));
 	CHECK(!qos_name_valid("..", err, sizeof(err)));
+	/* Hidden groups are passed over by reconcile and the guardian. */
+	CHECK(!qos_name_valid(".x", err, sizeof(err)));
+	CHECK(strstr(err, "'.'") != NULL);
+	CHECK(qos_name_valid("x.", err, sizeof(err)));
 	/* UTF-8, as JSON and Wayland strings need: no stray, cut, overlong or
 	 * surrogate sequences. */
 	CHECK(qos_name_valid("vid\xc3\xa9o \xe6\x98\xa0\xe5\x83\x8f \xf0\x9f\x8e\xac", err,
