@@ -149,14 +149,14 @@ player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code
 			break;
 		case 'r': {
 			size_t len = strlen(optarg);
-			bool ok = len >= 1 && len <= 63;
+			bool ok = len >= 1 && len <= 63 && optarg[0] != '.';
 			for (size_t i = 0; ok && i < len; i++) {
 				unsigned char ch = (unsigned char)optarg[i];
 				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
 			}
 			if (!ok) {
-				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes "
-					"without '/' or control characters\n");
+				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes, "
+					"not starting with '.', without '/' or control characters\n");
 				goto bad;
 			}
 			opt->reserve_name = optarg;
