@@ -33,6 +33,25 @@ static bool member_alive(const struct qos_member *m)
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
+/*
+ * Sends a task back to the groups it came from.  Where they are gone (a
+ * transient scope removed once it emptied), it goes to the top of the tree
+ * instead, and the failure is told: it must not stay in the reserve's
+ * group, which may be frozen, after leaving the reserve.
+ */
+static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
+	const char *v2, const char *cpu)
+{
+	struct qos_cgroup *cg = &r->mgr->cg;
+	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
+	if (e == 0 || e == -ESRCH)
+		return;
+	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+		"cannot return %d to %s: %s; moved to the top of the tree instead",
+		tid ? tid : pid, v2[0] ? v2 : cpu, strerror(-e));
+	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
+}
+
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
@@ -42,7 +61,7 @@ static void restore_member(struct qos_member *m)
 	if (m->rttime_bounded)
 		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,
 			m->old_rt_hard);
-	qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 }
 
 static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
@@ -248,7 +267,7 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
 {
 	qos_reserve_release_threads(r, NULL, pid, origin->orig_nice);
-	qos_cgroup_restore(&r->mgr->cg, pid, 0, true, origin->orig_v2, origin->orig_cpu);
+	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
 }
 
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)

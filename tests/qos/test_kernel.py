@@ -947,6 +947,8 @@ def origin():
     yield rel, dirs
     # Runs before `procs` kills the test's processes: whatever sits here is ours.
     for d in dirs:
+        if not os.path.isdir(d):
+            continue  # the test removed it
         for pid in open(d + "/cgroup.procs").read().split():
             with contextlib.suppress(OSError):
                 os.kill(int(pid), signal.SIGKILL)
@@ -1002,6 +1004,27 @@ def tell(p, line):
 def _kill9(h):
     os.kill(h.proc.pid, signal.SIGKILL)
     h.proc.wait()
+
+
+def test_leaving_after_origin_removed_goes_to_the_top_not_stays_frozen(helper, procs, origin):
+    """A member whose origin group was removed while it was away (a
+    transient scope that emptied) leaves a paused reserve for the top of the
+    tree, not for nowhere: it is out of the frozen group and runs, and an
+    error event says where it went."""
+    rel, dirs = origin
+    p = procs(["sh", "-c", "while :; do :; done"])
+    move_to(dirs, p.pid)
+    place(helper, "held policy=pause", p.pid)
+    v2, _ = helper.path("held")
+    wait_frozen(v2, True, "cgroup.events never said frozen")
+    for d in dirs:
+        os.rmdir(d)
+    helper.ok("leave %d" % p.pid)
+    assert cgroup_of(p.pid) == {"v2": "/", "cpu": "/"}, cgroup_of(p.pid)
+    assert share(p.pid, 0.5) > 0.2
+    helper.cmd("reserves")  # collects the events printed meanwhile
+    assert any(e.startswith("event error reserve=held ") and "top of the tree" in e
+               for e in helper.events), helper.events
 
 
 def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin):
