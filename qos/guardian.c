@@ -63,6 +63,27 @@ static void thaw_tree(const char *root)
 	close(dfd);
 }
 
+/* Closes every descriptor from 3 up, however high, but a and b (-1: none). */
+static void close_all_but(int a, int b)
+{
+	unsigned int keep[2] = { a < 3 ? ~0u : (unsigned)a, b < 3 ? ~0u : (unsigned)b };
+	if (keep[0] > keep[1]) {
+		unsigned int t = keep[0];
+		keep[0] = keep[1];
+		keep[1] = t;
+	}
+	unsigned int from = 3;
+	for (int i = 0; i < 2 && from != 0; i++) {
+		if (keep[i] == ~0u)
+			break;
+		if (keep[i] > from)
+			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	if (from != 0)
+		syscall(SYS_close_range, from, ~0u, 0);
+}
+
 bool qos_guardian_start(struct qos_manager *mgr)
 {
 	int p[2];
@@ -75,11 +96,12 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		return false;
 	}
 	if (pid == 0) {
-		/* Drop everything inherited except the read end. */
-		for (int fd = 3; fd < 1024; fd++) {
-			if (fd != p[0] && fd != mgr->config.guardian_keep_fd)
-				close(fd);
-		}
+		/*
+		 * Drop everything inherited except the read end: the write end
+		 * above all, or the guardian would never see the manager die, and
+		 * every client socket, which would outlive the compositor here.
+		 */
+		close_all_but(p[0], mgr->config.guardian_keep_fd);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);

@@ -22,13 +22,13 @@ class HelperError(AssertionError):
 
 
 class QosHelper:
-    def __init__(self, binary, root, guardian=True, extra=(), close_timeout=5):
+    def __init__(self, binary, root, guardian=True, extra=(), close_timeout=5, pass_fds=()):
         args = [binary, "--root", root] + list(extra)
         if not guardian:
             args.append("--no-guardian")
         self.close_timeout = close_timeout
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+                                     text=True, bufsize=1, pass_fds=pass_fds)
         self.events = []
         self.lines = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)

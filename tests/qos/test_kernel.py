@@ -44,8 +44,8 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 class Helper(QosHelper):
-    def __init__(self, root=ROOT, guardian=True, extra=()):
-        super().__init__(HELPER, root, guardian, extra)
+    def __init__(self, root=ROOT, guardian=True, extra=(), pass_fds=()):
+        super().__init__(HELPER, root, guardian, extra, pass_fds=pass_fds)
 
 
 @pytest.fixture
@@ -919,6 +919,40 @@ def test_kill9_manager_next_instance_thaws(procs):
             h.close()
     finally:
         _force_cleanup(ROOT)
+
+
+def test_guardian_holds_no_inherited_descriptor(procs):
+    """The guardian closes every descriptor it inherits, however high (a
+    compositor raises RLIMIT_NOFILE): a client socket held there would
+    outlive the compositor, and its pipe's write end would keep it from
+    ever seeing the manager die.  It keeps its standard streams and the
+    read end."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    high = 1500
+    if hard != resource.RLIM_INFINITY and hard <= high:
+        pytest.skip("RLIMIT_NOFILE hard limit %d is too low for fd %d" % (hard, high))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, high + 1), hard))
+    r, w = os.pipe()
+    try:
+        os.dup2(w, high)
+        with running_helper(pass_fds=(high,)) as h:
+            pid = h.proc.pid
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                kids = f.read().split()
+            guardians = []
+            for k in kids:
+                with open("/proc/%s/comm" % k) as f:
+                    if f.read().strip() == "qos-guardian":
+                        guardians.append(int(k))
+            assert len(guardians) == 1, kids
+            fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % guardians[0])]
+            assert len([fd for fd in fds if fd >= 3]) == 1, sorted(fds)
+            assert high not in fds
+    finally:
+        for fd in (r, w, high):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_kill9_manager_guardian_thaws(procs):
