@@ -408,36 +408,18 @@ void qos_reserve_free(struct qos_reserve *r)
 	free(r);
 }
 
-bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
-	bool create, bool modify, char *err, size_t err_len)
+/*
+ * Changes an existing reserve to p (normalized).  When the kernel refuses the
+ * new real-time or deadline policy for a member's threads, the reserve goes
+ * back to what it was, so no thread is left in a class the parameters do not
+ * say, and the change is refused; `reverting` stops a second round.
+ */
+static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_params p,
+	bool reverting, char *err, size_t err_len)
 {
 	char why[256];
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
-	if (!qos_name_valid(name, err, err_len))
-		return false;
-	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len))
-		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r) {
-		if (!create) {
-			snprintf(err, err_len, "no reserve named '%s'", name);
-			return false;
-		}
-		if (qos_name_is_auto(name)) {
-			snprintf(err, err_len, "'%s' is an automatic reserve name", name);
-			return false;
-		}
-		if (!qos_reserve_new(mgr, name, &p)) {
-			snprintf(err, err_len, "out of memory");
-			return false;
-		}
-		return true;
-	}
-	if (!modify) {
-		snprintf(err, err_len, "reserve '%s' already exists", name);
-		return false;
-	}
+	const char *name = r->name;
+	struct qos_params old = r->params;
 	if (r->n_members && qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy) &&
 			!qos_rt_grants_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
 		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);
@@ -489,13 +471,64 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
 		keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);
 	r->timers_armed = false;
-	qos_reserve_apply_group(r);
-	qos_reserve_apply_threads(r, p.policy);
+	/*
+	 * Leaving fifo/rr, the threads go first: the kernel refuses to take the
+	 * group's real-time bandwidth while it still holds real-time tasks.
+	 */
+	bool leaving_rt = qos_policy_is_rt(old.policy) && old.policy != QOS_POLICY_QOS &&
+		!(qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS);
+	if (!leaving_rt)
+		qos_reserve_apply_group(r);
+	int perr = qos_reserve_apply_threads(r, p.policy);
+	if (leaving_rt)
+		qos_reserve_apply_group(r);
+	if (perr && qos_policy_is_rt(p.policy) && !reverting) {
+		snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
+			name, qos_reserve_policy_error(p.policy, perr));
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
+		char ignored[256];
+		change(mgr, r, old, true, ignored, sizeof(ignored));
+		mgr->last_refusal = perr == -EBUSY || (p.policy != QOS_POLICY_QOS && perr == -EPERM) ?
+			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
+		return false;
+	}
 	qos_root_weight_update(mgr);
 	qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
 	qos_reserve_check(r, now);
 	qos_manager_rearm(mgr);
 	return true;
+}
+
+bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
+	bool create, bool modify, char *err, size_t err_len)
+{
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	if (!qos_name_valid(name, err, err_len))
+		return false;
+	struct qos_params p = *params;
+	if (!qos_params_normalize(&p, err, err_len))
+		return false;
+	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	if (!r) {
+		if (!create) {
+			snprintf(err, err_len, "no reserve named '%s'", name);
+			return false;
+		}
+		if (qos_name_is_auto(name)) {
+			snprintf(err, err_len, "'%s' is an automatic reserve name", name);
+			return false;
+		}
+		if (!qos_reserve_new(mgr, name, &p)) {
+			snprintf(err, err_len, "out of memory");
+			return false;
+		}
+		return true;
+	}
+	if (!modify) {
+		snprintf(err, err_len, "reserve '%s' already exists", name);
+		return false;
+	}
+	return change(mgr, r, p, false, err, err_len);
 }
 
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len)

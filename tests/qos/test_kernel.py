@@ -6,6 +6,7 @@ layout CI has (cgroup v1 cpu + cgroup2 at /sys/fs/cgroup/unified, or pure v2);
 otherwise every test is skipped with the reason printed.
 """
 import contextlib
+import ctypes
 import glob
 import os
 import resource
@@ -454,6 +455,41 @@ def test_kernel_deadline_bound_is_a_capacity_refusal(procs):
         assert policy_of(sleepers[len(replies) - 1].pid) == os.SCHED_OTHER
 
 
+def dl_runtime_ns(pid):
+    """The deadline runtime the thread pid was given (sched_getattr)."""
+    class Attr(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_uint32), ("policy", ctypes.c_uint32),
+                    ("flags", ctypes.c_uint64), ("nice", ctypes.c_int32),
+                    ("priority", ctypes.c_uint32), ("runtime", ctypes.c_uint64),
+                    ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64)]
+    attr = Attr()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(314 + 1, pid, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
+        raise OSError(ctypes.get_errno(), "sched_getattr %d" % pid)
+    return attr.runtime
+
+
+def test_change_the_kernel_refuses_keeps_the_reserve_as_it_was(procs):
+    """Growing a qos reserve past what the kernel's deadline bandwidth has
+    left is refused as capacity, and the reserve keeps its parameters and
+    its member its runtime: no thread is left in a class or with a runtime
+    the parameters do not say."""
+    with running_helper(extra=["--ncpus", "64"]) as helper:
+        a, b = procs(["sleep", "30"]), procs(["sleep", "30"])
+        place(helper, "ka policy=qos period=100ms cpu=90% fallback=pause", a.pid)
+        place(helper, "kb policy=qos period=100ms cpu=40% fallback=pause", b.pid)
+        assert policy_of(b.pid) == 6  # SCHED_DEADLINE
+        assert dl_runtime_ns(b.pid) == 40_000_000
+        # 90% + 99% + what the machine holds besides: over 2 x 95%.
+        reply = helper.cmd("reserve kb policy=qos period=100ms cpu=99% fallback=pause")
+        print(reply)
+        assert reply.startswith("err") and "kernel" in reply, reply
+        assert reply.endswith("[capacity]"), reply
+        assert "slice=40ms" in helper.ok("info kb")
+        assert policy_of(b.pid) == 6  # SCHED_DEADLINE
+        assert dl_runtime_ns(b.pid) == 40_000_000
+
+
 @pytest.fixture
 def rt_bandwidth():
     """The fifo tests need a new cpu group to get 50% real-time runtime.
@@ -495,6 +531,21 @@ def rt_bandwidth():
         except OSError:
             pass
         os.rmdir(probe)
+
+
+def test_leaving_fifo_gives_back_the_groups_rt_bandwidth(rt_bandwidth, helper, procs):
+    """A fifo reserve changed to other gives its group's real-time bandwidth
+    back: the threads leave fifo first, since the kernel will not take it
+    from a group that still holds real-time tasks."""
+    p = procs(["sleep", "30"])
+    place(helper, "rtb policy=fifo priority=10 period=100ms slice=20ms fallback=other", p.pid)
+    _, cpu = helper.path("rtb")
+    with open(cpu + "/cpu.rt_runtime_us") as f:
+        assert int(f.read()) == 20000
+    helper.ok("reserve rtb policy=other")
+    assert policy_of(p.pid) == os.SCHED_OTHER
+    with open(cpu + "/cpu.rt_runtime_us") as f:
+        assert int(f.read()) == 0
 
 
 def test_fifo_limited_to_50_percent(rt_bandwidth, helper, procs):
