@@ -214,6 +214,12 @@ size_t qos_reserve_count_threads(struct qos_reserve *r);
  * error event has reported.
  */
 int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy);
+/*
+ * Whether a reserve with params p can hold single threads (the rest of their
+ * process outside it); false with the reason in err.
+ */
+bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p,
+	char *err, size_t err_len);
 int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
 	uint64_t dl_runtime_ns);
 /* What a refused policy means for the user, from its -errno. */

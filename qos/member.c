@@ -156,6 +156,29 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 	return true;
 }
 
+bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p,
+	char *err, size_t err_len)
+{
+	/*
+	 * A thread moves alone only in the v1 cpu tree (hybrid); the freezer
+	 * and every pure-v2 control act on the group's processes, which a
+	 * thread member's are not.
+	 */
+	if (p->policy == QOS_POLICY_PAUSE || (qos_params_has_limit(p) &&
+			p->fallback == QOS_POLICY_PAUSE && p->policy != QOS_POLICY_QOS &&
+			mgr->cg.layout != QOS_CG_HYBRID)) {
+		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
+		return false;
+	}
+	if (mgr->cg.layout != QOS_CG_HYBRID && qos_params_has_limit(p) &&
+			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE)) {
+		snprintf(err, err_len, "on cgroup v2 a limit on %s holds whole processes; "
+			"join the process instead", qos_policy_name(p->policy));
+		return false;
+	}
+	return true;
+}
+
 static bool group_taken(struct qos_manager *mgr, const char *group)
 {
 	/*
@@ -433,10 +456,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 			m->tid ? m->tid : pid);
 		goto err_free;
 	}
-	if (m->tid && mgr->cg.layout != QOS_CG_HYBRID && r->params.policy == QOS_POLICY_PAUSE) {
-		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
+	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
 		goto err_free;
-	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));

@@ -420,6 +420,12 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	char why[256];
 	const char *name = r->name;
 	struct qos_params old = r->params;
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->tid && !qos_reserve_fits_threads(mgr, &p, why, sizeof(why))) {
+			snprintf(err, err_len, "'%s' holds single threads: %s", name, why);
+			return false;
+		}
+	}
 	if (r->n_members && qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy) &&
 			!qos_rt_grants_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
 		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);

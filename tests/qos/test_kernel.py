@@ -912,6 +912,26 @@ def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
     assert policy_of(tid) == os.SCHED_FIFO
 
 
+def test_single_threads_cannot_be_paused(helper, procs):
+    """The freezer acts on a group's processes, which a single thread's are
+    not: a thread cannot join a pause reserve, and a reserve holding a
+    thread cannot become one; both say to join the process instead."""
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    tid = int(p.stdout.readline())
+    helper.ok("reserve frz policy=pause")
+    reply = helper.cmd("join frz %d %d" % (p.pid, tid))
+    assert reply.startswith("err") and "join the process instead" in reply, reply
+    helper.ok("reserve one policy=other nice=5")
+    helper.ok("join one %d %d" % (p.pid, tid))
+    reply = helper.cmd("reserve one policy=pause")
+    assert reply.startswith("err") and "single threads" in reply, reply
+    assert "policy=other" in helper.ok("info one")
+
+
 def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     """A process we never tracked that sits in a paused reserve's group when
     the reserve is deleted keeps the group from being removed (EBUSY).  It is
