@@ -558,9 +558,14 @@ char qos_sys_thread_state(pid_t tid)
 /* The shrink qos_sys_release_deadline explains, for a thread in this state. */
 static bool release_in(pid_t tid, char state, uint64_t flags)
 {
-	if (state == 0 || state == 'Z' || state == 'X' || state == 'x')
+	if (state == 'Z' || state == 'X' || state == 'x')
 		return false;
-	if (state == 'R')
+	/*
+	 * Queued, or a state that could not be read (out of descriptors): the
+	 * thread still leaves, through the normal path.  Skipping it would
+	 * leave it in SCHED_DEADLINE with its admission already released.
+	 */
+	if (state == 'R' || state == 0)
 		return true;
 	struct qos_sched_attr tiny = {
 		.size = sizeof(tiny),
