@@ -475,9 +475,10 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	if (strcmp(key, "realtime-period") == 0) {
 		char *value = next_word(&cursor);
 		uint64_t us;
-		if (!value || !qos_parse_duration_us(value, &us) || us < 100 || us > 10000000 ||
+		/* The manager's own bounds for a period (qos_params_normalize). */
+		if (!value || !qos_parse_duration_us(value, &us) || us < 1000 || us > 10000000 ||
 				next_word(&cursor)) {
-			return fail(msg, size, "realtime-period wants 100us to 10s, e.g. 20ms");
+			return fail(msg, size, "realtime-period wants 1ms to 10s, e.g. 20ms");
 		}
 		config->realtime_period_us = us;
 		return true;

@@ -295,8 +295,13 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 		report(ctx, col, "period= needs a cpu= or slice=");
 		return false;
 	}
-	if (s->has_cpu)
+	if (s->has_cpu) {
 		s->params.slice_us = (s->params.period_us * s->cpu_ppm + 500000) / 1000000;
+		if (s->params.slice_us == 0) {
+			report(ctx, col, "cpu= gives less than 1us of this period=");
+			return false;
+		}
+	}
 	char err[160];
 	if (!qos_params_normalize(&s->params, err, sizeof(err))) {
 		report(ctx, col, "%s", err);

@@ -22,15 +22,17 @@ def test_bad_lines_reported_with_file_and_line(start_qosway):
         "output-mode huge",                        # 9 bad mode
         "color titlebar-focused #1234C8",          # 10 fine
         "titlebar-height 30",                      # 11 fine
+        "realtime-period 500us",                   # 12 under the manager's 1 ms
+        "realtime-period 20ms",                    # 13 fine
     ]) + "\n"
     comp = start_qosway(config=config)
     log = comp.log_text()
     path = comp.config_path
-    for line in (3, 4, 5, 6, 8, 9):
+    for line in (3, 4, 5, 6, 8, 9, 12):
         pat = r"^.*%s:%d: \S.*$" % (re.escape(path), line)
         assert re.search(pat, log, re.M), "no '%s:%d: message' in stderr:\n%s" % (
             path, line, log[-4000:])
-    for line in (1, 2, 7, 10, 11):
+    for line in (1, 2, 7, 10, 11, 13):
         assert not re.search(r"%s:%d:" % (re.escape(path), line), log), (
             "good line %d reported as an error" % line)
 

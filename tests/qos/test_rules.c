@@ -138,6 +138,12 @@ static void test_invalid(void)
 		"t:1:6: auto= and inherit= need reserve= or scheduling parameters");
 	CHECK_STR(diag_for("rule exe=a reserve=x policy=idle"),
 		"t:1:6: a rule names a reserve or gives parameters, not both");
+	CHECK_STR(diag_for("reserve x period=1ms cpu=0.01%"),
+		"t:1:9: cpu= gives less than 1us of this period=");
+	CHECK_STR(diag_for("reserve x policy=other period=10ms slice=9ms fallback=fifo"),
+		"t:1:9: fallback fifo would give more than the limit allows: a fallback is other, "
+		"idle or pause");
+	CHECK_STR(diag_for("reserve .x policy=idle"), "t:1:9: reserve names cannot start with '.'");
 	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
 		"t:1:22: matches must come before the settings");
 	CHECK_STR(diag_for("rule exe=a reserve=auto-5"),
