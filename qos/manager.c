@@ -277,6 +277,8 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
 {
+	if (rules == mgr->rules)
+		return true;
 	qos_rules_destroy(mgr->rules);
 	mgr->rules = rules;
 	return true;

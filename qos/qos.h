@@ -153,7 +153,9 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 	char *err, size_t err_len);
 
 /*
- * AutoQOS: the manager keeps a copy of the rules (NULL clears them); apply
+ * AutoQOS: the manager takes the rules over (NULL clears them) and destroys
+ * the ones it held, so a pointer the caller keeps to them is good until the
+ * next call (passing the rules it holds changes nothing); apply
  * looks up exe/cmdline/app_id and joins pid accordingly.  Returns false with
  * err when refused, true (with *applied false) when no auto rule matched.
  */
