@@ -532,12 +532,29 @@ static void handle_leave(struct wl_client *client, struct wl_resource *resource,
 	forget_join(obj, (pid_t)tid);
 }
 
+/*
+ * Whether the client's process is paused (frozen).  It cannot read, and
+ * every event adds to a socket buffer that disconnects it once full
+ * (libwayland 1.21), so the periodic ones are not sent until it thaws.
+ */
+static bool object_frozen(struct reserve_object *obj) {
+	struct client_identity *id = client_identity_find(wl_resource_get_client(obj->resource));
+	if (id && id->paused) {
+		return true;
+	}
+	struct qw_server *server = obj->server;
+	const char *in = server->qos ? qos_manager_reserve_of(server->qos, obj->pid, 0) : NULL;
+	struct qos_reserve_info info;
+	return in && qos_manager_reserve_info(server->qos, in, &info) &&
+		info.params.policy == QOS_POLICY_PAUSE;
+}
+
 static int handle_feedback_timer(void *data) {
 	struct reserve_object *obj = data;
 	struct qw_server *server = obj->server;
 	char buf[QOS_NAME_MAX + 1];
 	struct qos_reserve_info info;
-	if (server->qos && qos_manager_reserve_info(server->qos,
+	if (server->qos && !object_frozen(obj) && qos_manager_reserve_info(server->qos,
 			reserve_name(obj, buf, sizeof(buf)), &info)) {
 		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
 		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period,
@@ -753,7 +770,7 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			}
 			break;
 		case QOS_EVENT_OVERRUN:
-			if (same_reserve) {
+			if (same_reserve && !object_frozen(obj)) {
 				struct qos_reserve_info info;
 				uint64_t billed = server->qos &&
 					qos_manager_reserve_info(server->qos, name, &info) ? info.billed_us : 0;

@@ -347,3 +347,30 @@ def test_stats_match_measured_cpu(qcomp):
     time.sleep(0.7)
     rc.sync()
     assert not rc.events("stats", idx, start=m), rc.events(start=m)
+
+
+def test_paused_client_is_sent_no_stats(qcomp):
+    """A client whose process the user paused cannot read: its stats wait
+    until it is thawed, instead of piling up in a socket buffer that
+    disconnects it once full (libwayland 1.21).  Thawed, it gets them again,
+    not a burst of what was held back."""
+    rc = RClient(qcomp)
+    idx = rc.get("fb")
+    request_granted(rc, idx, ["params %d other other 0 0 0 0" % idx, "join %d 0" % idx,
+                              "feedback %d 100" % idx])
+    rc.wait("stats", idx)
+    r = qcomp.qosctl("set", "pid:%d" % rc.pid, "paused")
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: harness.cgroup2_frozen(rc.pid), desc="client frozen")
+    time.sleep(1.5)
+    m = rc.mark()
+    r = qcomp.qosctl("set", "pid:%d" % rc.pid, "normal")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rc.wait("stats", idx, start=m)
+    time.sleep(0.5)
+    times = [d["t"] for _, d in rc.events("stats", idx, start=m)]
+    burst = [t for t in times if t - times[0] < 0.05]
+    print("stats after the thaw: %d, %d within 50 ms of the first" % (len(times), len(burst)))
+    assert len(burst) <= 2, times
+    assert len(times) >= 3, times
+    rc.assert_no_error()
