@@ -295,6 +295,24 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 		report(ctx, col, "period= needs a cpu= or slice=");
 		return false;
 	}
+	if ((s->seen & (1u << K_FALLBACK)) && !s->has_period &&
+			s->params.fallback != s->params.policy) {
+		/*
+		 * Without a limit nothing ever falls back, and fifo/rr's safety
+		 * limit falls back to other: say so rather than drop the key.
+		 */
+		bool rt = s->params.policy == QOS_POLICY_FIFO || s->params.policy == QOS_POLICY_RR;
+		if (!rt) {
+			report(ctx, col, "fallback= needs a limit: period= with cpu= or slice=");
+			return false;
+		}
+		if (s->params.fallback != QOS_POLICY_OTHER) {
+			report(ctx, col, "the safety limit of %s falls back to other; give period= "
+				"and cpu= or slice= for another fallback",
+				qos_policy_name(s->params.policy));
+			return false;
+		}
+	}
 	if (s->has_cpu) {
 		s->params.slice_us = (s->params.period_us * s->cpu_ppm + 500000) / 1000000;
 		if (s->params.slice_us == 0) {

@@ -144,6 +144,12 @@ static void test_invalid(void)
 		"t:1:9: fallback fifo would give more than the limit allows: a fallback is other, "
 		"idle or pause");
 	CHECK_STR(diag_for("reserve .x policy=idle"), "t:1:9: reserve names cannot start with '.'");
+	CHECK_STR(diag_for("reserve x policy=other fallback=pause"),
+		"t:1:9: fallback= needs a limit: period= with cpu= or slice=");
+	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=idle"),
+		"t:1:9: the safety limit of fifo falls back to other; give period= and cpu= or "
+		"slice= for another fallback");
+	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=other"), "");
 	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
 		"t:1:22: matches must come before the settings");
 	CHECK_STR(diag_for("rule exe=a reserve=auto-5"),
