@@ -21,6 +21,8 @@
 #define IPC_MAX_REQUEST (64 * 1024)
 /* A client whose unread replies pass this is dropped, not waited for. */
 #define IPC_MAX_QUEUED (4 * 1024 * 1024)
+/* With the queue bound, this bounds what IPC may hold in memory at all. */
+#define IPC_MAX_CLIENTS 64
 
 struct qw_ipc {
 	struct qw_server *server;
@@ -28,6 +30,7 @@ struct qw_ipc {
 	char *path;
 	struct wl_event_source *source;
 	struct wl_list clients; /* ipc_client.link */
+	int n_clients;
 };
 
 struct ipc_client {
@@ -49,6 +52,7 @@ struct ipc_client {
 };
 
 static void client_destroy(struct ipc_client *client) {
+	client->ipc->n_clients--;
 	wl_event_source_remove(client->source);
 	close(client->fd);
 	wl_list_remove(&client->link);
@@ -231,6 +235,17 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 		wlr_log_errno(WLR_ERROR, "IPC accept failed");
 		return 0;
 	}
+	if (ipc->n_clients >= IPC_MAX_CLIENTS) {
+		char full[128];
+		int len = snprintf(full, sizeof(full), "{\"success\":false,\"error\":\"too many "
+			"IPC connections (at most %d); close some\"}\n", IPC_MAX_CLIENTS);
+		/* Best effort: the socket is fresh, so its buffer has room. */
+		ssize_t n = send(client_fd, full, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)n;
+		close(client_fd);
+		wlr_log(WLR_INFO, "IPC connection refused: %d already open", ipc->n_clients);
+		return 0;
+	}
 	struct ipc_client *client = calloc(1, sizeof(*client));
 	if (!client) {
 		close(client_fd);
@@ -250,6 +265,7 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 		return 0;
 	}
 	wl_list_insert(&ipc->clients, &client->link);
+	ipc->n_clients++;
 	return 0;
 }
 

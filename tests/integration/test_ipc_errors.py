@@ -185,3 +185,30 @@ def test_subscriber_dropped_by_its_own_requests_event(qosway):
                  desc="the focus request done")
     assert_unaffected(qosway)
     assert a.alive() and b.alive()
+
+
+def test_connections_past_the_limit_are_refused_with_a_reason(qosway):
+    """IPC holds at most 64 connections (each may queue up to 4 MB): the
+    65th is told why and closed, and once one closes a new one is served."""
+    held = []
+    try:
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(qosway.sock)
+            held.append(s)
+        # Every one of them was accepted before the next connects.
+        held[-1].sendall(b'{"command":"version"}\n')
+        assert json.loads(held[-1].makefile("rb").readline())["success"] is True
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as extra:
+            extra.settimeout(10)
+            extra.connect(qosway.sock)
+            reply = json.loads(extra.makefile("rb").readline())
+        assert reply["success"] is False and "too many IPC connections" in reply["error"]
+        held.pop().close()
+        wait_for(lambda: qosway.ipc({"command": "version"})["success"] is True,
+                 desc="a connection served once one closed")
+    finally:
+        for s in held:
+            s.close()
+    assert_unaffected(qosway)
