@@ -194,15 +194,16 @@ def test_connections_past_the_limit_are_refused_with_a_reason(qosway):
     try:
         for _ in range(64):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(10)
-            s.connect(qosway.sock)
             held.append(s)
+            # Blocking: with a timeout, a full listen backlog is EAGAIN.
+            s.connect(qosway.sock)
+            s.settimeout(10)
         # Every one of them was accepted before the next connects.
         held[-1].sendall(b'{"command":"version"}\n')
         assert json.loads(held[-1].makefile("rb").readline())["success"] is True
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as extra:
-            extra.settimeout(10)
             extra.connect(qosway.sock)
+            extra.settimeout(10)
             reply = json.loads(extra.makefile("rb").readline())
         assert reply["success"] is False and "too many IPC connections" in reply["error"]
         held.pop().close()
