@@ -308,15 +308,17 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
 	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
 	m->orig_nice = origin->orig_nice;
-	if (m->pidfd < 0 || !member_alive(m) || !add_member(r, m)) {
+	/* Watched for its exit before it counts as a member (closing the pidfd unwatches). */
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	if (m->pidfd < 0 || !member_alive(m) ||
+			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 ||
+			!add_member(r, m)) {
 		if (m->pidfd >= 0)
 			close(m->pidfd);
 		qos_member_close_task_dir(mgr, m);
 		free(m);
 		return false;
 	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
-	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
 	journal_origin(r, m);
 	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
@@ -513,6 +515,16 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "%d exited while joining", pid);
 		goto err_restore;
 	}
+	/*
+	 * Unwatched, its exit would go unseen and a recycled pid could be given
+	 * its class.  Closing the pidfd on the way out unwatches it.
+	 */
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0) {
+		snprintf(err, err_len, "cannot watch %d for its exit: %s", m->tid ? m->tid : pid,
+			strerror(errno));
+		goto err_restore;
+	}
 	m->reserve = r;
 	if (!add_member(r, m)) {
 		snprintf(err, err_len, "out of memory");
@@ -526,8 +538,6 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
 	else
 		qos_sys_process_clock_us(pid, &m->clock_base_us);
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
-	epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev);
 
 	/*
 	 * The period starts, and the clocks are read, before the member gets its
