@@ -349,7 +349,13 @@ void qos_reserve_leave_fallback(struct qos_reserve *r)
 	}
 	r->fb_applied = false;
 	if (p->fallback == QOS_POLICY_PAUSE) {
-		qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+		int e = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+		if (e < 0 && p->policy != QOS_POLICY_PAUSE) {
+			/* Still frozen: qos_reserve_check tries again. */
+			r->fb_applied = true;
+			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				"cannot thaw the group after its fallback: %s", strerror(-e));
+		}
 		return;
 	}
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
@@ -523,6 +529,9 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	} else if (t == QOS_POLICE_RESTORE) {
 		qos_reserve_leave_fallback(r);
 		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+	} else if (r->fb_applied && !r->police.in_fallback &&
+			r->params.fallback == QOS_POLICY_PAUSE) {
+		qos_reserve_leave_fallback(r); /* a thaw that failed */
 	}
 	/*
 	 * Checking a kernel-enforced reserve at every period boundary (and
