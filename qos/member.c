@@ -52,15 +52,43 @@ static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_pr
 	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
 }
 
+/*
+ * Another member of m's process that still holds the RLIMIT_RTTIME bound,
+ * which is per process: several thread members share it.
+ */
+static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qos_member *m)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			struct qos_member *o = r->members[i];
+			if (o != m && o->pid == m->pid && o->rttime_bounded)
+				return o;
+		}
+	}
+	return NULL;
+}
+
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
 	qos_reserve_release_threads(m->reserve, m, m->pid, m->orig_nice);
-	if (m->rttime_bounded)
+	struct qos_member *sibling = m->rttime_bounded ? bound_sibling(mgr, m) : NULL;
+	if (sibling) {
+		/*
+		 * The bound stays for the sibling, which gives back the loosest
+		 * limit either saw (unbounded sorts last): the one from before the
+		 * first of them bounded it.
+		 */
+		if (m->old_rt_hard > sibling->old_rt_hard)
+			sibling->old_rt_hard = m->old_rt_hard;
+		if (m->old_rt_soft > sibling->old_rt_soft)
+			sibling->old_rt_soft = m->old_rt_soft;
+	} else if (m->rttime_bounded) {
 		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,
 			m->old_rt_hard);
+	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 }
 
