@@ -1,13 +1,17 @@
 /*
  * The guardian: a small child process that outlives a crashed manager just
  * long enough to thaw every group under our root, so that no process stays
- * frozen because the manager died.  It learns of the death through EOF on a
- * pipe.  It is forked from a possibly multi-threaded process, so it only
- * uses async-signal-safe calls (open, read, write, getdents64, _exit).
+ * frozen because the manager died, and to take every real-time or deadline
+ * thread in them back to time-sharing: with no manager to demote it at its
+ * limit, a busy fifo thread would run on until RLIMIT_RTTIME's SIGXCPU
+ * killed it.  It learns of the death through EOF on a pipe.  It is forked
+ * from a possibly multi-threaded process, so it only makes system calls
+ * (open, read, write, getdents64, sched_getattr/setattr, _exit).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include "qos/internal.h"
+#include "qos/sys.h"
 
 struct linux_dirent64 {
 	unsigned long long d_ino;
@@ -42,12 +47,66 @@ static void thaw_at(int dirfd, const char *name)
 	}
 }
 
-static void thaw_tree(const char *root)
+static void demote_tid(pid_t tid)
+{
+	int policy = qos_sys_get_thread_policy(tid, NULL);
+	if (policy == SCHED_FIFO || policy == SCHED_RR || policy == 6 /* SCHED_DEADLINE */)
+		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+}
+
+/* Demotes every thread listed (one id a line) in the file name/list under dirfd. */
+static void demote_listed(int dirfd, const char *name, const char *list)
+{
+	char path[300];
+	size_t n = strlen(name), m = strlen(list);
+	if (n + m + 2 > sizeof(path))
+		return;
+	memcpy(path, name, n);
+	path[n] = '/';
+	memcpy(path + n + 1, list, m + 1);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	size_t have = 0;
+	ssize_t got;
+	while ((got = read(fd, buf + have, sizeof(buf) - have)) > 0) {
+		have += (size_t)got;
+		size_t line = 0;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			pid_t tid = 0;
+			for (size_t k = line; k < i && buf[k] >= '0' && buf[k] <= '9'; k++)
+				tid = tid * 10 + (buf[k] - '0');
+			if (tid > 0)
+				demote_tid(tid);
+			line = i + 1;
+		}
+		memmove(buf, buf + line, have - line);
+		have -= line;
+	}
+	close(fd);
+}
+
+static void demote_v2(int dirfd, const char *name)
+{
+	demote_listed(dirfd, name, "cgroup.threads");
+}
+
+/* Hybrid: a thread member moves alone, in the v1 cpu tree only. */
+static void demote_v1(int dirfd, const char *name)
+{
+	demote_listed(dirfd, name, "tasks");
+}
+
+/* Calls fn on root itself (".") and on each group directly under it. */
+static void for_each_group(const char *root, void (*fn)(int dirfd, const char *name))
 {
 	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	thaw_at(dfd, ".");
+	fn(dfd, ".");
 	char buf[4096];
 	for (;;) {
 		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
@@ -56,7 +115,7 @@ static void thaw_tree(const char *root)
 		for (long off = 0; off < n;) {
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
 			if (d->d_type == DT_DIR && d->d_name[0] != '.')
-				thaw_at(dfd, d->d_name);
+				fn(dfd, d->d_name);
 			off += d->d_reclen;
 		}
 	}
@@ -109,7 +168,11 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		char c;
 		while (read(p[0], &c, 1) != 0 && errno == EINTR)
 			;
-		thaw_tree(mgr->cg.v2_root);
+		/* Demoted while still frozen: none runs real-time once thawed. */
+		for_each_group(mgr->cg.v2_root, demote_v2);
+		if (mgr->cg.layout == QOS_CG_HYBRID)
+			for_each_group(mgr->cg.cpu_root, demote_v1);
+		for_each_group(mgr->cg.v2_root, thaw_at);
 		_exit(0);
 	}
 	close(p[0]);

@@ -475,19 +475,26 @@ def test_change_the_kernel_refuses_keeps_the_reserve_as_it_was(procs):
     its member its runtime: no thread is left in a class or with a runtime
     the parameters do not say."""
     with running_helper(extra=["--ncpus", "64"]) as helper:
-        a, b = procs(["sleep", "30"]), procs(["sleep", "30"])
-        place(helper, "ka policy=qos period=100ms cpu=90% fallback=pause", a.pid)
-        place(helper, "kb policy=qos period=100ms cpu=40% fallback=pause", b.pid)
+        b = procs(["sleep", "30"])
+        place(helper, "kb policy=qos period=100ms cpu=10% fallback=pause", b.pid)
         assert policy_of(b.pid) == 6  # SCHED_DEADLINE
-        assert dl_runtime_ns(b.pid) == 40_000_000
-        # 90% + 99% + what the machine holds besides: over 2 x 95%.
-        reply = helper.cmd("reserve kb policy=qos period=100ms cpu=99% fallback=pause")
+        assert dl_runtime_ns(b.pid) == 10_000_000
+        # Fill what the kernel has left (whatever other tests hold) in 90%
+        # steps until it refuses one: then under 90% is left, and growing
+        # kb by 90 points cannot fit.
+        for i in range(4):
+            helper.ok("reserve fill%d policy=qos period=100ms cpu=90%% fallback=pause" % i)
+            if helper.cmd("join fill%d %d" % (i, procs(["sleep", "30"]).pid)).startswith("err"):
+                break
+        else:
+            pytest.fail("the kernel took 4 x 90% more deadline bandwidth")
+        reply = helper.cmd("reserve kb policy=qos period=100ms cpu=100% fallback=pause")
         print(reply)
         assert reply.startswith("err") and "kernel" in reply, reply
         assert reply.endswith("[capacity]"), reply
-        assert "slice=40ms" in helper.ok("info kb")
-        assert policy_of(b.pid) == 6  # SCHED_DEADLINE
-        assert dl_runtime_ns(b.pid) == 40_000_000
+        assert "slice=10ms" in helper.ok("info kb")
+        assert policy_of(b.pid) == 6
+        assert dl_runtime_ns(b.pid) == 10_000_000
 
 
 @pytest.fixture
@@ -1065,6 +1072,42 @@ def test_kill9_manager_guardian_thaws(procs):
         assert share(p.pid, 0.5) > 0.5
         Helper().close()  # the next instance reconciles the leftover group
         assert not os.path.exists(v2)
+    finally:
+        _force_cleanup(ROOT)
+
+
+def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
+    """With the manager killed, nothing demotes a busy fifo member at its
+    limit any more, and RLIMIT_RTTIME's SIGXCPU would end it: the guardian
+    takes every fifo, rr and deadline thread under the root back to
+    time-sharing (a thread member too), and the processes live on."""
+    fifo = busy(procs)
+    dl = procs(["sleep", "30"])
+    thread_owner = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert thread_owner.stdout.readline().strip() == "ready"
+    thread_owner.stdin.write("go\n")
+    thread_owner.stdin.flush()
+    tid = int(thread_owner.stdout.readline())
+    h = Helper(guardian=True)
+    try:
+        place(h, "rtf policy=fifo priority=10 period=100ms cpu=50% fallback=other", fifo.pid)
+        place(h, "rtd policy=qos period=100ms cpu=10% fallback=pause", dl.pid)
+        h.ok("reserve rtt policy=rr priority=5 period=100ms cpu=10% fallback=other")
+        h.ok("join rtt %d %d" % (thread_owner.pid, tid))
+        assert policy_of(dl.pid) == 6 and policy_of(tid) == os.SCHED_RR
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        for t in (fifo.pid, dl.pid, tid):
+            wait_for_policy = time.monotonic() + 5
+            while policy_of(t) != os.SCHED_OTHER:
+                assert time.monotonic() < wait_for_policy, (t, policy_of(t))
+                time.sleep(0.02)
+        assert fifo.poll() is None and dl.poll() is None and thread_owner.poll() is None
+        Helper().close()  # the next instance reconciles the leftover groups
     finally:
         _force_cleanup(ROOT)
 
