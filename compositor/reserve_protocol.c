@@ -184,7 +184,8 @@ static const struct qos_rule *app_rule(struct reserve_object *obj,
 
 /*
  * qos utilisation this client's process holds through the protocol in
- * reserves other than `except` (each reserve counted once).
+ * reserves other than `except` (each reserve counted once): those it defined
+ * and those it joined threads to, at their current parameters.
  */
 static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
 	struct reserve_protocol *proto = obj->server->reserve_protocol;
@@ -195,8 +196,15 @@ static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
 	wl_list_for_each(o, &proto->objects, link) {
 		char buf[QOS_NAME_MAX + 1];
 		const char *name = reserve_name(o, buf, sizeof(buf));
-		if (o->pid != obj->pid || !o->have_params || o->params.policy != QOS_POLICY_QOS ||
+		if (o->pid != obj->pid || !(o->have_params || o->n_joined) ||
 				strcmp(name, except) == 0) {
+			continue;
+		}
+		struct qos_reserve_info info;
+		const struct qos_params *p = obj->server->qos &&
+			qos_manager_reserve_info(obj->server->qos, name, &info) ? &info.params :
+			o->have_params ? &o->params : NULL;
+		if (!p || p->policy != QOS_POLICY_QOS) {
 			continue;
 		}
 		bool dup = false;
@@ -207,7 +215,7 @@ static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
 			continue;
 		}
 		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", name);
-		sum += qos_params_util_ppm(&o->params);
+		sum += qos_params_util_ppm(p);
 	}
 	return sum;
 }

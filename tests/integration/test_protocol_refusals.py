@@ -222,3 +222,26 @@ def test_refused_fallback_that_gives_more(qcomp):
     rc.sync()
     assert_other(rc.state())
     assert not reserves_holding(qcomp, rc.pid)
+
+
+def test_refused_joining_past_the_app_limit(qcomp):
+    """The per-application limit counts the qos reserves an app's threads
+    joined, not only those it defined: two 40% reserves the user made are
+    80% of a CPU, over the default 50%, so the second join is refused."""
+    for name in ("q1", "q2"):
+        r = qcomp.qosctl("reserve", name, "policy=qos", "period=20ms", "cpu=40%")
+        assert r.returncode == 0, r.stdout + r.stderr
+    rc = RClient(qcomp)
+    t1, t2 = rc.spawn_thread(), rc.spawn_thread()
+    i1 = rc.get("q1")
+    request_granted(rc, i1, ["join %d %d" % (i1, t1)])
+    i2 = rc.get("q2")
+    ans = rc.answers(i2, "join %d %d" % (i2, t2))
+    print("second join: %r" % ans)
+    assert_refused_first(ans, FORBIDDEN)
+    assert "limit" in ans[0][1]["message"], ans
+    assert rc.pid not in member_pids(reserves(qcomp)["q2"])
+    rc.send("destroy %d" % i1)
+    rc.send("destroy %d" % i2)
+    rc.sync()
+    assert_released(qcomp, rc.pid, rc.orig_cgroups)
