@@ -229,6 +229,14 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
  * threads released cleanly): member m's threads, or with m NULL every thread
  * of process pid (a child that does not inherit).
  */
+/*
+ * Sends a task back to the groups it came from (v2, cpu).  Where they are
+ * gone (a transient scope removed once it emptied), it goes to the top of
+ * the tree instead, with an error event naming reserve: it must not stay in
+ * a reserve's group, which may be frozen, once it has left.
+ */
+void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
+	bool whole_process, const char *v2, const char *cpu);
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
 	int nice);
 /* The group's weight, idle flag, quota, real-time bandwidth and freezer. */

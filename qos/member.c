@@ -33,23 +33,23 @@ static bool member_alive(const struct qos_member *m)
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
-/*
- * Sends a task back to the groups it came from.  Where they are gone (a
- * transient scope removed once it emptied), it goes to the top of the tree
- * instead, and the failure is told: it must not stay in the reserve's
- * group, which may be frozen, after leaving the reserve.
- */
-static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
-	const char *v2, const char *cpu)
+void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
+	bool whole_process, const char *v2, const char *cpu)
 {
-	struct qos_cgroup *cg = &r->mgr->cg;
+	struct qos_cgroup *cg = &mgr->cg;
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
 	if (e == 0 || e == -ESRCH)
-		return;
-	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+		return; /* back, or gone */
+	qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, tid, 0,
 		"cannot return %d to %s: %s; moved to the top of the tree instead",
 		tid ? tid : pid, v2[0] ? v2 : cpu, strerror(-e));
 	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
+}
+
+static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
+	const char *v2, const char *cpu)
+{
+	qos_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
 }
 
 /*

@@ -74,16 +74,11 @@ static void reset_thread(pid_t tid, void *data)
 /* Back where the record says, or to the top when there is none or it is gone. */
 static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process)
 {
-	struct qos_cgroup *cg = &c->mgr->cg;
-	int e = c->known ? qos_cgroup_restore(cg, pid, tid, whole_process, c->origin.v2,
-		c->origin.cpu) : -ENOENT;
-	if (e == 0 || e == -ESRCH)
-		return; /* back, or gone */
 	if (c->known)
-		qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
-			"cannot return %d to %s: %s; moved to the top of the tree instead",
-			tid ? tid : pid, c->origin.v2, strerror(-e));
-	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
+		qos_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2,
+			c->origin.cpu);
+	else
+		qos_cgroup_restore(&c->mgr->cg, pid, tid, whole_process, "", "/");
 }
 
 static void release_pid(pid_t pid, void *data)

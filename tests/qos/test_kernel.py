@@ -455,6 +455,9 @@ def test_kernel_deadline_bound_is_a_capacity_refusal(procs):
         assert policy_of(sleepers[len(replies) - 1].pid) == os.SCHED_OTHER
 
 
+SYS_SCHED_GETATTR = 315  # x86-64
+
+
 def dl_runtime_ns(pid):
     """The deadline runtime the thread pid was given (sched_getattr)."""
     class Attr(ctypes.Structure):
@@ -464,7 +467,7 @@ def dl_runtime_ns(pid):
                     ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64)]
     attr = Attr()
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(314 + 1, pid, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
+    if libc.syscall(SYS_SCHED_GETATTR, pid, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
         raise OSError(ctypes.get_errno(), "sched_getattr %d" % pid)
     return attr.runtime
 
@@ -905,6 +908,19 @@ THREAD_ON_DEMAND = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "thread_on_demand.py")
 
 
+def thread_owner(procs, n=1):
+    """A THREAD_ON_DEMAND process and the tids of n sleeping threads it started."""
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    tids = []
+    for _ in range(n):
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        tids.append(int(p.stdout.readline()))
+    return p, tids
+
+
 def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
     """A thread a fifo member starts is SCHED_OTHER (reset on fork); told of
     it, the manager makes it fifo right then, not at its next 1 s pass."""
@@ -923,14 +939,7 @@ def test_rttime_bound_stays_while_a_thread_member_is_real_time(rt_bandwidth, hel
     """RLIMIT_RTTIME is per process: with two threads of one process in fifo
     reserves, the first to leave does not lift the bound the other still
     runs under; the last gives back the limit from before the first."""
-    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    tids = []
-    for _ in range(2):
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        tids.append(int(p.stdout.readline()))
+    p, tids = thread_owner(procs, 2)
     before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
     for i, tid in enumerate(tids):
         helper.ok("reserve rt%d policy=fifo priority=10 period=100ms cpu=20%% fallback=other" % i)
@@ -955,12 +964,7 @@ def test_single_threads_cannot_be_paused(helper, procs):
     """The freezer acts on a group's processes, which a single thread's are
     not: a thread cannot join a pause reserve, and a reserve holding a
     thread cannot become one; both say to join the process instead."""
-    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    p.stdin.write("go\n")
-    p.stdin.flush()
-    tid = int(p.stdout.readline())
+    p, (tid,) = thread_owner(procs)
     helper.ok("reserve frz policy=pause")
     reply = helper.cmd("join frz %d %d" % (p.pid, tid))
     assert reply.startswith("err") and "join the process instead" in reply, reply
@@ -1083,18 +1087,13 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
     time-sharing (a thread member too), and the processes live on."""
     fifo = busy(procs)
     dl = procs(["sleep", "30"])
-    thread_owner = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    assert thread_owner.stdout.readline().strip() == "ready"
-    thread_owner.stdin.write("go\n")
-    thread_owner.stdin.flush()
-    tid = int(thread_owner.stdout.readline())
+    owner, (tid,) = thread_owner(procs)
     h = Helper(guardian=True)
     try:
         place(h, "rtf policy=fifo priority=10 period=100ms cpu=50% fallback=other", fifo.pid)
         place(h, "rtd policy=qos period=100ms cpu=10% fallback=pause", dl.pid)
         h.ok("reserve rtt policy=rr priority=5 period=100ms cpu=10% fallback=other")
-        h.ok("join rtt %d %d" % (thread_owner.pid, tid))
+        h.ok("join rtt %d %d" % (owner.pid, tid))
         assert policy_of(dl.pid) == 6 and policy_of(tid) == os.SCHED_RR
         _kill9(h)
     except BaseException:
@@ -1102,11 +1101,11 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
         raise
     try:
         for t in (fifo.pid, dl.pid, tid):
-            wait_for_policy = time.monotonic() + 5
+            give_up = time.monotonic() + 5
             while policy_of(t) != os.SCHED_OTHER:
-                assert time.monotonic() < wait_for_policy, (t, policy_of(t))
+                assert time.monotonic() < give_up, (t, policy_of(t))
                 time.sleep(0.02)
-        assert fifo.poll() is None and dl.poll() is None and thread_owner.poll() is None
+        assert fifo.poll() is None and dl.poll() is None and owner.poll() is None
         Helper().close()  # the next instance reconciles the leftover groups
     finally:
         _force_cleanup(ROOT)
