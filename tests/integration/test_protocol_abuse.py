@@ -109,7 +109,7 @@ def test_65_objects_many_clients(qcomp):
         assert err["code"] == 2 and err["interface"] == "qosway_reserve_v1", err
     assert_carries_on(qcomp, wl)
     keeper.sync()
-    assert harness.sched_attr(keeper.pid)["policy"] == harness.SCHED_DEADLINE
+    keeper.assert_deadline()
     for rc in rcs:
         assert_released(qcomp, rc.pid, alive=False)
 

@@ -39,8 +39,7 @@ def expect_error(comp, rc, others, code, interface):
     wl, keeper = others
     frames_keep_coming(comp, wl)
     keeper.assert_no_error()
-    st = keeper.state()
-    assert st["policy"] == harness.SCHED_DEADLINE, st
+    keeper.assert_deadline()
     assert keeper.pid in member_pids(reserves(comp)["auto-%d" % keeper.pid])
     assert comp.qosctl("--json", "version").returncode == 0
     # the offender's reserves are gone with it

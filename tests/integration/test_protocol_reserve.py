@@ -108,6 +108,18 @@ class RClient:
     def state(self):
         return harness.qos_state(self.pid)
 
+    def assert_deadline(self, timeout=3.0):
+        """The client's granted qos reserve still holds.  With fallback other
+        it may be between its slice and the period's end (or, throttled, the
+        kernel's 0-lag time) right now, so it must be SCHED_DEADLINE again
+        within a few periods; the overruns it was told of say why not."""
+        try:
+            wait_for(lambda: self.state()["policy"] == harness.SCHED_DEADLINE, timeout,
+                     desc="pid %d back in SCHED_DEADLINE" % self.pid)
+        except AssertionError as e:
+            raise AssertionError("%s: state %r, overruns %r" % (
+                e, self.state(), self.events("overrun"))) from None
+
     def error(self, timeout=10.0):
         return self.p.wait_event("error", timeout=timeout)
 

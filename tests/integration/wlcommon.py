@@ -30,8 +30,12 @@ def connect():
     display.connect()
     registry = display.get_registry()
     found = {}
-    registry.dispatcher["global"] = (
-        lambda _reg, name, interface, version: found.setdefault(interface, (name, version)))
+
+    # A handler's result goes back to libwayland as an int: return nothing
+    # (setdefault's tuple made pywayland print a TypeError per global).
+    def on_global(_reg, name, interface, version):
+        found.setdefault(interface, (name, version))
+    registry.dispatcher["global"] = on_global
     display.roundtrip()
 
     def bind(iface, maxver):
