@@ -93,6 +93,10 @@ class QosHelper:
         return out
 
     def close(self):
+        """Ends the manager with "quit"; quit_cleanly says whether it was
+        still running and exited with 0 (a clean shutdown, which must leave
+        no group of its own behind)."""
+        self.quit_cleanly = False
         if self.proc.poll() is None:
             try:
                 self.cmd("quit", timeout=self.close_timeout)
@@ -100,17 +104,28 @@ class QosHelper:
                 pass
             try:
                 self.proc.wait(self.close_timeout)
+                self.quit_cleanly = self.proc.returncode == 0
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def groups_below(root):
+    """The groups below the cgroup root `root` (not root itself), in every
+    hierarchy: CG/ROOT on pure cgroup v2, CG/*/ROOT on the hybrid layout."""
+    out = []
+    for top in glob.glob("%s/%s" % (CG, root)) + glob.glob("%s/*/%s" % (CG, root)):
+        for dirpath, dirnames, _ in os.walk(top):
+            out += [os.path.join(dirpath, d) for d in dirnames]
+    return sorted(out)
 
 
 def force_cleanup(root):
     """Last resort: thaw, kill and remove whatever is left below the cgroup
     root `root` (in every hierarchy), innermost groups first, giving back
     each group's real-time runtime (a dying group keeps holding it)."""
-    for top in glob.glob("%s/*/%s" % (CG, root)):
-        for group in sorted(glob.glob(top + "/*/"), reverse=True) + [top + "/"]:
+    for top in glob.glob("%s/%s" % (CG, root)) + glob.glob("%s/*/%s" % (CG, root)):
+        for group in sorted(glob.glob(top + "/**/", recursive=True), reverse=True):
             for name, value in (("cgroup.freeze", "0"), ("cpu.rt_runtime_us", "0")):
                 try:
                     with open(group + name, "w") as f:

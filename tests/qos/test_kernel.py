@@ -20,6 +20,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qos_helper_driver import CG, QosHelper  # noqa: E402
 from qos_helper_driver import force_cleanup as _force_cleanup  # noqa: E402
+from qos_helper_driver import groups_below  # noqa: E402
 
 BUILD = os.environ.get("QOSWAY_BUILD_DIR", "build")
 HELPER = os.path.join(BUILD, "tests", "qos", "qos-helper")
@@ -73,7 +74,10 @@ def running_helper(**kw):
         yield h
     finally:
         h.close()
+        left = groups_below(ROOT) if h.quit_cleanly else []
         _force_cleanup(ROOT)
+    # A clean shutdown restores every member and removes every group it made.
+    assert not left, "groups left by a clean shutdown: %s" % left
 
 
 @pytest.fixture
@@ -542,6 +546,9 @@ def rt_bandwidth():
                 pass
         held = ("live groups hold it: %s" % ", ".join(holders) if holders else
                 "removed (dying) cpu groups hold it (see /proc/cgroups)")
+        if any(h.startswith("qosway") for h in holders):
+            # ours, alive: a manager kept runtime it should have given back
+            pytest.fail("kernel refuses 50%% RT group bandwidth (%s); %s" % (e, held))
         pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); %s"
                     % (e, held))
     finally:
@@ -1618,7 +1625,14 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         _force_cleanup(ROOT)
 
 
-def test_zz_no_test_cgroup_left():
-    left = glob.glob("%s/*/qosway-test-*" % CG) + glob.glob("%s/*/qosway-origin-*" % CG) + \
-        glob.glob("%s/qosway-origin-*" % CG)
+def assert_no_test_cgroup_left():
+    """No group any qos test made is left, in any hierarchy (CG/NAME on pure
+    cgroup v2, CG/*/NAME on the hybrid layout)."""
+    left = []
+    for name in ("qosway-test-*", "qosway-origin-*", "qosway-rtprobe-*"):
+        left += glob.glob("%s/%s" % (CG, name)) + glob.glob("%s/*/%s" % (CG, name))
     assert left == [], left
+
+
+def test_zz_no_test_cgroup_left():
+    assert_no_test_cgroup_left()

@@ -15,8 +15,8 @@ import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, _wait_for, busy, cpu_ns, helper, place, policy_of, procs, pytestmark,
-    running_helper)
+    PERIODIC, REASON, _wait_for, assert_no_test_cgroup_left, busy, cpu_ns, helper, place,
+    policy_of, procs, pytestmark, running_helper)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
 
@@ -446,3 +446,8 @@ def test_switches_keep_proc_files_and_give_them_back(helper, procs):
     assert proc_fds() == before, sorted(set(proc_fds()) - set(before))
     helper.ok("delete keep")
     assert proc_fds() == before
+
+
+def test_zz_no_test_cgroup_left():
+    """Run last in this file, which runs after test_kernel.py's own check."""
+    assert_no_test_cgroup_left()
