@@ -496,8 +496,16 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	bool first = r->n_members == 0;
 	if (first && !admit(r, err, err_len))
 		goto err_close;
+	bool had_group = r->has_group;
 	if (!ensure_group(r, err, err_len))
 		goto err_admit;
+	/*
+	 * The last member to leave thawed the group, and may have left it in
+	 * its fallback (cpu.idle): the first member of the next batch gets the
+	 * group of the reserve's own policy, frozen again for pause.
+	 */
+	if (first && had_group)
+		qos_reserve_apply_group(r);
 
 	/* Joining implies leaving: a task is in at most one reserve. */
 	struct qos_member *old = qos_find_member(mgr, pid, m->tid);

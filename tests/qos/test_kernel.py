@@ -287,6 +287,45 @@ def test_pause_freezes_and_thaws(helper, procs):
     assert share(p.pid, 0.5) > 0.2
 
 
+def test_pause_reserve_freezes_the_members_after_it_was_empty(helper, procs):
+    """The last member leaving thaws the group; a named pause reserve (the
+    `pause` of config/qosrc, which the window menu offers) must still freeze
+    whoever joins it next (it did not: the group was only set up when made)."""
+    a = busy(procs, 1)
+    place(helper, "stop policy=pause", a.pid)
+    v2, _ = helper.path("stop")
+    wait_frozen(v2, True, "the first member was never frozen")
+    helper.ok("leave %d" % a.pid)
+    wait_frozen(v2, False, "still frozen with no member")
+    b = busy(procs, 1)
+    helper.ok("join stop %d" % b.pid)
+    wait_frozen(v2, True, "the next member was never frozen")
+    assert share(b.pid, 0.5) < 1e-4
+    assert share(a.pid, 0.5) > 0.2
+
+
+def test_cut_to_idle_group_is_normal_again_for_the_next_member(helper, procs):
+    """The last member leaving while the reserve is in its fallback (the
+    group's cpu.idle set) must not leave the next member in an idle group:
+    against a busy loop it would get next to nothing, never reach its limit,
+    and so never be restored."""
+    busy(procs, 1)
+    a = busy(procs, 1)
+    place(helper, "cut policy=other period=100ms cpu=20% fallback=idle", a.pid)
+    _, cpu = helper.path("cut")
+
+    def group_idle():
+        with open(cpu + "/cpu.idle") as f:
+            return f.read().strip() == "1"
+    _wait_for(helper, group_idle, 3, "the group never went idle")
+    helper.ok("leave %d" % a.pid)
+    b = busy(procs, 1)
+    helper.ok("join cut %d" % b.pid)
+    assert not group_idle()
+    s = settled_share(b.pid)
+    assert 0.16 <= s <= 0.26, "share %.3f; %s" % (s, helper.ok("info cut"))
+
+
 def test_reserves_named_like_control_files_get_groups_of_their_own(helper, procs):
     """A reserve named after a control file of the manager's root gets a
     directory beside the file, and its member is really in it; the files
