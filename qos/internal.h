@@ -178,6 +178,13 @@ struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const cha
 struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid);
 void qos_reserve_free(struct qos_reserve *r);
 void qos_member_remove(struct qos_member *m, bool alive, bool exited);
+/*
+ * Gives m's process the RLIMIT_RTTIME bound when m's reserve is fifo or rr
+ * and it has none yet (at join, adoption, and a change into fifo/rr): a
+ * thread that never sleeps is stopped by the kernel even with no manager.
+ * The bound stays until m leaves.
+ */
+void qos_member_bound_rttime(struct qos_member *m);
 /* The reserve whose CPU timers carry this cookie, or NULL. */
 struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie);
 /* Runs the police state machine for one reserve now and applies the result. */

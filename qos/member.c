@@ -68,6 +68,17 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
 	return NULL;
 }
 
+void qos_member_bound_rttime(struct qos_member *m)
+{
+	const struct qos_reserve *r = m->reserve;
+	if (m->rttime_bounded || !qos_policy_is_rt(r->params.policy) ||
+			r->params.policy == QOS_POLICY_QOS)
+		return;
+	if (qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
+			&m->old_rt_hard) == 0)
+		m->rttime_bounded = true;
+}
+
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
@@ -349,10 +360,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	}
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
 	journal_origin(r, m);
-	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
-			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
-				&m->old_rt_hard) == 0)
-		m->rttime_bounded = true;
+	qos_member_bound_rttime(m);
 	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
 		origin->pid);
 	unsigned n = (unsigned)qos_reserve_count_threads(r);
@@ -566,10 +574,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "out of memory");
 		goto err_restore;
 	}
-	if (qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
-			qos_sys_bound_rttime(pid, mgr->config.rttime_us, &m->old_rt_soft,
-				&m->old_rt_hard) == 0)
-		m->rttime_bounded = true;
+	qos_member_bound_rttime(m);
 	if (m->tid)
 		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
 	else

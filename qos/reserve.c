@@ -473,6 +473,8 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	if (p.policy != QOS_POLICY_QOS)
 		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = p;
+	for (size_t i = 0; i < r->n_members; i++)
+		qos_member_bound_rttime(r->members[i]);
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
 		keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);

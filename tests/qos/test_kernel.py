@@ -1019,10 +1019,24 @@ def test_rttime_bound_stays_while_a_thread_member_is_real_time(rt_bandwidth, hel
     assert not [e for e in helper.events if "RLIMIT_RTTIME" in e], helper.events
     helper.ok("leave %d %d" % (p.pid, tids[1]))
     helper.cmd("sync")
-    kept = [e for e in helper.events if "RLIMIT_RTTIME of %d stays bounded" % p.pid in e]
-    # Raising a hard limit back needs CAP_SYS_RESOURCE, which this machine
-    # may not grant; then the event says so (a known limit).
-    assert resource.prlimit(p.pid, resource.RLIMIT_RTTIME) == before or kept, helper.events
+    check_rttime_restored(p.pid, before, bounded, helper.events)
+
+
+def test_member_made_fifo_by_a_change_gets_the_rttime_bound(rt_bandwidth, helper, procs):
+    """A member is bounded when its reserve becomes fifo, not only when it
+    joins one: a window clicked idle (or real-time) and then fifo kept its
+    process's RLIMIT_RTTIME unlimited.  Leaving gives the limit back."""
+    p = procs(["sleep", "60"])
+    before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    helper.ok("class %d policy=idle" % p.pid)
+    assert resource.prlimit(p.pid, resource.RLIMIT_RTTIME) == before
+    helper.ok("class %d policy=fifo priority=10" % p.pid)
+    assert policy_of(p.pid) == os.SCHED_FIFO
+    bounded = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    assert bounded == (5000000, 5000000) != before, bounded
+    helper.ok("leave %d" % p.pid)
+    helper.cmd("sync")
+    check_rttime_restored(p.pid, before, bounded, helper.events)
 
 
 def test_single_threads_cannot_be_paused(helper, procs):
