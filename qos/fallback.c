@@ -270,6 +270,25 @@ uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r)
 	return total;
 }
 
+void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited)
+{
+	uint64_t v;
+	if (m->tid) {
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
+			r->retired_us += v - m->cpu_base_us;
+	} else if (exact_clocks(r)) {
+		/* A process that exited is not read again (its pid may be reused):
+		 * the last check's reading is what it ran here. */
+		if (exited || !qos_sys_process_clock_us(m->pid, &v)) {
+			if (!m->clock_read)
+				return;
+			v = m->clock_us;
+		}
+		if (v >= m->clock_base_us)
+			r->retired_us += v - m->clock_base_us;
+	}
+}
+
 static void enter_fallback(struct qos_reserve *r)
 {
 	const struct qos_params *p = &r->params;

@@ -260,6 +260,12 @@ bool qos_reserve_group_idles(const struct qos_reserve *r);
 uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us);
 /* CPU time of the members since they joined (billed time not included). */
 uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r);
+/*
+ * Keeps what m ran in r (since it joined) in r's count as m leaves, so the
+ * period it leaves in is still charged for it.  Group counters keep it by
+ * themselves; member clocks go with the member.
+ */
+void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited);
 /* Takes the members back from the fallback to the reserve's policy. */
 void qos_reserve_leave_fallback(struct qos_reserve *r);
 

@@ -123,11 +123,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
 		close(m->pidfd);
 	}
-	if (m->tid) {
-		uint64_t v;
-		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
-			r->retired_us += v - m->cpu_base_us;
-	}
+	qos_reserve_retire_member(r, m, exited);
 	qos_optimistic_forget(r, m->pid, m->tid);
 	if (m->has_cpu_timer)
 		qos_cputimer_delete(m->cpu_timer);

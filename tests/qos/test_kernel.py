@@ -326,6 +326,40 @@ def test_cut_to_idle_group_is_normal_again_for_the_next_member(helper, procs):
     assert 0.16 <= s <= 0.26, "share %.3f; %s" % (s, helper.ok("info cut"))
 
 
+def info_fields(helper, name):
+    return dict(kv.split("=", 1) for kv in helper.ok("info " + name).split()[1:])
+
+
+@pytest.mark.parametrize("how", ["leave", "exit"])
+def test_a_member_going_leaves_its_time_in_the_period(helper, procs, how):
+    """What a member ran stays charged to the period it goes in: the use the
+    manager counts does not drop when it leaves or exits (it did for process
+    members of limited reserves, counted from their own CPU clocks: a
+    reserve whose members come and go was under-charged, so its limit held
+    only in part)."""
+    a = busy(procs, 0)
+    place(helper, "acc policy=other period=10s cpu=90% fallback=idle", a.pid)
+    for _ in range(3):
+        b = busy(procs, 1)
+        helper.ok("join acc %d" % b.pid)
+        time.sleep(0.5)
+        f1 = info_fields(helper, "acc")
+        if how == "leave":
+            helper.ok("leave %d" % b.pid)
+        else:
+            b.kill()
+            b.wait()
+            _wait_for(helper, lambda: info_fields(helper, "acc")["members"] == "1", 3,
+                      "the exit was never seen")
+        f2 = info_fields(helper, "acc")
+        if f1["periods"] == f2["periods"]:  # no boundary in between
+            break
+    else:
+        pytest.fail("three 10 s boundaries in a row fell between two reads")
+    assert int(f1["used"]) >= 800000, f1  # two busy loops for 0.5 s
+    assert int(f2["used"]) >= int(f1["used"]), (f1, f2)
+
+
 def test_reserves_named_like_control_files_get_groups_of_their_own(helper, procs):
     """A reserve named after a control file of the manager's root gets a
     directory beside the file, and its member is really in it; the files
