@@ -8,8 +8,10 @@ int qos_cgroup_v2_set_quota(struct qos_cgroup *cg, const char *name, uint64_t pe
 {
 	char p[4096], v[64];
 	qos_cgroup_path(cg, true, name, "cpu.max", p, sizeof(p));
+	/* Unlimited: the period is left alone, as it may be one the kernel
+	 * refuses (over 1 s) and matters to no one without a quota. */
 	if (quota_us == 0)
-		snprintf(v, sizeof(v), "max %llu", (unsigned long long)(period_us ? period_us : 100000));
+		snprintf(v, sizeof(v), "max");
 	else
 		snprintf(v, sizeof(v), "%llu %llu", (unsigned long long)quota_us,
 			(unsigned long long)period_us);

@@ -31,7 +31,7 @@ static bool kernel_caps(const struct qos_reserve *r)
 		return true; /* SCHED_DEADLINE throttles at the runtime */
 	case QOS_POLICY_OTHER:
 	case QOS_POLICY_IDLE:
-		return cg->cpu_ctl;
+		return cg->cpu_ctl && qos_params_kernel_ceiling(&r->params);
 	case QOS_POLICY_FIFO:
 	case QOS_POLICY_RR:
 		return cg->rt_group;

@@ -50,6 +50,13 @@ bool qos_params_has_limit(const struct qos_params *p)
 	return p->period_us > 0 && p->slice_us > 0;
 }
 
+bool qos_params_kernel_ceiling(const struct qos_params *p)
+{
+	return qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
+		(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE) &&
+		p->slice_us >= 1000 && p->period_us >= 1000 && p->period_us <= 1000000;
+}
+
 uint64_t qos_params_util_ppm(const struct qos_params *p)
 {
 	if (!qos_params_has_limit(p))

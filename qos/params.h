@@ -55,6 +55,13 @@ bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len);
 /* True when the reserve carries a period/slice pair. */
 bool qos_params_has_limit(const struct qos_params *p);
 
+/*
+ * A ceiling (other or idle with fallback pause) the kernel's CFS bandwidth
+ * control can hold by itself: it takes quotas of 1 ms and more, in periods
+ * of 1 ms to 1 s.  Other ceilings are policed by the manager (freezing).
+ */
+bool qos_params_kernel_ceiling(const struct qos_params *p);
+
 /* Utilisation in parts per million of one CPU (slice / period). */
 uint64_t qos_params_util_ppm(const struct qos_params *p);
 

@@ -125,8 +125,11 @@ bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, si
 /*
  * pid (tid == 0) or one thread joins a reserve, leaving its previous one.  The
  * first member of a qos reserve triggers admission control; on refusal false is
- * returned with the reason in err, and the task keeps running as before.  If
- * the reserve does not exist and the loaded rules define it, it is created.
+ * returned with the reason in err, and the task keeps running as before.  A
+ * refusal the kernel makes once the task has moved (its own deadline or
+ * real-time bandwidth bound) also returns false with the reason, and leaves
+ * the task as other in its original cgroup, out of its previous reserve too.
+ * If the reserve does not exist and the loaded rules define it, it is created.
  */
 bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
 	char *err, size_t err_len);

@@ -295,8 +295,7 @@ void qos_reserve_apply_group(struct qos_reserve *r)
 			qos_cgroup_set_nice_weight(cg, r->group,
 				p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
-		bool ceiling = qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
-			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE);
+		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
 		if (e < 0)
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",

@@ -159,6 +159,20 @@ def test_ceiling_other_20_percent(helper, procs):
     assert 0.17 <= s <= 0.23, s
 
 
+@pytest.mark.parametrize("params", ["period=10ms cpu=5%", "period=2s cpu=20%"])
+def test_ceiling_the_kernel_cannot_hold_is_policed(helper, procs, params):
+    """CFS bandwidth control takes no quota under 1 ms and no period over
+    1 s: such a ceiling is held by the manager (freezing at the limit), not
+    left unlimited with an error event."""
+    p = busy(procs, 1)
+    place(helper, "ceil policy=other %s fallback=pause" % params, p.pid)
+    want = 0.05 if "5%" in params else 0.20
+    s = share(p.pid, 3.0 if want < 0.1 else 6.0)
+    info = helper.ok("info ceil")
+    assert not [e for e in helper.events if " error " in e], helper.events
+    assert want * 0.6 <= s <= want * 1.5, "share %.3f; %s" % (s, info)
+
+
 def test_cut_to_idle_20_percent(helper, procs):
     """other with a 20% limit and fallback idle, against a normal busy loop on
     the same CPU: 20% in each period, then (nearly) nothing as SCHED_IDLE in

@@ -150,6 +150,37 @@ static void test_normalize(void)
 	CHECK(qos_params_normalize(&p, err, sizeof(err)));
 }
 
+static void test_kernel_ceiling(void)
+{
+	struct qos_params p;
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_OTHER;
+	p.fallback = QOS_POLICY_PAUSE;
+	p.period_us = 100000;
+	p.slice_us = 20000;
+	CHECK(qos_params_kernel_ceiling(&p));
+	p.policy = QOS_POLICY_IDLE;
+	CHECK(qos_params_kernel_ceiling(&p));
+	/* CFS bandwidth control's bounds: quota >= 1 ms, period 1 ms..1 s */
+	p.slice_us = 999;
+	CHECK(!qos_params_kernel_ceiling(&p));
+	p.slice_us = 1000;
+	CHECK(qos_params_kernel_ceiling(&p));
+	p.period_us = 1000001;
+	CHECK(!qos_params_kernel_ceiling(&p));
+	p.period_us = 1000000;
+	CHECK(qos_params_kernel_ceiling(&p));
+	/* not a ceiling at all */
+	p.fallback = QOS_POLICY_IDLE;
+	CHECK(!qos_params_kernel_ceiling(&p));
+	p.fallback = QOS_POLICY_PAUSE;
+	p.policy = QOS_POLICY_QOS;
+	CHECK(!qos_params_kernel_ceiling(&p));
+	p.policy = QOS_POLICY_OTHER;
+	p.slice_us = 0;
+	CHECK(!qos_params_kernel_ceiling(&p));
+}
+
 static void test_admission(void)
 {
 	char why[256];
@@ -187,6 +218,7 @@ int main(void)
 {
 	test_names();
 	test_values();
+	test_kernel_ceiling();
 	test_normalize();
 	test_admission();
 	return check_report("test_params");
