@@ -247,7 +247,7 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
 	int nice);
 /* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
-void qos_reserve_apply_group(struct qos_reserve *r);
+int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle);
 

@@ -242,7 +242,6 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 		return false;
 	}
 	r->has_group = true;
-	qos_reserve_apply_group(r);
 	return true;
 }
 
@@ -500,16 +499,24 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	bool first = r->n_members == 0;
 	if (first && !admit(r, err, err_len))
 		goto err_close;
-	bool had_group = r->has_group;
 	if (!ensure_group(r, err, err_len))
 		goto err_admit;
 	/*
-	 * The last member to leave thawed the group, and may have left it in
-	 * its fallback (cpu.idle): the first member of the next batch gets the
-	 * group of the reserve's own policy, frozen again for pause.
+	 * The first member gets the group of the reserve's own policy: a new
+	 * group has none yet, and the last member to leave thawed the group
+	 * and may have left it in its fallback (cpu.idle).  A group the kernel
+	 * refuses the reserve's real-time bandwidth would hold its members to
+	 * less than the manager counts (or to what it held before).
 	 */
-	if (first && had_group)
-		qos_reserve_apply_group(r);
+	int gerr = first ? qos_reserve_apply_group(r) : 0;
+	if (gerr) {
+		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
+			"real-time bandwidth: %s; running as other", r->name,
+			qos_policy_name(r->params.policy), strerror(-gerr));
+		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		goto err_admit;
+	}
 
 	/* Joining implies leaving: a task is in at most one reserve. */
 	struct qos_member *old = qos_find_member(mgr, pid, m->tid);

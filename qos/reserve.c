@@ -279,12 +279,13 @@ void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle)
 }
 
 /* Group-level controls for the reserve's normal policy. */
-void qos_reserve_apply_group(struct qos_reserve *r)
+int qos_reserve_apply_group(struct qos_reserve *r)
 {
 	struct qos_cgroup *cg = &r->mgr->cg;
 	const struct qos_params *p = &r->params;
+	int rt_err = 0;
 	if (!r->has_group)
-		return;
+		return 0;
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
 		r->group_idle = -1;
@@ -305,11 +306,14 @@ void qos_reserve_apply_group(struct qos_reserve *r)
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
 		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000,
 			rt ? p->slice_us : 0);
-		if (e < 0 && rt)
+		if (e < 0 && rt) {
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"cannot give the group real-time bandwidth: %s", strerror(-e));
+			rt_err = e;
+		}
 	}
 	qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+	return rt_err;
 }
 
 /*
@@ -484,18 +488,28 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	 */
 	bool leaving_rt = qos_policy_is_rt(old.policy) && old.policy != QOS_POLICY_QOS &&
 		!(qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS);
-	if (!leaving_rt)
-		qos_reserve_apply_group(r);
-	int perr = qos_reserve_apply_threads(r, p.policy);
+	/*
+	 * A group refused the new real-time bandwidth still holds the old
+	 * (or, the period written, part of it), which its threads would run
+	 * under while the manager counted the new limit: refused like a
+	 * thread the kernel refuses.
+	 */
+	int gerr = leaving_rt ? 0 : qos_reserve_apply_group(r);
+	int perr = gerr ? 0 : qos_reserve_apply_threads(r, p.policy);
 	if (leaving_rt)
 		qos_reserve_apply_group(r);
-	if (perr && qos_policy_is_rt(p.policy) && !reverting) {
-		snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
-			name, qos_reserve_policy_error(p.policy, perr));
+	if ((gerr || perr) && qos_policy_is_rt(p.policy) && !reverting) {
+		if (gerr)
+			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get that "
+				"real-time bandwidth: %s; it keeps its parameters", name, strerror(-gerr));
+		else
+			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
+				name, qos_reserve_policy_error(p.policy, perr));
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
 		char ignored[256];
 		change(mgr, r, old, true, ignored, sizeof(ignored));
-		mgr->last_refusal = perr == -EBUSY || (p.policy != QOS_POLICY_QOS && perr == -EPERM) ?
+		mgr->last_refusal = gerr || perr == -EBUSY ||
+			(p.policy != QOS_POLICY_QOS && perr == -EPERM) ?
 			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
 		return false;
 	}

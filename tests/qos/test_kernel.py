@@ -670,6 +670,41 @@ def test_fifo_limited_to_50_percent(rt_bandwidth, helper, procs):
     assert 0.40 <= s <= 0.53, s
 
 
+def rt_group_values(helper, name):
+    _, cpu = helper.path(name)
+    out = []
+    for f in ("cpu.rt_period_us", "cpu.rt_runtime_us"):
+        with open(os.path.join(cpu, f)) as fh:
+            out.append(int(fh.read()))
+    return tuple(out)
+
+
+def test_fifo_bandwidth_the_kernel_refuses_is_refused(rt_bandwidth, helper, procs):
+    """More real-time bandwidth than the manager's root holds (90%): the
+    kernel refuses the group's share, so the change is refused as capacity
+    and the group keeps what it had (the reply was "ok", with the group left
+    at the old runtime, or the new period and the old runtime), and a first
+    member is refused and runs as other."""
+    if not os.path.exists("/sys/fs/cgroup/cpu/cpu.rt_runtime_us"):
+        pytest.skip("no real-time group scheduling (pure cgroup v2)")
+    p = busy(procs, 1)
+    place(helper, "f policy=fifo priority=10 period=100ms cpu=50% fallback=pause", p.pid)
+    assert rt_group_values(helper, "f") == (100000, 50000)
+    for params in ("period=100ms cpu=95%", "period=1s cpu=95%"):
+        reply = helper.cmd("reserve f policy=fifo priority=10 %s fallback=pause" % params)
+        assert reply.startswith("err ") and reply.endswith("[capacity]"), reply
+        assert "real-time bandwidth" in reply, reply
+        assert rt_group_values(helper, "f") == (100000, 50000)
+        assert "period=100ms" in helper.ok("info f")
+        assert policy_of(p.pid) == os.SCHED_FIFO
+    q = procs(["sleep", "60"])
+    helper.ok("reserve g policy=fifo priority=10 period=100ms cpu=95% fallback=pause")
+    reply = helper.cmd("join g %d" % q.pid)
+    assert reply.startswith("err ") and reply.endswith("[capacity]"), reply
+    assert policy_of(q.pid) == os.SCHED_OTHER
+    assert " members=0 " in helper.ok("info g")
+
+
 def fifo_phases(p, rival, seconds=3.0):
     """Sampled every 2 ms: {policy seen at the start of a step: [member CPU,
     rival CPU, wall]} (ns), and the same as text for assertion messages."""
