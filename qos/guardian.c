@@ -4,9 +4,12 @@
  * frozen because the manager died, and to take every real-time or deadline
  * thread in them back to time-sharing: with no manager to demote it at its
  * limit, a busy fifo thread would run on until RLIMIT_RTTIME's SIGXCPU
- * killed it.  It learns of the death through EOF on a pipe.  It is forked
- * from a possibly multi-threaded process, so it only makes system calls
- * (open, read, write, getdents64, sched_getattr/setattr, _exit).
+ * killed it.  It learns of the death through EOF on a socket, over which
+ * the manager also names the thread members no scan of our root finds (on
+ * cgroup v2 a thread stays in its process's group).  It is forked from a
+ * possibly multi-threaded process, so it only makes system calls (open,
+ * read, write, recv, getdents64, sched_getattr/setattr, _exit) and
+ * string formatting without allocation.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,10 +147,72 @@ static void close_all_but(int a, int b)
 		syscall(SYS_close_range, from, ~0u, 0);
 }
 
+/* Threads outside our groups the guardian can keep (on its stack). */
+#define GUARDIAN_MAX_THREADS 1024
+
+struct guardian_record {
+	pid_t pid, tid;
+	uint64_t start_time;
+	bool on;
+};
+
+struct tracked {
+	struct guardian_record t[GUARDIAN_MAX_THREADS];
+	size_t n;
+};
+
+static void track(struct tracked *tr, const struct guardian_record *rec)
+{
+	for (size_t i = 0; i < tr->n; i++) {
+		if (tr->t[i].tid == rec->tid) {
+			tr->t[i] = tr->t[--tr->n];
+			break;
+		}
+	}
+	if (rec->on && tr->n < GUARDIAN_MAX_THREADS)
+		tr->t[tr->n++] = *rec;
+}
+
+/* Blocks until the manager is gone, keeping the records it sends meanwhile. */
+static void wait_for_manager(int fd, struct tracked *tr)
+{
+	for (;;) {
+		struct guardian_record rec;
+		ssize_t got = recv(fd, &rec, sizeof(rec), 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got != (ssize_t)sizeof(rec))
+			return; /* 0: the manager's end closed; anything else counts as that */
+		track(tr, &rec);
+	}
+}
+
+/* The tracked threads still the ones named (a tid may be reused). */
+static void demote_tracked(const struct tracked *tr)
+{
+	for (size_t i = 0; i < tr->n; i++) {
+		const struct guardian_record *rec = &tr->t[i];
+		if (qos_sys_start_time(rec->pid, rec->tid) == rec->start_time)
+			demote_tid(rec->tid);
+	}
+}
+
+bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on)
+{
+	if (mgr->guardian_fd < 0)
+		return true;
+	struct guardian_record rec = {
+		.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = on,
+	};
+	return send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+		(ssize_t)sizeof(rec);
+}
+
 bool qos_guardian_start(struct qos_manager *mgr)
 {
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	/* Records keep their boundaries, and the end is seen as with a pipe. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
 		return false;
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -165,13 +231,13 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_NAME, "qos-guardian", 0, 0, 0);
-		char c;
-		while (read(p[0], &c, 1) != 0 && errno == EINTR)
-			;
+		struct tracked tr = { .n = 0 };
+		wait_for_manager(p[0], &tr);
 		/* Demoted while still frozen: none runs real-time once thawed. */
 		for_each_group(mgr->cg.v2_root, demote_v2);
 		if (mgr->cg.layout == QOS_CG_HYBRID)
 			for_each_group(mgr->cg.cpu_root, demote_v1);
+		demote_tracked(&tr);
 		for_each_group(mgr->cg.v2_root, thaw_at);
 		_exit(0);
 	}

@@ -23,6 +23,7 @@ struct qos_member {
 	char orig_v2[QOS_CG_REL_PATH];
 	char orig_cpu[QOS_CG_REL_PATH];
 	bool rttime_bounded;
+	bool outside_root;      /* a thread left in its process's group (cgroup v2) */
 	uint64_t old_rt_soft, old_rt_hard;
 	int orig_nice;
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
@@ -328,6 +329,13 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 /* guardian.c */
 bool qos_guardian_start(struct qos_manager *mgr);
 void qos_guardian_stop(struct qos_manager *mgr);
+/*
+ * Tells the guardian of a thread member outside our groups (on cgroup v2 a
+ * thread stays in its process's group), which no scan of our root finds:
+ * it takes such threads back to time-sharing too.  False if the record
+ * could not be sent (the guardian is gone, or holds its most).
+ */
+bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on);
 /* reconcile.c */
 void qos_reconcile(struct qos_manager *mgr);
 /* Counts a group that refused removal (err: -errno) and reports it. */

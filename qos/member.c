@@ -130,6 +130,8 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	r->timers_armed = false; /* the shares change */
 	if (alive && member_alive(m))
 		restore_member(m);
+	if (m->outside_root)
+		qos_guardian_track(mgr, m, false);
 	if (r->has_group)
 		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -557,6 +559,16 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 			r->name, strerror(-e));
 		goto err_restore;
 	}
+	if (e == -ENOTSUP) {
+		/* Before it can get a real-time policy, which the guardian must
+		 * undo if the manager dies: it finds no trace of it in our groups. */
+		if (!qos_guardian_track(mgr, m, true)) {
+			snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
+				strerror(errno));
+			goto err_restore;
+		}
+		m->outside_root = true;
+	}
 	/* The pid may have been recycled while we moved it: check again. */
 	if (!member_alive(m)) {
 		snprintf(err, err_len, "%d exited while joining", pid);
@@ -627,6 +639,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	return true;
 
 err_restore:
+	if (m->outside_root)
+		qos_guardian_track(mgr, m, false);
 	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
 err_admit:

@@ -7,6 +7,7 @@ real child processes (only the scheduler calls reach the kernel), so this
 runs unprivileged too.
 """
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_kernel import HELPER, Helper  # noqa: E402
+from test_kernel import HELPER, Helper, policy_of, procs, thread_owner  # noqa: E402,F401
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
                                 reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"
@@ -138,6 +139,37 @@ def test_cgroup2_files(tmp_path, child):
     finally:
         h.close()
     assert not os.path.exists(root)
+
+
+def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
+    """On cgroup v2 a thread member stays in its process's group, where no
+    scan of the manager's root finds it: the manager names it to the
+    guardian, which takes it back to time-sharing once the manager is
+    killed (it stayed fifo, to be ended by RLIMIT_RTTIME if it ran on).
+    A thread member that left is not touched."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO)")
+    base, root, _ = tree(tmp_path, "cgroup2")
+    owner, (tid, gone, other) = thread_owner(procs, 3)
+    h = Helper(root=ROOT, guardian=True, extra=["--base", base, "--fake"])
+    try:
+        h.ok("reserve rt policy=fifo priority=10 period=100ms cpu=10% fallback=other")
+        for t in (tid, gone):
+            h.ok("join rt %d %d" % (owner.pid, t))
+        h.ok("leave %d %d" % (owner.pid, gone))
+        assert policy_of(tid) == os.SCHED_FIFO and policy_of(gone) == os.SCHED_OTHER
+        # set by hand, after it left: not the guardian's to undo
+        os.sched_setscheduler(gone, os.SCHED_RR, os.sched_param(3))
+        os.kill(h.proc.pid, signal.SIGKILL)
+        h.proc.wait()
+        give_up = time.monotonic() + 5
+        while policy_of(tid) != os.SCHED_OTHER:
+            assert time.monotonic() < give_up, "thread %d is still fifo" % tid
+            time.sleep(0.02)
+        assert policy_of(gone) == os.SCHED_RR and policy_of(other) == os.SCHED_OTHER
+        assert owner.poll() is None
+    finally:
+        h.close()
 
 
 def test_cgroup2_without_cpu_delegation(tmp_path, child):
