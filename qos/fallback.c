@@ -444,6 +444,13 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 		m->timer_at_ns = (m->clock_us + share) * 1000u;
 		if (!e)
 			e = qos_cputimer_arm(m->cpu_timer, m->timer_at_ns);
+		/*
+		 * A member that exited since its clock was read (reaped: ESRCH)
+		 * is no refusal: its pidfd says so next, and the others stay
+		 * notified.  Taken for one, the reserve was polled for good.
+		 */
+		if (e && qos_sys_start_time(m->pid, 0) != m->start_time)
+			continue;
 		if (e) {
 			disarm_timers(r);
 			return e;
