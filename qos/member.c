@@ -28,6 +28,15 @@ static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
 	return NULL;
 }
 
+static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->pid == pid && r->members[i]->tid)
+			return r->members[i];
+	}
+	return NULL;
+}
+
 static bool member_alive(const struct qos_member *m)
 {
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
@@ -588,6 +597,25 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	if (!add_member(r, m)) {
 		snprintf(err, err_len, "out of memory");
 		goto err_restore;
+	}
+	if (m->tid == 0) {
+		/*
+		 * Its threads that joined this reserve one by one are part of the
+		 * process member now (those of other reserves left above).  Kept
+		 * in place, and their RLIMIT_RTTIME record passes to it; listed on
+		 * they would be sent home apart, and made real-time again by the
+		 * next pass wherever they were.
+		 */
+		struct qos_member *t;
+		while ((t = find_thread_member_in(r, pid))) {
+			if (t->rttime_bounded && !m->rttime_bounded) {
+				m->rttime_bounded = true;
+				m->old_rt_soft = t->old_rt_soft;
+				m->old_rt_hard = t->old_rt_hard;
+			}
+			t->rttime_bounded = false;
+			qos_member_remove(t, false, false);
+		}
 	}
 	qos_member_bound_rttime(m);
 	if (m->tid)

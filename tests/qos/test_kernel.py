@@ -1122,6 +1122,29 @@ def test_member_made_fifo_by_a_change_gets_the_rttime_bound(rt_bandwidth, helper
     check_rttime_restored(p.pid, before, bounded, helper.events)
 
 
+def test_process_joining_folds_in_its_thread_members(rt_bandwidth, helper, procs):
+    """A process joining the reserve its thread already joined alone takes
+    that thread in: one member, and leaving leaves nothing behind (the
+    thread stayed listed, and the next pass made it fifo again outside
+    the group)."""
+    p, (tid,) = thread_owner(procs)
+    before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    helper.ok("reserve f policy=fifo priority=10 period=100ms cpu=20% fallback=other")
+    helper.ok("join f %d %d" % (p.pid, tid))
+    bounded = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+    helper.ok("join f %d" % p.pid)
+    assert " members=1 " in helper.ok("info f")
+    assert policy_of(tid) == os.SCHED_FIFO and policy_of(p.pid) == os.SCHED_FIFO
+    helper.ok("leave %d" % p.pid)
+    assert " members=0 " in helper.ok("info f")
+    time.sleep(1.3)  # past a housekeeping pass
+    helper.ok("sync")
+    assert policy_of(tid) == os.SCHED_OTHER and policy_of(p.pid) == os.SCHED_OTHER
+    with open("/proc/%d/task/%d/cgroup" % (p.pid, tid)) as f:
+        assert "/%s/" % ROOT not in f.read()
+    check_rttime_restored(p.pid, before, bounded, helper.events)
+
+
 def test_single_threads_cannot_be_paused(helper, procs):
     """The freezer acts on a group's processes, which a single thread's are
     not: a thread cannot join a pause reserve, and a reserve holding a
