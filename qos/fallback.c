@@ -296,7 +296,11 @@ static void enter_fallback(struct qos_reserve *r)
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		/* Billed time is invisible to the kernel, so only then must we freeze. */
 		if (!kernel_caps(r) || r->police.billed_us > 0) {
-			qos_cgroup_freeze(cg, r->group, true);
+			int e = qos_cgroup_freeze(cg, r->group, true);
+			if (e < 0)
+				qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+					"cannot freeze at the limit: %s", strerror(-e));
+			/* Applied all the same: the thaw at the boundary is harmless. */
 			r->fb_applied = true;
 		}
 		return;

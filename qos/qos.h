@@ -52,6 +52,14 @@ struct qos_event {
 	const char *message; /* may be NULL */
 };
 
+/*
+ * Called from inside the manager's calls (dispatch, join, set, ...), in the
+ * middle of walking its reserves and members: it may query (reserve_info,
+ * reserve_of, get_info, ...) but must not change reserves or members (join,
+ * leave, set_class, qos_reserve_set/delete, set_rules, bill).  Defer such
+ * work, e.g. to an idle callback of the event loop.  The strings live until
+ * it returns.
+ */
 typedef void (*qos_event_fn)(void *data, const struct qos_event *event);
 
 struct qos_manager_config {

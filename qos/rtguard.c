@@ -113,10 +113,10 @@ static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake)
 	return true;
 }
 
-static void set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
+static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 {
 	const struct qos_params *p = &r->params;
-	qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, 0, 0);
+	return qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, 0, 0);
 }
 
 static void check_thread(pid_t tid, void *data)
@@ -169,9 +169,20 @@ static void check_thread(pid_t tid, void *data)
 		 * Found in its reserve's fallback, it is other already, but the
 		 * count stands: marked, it stays other when the fallback ends.
 		 */
+		int err = is_rt ? set_policy(c->r, tid, QOS_POLICY_OTHER) : 0;
+		if (err) {
+			/* Still real-time: said so, and tried again at the next pass. */
+			qos_emit(c->r->mgr, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
+				"cannot move thread %d, real-time for %.1f s without sleeping, to "
+				"other: %s (RLIMIT_RTTIME kills it at %.1f s)", tid,
+				(double)e->rt_ns / 1e9, strerror(-err),
+				(double)c->r->mgr->config.rttime_us / 1e6);
+			open_stretch(e, sleeps, run);
+			e->pass_sleeps = sleeps;
+			e->pass_run_ns = run;
+			return;
+		}
 		e->demoted = true;
-		if (is_rt)
-			set_policy(c->r, tid, QOS_POLICY_OTHER);
 		is_rt = false;
 		qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
 			"thread %d ran %.1f s as %s without sleeping: other until it sleeps "
