@@ -345,6 +345,13 @@ void qos_reserve_housekeeping(struct qos_reserve *r)
 	qos_reserve_adopt_children(r);
 	qos_threads_keep(r->mgr, true);
 	apply_active(r);
+	if (r->n_members) {
+		/* Threads come and go: how many can run at once, from the kept
+		 * listing (no extra /proc read), for the timers' and switches'
+		 * estimates (police.h). */
+		unsigned n = (unsigned)qos_reserve_count_threads(r);
+		r->police.parallel = n < r->mgr->adm.ncpus ? n : r->mgr->adm.ncpus;
+	}
 	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
 		qos_optimistic_housekeeping(r);
 	qos_rtguard_pass(r);
