@@ -374,6 +374,40 @@ def test_a_member_going_leaves_its_time_in_the_period(helper, procs, how):
     assert int(f2["used"]) >= int(f1["used"]), (f1, f2)
 
 
+def test_billed_time_counts_against_the_slice(helper, procs):
+    """Time spent on a member's behalf (qos_manager_bill: the compositor's
+    rendering and dispatch for it) counts like the member's own: a sleeping
+    member of a 20% / 1 s reserve with fallback idle, billed 300 ms, has
+    overrun at once (event, group idle), the bill shows in the period's
+    figures, and the reserve is restored once the debt is paid."""
+    p = procs(["sleep", "60"])
+    place(helper, "b policy=other period=1s cpu=20% fallback=idle", p.pid)
+    _, cpu = helper.path("b")
+
+    def group_idle():
+        with open(cpu + "/cpu.idle") as f:
+            return f.read().strip() == "1"
+    assert helper.cmd("bill no-such 1000").startswith("err ")
+    for _ in range(3):
+        before = info_fields(helper, "b")
+        mark = len(helper.events)
+        helper.ok("bill b 300000")
+        raw = helper.ok("info b")
+        after = dict(kv.split("=", 1) for kv in raw.split()[1:])
+        if after["periods"] == before["periods"]:  # no boundary in between
+            break
+    else:
+        pytest.fail("three 1 s boundaries in a row fell between two reads")
+    assert after["billed"] == "300000" and int(after["used"]) >= 300000, raw
+    assert " fallback=1 " in raw, raw
+    assert group_idle()
+    overruns = [e for e in helper.events[mark:] if e.startswith("event overrun reserve=b ")]
+    assert overruns, helper.events[mark:]
+    _wait_for(helper, lambda: not group_idle(), 4, "never restored after the debt")
+    assert any(e.startswith("event restored reserve=b ") for e in helper.events[mark:]), \
+        helper.events[mark:]
+
+
 def test_reserves_named_like_control_files_get_groups_of_their_own(helper, procs):
     """A reserve named after a control file of the manager's root gets a
     directory beside the file, and its member is really in it; the files
