@@ -1022,8 +1022,8 @@ def test_forked_child_is_adopted_at_once(helper, procs):
         children += more
         for c in more:
             helper.ok("forked %d %d" % (p.pid, c))
-        time.sleep(0.1)
-        assert " members=4 " in helper.ok("info kin")
+        _wait_for(helper, lambda: " members=4 " in helper.ok("info kin"), 3,
+                  "the two forks were never adopted")
         assert all(policy_of(c) == os.SCHED_IDLE for c in more)
     finally:
         for c in children:
