@@ -128,6 +128,14 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 {
 	struct qos_reserve *r = m->reserve;
 	struct qos_manager *mgr = r->mgr;
+	/*
+	 * The last process member's children the pass has not seen yet (it
+	 * forked and went at once) are adopted or sent where it came from
+	 * now, while it is still there to say where: with no member left they
+	 * stayed in the group, under its limits, a member of nothing.
+	 */
+	if (r->n_members == 1 && m->tid == 0)
+		qos_reserve_adopt_children(r);
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
 		close(m->pidfd);

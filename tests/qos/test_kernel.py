@@ -1030,6 +1030,35 @@ def test_forked_child_is_adopted_at_once(helper, procs):
             kill_grandchild(c)
 
 
+@pytest.mark.parametrize("inherit", ["no", "yes"])
+def test_child_of_a_last_member_that_went_at_once_is_not_stranded(helper, procs, inherit):
+    """The last member forks and exits before a pass sees the child: the
+    child is adopted (inherit) or sent where the member came from, not left
+    in the group under its 20% ceiling, a member of nothing."""
+    sh = procs(["sh", "-c", "read x; sleep 60 & echo $!"], stdin=subprocess.PIPE,
+               stdout=subprocess.PIPE, text=True)
+    place(helper, "c policy=other period=100ms cpu=20%% fallback=pause inherit=%s" % inherit,
+          sh.pid)
+    v2, _ = helper.path("c")
+    sh.stdin.write("go\n")
+    sh.stdin.flush()
+    child = int(sh.stdout.readline())
+    try:
+        sh.wait(5)
+        exited = "event exited reserve=c pid=%d " % sh.pid
+        _wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
+                  "the member's exit was never seen")
+        with open(v2 + "/cgroup.procs") as f:
+            in_group = str(child) in f.read().split()
+        info = helper.ok("info c")
+        if inherit == "yes":
+            assert in_group and " members=1 " in info, info
+        else:
+            assert not in_group and " members=0 " in info, info
+    finally:
+        kill_grandchild(child)
+
+
 def test_group_listing_stays_open_and_is_given_back(helper, procs):
     """Every pass lists a reserve's group for children to adopt, through
     its cgroup.procs kept open (read again from the start, it lists the
@@ -1195,20 +1224,21 @@ def test_single_threads_cannot_be_paused(helper, procs):
 
 
 def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
-    """A process we never tracked that sits in a paused reserve's group when
-    the reserve is deleted keeps the group from being removed (EBUSY).  It is
+    """A process we never tracked that sits in a reserve's group when the
+    reserve is deleted keeps the group from being removed (EBUSY).  It is
     not left there under the group's settings: the next 1 s pass sends it
     back and removes the group.  Meanwhile a new reserve of that name gets a
-    group of its own."""
+    group of its own.  (One there while the last member leaves is sent back
+    then: test_child_of_a_last_member_that_went_at_once_is_not_stranded.)"""
     member = procs(["sleep", "60"])
     stranger = busy(procs, 1)
     place(helper, "stop policy=pause", member.pid)
     v2, cpu = helper.path("stop")
+    wait_frozen(v2, True, "cgroup.events never said frozen")
+    helper.ok("leave %d" % member.pid)
     for tree in (v2, cpu):
         with open(tree + "/cgroup.procs", "w") as f:
             f.write(str(stranger.pid))
-    wait_frozen(v2, True, "cgroup.events never said frozen")
-    helper.ok("leave %d" % member.pid)
     helper.ok("delete stop")
     assert any("reserve=stop" in e and "cannot remove group stop: Device or resource busy" in e
                for e in helper.events), helper.events
