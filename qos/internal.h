@@ -122,6 +122,9 @@ struct qos_manager {
 	unsigned stale_groups;  /* groups that refused removal (reconcile.c) */
 	pid_t guardian_pid;
 	int guardian_fd;
+	/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c) */
+	struct qos_rt_carry *rt_carry;
+	size_t n_rt_carry, cap_rt_carry;
 	/* watchdog */
 	int canary_fd;          /* eventfd the canary bumps every second */
 	int canary_stop_fd;     /* eventfd that ends our canary thread */
@@ -318,6 +321,7 @@ void qos_rtguard_pass(struct qos_reserve *r);
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);
+void qos_rtguard_finish(struct qos_manager *mgr);
 /*
  * Gives a leaving process back the RLIMIT_RTTIME it had before we bounded
  * it.  Raising a hard limit takes CAP_SYS_RESOURCE: without it the bound

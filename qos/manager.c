@@ -192,6 +192,7 @@ void qos_manager_destroy(struct qos_manager *mgr)
 		close(mgr->cputimer_fd);
 	close(mgr->epoll_fd);
 	qos_threads_finish(mgr);
+	qos_rtguard_finish(mgr);
 	free(mgr);
 }
 

@@ -24,6 +24,11 @@
  * is real-time again, its count where it stood, and a pass that finds it
  * has not slept as real-time since moves it out again before the count can
  * reach the bound.
+ *
+ * A thread that leaves a guarded reserve keeps its kernel count (it only
+ * grows while the thread is real-time, and falls only when it wakes as
+ * real-time), so its estimate is carried at the manager: a thread made
+ * fifo again, by the same reserve or another, starts from it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -47,6 +52,13 @@ struct rt_thread {
 struct qos_rtguard {
 	struct rt_thread *t;
 	size_t n, cap;
+};
+
+struct qos_rt_carry {
+	pid_t pid, tid;
+	uint64_t start_time; /* a tid may be reused */
+	uint64_t rt_ns;      /* the estimate as the thread left the guard */
+	uint64_t run_ns;     /* its CPU time then */
 };
 
 struct pass_ctx {
@@ -119,6 +131,51 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 	return qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, 0, 0);
 }
 
+/* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
+static void carry(struct qos_manager *mgr, struct rt_thread *e)
+{
+	uint64_t sleeps, run;
+	bool awake;
+	if (!qos_sys_thread_in_process(e->pid, e->tid) || !read_thread(e->tid, &sleeps, &run, &awake))
+		return;
+	close_stretch(e, sleeps, run, awake);
+	size_t kept = 0;
+	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
+		struct qos_rt_carry *c = &mgr->rt_carry[i];
+		/* Dropped: this thread's older record, and threads gone since. */
+		if (c->tid != e->tid && qos_sys_start_time(c->pid, c->tid) == c->start_time)
+			mgr->rt_carry[kept++] = *c;
+	}
+	mgr->n_rt_carry = kept;
+	if (!e->rt_ns)
+		return;
+	struct qos_rt_carry *c = qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry,
+		mgr->n_rt_carry, sizeof(*c));
+	if (!c)
+		return;
+	mgr->rt_carry = c;
+	mgr->rt_carry[mgr->n_rt_carry++] = (struct qos_rt_carry){
+		.pid = e->pid, .tid = e->tid, .start_time = qos_sys_start_time(e->pid, e->tid),
+		.rt_ns = e->rt_ns, .run_ns = run,
+	};
+}
+
+/* The carried estimate of tid (taken: 0 if none), plus what it ran since. */
+static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run)
+{
+	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
+		struct qos_rt_carry c = mgr->rt_carry[i];
+		if (c.tid != tid)
+			continue;
+		mgr->rt_carry[i] = mgr->rt_carry[--mgr->n_rt_carry];
+		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time)
+			return 0;
+		/* Real-time somewhere since, or not: from above, all of it. */
+		return c.rt_ns + (run > c.run_ns ? run - c.run_ns : 0);
+	}
+	return 0;
+}
+
 static void check_thread(pid_t tid, void *data)
 {
 	struct pass_ctx *c = data;
@@ -142,6 +199,9 @@ static void check_thread(pid_t tid, void *data)
 			return;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
 		e->rt_ns = is_rt || c->r->fb_applied ? (run < pass_ns ? run : pass_ns) : 0;
+		uint64_t before = carried_ns(c->r->mgr, c->pid, tid, run);
+		if (before > e->rt_ns)
+			e->rt_ns = before;
 	} else if (e->open) {
 		close_stretch(e, sleeps, run, awake);
 	} else if (is_rt && !e->demoted) {
@@ -220,6 +280,8 @@ void qos_rtguard_pass(struct qos_reserve *r)
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].seen)
 			g->t[kept++] = g->t[i];
+		else
+			carry(mgr, &g->t[i]);
 	}
 	g->n = kept;
 }
@@ -254,9 +316,18 @@ void qos_rtguard_destroy(struct qos_reserve *r)
 {
 	if (!r->rtg)
 		return;
+	for (size_t i = 0; i < r->rtg->n; i++)
+		carry(r->mgr, &r->rtg->t[i]);
 	free(r->rtg->t);
 	free(r->rtg);
 	r->rtg = NULL;
+}
+
+void qos_rtguard_finish(struct qos_manager *mgr)
+{
+	free(mgr->rt_carry);
+	mgr->rt_carry = NULL;
+	mgr->n_rt_carry = mgr->cap_rt_carry = 0;
 }
 
 void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,

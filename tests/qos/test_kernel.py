@@ -207,6 +207,7 @@ def test_cut_to_idle_after_running_alone_keeps_10_percent_once_loaded(helper, pr
     p = busy(procs, 1)
     place(helper, "cut10 policy=other period=10ms slice=1ms fallback=idle", p.pid)
     alone = share(p.pid, 2.0)
+    assert alone > 0.8, "alone it should run on: %.3f" % alone
     busy(procs, 1)
     s = settled_share(p.pid, 2.0)
     assert 0.07 <= s <= 0.13, "share %.3f once loaded (%.3f alone); %s" % (
@@ -912,6 +913,29 @@ def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, pr
         # throttled gap locked it out: no overrun at all in 1 run of 20.
         assert int(fields["overruns"]) * 4 >= int(fields["periods"]), (info, h.events[-12:])
         assert not rt_events(h, "demoted"), rt_events(h, "demoted")
+
+
+def test_fifo_thread_made_fifo_again_keeps_its_count(rt_bandwidth, procs):
+    """The kernel's RLIMIT_RTTIME count stops while a thread is not
+    real-time and falls only when it wakes as real-time: a busy fifo thread
+    made normal and fifo again (a window clicked twice) goes on from where
+    it was.  So does the guard's estimate (it began afresh, at most a pass,
+    and the kernel killed the thread at its 5 s before the guard moved it
+    out)."""
+    with running_helper() as h:  # the default 5 s bound
+        p = busy(procs, 1)
+        h.ok("class %d policy=fifo priority=10" % p.pid)
+        time.sleep(3.0)
+        assert not rt_events(h, "demoted"), h.events[-5:]
+        h.ok("leave %d" % p.pid)
+        h.ok("class %d policy=fifo priority=10" % p.pid)
+        deadline = time.monotonic() + 4
+        while p.poll() is None and not rt_events(h, "demoted") and time.monotonic() < deadline:
+            h.ok("sync")
+            time.sleep(0.1)
+        assert p.poll() is None, "killed (status %s); %s" % (p.returncode, h.events[-5:])
+        assert rt_events(h, "demoted"), h.events[-5:]
+        assert policy_of(p.pid) == os.SCHED_OTHER
 
 
 def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, procs):
