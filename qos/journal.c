@@ -206,3 +206,31 @@ bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
 	free(names);
 	return found;
 }
+
+void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
+	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
+	void *data)
+{
+	char dir[PATH_MAX];
+	group_dir(cg, group, dir, sizeof(dir));
+	ssize_t n = listxattr(dir, NULL, 0);
+	if (n <= 0)
+		return;
+	char *names = malloc((size_t)n + 1);
+	if (!names)
+		return;
+	n = listxattr(dir, names, (size_t)n);
+	names[n > 0 ? n : 0] = '\0';
+	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
+		const char *name = names + i;
+		int pid, tid, end = 0;
+		struct qos_journal_entry e;
+		if (strncmp(name, PREFIX, strlen(PREFIX)) != 0 ||
+				sscanf(name + strlen(PREFIX), "%d.%d%n", &pid, &tid, &end) != 2 ||
+				name[strlen(PREFIX) + (size_t)end] != '\0' || pid <= 0 || tid <= 0)
+			continue;
+		if (read_attr(dir, name, &e) == 1)
+			fn(pid, tid, &e, data);
+	}
+	free(names);
+}

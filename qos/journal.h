@@ -68,6 +68,15 @@ int qos_journal_lookup(const struct qos_cgroup *cg, const char *group, pid_t pid
 bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
 	struct qos_journal_entry *out);
 
+/*
+ * Calls fn for each well-formed record of a thread member (tid != 0) on the
+ * group: on cgroup v2 such a thread stays in its process's group, so the
+ * record is all that leads to it.
+ */
+void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
+	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
+	void *data);
+
 /* The text form (exposed for unit tests).  format returns the length, 0 if it does not fit. */
 size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len);
 bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out);

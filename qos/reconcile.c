@@ -105,6 +105,36 @@ static void release_tid(pid_t tid, void *data)
 	send_back(c, tid, tid, false);
 }
 
+/* A limit of 0 or more; RLIM_INFINITY sorts last, as the loosest. */
+static bool looser(uint64_t a, uint64_t b)
+{
+	return a > b;
+}
+
+/*
+ * A thread member on cgroup v2, found by its record only (it never left its
+ * process's group): back to time-sharing at its old nice, and its process
+ * given the loosest RLIMIT_RTTIME any of its threads' records held.
+ */
+static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journal_entry *e,
+	void *data)
+{
+	struct rc_ctx *c = data;
+	if (qos_sys_start_time(pid, tid) != e->start_time)
+		return;
+	c->origin = *e;
+	c->known = true;
+	reset_thread(tid, c);
+	uint64_t soft, hard;
+	if (qos_sys_get_rttime(pid, &soft, &hard) != 0 ||
+			!(looser(e->rt_hard, hard) || looser(e->rt_soft, soft)))
+		return;
+	uint64_t new_hard = looser(e->rt_hard, hard) ? e->rt_hard : hard;
+	uint64_t new_soft = looser(e->rt_soft, soft) ? e->rt_soft : soft;
+	qos_rtguard_restore_limit(c->mgr, c->group, pid,
+		looser(new_soft, new_hard) ? new_hard : new_soft, new_hard);
+}
+
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */
 static int release_group(struct qos_manager *mgr, const char *name)
 {
@@ -117,6 +147,8 @@ static int release_group(struct qos_manager *mgr, const char *name)
 	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, c);
 	if (mgr->cg.layout == QOS_CG_HYBRID)
 		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, c);
+	else
+		qos_journal_for_each_thread(&mgr->cg, name, release_recorded_thread, c);
 	free(c);
 	return qos_cgroup_group_remove(&mgr->cg, name);
 }

@@ -7,6 +7,7 @@ real child processes (only the scheduler calls reach the kernel), so this
 runs unprivileged too.
 """
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_kernel import HELPER, Helper, policy_of, procs, thread_owner  # noqa: E402,F401
+from test_kernel import (  # noqa: E402,F401
+    HELPER, Helper, check_rttime_restored, policy_of, procs, thread_owner)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
                                 reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"
@@ -168,6 +170,40 @@ def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
             time.sleep(0.02)
         assert policy_of(gone) == os.SCHED_RR and policy_of(other) == os.SCHED_OTHER
         assert owner.poll() is None
+    finally:
+        h.close()
+
+
+def test_cgroup2_thread_member_left_by_a_crash_is_released_by_the_next_instance(
+        tmp_path, procs):
+    """With no guardian to see the manager die, a real-time thread member on
+    cgroup v2 is found by the next instance through its origin record alone
+    (the thread never left its process's group): back to other at its old
+    nice, with its process's RLIMIT_RTTIME as it was."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO)")
+    base, root, _ = tree(tmp_path, "cgroup2")
+    owner, (tid,) = thread_owner(procs)
+    os.setpriority(os.PRIO_PROCESS, tid, 3)
+    before = resource.prlimit(owner.pid, resource.RLIMIT_RTTIME)
+    h = Helper(root=ROOT, guardian=False, extra=["--base", base, "--fake"])
+    try:
+        h.ok("reserve rt policy=fifo priority=10 period=100ms cpu=10% fallback=other")
+        h.ok("join rt %d %d" % (owner.pid, tid))
+        assert policy_of(tid) == os.SCHED_FIFO
+        bounded = resource.prlimit(owner.pid, resource.RLIMIT_RTTIME)
+        assert bounded != before
+        os.kill(h.proc.pid, signal.SIGKILL)
+        h.proc.wait()
+    finally:
+        h.close()
+    assert policy_of(tid) == os.SCHED_FIFO  # nobody undid it
+    h = start(base)
+    try:
+        assert policy_of(tid) == os.SCHED_OTHER
+        assert os.getpriority(os.PRIO_PROCESS, tid) == 3
+        check_rttime_restored(owner.pid, before, bounded, h.events)
+        assert not os.path.exists(root + "/rt")
     finally:
         h.close()
 
