@@ -1752,8 +1752,13 @@ def test_auto_reserve_owner_leaving_alive_keeps_it(helper, procs):
     with open("/proc/%d/cgroup" % owner.pid) as f:
         assert f.read() == before
     assert os.getpriority(os.PRIO_PROCESS, owner.pid) == 0
+    v2, cpu = helper.path("auto-%d" % other.pid)
     helper.ok("leave %d" % other.pid)
     assert helper.cmd("info auto-%d" % other.pid).startswith("err")
+    with open("/proc/%d/cgroup" % other.pid) as f:
+        assert f.read() == before
+    assert os.getpriority(os.PRIO_PROCESS, other.pid) == 0
+    assert not os.path.exists(v2) and not os.path.exists(cpu)
 
 
 SPAWNER = r"""
