@@ -147,8 +147,6 @@ static void close_all_but(int a, int b)
 		syscall(SYS_close_range, from, ~0u, 0);
 }
 
-/* Threads outside our groups the guardian can keep (on its stack). */
-#define GUARDIAN_MAX_THREADS 1024
 
 struct guardian_record {
 	pid_t pid, tid;
@@ -157,7 +155,7 @@ struct guardian_record {
 };
 
 struct tracked {
-	struct guardian_record t[GUARDIAN_MAX_THREADS];
+	struct guardian_record t[QOS_GUARDIAN_MAX_THREADS];
 	size_t n;
 };
 
@@ -169,7 +167,7 @@ static void track(struct tracked *tr, const struct guardian_record *rec)
 			break;
 		}
 	}
-	if (rec->on && tr->n < GUARDIAN_MAX_THREADS)
+	if (rec->on && tr->n < QOS_GUARDIAN_MAX_THREADS)
 		tr->t[tr->n++] = *rec;
 }
 
@@ -201,11 +199,25 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 {
 	if (mgr->guardian_fd < 0)
 		return true;
+	if (on && mgr->n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
+		errno = ENOSPC;
+		return false;
+	}
 	struct guardian_record rec = {
 		.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = on,
 	};
-	return send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-		(ssize_t)sizeof(rec);
+	ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* Counted as sent either way when off: the guardian checks start times. */
+	if (!on && mgr->n_outside_root)
+		mgr->n_outside_root--;
+	if (sent != (ssize_t)sizeof(rec)) {
+		if (sent >= 0)
+			errno = EMSGSIZE;
+		return false;
+	}
+	if (on)
+		mgr->n_outside_root++;
+	return true;
 }
 
 bool qos_guardian_start(struct qos_manager *mgr)

@@ -122,6 +122,7 @@ struct qos_manager {
 	unsigned stale_groups;  /* groups that refused removal (reconcile.c) */
 	pid_t guardian_pid;
 	int guardian_fd;
+	size_t n_outside_root;  /* thread members named to the guardian (guardian.c) */
 	/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c) */
 	struct qos_rt_carry *rt_carry;
 	size_t n_rt_carry, cap_rt_carry;
@@ -321,6 +322,10 @@ void qos_rtguard_pass(struct qos_reserve *r);
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);
+/* m leaves r: its threads' estimates are carried at the manager (rtguard.c). */
+void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m);
+/* Once a pass: carried estimates of threads gone are dropped, the others brought up to date. */
+void qos_rtguard_prune(struct qos_manager *mgr);
 void qos_rtguard_finish(struct qos_manager *mgr);
 /*
  * Gives a leaving process back the RLIMIT_RTTIME it had before we bounded
@@ -337,9 +342,12 @@ void qos_guardian_stop(struct qos_manager *mgr);
  * Tells the guardian of a thread member outside our groups (on cgroup v2 a
  * thread stays in its process's group), which no scan of our root finds:
  * it takes such threads back to time-sharing too.  False if the record
- * could not be sent (the guardian is gone, or holds its most).
+ * could not be sent (the guardian is gone), or the guardian keeps its most
+ * (QOS_GUARDIAN_MAX_THREADS) already.
  */
 bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on);
+/* How many the guardian keeps; qos_guardian_track refuses more. */
+#define QOS_GUARDIAN_MAX_THREADS 1024
 /* reconcile.c */
 void qos_reconcile(struct qos_manager *mgr);
 /* Counts a group that refused removal (err: -errno) and reports it. */

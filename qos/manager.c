@@ -221,6 +221,7 @@ static void run_timers(struct qos_manager *mgr)
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
 			qos_reserve_housekeeping(r);
+		qos_rtguard_prune(mgr);
 		if (mgr->root_weight_dirty)
 			qos_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);

@@ -124,6 +124,15 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
 	return true;
 }
 
+static bool other_process_member(const struct qos_reserve *r, const struct qos_member *m)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i] != m && r->members[i]->tid == 0)
+			return true;
+	}
+	return false;
+}
+
 void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 {
 	struct qos_reserve *r = m->reserve;
@@ -134,7 +143,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	 * now, while it is still there to say where: with no member left they
 	 * stayed in the group, under its limits, a member of nothing.
 	 */
-	if (r->n_members == 1 && m->tid == 0)
+	if (m->tid == 0 && !other_process_member(r, m))
 		qos_reserve_adopt_children(r);
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
@@ -145,6 +154,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	if (m->has_cpu_timer)
 		qos_cputimer_delete(m->cpu_timer);
 	r->timers_armed = false; /* the shares change */
+	/* Its threads' real-time estimates go with them, ready for the next
+	 * reserve's guard (which may look before this one's next pass). */
+	qos_rtguard_forget_member(r, m);
 	if (alive && member_alive(m))
 		restore_member(m);
 	if (m->outside_root)
@@ -218,14 +230,17 @@ bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_pa
 	 * and every pure-v2 control act on the group's processes, which a
 	 * thread member's are not.
 	 */
+	bool other_or_idle = p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE;
+	/* On hybrid the v1 cpu group holds the thread to a kernel ceiling or
+	 * real-time limit; a ceiling outside the kernel's range is a freeze. */
 	if (p->policy == QOS_POLICY_PAUSE || (qos_params_has_limit(p) &&
 			p->fallback == QOS_POLICY_PAUSE && p->policy != QOS_POLICY_QOS &&
-			mgr->cg.layout != QOS_CG_HYBRID)) {
+			(mgr->cg.layout != QOS_CG_HYBRID ||
+			(other_or_idle && !qos_params_kernel_ceiling(p))))) {
 		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
 		return false;
 	}
-	if (mgr->cg.layout != QOS_CG_HYBRID && qos_params_has_limit(p) &&
-			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE)) {
+	if (mgr->cg.layout != QOS_CG_HYBRID && qos_params_has_limit(p) && other_or_idle) {
 		snprintf(err, err_len, "on cgroup v2 a limit on %s holds whole processes; "
 			"join the process instead", qos_policy_name(p->policy));
 		return false;
@@ -530,8 +545,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	int gerr = first ? qos_reserve_apply_group(r) : 0;
 	if (gerr) {
 		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
-			"real-time bandwidth: %s; running as other", r->name,
-			qos_policy_name(r->params.policy), strerror(-gerr));
+			"real-time bandwidth: %s", r->name, qos_policy_name(r->params.policy),
+			strerror(-gerr));
 		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		goto err_admit;
@@ -580,8 +595,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Before it can get a real-time policy, which the guardian must
 		 * undo if the manager dies: it finds no trace of it in our groups. */
 		if (!qos_guardian_track(mgr, m, true)) {
-			snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
-				strerror(errno));
+			if (errno == ENOSPC)
+				snprintf(err, err_len, "already %d thread members outside the manager's "
+					"groups, as many as its guardian can restore after a crash",
+					QOS_GUARDIAN_MAX_THREADS);
+			else
+				snprintf(err, err_len, "cannot tell the guardian of thread %d: %s",
+					m->tid, strerror(errno));
 			goto err_restore;
 		}
 		m->outside_root = true;
@@ -606,13 +626,18 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "out of memory");
 		goto err_restore;
 	}
+	if (m->tid)
+		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
+	else
+		qos_sys_process_clock_us(pid, &m->clock_base_us);
 	if (m->tid == 0) {
 		/*
 		 * Its threads that joined this reserve one by one are part of the
 		 * process member now (those of other reserves left above).  Kept
 		 * in place, and their RLIMIT_RTTIME record passes to it; listed on
 		 * they would be sent home apart, and made real-time again by the
-		 * next pass wherever they were.
+		 * next pass wherever they were.  After its clock is read: the
+		 * events this sends may bring the reserve's accounting up to date.
 		 */
 		struct qos_member *t;
 		while ((t = find_thread_member_in(r, pid))) {
@@ -626,10 +651,6 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		}
 	}
 	qos_member_bound_rttime(m);
-	if (m->tid)
-		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
-	else
-		qos_sys_process_clock_us(pid, &m->clock_base_us);
 
 	/*
 	 * The period starts, and the clocks are read, before the member gets its

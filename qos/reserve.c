@@ -483,8 +483,6 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	if (p.policy != QOS_POLICY_QOS)
 		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = p;
-	for (size_t i = 0; i < r->n_members; i++)
-		qos_member_bound_rttime(r->members[i]);
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
 		keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);
@@ -520,6 +518,9 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
 		return false;
 	}
+	/* Once the kernel took the change: a refused one bounds no one. */
+	for (size_t i = 0; i < r->n_members; i++)
+		qos_member_bound_rttime(r->members[i]);
 	qos_root_weight_update(mgr);
 	qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
 	qos_reserve_check(r, now);

@@ -131,6 +131,9 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 	return qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, 0, 0);
 }
 
+/* Records kept at most; past it the oldest goes (a thread long out of any reserve). */
+#define RT_CARRY_MAX 4096
+
 /* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
 static void carry(struct qos_manager *mgr, struct rt_thread *e)
 {
@@ -139,16 +142,21 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 	if (!qos_sys_thread_in_process(e->pid, e->tid) || !read_thread(e->tid, &sleeps, &run, &awake))
 		return;
 	close_stretch(e, sleeps, run, awake);
-	size_t kept = 0;
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry *c = &mgr->rt_carry[i];
-		/* Dropped: this thread's older record, and threads gone since. */
-		if (c->tid != e->tid && qos_sys_start_time(c->pid, c->tid) == c->start_time)
-			mgr->rt_carry[kept++] = *c;
+		if (mgr->rt_carry[i].tid == e->tid) {
+			memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
+				(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
+			mgr->n_rt_carry--;
+			break;
+		}
 	}
-	mgr->n_rt_carry = kept;
 	if (!e->rt_ns)
 		return;
+	if (mgr->n_rt_carry == RT_CARRY_MAX) {
+		memmove(&mgr->rt_carry[0], &mgr->rt_carry[1],
+			(mgr->n_rt_carry - 1) * sizeof(*mgr->rt_carry));
+		mgr->n_rt_carry--;
+	}
 	struct qos_rt_carry *c = qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry,
 		mgr->n_rt_carry, sizeof(*c));
 	if (!c)
@@ -160,20 +168,68 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 	};
 }
 
-/* The carried estimate of tid (taken: 0 if none), plus what it ran since. */
+/*
+ * The carried estimate of tid (taken: 0 if none).  Since the last pass it
+ * may have been real-time all along: at most a pass's worth, as for a
+ * thread new to the guard.
+ */
 static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run)
 {
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
 		struct qos_rt_carry c = mgr->rt_carry[i];
 		if (c.tid != tid)
 			continue;
-		mgr->rt_carry[i] = mgr->rt_carry[--mgr->n_rt_carry];
+		memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
+			(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
+		mgr->n_rt_carry--;
 		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time)
 			return 0;
-		/* Real-time somewhere since, or not: from above, all of it. */
-		return c.rt_ns + (run > c.run_ns ? run - c.run_ns : 0);
+		uint64_t since = run > c.run_ns ? run - c.run_ns : 0;
+		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
+		return c.rt_ns + (since < pass_ns ? since : pass_ns);
 	}
 	return 0;
+}
+
+void qos_rtguard_prune(struct qos_manager *mgr)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
+		struct qos_rt_carry c = mgr->rt_carry[i];
+		uint64_t run;
+		if (!qos_sys_thread_in_process(c.pid, c.tid) ||
+				qos_sys_start_time(c.pid, c.tid) != c.start_time ||
+				!qos_sys_thread_cpu_ns(c.tid, &run))
+			continue; /* gone */
+		/*
+		 * The kernel's count grows only while the thread is real-time
+		 * (outside our reserves: its own doing): what it ran since the last
+		 * pass counts if it is so now.  A sleep resets the count, which
+		 * this leaves out, so the estimate stays from above.
+		 */
+		int policy = qos_sys_get_thread_policy(c.tid, NULL);
+		if ((policy == SCHED_FIFO || policy == SCHED_RR) && run > c.run_ns)
+			c.rt_ns += run - c.run_ns;
+		c.run_ns = run;
+		mgr->rt_carry[kept++] = c;
+	}
+	mgr->n_rt_carry = kept;
+}
+
+void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m)
+{
+	struct qos_rtguard *g = r->rtg;
+	if (!g)
+		return;
+	size_t kept = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		struct rt_thread *e = &g->t[i];
+		if (m->tid ? e->tid == m->tid : e->pid == m->pid)
+			carry(r->mgr, e);
+		else
+			g->t[kept++] = *e;
+	}
+	g->n = kept;
 }
 
 static void check_thread(pid_t tid, void *data)
@@ -230,6 +286,8 @@ static void check_thread(pid_t tid, void *data)
 		 * count stands: marked, it stays other when the fallback ends.
 		 */
 		int err = is_rt ? set_policy(c->r, tid, QOS_POLICY_OTHER) : 0;
+		if (err == -ESRCH)
+			return; /* exited meanwhile: dropped at the next pass */
 		if (err) {
 			/* Still real-time: said so, and tried again at the next pass. */
 			qos_emit(c->r->mgr, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,

@@ -356,6 +356,7 @@ def test_a_member_going_leaves_its_time_in_the_period(helper, procs, how):
     place(helper, "acc policy=other period=10s cpu=90% fallback=idle", a.pid)
     for _ in range(3):
         b = busy(procs, 1)
+        f0 = info_fields(helper, "acc")
         helper.ok("join acc %d" % b.pid)
         time.sleep(0.5)
         f1 = info_fields(helper, "acc")
@@ -367,8 +368,10 @@ def test_a_member_going_leaves_its_time_in_the_period(helper, procs, how):
             _wait_for(helper, lambda: info_fields(helper, "acc")["members"] == "1", 3,
                       "the exit was never seen")
         f2 = info_fields(helper, "acc")
-        if f1["periods"] == f2["periods"]:  # no boundary in between
+        if f0["periods"] == f1["periods"] == f2["periods"]:  # no boundary in between
             break
+        b.kill()  # a boundary came between: again, with a fresh loop on CPU 1
+        b.wait()
     else:
         pytest.fail("three 10 s boundaries in a row fell between two reads")
     assert int(f1["used"]) >= 800000, f1  # two busy loops for 0.5 s
@@ -738,6 +741,13 @@ def test_fifo_bandwidth_the_kernel_refuses_is_refused(rt_bandwidth, helper, proc
     assert reply.startswith("err ") and reply.endswith("[capacity]"), reply
     assert policy_of(q.pid) == os.SCHED_OTHER
     assert " members=0 " in helper.ok("info g")
+    # A refused change into fifo leaves the member unbounded, as it was.
+    before = resource.prlimit(q.pid, resource.RLIMIT_RTTIME)
+    place(helper, "h policy=idle", q.pid)
+    reply = helper.cmd("reserve h policy=fifo priority=10 period=100ms cpu=95% fallback=pause")
+    assert reply.startswith("err ") and reply.endswith("[capacity]"), reply
+    assert policy_of(q.pid) == os.SCHED_IDLE
+    assert resource.prlimit(q.pid, resource.RLIMIT_RTTIME) == before
 
 
 def fifo_phases(p, rival, seconds=3.0):
@@ -938,6 +948,31 @@ def test_fifo_thread_made_fifo_again_keeps_its_count(rt_bandwidth, procs):
         assert policy_of(p.pid) == os.SCHED_OTHER
 
 
+def test_fifo_thread_moving_to_another_fifo_reserve_keeps_its_count(rt_bandwidth, procs):
+    """As above, moved straight from one fifo reserve to another that was
+    made first (its guard looks first at each pass): the estimate goes with
+    the thread as it leaves, not at the old reserve's next pass, which came
+    after the new guard had started it afresh."""
+    with running_helper() as h:
+        # Real-time groups share the root's 90%: 30% + 60%.  Fifo 60% of the
+        # time in a, the count is about 3 s after 5 s; fifo 30% of the time
+        # in b, the kernel's 5 s come 6.7 s later, a guard starting afresh
+        # (at 1 s) reaches its 3.5 s after 8.3 s.
+        h.ok("reserve b policy=fifo priority=10 period=100ms cpu=30% fallback=other")
+        h.ok("reserve a policy=fifo priority=10 period=100ms cpu=60% fallback=other")
+        p = busy(procs, 1)
+        h.ok("join a %d" % p.pid)
+        time.sleep(5.0)
+        assert not rt_events(h, "demoted"), h.events[-5:]
+        h.ok("join b %d" % p.pid)
+        deadline = time.monotonic() + 8
+        while p.poll() is None and not rt_events(h, "demoted") and time.monotonic() < deadline:
+            h.ok("sync")
+            time.sleep(0.1)
+        assert p.poll() is None, "killed (status %s); %s" % (p.returncode, h.events[-5:])
+        assert rt_events(h, "demoted"), h.events[-5:]
+
+
 def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, procs):
     """Spinning 2.5 s at a 3 s bound gets the thread moved to other; once it
     sleeps it is fifo again, and, since it keeps sleeping, stays so."""
@@ -1081,6 +1116,48 @@ def test_child_of_a_last_member_that_went_at_once_is_not_stranded(helper, procs,
             assert not in_group and " members=0 " in info, info
     finally:
         kill_grandchild(child)
+
+
+def test_child_of_the_last_process_member_is_not_stranded_beside_a_thread_member(
+        helper, procs):
+    """The same with a thread member of another process still in the
+    reserve: the last *process* member going is what counts (a thread member
+    cannot say where a process came from)."""
+    owner, (tid,) = thread_owner(procs)
+    sh = procs(["sh", "-c", "read x; sleep 60 & echo $!"], stdin=subprocess.PIPE,
+               stdout=subprocess.PIPE, text=True)
+    place(helper, "c policy=other period=100ms cpu=20% fallback=pause", sh.pid)
+    helper.ok("join c %d %d" % (owner.pid, tid))
+    v2, _ = helper.path("c")
+    sh.stdin.write("go\n")
+    sh.stdin.flush()
+    child = int(sh.stdout.readline())
+    try:
+        sh.wait(5)
+        exited = "event exited reserve=c pid=%d " % sh.pid
+        _wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
+                  "the member's exit was never seen")
+        time.sleep(1.3)  # and a pass
+        helper.ok("sync")
+        with open(v2 + "/cgroup.procs") as f:
+            assert str(child) not in f.read().split()
+        assert " members=1 " in helper.ok("info c")
+    finally:
+        kill_grandchild(child)
+
+
+def test_thread_member_refused_a_ceiling_only_a_freeze_could_hold(helper, procs):
+    """A thread moves alone in the v1 cpu tree only: a ceiling the kernel's
+    CFS bandwidth takes holds it there, one outside its range (period over
+    1 s) would be a freeze of a v2 group the thread is not in."""
+    if not os.path.exists(CG + "/unified"):
+        pytest.skip("hybrid layout only (on cgroup v2 thread members take no limit)")
+    owner, (tid,) = thread_owner(procs)
+    helper.ok("reserve long policy=other period=2s cpu=20% fallback=pause")
+    reply = helper.cmd("join long %d %d" % (owner.pid, tid))
+    assert reply.startswith("err ") and "join the process instead" in reply, reply
+    helper.ok("reserve short policy=other period=100ms cpu=20% fallback=pause")
+    helper.ok("join short %d %d" % (owner.pid, tid))
 
 
 def test_group_listing_stays_open_and_is_given_back(helper, procs):
