@@ -1089,15 +1089,15 @@ def test_forked_child_is_adopted_at_once(helper, procs):
             kill_grandchild(c)
 
 
-@pytest.mark.parametrize("inherit", ["no", "yes"])
-def test_child_of_a_last_member_that_went_at_once_is_not_stranded(helper, procs, inherit):
-    """The last member forks and exits before a pass sees the child: the
-    child is adopted (inherit) or sent where the member came from, not left
-    in the group under its 20% ceiling, a member of nothing."""
+def member_forks_and_exits(helper, procs, params, before_fork=None):
+    """A shell in reserve c (PARAMS) forks a sleeper and exits at once;
+    returns (the group's v2 path, the sleeper's pid) once the manager saw
+    the exit.  before_fork() runs after the join."""
     sh = procs(["sh", "-c", "read x; sleep 60 & echo $!"], stdin=subprocess.PIPE,
                stdout=subprocess.PIPE, text=True)
-    place(helper, "c policy=other period=100ms cpu=20%% fallback=pause inherit=%s" % inherit,
-          sh.pid)
+    place(helper, "c " + params, sh.pid)
+    if before_fork:
+        before_fork()
     v2, _ = helper.path("c")
     sh.stdin.write("go\n")
     sh.stdin.flush()
@@ -1107,13 +1107,30 @@ def test_child_of_a_last_member_that_went_at_once_is_not_stranded(helper, procs,
         exited = "event exited reserve=c pid=%d " % sh.pid
         _wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
                   "the member's exit was never seen")
-        with open(v2 + "/cgroup.procs") as f:
-            in_group = str(child) in f.read().split()
+    except BaseException:
+        kill_grandchild(child)
+        raise
+    return v2, child
+
+
+def in_group(v2, pid):
+    with open(v2 + "/cgroup.procs") as f:
+        return str(pid) in f.read().split()
+
+
+@pytest.mark.parametrize("inherit", ["no", "yes"])
+def test_child_of_a_last_member_that_went_at_once_is_not_stranded(helper, procs, inherit):
+    """The last member forks and exits before a pass sees the child: the
+    child is adopted (inherit) or sent where the member came from, not left
+    in the group under its 20% ceiling, a member of nothing."""
+    v2, child = member_forks_and_exits(
+        helper, procs, "policy=other period=100ms cpu=20%% fallback=pause inherit=%s" % inherit)
+    try:
         info = helper.ok("info c")
         if inherit == "yes":
-            assert in_group and " members=1 " in info, info
+            assert in_group(v2, child) and " members=1 " in info, info
         else:
-            assert not in_group and " members=0 " in info, info
+            assert not in_group(v2, child) and " members=0 " in info, info
     finally:
         kill_grandchild(child)
 
@@ -1124,23 +1141,13 @@ def test_child_of_the_last_process_member_is_not_stranded_beside_a_thread_member
     reserve: the last *process* member going is what counts (a thread member
     cannot say where a process came from)."""
     owner, (tid,) = thread_owner(procs)
-    sh = procs(["sh", "-c", "read x; sleep 60 & echo $!"], stdin=subprocess.PIPE,
-               stdout=subprocess.PIPE, text=True)
-    place(helper, "c policy=other period=100ms cpu=20% fallback=pause", sh.pid)
-    helper.ok("join c %d %d" % (owner.pid, tid))
-    v2, _ = helper.path("c")
-    sh.stdin.write("go\n")
-    sh.stdin.flush()
-    child = int(sh.stdout.readline())
+    v2, child = member_forks_and_exits(
+        helper, procs, "policy=other period=100ms cpu=20% fallback=pause",
+        lambda: helper.ok("join c %d %d" % (owner.pid, tid)))
     try:
-        sh.wait(5)
-        exited = "event exited reserve=c pid=%d " % sh.pid
-        _wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
-                  "the member's exit was never seen")
         time.sleep(1.3)  # and a pass
         helper.ok("sync")
-        with open(v2 + "/cgroup.procs") as f:
-            assert str(child) not in f.read().split()
+        assert not in_group(v2, child)
         assert " members=1 " in helper.ok("info c")
     finally:
         kill_grandchild(child)
