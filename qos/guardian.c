@@ -147,7 +147,6 @@ static void close_all_but(int a, int b)
 		syscall(SYS_close_range, from, ~0u, 0);
 }
 
-
 struct guardian_record {
 	pid_t pid, tid;
 	uint64_t start_time;

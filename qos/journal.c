@@ -185,31 +185,12 @@ int qos_journal_lookup(const struct qos_cgroup *cg, const char *group, pid_t pid
 	return read_attr(dir, name, out);
 }
 
-bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
-	struct qos_journal_entry *out)
-{
-	char dir[PATH_MAX];
-	group_dir(cg, group, dir, sizeof(dir));
-	ssize_t n = listxattr(dir, NULL, 0);
-	if (n <= 0)
-		return false;
-	char *names = malloc((size_t)n + 1);
-	if (!names)
-		return false;
-	n = listxattr(dir, names, (size_t)n);
-	names[n > 0 ? n : 0] = '\0';
-	bool found = false;
-	for (ssize_t i = 0; n > 0 && i < n && !found; i += (ssize_t)strlen(names + i) + 1) {
-		if (strncmp(names + i, PREFIX, strlen(PREFIX)) == 0)
-			found = read_attr(dir, names + i, out) == 1;
-	}
-	free(names);
-	return found;
-}
-
-void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
-	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
-	void *data)
+/*
+ * Calls fn(dir, name, data) for each of the group's records, until it
+ * returns false.
+ */
+static void for_each_record(const struct qos_cgroup *cg, const char *group,
+	bool (*fn)(const char *dir, const char *name, void *data), void *data)
 {
 	char dir[PATH_MAX];
 	group_dir(cg, group, dir, sizeof(dir));
@@ -222,15 +203,53 @@ void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
 	n = listxattr(dir, names, (size_t)n);
 	names[n > 0 ? n : 0] = '\0';
 	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
-		const char *name = names + i;
-		int pid, tid, end = 0;
-		struct qos_journal_entry e;
-		if (strncmp(name, PREFIX, strlen(PREFIX)) != 0 ||
-				sscanf(name + strlen(PREFIX), "%d.%d%n", &pid, &tid, &end) != 2 ||
-				name[strlen(PREFIX) + (size_t)end] != '\0' || pid <= 0 || tid <= 0)
-			continue;
-		if (read_attr(dir, name, &e) == 1)
-			fn(pid, tid, &e, data);
+		if (strncmp(names + i, PREFIX, strlen(PREFIX)) == 0 && !fn(dir, names + i, data))
+			break;
 	}
 	free(names);
+}
+
+struct any_ctx {
+	struct qos_journal_entry *out;
+	bool found;
+};
+
+static bool take_any(const char *dir, const char *name, void *data)
+{
+	struct any_ctx *c = data;
+	c->found = read_attr(dir, name, c->out) == 1;
+	return !c->found;
+}
+
+bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
+	struct qos_journal_entry *out)
+{
+	struct any_ctx c = { .out = out };
+	for_each_record(cg, group, take_any, &c);
+	return c.found;
+}
+
+struct thread_ctx {
+	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data);
+	void *data;
+};
+
+static bool take_thread(const char *dir, const char *name, void *data)
+{
+	struct thread_ctx *c = data;
+	int pid, tid, end = 0;
+	struct qos_journal_entry e;
+	if (sscanf(name + strlen(PREFIX), "%d.%d%n", &pid, &tid, &end) == 2 &&
+			name[strlen(PREFIX) + (size_t)end] == '\0' && pid > 0 && tid > 0 &&
+			read_attr(dir, name, &e) == 1)
+		c->fn(pid, tid, &e, c->data);
+	return true;
+}
+
+void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
+	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
+	void *data)
+{
+	struct thread_ctx c = { .fn = fn, .data = data };
+	for_each_record(cg, group, take_thread, &c);
 }

@@ -16,23 +16,22 @@
 #include "qos/journal.h"
 #include "qos/sys.h"
 
-static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
-	struct qos_reserve *except)
-{
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		for (size_t i = 0; r != except && i < r->n_members; i++) {
-			if (r->members[i]->pid == pid && r->members[i]->tid)
-				return r->members[i];
-		}
-	}
-	return NULL;
-}
-
 static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid)
 {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->pid == pid && r->members[i]->tid)
 			return r->members[i];
+	}
+	return NULL;
+}
+
+static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
+	struct qos_reserve *except)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		struct qos_member *t = r != except ? find_thread_member_in(r, pid) : NULL;
+		if (t)
+			return t;
 	}
 	return NULL;
 }

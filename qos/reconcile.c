@@ -105,12 +105,6 @@ static void release_tid(pid_t tid, void *data)
 	send_back(c, tid, tid, false);
 }
 
-/* A limit of 0 or more; RLIM_INFINITY sorts last, as the loosest. */
-static bool looser(uint64_t a, uint64_t b)
-{
-	return a > b;
-}
-
 /*
  * A thread member on cgroup v2, found by its record only (it never left its
  * process's group): back to time-sharing at its old nice, and its process
@@ -125,14 +119,16 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 	c->origin = *e;
 	c->known = true;
 	reset_thread(tid, c);
+	/* The loosest limit wins (RLIM_INFINITY is the largest value). */
 	uint64_t soft, hard;
-	if (qos_sys_get_rttime(pid, &soft, &hard) != 0 ||
-			!(looser(e->rt_hard, hard) || looser(e->rt_soft, soft)))
+	if (qos_sys_get_rttime(pid, &soft, &hard) != 0)
 		return;
-	uint64_t new_hard = looser(e->rt_hard, hard) ? e->rt_hard : hard;
-	uint64_t new_soft = looser(e->rt_soft, soft) ? e->rt_soft : soft;
-	qos_rtguard_restore_limit(c->mgr, c->group, pid,
-		looser(new_soft, new_hard) ? new_hard : new_soft, new_hard);
+	uint64_t new_hard = e->rt_hard > hard ? e->rt_hard : hard;
+	uint64_t new_soft = e->rt_soft > soft ? e->rt_soft : soft;
+	if (new_soft > new_hard)
+		new_soft = new_hard;
+	if (new_soft != soft || new_hard != hard)
+		qos_rtguard_restore_limit(c->mgr, c->group, pid, new_soft, new_hard);
 }
 
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */

@@ -134,6 +134,13 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 /* Records kept at most; past it the oldest goes (a thread long out of any reserve). */
 #define RT_CARRY_MAX 4096
 
+static void drop_carry(struct qos_manager *mgr, size_t i)
+{
+	memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
+		(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
+	mgr->n_rt_carry--;
+}
+
 /* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
 static void carry(struct qos_manager *mgr, struct rt_thread *e)
 {
@@ -144,19 +151,14 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 	close_stretch(e, sleeps, run, awake);
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
 		if (mgr->rt_carry[i].tid == e->tid) {
-			memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
-				(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
-			mgr->n_rt_carry--;
+			drop_carry(mgr, i);
 			break;
 		}
 	}
 	if (!e->rt_ns)
 		return;
-	if (mgr->n_rt_carry == RT_CARRY_MAX) {
-		memmove(&mgr->rt_carry[0], &mgr->rt_carry[1],
-			(mgr->n_rt_carry - 1) * sizeof(*mgr->rt_carry));
-		mgr->n_rt_carry--;
-	}
+	if (mgr->n_rt_carry == RT_CARRY_MAX)
+		drop_carry(mgr, 0);
 	struct qos_rt_carry *c = qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry,
 		mgr->n_rt_carry, sizeof(*c));
 	if (!c)
@@ -179,9 +181,7 @@ static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64
 		struct qos_rt_carry c = mgr->rt_carry[i];
 		if (c.tid != tid)
 			continue;
-		memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
-			(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
-		mgr->n_rt_carry--;
+		drop_carry(mgr, i);
 		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time)
 			return 0;
 		uint64_t since = run > c.run_ns ? run - c.run_ns : 0;
@@ -295,18 +295,15 @@ static void check_thread(pid_t tid, void *data)
 				"other: %s (RLIMIT_RTTIME kills it at %.1f s)", tid,
 				(double)e->rt_ns / 1e9, strerror(-err),
 				(double)c->r->mgr->config.rttime_us / 1e6);
-			open_stretch(e, sleeps, run);
-			e->pass_sleeps = sleeps;
-			e->pass_run_ns = run;
-			return;
+		} else {
+			e->demoted = true;
+			is_rt = false;
+			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid,
+				e->rt_ns / 1000u, "thread %d ran %.1f s as %s without sleeping: other "
+				"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)", tid,
+				(double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
+				(double)c->r->mgr->config.rttime_us / 1e6);
 		}
-		e->demoted = true;
-		is_rt = false;
-		qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
-			"thread %d ran %.1f s as %s without sleeping: other until it sleeps "
-			"(RLIMIT_RTTIME would kill it at %.1f s)", tid, (double)e->rt_ns / 1e9,
-			qos_policy_name(c->r->params.policy),
-			(double)c->r->mgr->config.rttime_us / 1e6);
 	}
 	if (is_rt)
 		open_stretch(e, sleeps, run);

@@ -925,6 +925,17 @@ def test_fifo_thread_over_its_limit_that_sleeps_stays_real_time(rt_bandwidth, pr
         assert not rt_events(h, "demoted"), rt_events(h, "demoted")
 
 
+def assert_demoted_not_killed(h, p, seconds):
+    """Within `seconds` the guard moves the busy fifo loop p to other, and
+    the kernel's RLIMIT_RTTIME has not killed it first."""
+    deadline = time.monotonic() + seconds
+    while p.poll() is None and not rt_events(h, "demoted") and time.monotonic() < deadline:
+        h.ok("sync")
+        time.sleep(0.1)
+    assert p.poll() is None, "killed (status %s); %s" % (p.returncode, h.events[-5:])
+    assert rt_events(h, "demoted"), h.events[-5:]
+
+
 def test_fifo_thread_made_fifo_again_keeps_its_count(rt_bandwidth, procs):
     """The kernel's RLIMIT_RTTIME count stops while a thread is not
     real-time and falls only when it wakes as real-time: a busy fifo thread
@@ -939,12 +950,7 @@ def test_fifo_thread_made_fifo_again_keeps_its_count(rt_bandwidth, procs):
         assert not rt_events(h, "demoted"), h.events[-5:]
         h.ok("leave %d" % p.pid)
         h.ok("class %d policy=fifo priority=10" % p.pid)
-        deadline = time.monotonic() + 4
-        while p.poll() is None and not rt_events(h, "demoted") and time.monotonic() < deadline:
-            h.ok("sync")
-            time.sleep(0.1)
-        assert p.poll() is None, "killed (status %s); %s" % (p.returncode, h.events[-5:])
-        assert rt_events(h, "demoted"), h.events[-5:]
+        assert_demoted_not_killed(h, p, 4)
         assert policy_of(p.pid) == os.SCHED_OTHER
 
 
@@ -965,12 +971,7 @@ def test_fifo_thread_moving_to_another_fifo_reserve_keeps_its_count(rt_bandwidth
         time.sleep(5.0)
         assert not rt_events(h, "demoted"), h.events[-5:]
         h.ok("join b %d" % p.pid)
-        deadline = time.monotonic() + 8
-        while p.poll() is None and not rt_events(h, "demoted") and time.monotonic() < deadline:
-            h.ok("sync")
-            time.sleep(0.1)
-        assert p.poll() is None, "killed (status %s); %s" % (p.returncode, h.events[-5:])
-        assert rt_events(h, "demoted"), h.events[-5:]
+        assert_demoted_not_killed(h, p, 8)
 
 
 def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, procs):
