@@ -320,9 +320,10 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 	if (!server->qos) {
 		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
 	}
-	/* The same key=value grammar as qosrc, parsed by the same code. */
+	/* The same key=value grammar as qosrc, parsed by the same code; the name
+	 * (checked above, and it may hold spaces) is not part of the line. */
 	char *line = NULL;
-	if (asprintf(&line, "reserve %s %s", name, params ? params : "") < 0) {
+	if (asprintf(&line, "reserve x %s", params ? params : "") < 0) {
 		return ipc_reply_error("out of memory");
 	}
 	struct qos_rules *parsed = qos_rules_create();

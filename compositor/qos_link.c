@@ -347,7 +347,7 @@ static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
 	return rule->reserve;
 }
 
-static const char *app_id_of(struct qw_server *server, pid_t pid) {
+const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
 		if (view_get_pid(view) == pid && view->toplevel->app_id) {
@@ -452,7 +452,7 @@ bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class cl
 		ok = true;
 		break;
 	case QW_VIEW_CLASS_REALTIME: {
-		const char *reserve = rule_realtime_reserve(server, pid, app_id_of(server, pid));
+		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
 		if (reserve) {
 			ok = qos_manager_join(server->qos, reserve, pid, 0, err, err_len);
 			break;

@@ -54,6 +54,10 @@ const char *qos_link_reserve_of(struct qw_server *server, pid_t pid);
 /* Re-read every window's class from the manager (coalesced to one pass). */
 void qos_link_schedule_refresh(struct qw_server *server);
 
+/* The app id of pid's first window that has one, or NULL: what app_id= rules
+ * match on. */
+const char *qos_link_app_id_of(struct qw_server *server, pid_t pid);
+
 /* What qosrc rules match on: pid's executable path and its space-joined
  * argv ("" for what cannot be read). */
 void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len);

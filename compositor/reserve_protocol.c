@@ -178,8 +178,11 @@ static const struct qos_rule *app_rule(struct reserve_object *obj,
 	char exe[512], cmd[1024];
 	qos_link_read_process(obj->pid, exe, sizeof(exe), cmd, sizeof(cmd));
 	const char *e = exe[0] ? exe : NULL, *c = cmd[0] ? cmd : NULL;
-	qos_rules_app_limits(server->qos_rules, e, c, NULL, limits);
-	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, NULL) : NULL;
+	/* The app id is the client's own claim, as an exe path is the user's:
+	 * a rule the user wrote for it is honoured either way. */
+	const char *app_id = qos_link_app_id_of(server, obj->pid);
+	qos_rules_app_limits(server->qos_rules, e, c, app_id, limits);
+	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, app_id) : NULL;
 }
 
 /*

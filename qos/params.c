@@ -64,25 +64,64 @@ uint64_t qos_params_util_ppm(const struct qos_params *p)
 	return p->slice_us * 1000000u / p->period_us;
 }
 
-bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
+/* How much a policy gives its members; a fallback must give less. */
+static int policy_rank(enum qos_policy policy)
 {
+	switch (policy) {
+	case QOS_POLICY_PAUSE:
+		return 0;
+	case QOS_POLICY_IDLE:
+		return 1;
+	case QOS_POLICY_OTHER:
+		return 2;
+	case QOS_POLICY_QOS:
+	case QOS_POLICY_FIFO:
+	case QOS_POLICY_RR:
+		break;
+	}
+	return 3;
+}
+
+static const char *lower_policies(enum qos_policy policy)
+{
+	switch (policy_rank(policy)) {
+	case 1:
+		return "pause";
+	case 2:
+		return "idle or pause";
+	default:
+		return "other, idle or pause";
+	}
+}
+
+bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
+	size_t err_len)
+{
+	enum qos_param_key unused;
+	if (!key)
+		key = &unused;
+	*key = QOS_PARAM_POLICY;
 	if ((unsigned)p->policy > QOS_POLICY_PAUSE || (unsigned)p->fallback > QOS_POLICY_PAUSE) {
 		snprintf(err, err_len, "unknown policy");
 		return false;
 	}
 	if ((p->period_us == 0) != (p->slice_us == 0)) {
+		*key = p->period_us ? QOS_PARAM_PERIOD : QOS_PARAM_SLICE;
 		snprintf(err, err_len, "period and slice must be given together");
 		return false;
 	}
 	if (p->slice_us > p->period_us * 64) {
+		*key = QOS_PARAM_SLICE;
 		snprintf(err, err_len, "slice exceeds 64 CPUs' worth of the period");
 		return false;
 	}
 	if (p->period_us != 0 && (p->period_us < 1000 || p->period_us > 10000000)) {
+		*key = QOS_PARAM_PERIOD;
 		snprintf(err, err_len, "period must be between 1ms and 10s");
 		return false;
 	}
 	if (p->nice < -20 || p->nice > 19) {
+		*key = QOS_PARAM_NICE;
 		snprintf(err, err_len, "nice must be in -20..19");
 		return false;
 	}
@@ -92,6 +131,7 @@ bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
 	}
 	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR) {
 		if (p->priority < 1 || p->priority > 99) {
+			*key = QOS_PARAM_PRIORITY;
 			snprintf(err, err_len, "priority must be in 1..99");
 			return false;
 		}
@@ -102,26 +142,37 @@ bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
 			p->fallback = QOS_POLICY_OTHER;
 		}
 		if (p->slice_us >= p->period_us) {
+			*key = QOS_PARAM_SLICE;
 			snprintf(err, err_len, "a fifo/rr limit must stay below 100%%");
 			return false;
 		}
 	}
 	/*
-	 * A fallback is where members go once past their limit, so it may only
-	 * take from them (Table 3.2).  A real-time or qos fallback would hand
-	 * out, past the limit and without admission, what the policy itself
-	 * needs to be admitted or bounded for.
+	 * A fallback is where members go once past their limit, so it must take
+	 * from them (thesis 3.5: the class "drops"; Table 3.2).  One that gives
+	 * as much makes the limit a no-op, which for fifo/rr would be a
+	 * static-priority reserve without the bound every one must carry; one
+	 * that gives more hands out, past the limit and without admission,
+	 * what the policy itself is admitted or bounded for.
 	 */
-	if (qos_params_has_limit(p) && p->fallback != p->policy &&
-			(p->fallback == QOS_POLICY_QOS || p->fallback == QOS_POLICY_FIFO ||
-			p->fallback == QOS_POLICY_RR)) {
-		snprintf(err, err_len, "fallback %s would give more than the limit allows: "
-			"a fallback is other, idle or pause", qos_policy_name(p->fallback));
+	if (qos_params_has_limit(p) && policy_rank(p->fallback) >= policy_rank(p->policy)) {
+		*key = p->policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD : QOS_PARAM_FALLBACK;
+		if (p->policy == QOS_POLICY_PAUSE)
+			snprintf(err, err_len, "a pause reserve takes no limit: its members never run");
+		else
+			snprintf(err, err_len, "fallback %s does not take from policy %s: past the "
+				"limit members drop to %s", qos_policy_name(p->fallback),
+				qos_policy_name(p->policy), lower_policies(p->policy));
 		return false;
 	}
 	if (!qos_params_has_limit(p))
 		p->fallback = p->policy;
 	return true;
+}
+
+bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
+{
+	return qos_params_check(p, NULL, err, err_len);
 }
 
 bool qos_name_is_auto(const char *name)
@@ -158,14 +209,25 @@ bool qos_utf8_valid(const char *s)
 	return true;
 }
 
+/* U+0080..U+009F in UTF-8: C1 controls, such as the CSI that starts a terminal escape. */
+static bool is_c1(const char *s)
+{
+	return (unsigned char)s[0] == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+		(unsigned char)s[1] <= 0x9f;
+}
+
 void qos_escape_controls(const char *in, char *out, size_t len)
 {
 	size_t n = 0;
 	for (; *in && n + 1 < len; in++) {
 		unsigned char c = (unsigned char)*in;
-		if (c >= 0x20 && c != 0x7f) {
+		if (c >= 0x20 && c != 0x7f && !is_c1(in)) {
 			out[n++] = (char)c;
-		} else if (n + 5 < len) {
+		} else if (c == 0xc2 && n + 9 < len) {
+			snprintf(out + n, len - n, "\\x%02x\\x%02x", c, (unsigned char)in[1]);
+			n += 8;
+			in++;
+		} else if (c != 0xc2 && n + 5 < len) {
 			snprintf(out + n, len - n, "\\x%02x", c);
 			n += 4;
 		} else {
@@ -197,7 +259,7 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 			snprintf(err, err_len, "reserve names cannot contain '/'");
 			return false;
 		}
-		if (c < 0x20 || c == 0x7f) {
+		if (c < 0x20 || c == 0x7f || is_c1(name + i)) {
 			snprintf(err, err_len, "reserve names cannot contain control characters");
 			return false;
 		}

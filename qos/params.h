@@ -47,10 +47,26 @@ void qos_params_init(struct qos_params *p);
 
 /*
  * Brings p into canonical form and checks it.  fifo/rr without a limit get the
- * safety limit (90 % of 50 ms, fallback other).  Returns false and writes a
+ * safety limit (90 % of 50 ms, fallback other).  With a limit the fallback
+ * must give less than the policy (qos, fifo, rr > other > idle > pause), and
+ * pause takes no limit.  Returns false and writes a
  * human-readable reason into err when p cannot be scheduled.
  */
 bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len);
+
+/* The parameter a refusal is about, so a file's message can point at its key. */
+enum qos_param_key {
+	QOS_PARAM_POLICY,
+	QOS_PARAM_FALLBACK,
+	QOS_PARAM_PERIOD,
+	QOS_PARAM_SLICE,
+	QOS_PARAM_NICE,
+	QOS_PARAM_PRIORITY,
+};
+
+/* qos_params_normalize, also naming in *key (when not NULL) what was refused. */
+bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
+	size_t err_len);
 
 /* True when the reserve carries a period/slice pair. */
 bool qos_params_has_limit(const struct qos_params *p);

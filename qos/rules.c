@@ -1,4 +1,5 @@
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,26 @@ void qos_rules_destroy(struct qos_rules *rules)
 	free(rules);
 }
 
+/*
+ * A rule naming a reserve no layer defines only works while a reserve of that
+ * name exists (made through qosctl or the protocol); a misspelt name would
+ * otherwise fail silently at every start of the program.
+ */
+static void warn_undefined(const struct qos_rules *rules, qos_rules_diag_fn diag, void *data)
+{
+	for (size_t i = 0; diag && i < rules->n_rules; i++) {
+		const struct qos_rule *r = &rules->rules[i];
+		if (!r->reserve[0] || qos_rules_find_reserve(rules, r->reserve))
+			continue;
+		char msg[PATH_MAX + 256], shown[sizeof(msg) + 1024];
+		snprintf(msg, sizeof(msg), "%s:%d:%d: warning: reserve=%s names no reserve in "
+			"any qosrc; the rule applies only while one of that name exists", r->file,
+			r->line, r->reserve_col, r->reserve);
+		qos_escape_controls(msg, shown, sizeof(shown));
+		diag(data, shown);
+	}
+}
+
 struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
 	qos_rules_diag_fn diag, void *data)
 {
@@ -47,6 +68,7 @@ struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
 		qos_rules_destroy(rules);
 		return NULL;
 	}
+	warn_undefined(rules, diag, data);
 	return rules;
 }
 
@@ -63,7 +85,8 @@ size_t qos_rules_default_paths(const char *datadir, char *out[3])
 	n++;
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
-	if (xdg && *xdg)
+	/* The XDG base directory spec: a relative value is invalid and ignored. */
+	if (xdg && xdg[0] == '/')
 		snprintf(buf, sizeof(buf), "%s/qosway/qosrc", xdg);
 	else if (home && *home)
 		snprintf(buf, sizeof(buf), "%s/.config/qosway/qosrc", home);

@@ -79,6 +79,7 @@ struct qos_rule {
 	unsigned limits_set; /* enum qos_app_limit_key bits given on this line */
 	const char *file;
 	int line;
+	int reserve_col; /* column of reserve=, for the load's warning about it */
 };
 
 struct qos_rules {
@@ -110,8 +111,10 @@ int qos_rules_parse_file(struct qos_rules *rules, const char *path,
 	qos_rules_diag_fn diag, void *data);
 
 /*
- * Loads the given files in order (missing files are skipped silently).  Returns
- * NULL when nothing at all could be loaded - no readable file, or no valid line
+ * Loads the given files in order (missing files are skipped silently).  A rule
+ * whose reserve= names no reserve any layer defines is loaded (the reserve may
+ * be made at run time) with a "warning:" diagnostic, not counted as an error.
+ * Returns NULL when nothing at all could be loaded - no readable file, or no valid line
  * in any of them while there were errors - so a reload can keep the old set.
  */
 struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,

@@ -67,7 +67,7 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 		char *start = p;
 		while (*p && *p != '=' && *p != ' ' && *p != '\t' && *p != '"' && *p != '\r')
 			p++;
-		if (*p == '"') {
+		if (*p == '"' && p != start) {
 			report(ctx, (int)(p - buf) + 1, "unexpected '\"' in a key or word");
 			return -1;
 		}
@@ -81,7 +81,8 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 			start = p;
 		}
 		t->vcol = (int)(start - buf) + 1;
-		if (t->key && *p == '"') {
+		/* A quoted value, or a quoted word: a reserve name with spaces. */
+		if (*p == '"' && p == start) {
 			char *out = ++p;
 			t->value = out;
 			for (;;) {
@@ -123,6 +124,9 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 	}
 }
 
+enum key_id { K_POLICY, K_FALLBACK, K_PERIOD, K_SLICE, K_CPU, K_NICE, K_PRIORITY, K_RESERVE,
+	K_AUTO, K_INHERIT, K_ALLOW, K_MAX_CPU, K_REDEFINE, K_COUNT };
+
 struct settings {
 	struct qos_params params;
 	uint64_t cpu_ppm;
@@ -133,10 +137,9 @@ struct settings {
 	struct qos_app_limits limits;
 	unsigned limits_set;
 	unsigned seen; /* bit per key, to catch duplicates */
+	int col[K_COUNT]; /* where each key was given, for messages about it */
 };
 
-enum key_id { K_POLICY, K_FALLBACK, K_PERIOD, K_SLICE, K_CPU, K_NICE, K_PRIORITY, K_RESERVE,
-	K_AUTO, K_INHERIT, K_ALLOW, K_MAX_CPU, K_REDEFINE, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"policy", "fallback", "period", "slice", "cpu", "nice", "priority", "reserve", "auto",
 	"inherit", "allow", "max-cpu", "redefine",
@@ -198,6 +201,7 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		return false;
 	}
 	s->seen |= 1u << id;
+	s->col[id] = t->col;
 	const char *v = t->value;
 	bool ok = true;
 	const char *what = "";
@@ -280,49 +284,89 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 	return ok;
 }
 
-/* Turns cpu= into a slice and checks the whole parameter set. */
+/* Column of the first of the keys given, or the line's default col. */
+static int key_col(const struct settings *s, int col, int a, int b)
+{
+	if (s->seen & (1u << a))
+		return s->col[a];
+	if (b >= 0 && (s->seen & (1u << b)))
+		return s->col[b];
+	return col;
+}
+
+static int param_col(const struct settings *s, int col, enum qos_param_key key)
+{
+	switch (key) {
+	case QOS_PARAM_FALLBACK:
+		return key_col(s, col, K_FALLBACK, K_POLICY);
+	case QOS_PARAM_PERIOD:
+		return key_col(s, col, K_PERIOD, -1);
+	case QOS_PARAM_SLICE:
+		return key_col(s, col, K_SLICE, K_CPU);
+	case QOS_PARAM_NICE:
+		return key_col(s, col, K_NICE, -1);
+	case QOS_PARAM_PRIORITY:
+		return key_col(s, col, K_PRIORITY, K_POLICY);
+	case QOS_PARAM_POLICY:
+		break;
+	}
+	return key_col(s, col, K_POLICY, -1);
+}
+
+/*
+ * Turns cpu= into a slice and checks the whole parameter set; messages point
+ * at the key concerned, or at col when the line gave none.
+ */
 static bool finish_params(const struct line_ctx *ctx, struct settings *s, int col)
 {
 	if (s->has_cpu && s->has_slice) {
-		report(ctx, col, "give either cpu= or slice=, not both");
+		report(ctx, s->col[K_CPU] > s->col[K_SLICE] ? s->col[K_CPU] : s->col[K_SLICE],
+			"give either cpu= or slice=, not both");
 		return false;
 	}
 	if ((s->has_cpu || s->has_slice) && !s->has_period) {
-		report(ctx, col, "%s= needs a period=", s->has_cpu ? "cpu" : "slice");
+		report(ctx, key_col(s, col, K_CPU, K_SLICE), "%s= needs a period=",
+			s->has_cpu ? "cpu" : "slice");
 		return false;
 	}
 	if (s->has_period && !s->has_cpu && !s->has_slice) {
-		report(ctx, col, "period= needs a cpu= or slice=");
+		report(ctx, s->col[K_PERIOD], "period= needs a cpu= or slice=");
 		return false;
 	}
-	if ((s->seen & (1u << K_FALLBACK)) && !s->has_period &&
-			s->params.fallback != s->params.policy) {
+	bool given_fallback = s->seen & (1u << K_FALLBACK);
+	if (given_fallback && !s->has_period) {
 		/*
 		 * Without a limit nothing ever falls back, and fifo/rr's safety
 		 * limit falls back to other: say so rather than drop the key.
 		 */
 		bool rt = s->params.policy == QOS_POLICY_FIFO || s->params.policy == QOS_POLICY_RR;
 		if (!rt) {
-			report(ctx, col, "fallback= needs a limit: period= with cpu= or slice=");
+			report(ctx, s->col[K_FALLBACK],
+				"fallback= needs a limit: period= with cpu= or slice=");
 			return false;
 		}
 		if (s->params.fallback != QOS_POLICY_OTHER) {
-			report(ctx, col, "the safety limit of %s falls back to other; give period= "
-				"and cpu= or slice= for another fallback",
+			report(ctx, s->col[K_FALLBACK], "the safety limit of %s falls back to "
+				"other; give period= and cpu= or slice= for another fallback",
 				qos_policy_name(s->params.policy));
 			return false;
 		}
 	}
+	/* A limit on other or idle without fallback= is a ceiling (Table 3.2). */
+	if (s->has_period && !given_fallback &&
+			(s->params.policy == QOS_POLICY_OTHER || s->params.policy == QOS_POLICY_IDLE))
+		s->params.fallback = QOS_POLICY_PAUSE;
 	if (s->has_cpu) {
 		s->params.slice_us = (s->params.period_us * s->cpu_ppm + 500000) / 1000000;
 		if (s->params.slice_us == 0) {
-			report(ctx, col, "cpu= gives less than 1us of this period=");
+			report(ctx, s->col[K_CPU], "cpu= gives less than 1us of this period=");
 			return false;
 		}
 	}
 	char err[160];
-	if (!qos_params_normalize(&s->params, err, sizeof(err))) {
-		report(ctx, col, "%s", err);
+	enum qos_param_key key;
+	if (!qos_params_check(&s->params, &key, err, sizeof(err))) {
+		report(ctx, param_col(s, col, key), "%s", err);
 		return false;
 	}
 	return true;
@@ -466,7 +510,7 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 			return 0;
 	}
 	if (s.has_reserve && s.has_policy_keys) {
-		report(ctx, tok[1].col, "a rule names a reserve or gives parameters, not both");
+		report(ctx, s.col[K_RESERVE], "a rule names a reserve or gives parameters, not both");
 		return 0;
 	}
 	bool places = s.has_reserve || s.has_policy_keys;
@@ -477,7 +521,8 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 		return 0;
 	}
 	if (!places && (s.has_auto || (s.seen & (1u << K_INHERIT)))) {
-		report(ctx, tok[1].col, "auto= and inherit= need reserve= or scheduling parameters");
+		report(ctx, s.has_auto ? s.col[K_AUTO] : s.col[K_INHERIT],
+			"auto= and inherit= need reserve= or scheduling parameters");
 		return 0;
 	}
 	if (!s.has_reserve && places && !finish_params(ctx, &s, tok[1].col))
@@ -491,6 +536,7 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	snprintf(rule.reserve, sizeof(rule.reserve), "%s", s.has_reserve ? s.reserve : "");
 	rule.file = file;
 	rule.line = ctx->line;
+	rule.reserve_col = s.has_reserve ? s.col[K_RESERVE] : 0;
 	rule.matches = calloc(nm, sizeof(*rule.matches));
 	if (!rule.matches)
 		return -1;

@@ -68,6 +68,23 @@ def test_refused_forbidden_fifo_without_rule(qcomp):
     assert not reserves_holding(qcomp, rc.pid)
 
 
+def test_app_id_rule_sets_app_limits(qcomp):
+    """A limits rule matched on the app id (of the client's window) applies to
+    the protocol's requests as an exe= or cmdline= rule does: the mapped
+    window's client may ask for fifo, a client without the window may not."""
+    reload_user_qosrc(qcomp, "rule app_id=org.qosway.test-game allow=qos,fifo,other\n")
+    game = RClient(qcomp, window="game", app_id="org.qosway.test-game")
+    idx = game.get("")
+    ans = game.answers(idx, "params %d fifo other 50000 10000 0 10" % idx)
+    print("with the app id: %r" % ans)
+    assert names(ans) == ["granted"], ans
+    plain = RClient(qcomp, window="plain", app_id="org.qosway.other")
+    idx = plain.get("")
+    ans = plain.answers(idx, "params %d fifo other 50000 10000 0 10" % idx)
+    print("another app id: %r" % ans)
+    assert_refused_first(ans, FORBIDDEN)
+
+
 def test_refused_forbidden_over_app_limit_and_user_reserve(qcomp):
     """60% of a CPU is over the default per-app limit; redefining a reserve
     the user defined in qosrc is forbidden."""

@@ -26,10 +26,12 @@ CAPACITY, FORBIDDEN, RATE_LIMITED = range(3)
 class RClient:
     """A reserve_client.py process."""
 
-    def __init__(self, comp, window=None, name=None, expect_manager=True):
+    def __init__(self, comp, window=None, name=None, expect_manager=True, app_id=None):
         argv = [sys.executable, "-u", RESERVE_CLIENT]
         if window:
             argv += ["--window", window]
+        if app_id:
+            argv += ["--app-id", app_id]
         self.comp = comp
         self.p = comp.spawn(argv, name=name or "reserve-%d" % len(comp.clients))
         self.ready = self.p.wait_event("ready", timeout=30)

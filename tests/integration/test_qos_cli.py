@@ -103,6 +103,17 @@ def test_reserves_params_read_back_as_reserve_arguments(qcomp):
     assert "priority=20" in first["rt-fifo"] and "slice=45ms" in first["rt-fifo"]
 
 
+def test_reserve_name_with_spaces(qcomp):
+    """Names may hold spaces (and quotes): qosctl defines such a reserve
+    with its parameters, as a qosrc line `reserve "video player" ...` does."""
+    name = 'video player "hd"'
+    r = qcomp.qosctl("reserve", name, "policy=other", "nice=4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    listing = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+    mine = [x for x in listing if x["name"] == name]
+    assert mine and "nice=4" in mine[0]["params"], listing
+
+
 def test_reserves_table_cuts_long_names_at_a_character(qcomp):
     """The name column is 20 characters, not bytes: a long name of
     two-byte characters is cut between characters and the columns after it

@@ -20,6 +20,14 @@ static void test_names(void)
 	CHECK(strstr(err, "'/'") != NULL);
 	CHECK(!qos_name_valid("tab\there", err, sizeof(err)));
 	CHECK(!qos_name_valid("del\x7f", err, sizeof(err)));
+	/* C1 controls: U+0085 (next line) and U+009B (CSI); U+00A0 and é are fine. */
+	CHECK(!qos_name_valid("a\xc2\x85" "b", err, sizeof(err)));
+	CHECK(!qos_name_valid("x\xc2\x9b" "2J", err, sizeof(err)));
+	CHECK(qos_name_valid("a\xc2\xa0" "b", err, sizeof(err)));
+	CHECK(qos_name_valid("caf\xc3\xa9", err, sizeof(err)));
+	char shown[64];
+	qos_escape_controls("x\xc2\x9b" "2J\x1b" "caf\xc3\xa9", shown, sizeof(shown));
+	CHECK(strcmp(shown, "x\\xc2\\x9b2J\\x1b" "caf\xc3\xa9") == 0);
 	CHECK(!qos_name_valid("..", err, sizeof(err)));
 	/* Hidden groups are passed over by reconcile and the guardian. */
 	CHECK(!qos_name_valid(".x", err, sizeof(err)));
@@ -145,9 +153,45 @@ static void test_normalize(void)
 	p.slice_us = 5000;
 	p.fallback = QOS_POLICY_RR;
 	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
-	/* The policy itself as its fallback is no limit, and stays allowed. */
+	/* The policy itself as its fallback is no limit: fifo would run unbounded. */
 	p.fallback = QOS_POLICY_FIFO;
+	CHECK(!qos_params_normalize(&p, err, sizeof(err)));
+	p.fallback = QOS_POLICY_IDLE;
 	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+
+	/* Below real time the order is other > idle > pause, and pause takes no limit. */
+	static const struct {
+		enum qos_policy policy, fallback;
+		bool ok;
+	} order[] = {
+		{ QOS_POLICY_OTHER, QOS_POLICY_IDLE, true },
+		{ QOS_POLICY_OTHER, QOS_POLICY_PAUSE, true },
+		{ QOS_POLICY_OTHER, QOS_POLICY_OTHER, false },
+		{ QOS_POLICY_IDLE, QOS_POLICY_PAUSE, true },
+		{ QOS_POLICY_IDLE, QOS_POLICY_OTHER, false },
+		{ QOS_POLICY_IDLE, QOS_POLICY_IDLE, false },
+		{ QOS_POLICY_PAUSE, QOS_POLICY_PAUSE, false },
+		{ QOS_POLICY_PAUSE, QOS_POLICY_OTHER, false },
+		{ QOS_POLICY_QOS, QOS_POLICY_QOS, false },
+		{ QOS_POLICY_QOS, QOS_POLICY_IDLE, true },
+	};
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		qos_params_init(&p);
+		p.policy = order[i].policy;
+		p.fallback = order[i].fallback;
+		p.period_us = 50000;
+		p.slice_us = 5000;
+		enum qos_param_key key = QOS_PARAM_NICE;
+		char e[160] = "";
+		bool ok = qos_params_check(&p, &key, e, sizeof(e));
+		if (ok != order[i].ok)
+			fprintf(stderr, "%s -> %s: %s\n", qos_policy_name(order[i].policy),
+				qos_policy_name(order[i].fallback), e);
+		CHECK(ok == order[i].ok);
+		if (!ok)
+			CHECK(key == (order[i].policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD :
+				QOS_PARAM_FALLBACK));
+	}
 }
 
 static void test_kernel_ceiling(void)

@@ -104,11 +104,11 @@ static void test_invalid(void)
 		"t:1:16: bad value '40' for nice: expected a nice value in -20..19");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=100"),
 		"t:1:32: bad value '100' for priority: expected a static priority in 1..99");
-	CHECK_STR(diag_for("reserve x policy=qos"), "t:1:9: policy qos needs a period and a slice");
+	CHECK_STR(diag_for("reserve x policy=qos"), "t:1:11: policy qos needs a period and a slice");
 	CHECK_STR(diag_for("reserve x period=10ms cpu=10% slice=1ms"),
-		"t:1:9: give either cpu= or slice=, not both");
-	CHECK_STR(diag_for("reserve x cpu=10%"), "t:1:9: cpu= needs a period=");
-	CHECK_STR(diag_for("reserve x period=10ms"), "t:1:9: period= needs a cpu= or slice=");
+		"t:1:31: give either cpu= or slice=, not both");
+	CHECK_STR(diag_for("reserve x cpu=10%"), "t:1:11: cpu= needs a period=");
+	CHECK_STR(diag_for("reserve x period=10ms"), "t:1:11: period= needs a cpu= or slice=");
 	CHECK_STR(diag_for("reserve x policy=qos period=10ms cpu=abc"),
 		"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%");
 	CHECK_STR(diag_for("reserve x inherit=maybe"),
@@ -135,19 +135,19 @@ static void test_invalid(void)
 		"t:1:21: bad value 'perhaps' for redefine: expected yes or no");
 	CHECK_STR(diag_for("reserve x max-cpu=10%"), "t:1:11: unknown key 'max-cpu'");
 	CHECK_STR(diag_for("rule exe=a max-cpu=80% auto=yes"),
-		"t:1:6: auto= and inherit= need reserve= or scheduling parameters");
+		"t:1:24: auto= and inherit= need reserve= or scheduling parameters");
 	CHECK_STR(diag_for("rule exe=a reserve=x policy=idle"),
-		"t:1:6: a rule names a reserve or gives parameters, not both");
+		"t:1:12: a rule names a reserve or gives parameters, not both");
 	CHECK_STR(diag_for("reserve x period=1ms cpu=0.01%"),
-		"t:1:9: cpu= gives less than 1us of this period=");
+		"t:1:22: cpu= gives less than 1us of this period=");
 	CHECK_STR(diag_for("reserve x policy=other period=10ms slice=9ms fallback=fifo"),
-		"t:1:9: fallback fifo would give more than the limit allows: a fallback is other, "
-		"idle or pause");
+		"t:1:46: fallback fifo does not take from policy other: past the limit members "
+		"drop to idle or pause");
 	CHECK_STR(diag_for("reserve .x policy=idle"), "t:1:9: reserve names cannot start with '.'");
 	CHECK_STR(diag_for("reserve x policy=other fallback=pause"),
-		"t:1:9: fallback= needs a limit: period= with cpu= or slice=");
+		"t:1:24: fallback= needs a limit: period= with cpu= or slice=");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=idle"),
-		"t:1:9: the safety limit of fifo falls back to other; give period= and cpu= or "
+		"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
 		"slice= for another fallback");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=other"), "");
 	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
@@ -155,8 +155,37 @@ static void test_invalid(void)
 	CHECK_STR(diag_for("rule exe=a reserve=auto-5"),
 		"t:1:20: 'auto-5' is an automatic reserve name");
 	CHECK_STR(diag_for("rule exe=a policy=fifo priority=5 period=10ms cpu=100%"),
-		"t:1:6: a fifo/rr limit must stay below 100%");
+		"t:1:47: a fifo/rr limit must stay below 100%");
 	CHECK_STR(diag_for("rule exe=a=b reserve=x"), "t:1:11: unexpected '=' in a value");
+	/* Whole-line checks point at the key concerned (review, session 20). */
+	CHECK_STR(diag_for("reserve x policy=qos period=20s cpu=5%"),
+		"t:1:22: period must be between 1ms and 10s");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=5% slice=1ms"),
+		"t:1:41: give either cpu= or slice=, not both");
+	/* A fallback must take from the policy, and an equal one is no limit. */
+	CHECK_STR(diag_for("reserve x policy=idle period=50ms cpu=10% fallback=other"),
+		"t:1:43: fallback other does not take from policy idle: past the limit members "
+		"drop to pause");
+	CHECK_STR(diag_for("reserve x policy=fifo priority=5 period=50ms cpu=50% fallback=fifo"),
+		"t:1:54: fallback fifo does not take from policy fifo: past the limit members "
+		"drop to other, idle or pause");
+	CHECK_STR(diag_for("reserve x policy=qos period=50ms cpu=10% fallback=qos"),
+		"t:1:42: fallback qos does not take from policy qos: past the limit members "
+		"drop to other, idle or pause");
+	CHECK_STR(diag_for("reserve x policy=pause period=50ms cpu=10%"),
+		"t:1:24: a pause reserve takes no limit: its members never run");
+	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=fifo"),
+		"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
+		"slice= for another fallback");
+	/* C1 controls (here U+009B, a terminal's CSI) are control characters too. */
+	CHECK_STR(diag_for("reserve x\xc2\x9b[2J policy=idle"),
+		"t:1:9: reserve names cannot contain control characters");
+	CHECK_STR(diag_for("reserve x policy=\xc2\x9b" "2J"),
+		"t:1:18: bad value '\\xc2\\x9b2J' for policy: expected a policy (qos, fifo, rr, "
+		"other, idle, pause)");
+	/* A quoted name: names may hold spaces, and a file can define them. */
+	CHECK_STR(diag_for("reserve \"video player\" policy=idle"), "");
+	CHECK_STR(diag_for("reserve \"\" policy=idle"), "t:1:9: reserve names are 1 to 63 bytes");
 
 	/* A bad line is skipped with its position, and the rest of the file loads. */
 	struct diags d = {0};
@@ -169,6 +198,25 @@ static void test_invalid(void)
 		"fifo, rr, other, idle, pause)");
 	CHECK_EQ_U(r->n_reserves, 2);
 	CHECK(qos_rules_find_reserve(r, "c") != NULL);
+	qos_rules_destroy(r);
+}
+
+/* A limit on other or idle without fallback= is a ceiling; qos and fifo drop to other. */
+static void test_default_fallback(void)
+{
+	struct qos_rules *r = parse_valid("reserve c policy=other period=50ms cpu=10%\n"
+		"reserve i policy=idle period=50ms cpu=10%\n"
+		"reserve q policy=qos period=50ms cpu=10%\n"
+		"reserve f policy=fifo priority=3 period=50ms cpu=10%\n");
+	static const struct {
+		const char *name;
+		enum qos_policy fallback;
+	} want[] = { { "c", QOS_POLICY_PAUSE }, { "i", QOS_POLICY_PAUSE },
+		{ "q", QOS_POLICY_OTHER }, { "f", QOS_POLICY_OTHER } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct qos_reserve_def *d = qos_rules_find_reserve(r, want[i].name);
+		CHECK(d && d->params.fallback == want[i].fallback);
+	}
 	qos_rules_destroy(r);
 }
 
@@ -204,26 +252,66 @@ static void test_thesis_example(void)
 		CHECK_EQ_U(def->params.period_us, want[i].period);
 		CHECK_EQ_U(def->params.slice_us, want[i].slice);
 	}
-	CHECK(qos_rules_find_reserve(r, "fifo")->params.priority == 30);
+	const struct qos_reserve_def *fifo = qos_rules_find_reserve(r, "fifo");
+	CHECK(fifo && fifo->params.priority == 30);
 
-	const struct qos_rule *m = qos_rules_match(r, "/usr/bin/xmms", "xmms song.mp3", NULL);
-	CHECK(m && m->params.policy == QOS_POLICY_QOS && m->params.fallback == QOS_POLICY_PAUSE);
-	CHECK(m && m->params.slice_us == 25000 && m->auto_apply && m->params.inherit);
-	m = qos_rules_match(r, NULL, "kmp3", NULL);
-	CHECK(m && m->params.fallback == QOS_POLICY_OTHER && m->params.slice_us == 12500);
-	m = qos_rules_match(r, NULL, "xanim", NULL);
-	CHECK(m && m->params.policy == QOS_POLICY_FIFO && m->params.priority == 30);
-	m = qos_rules_match(r, NULL, "/opt/realplayer/realplay x.rm", NULL);
-	CHECK(m && m->params.nice == -20 && m->params.fallback == QOS_POLICY_IDLE);
-	m = qos_rules_match(r, NULL, "xlock", NULL);
-	CHECK(m && m->params.period_us == 100000 && m->params.slice_us == 10000);
-	m = qos_rules_match(r, NULL, "krecord", NULL);
-	CHECK(m && strcmp(m->reserve, "fifo") == 0 && m->auto_apply);
-	m = qos_rules_match(r, NULL, "kmedia", NULL);
-	CHECK(m && strcmp(m->reserve, "fifo") == 0);
-	/* Anything else falls to the catch-all, which is not applied automatically. */
-	m = qos_rules_match(r, NULL, "xterm -e vi", NULL);
-	CHECK(m && strcmp(m->reserve, "default") == 0 && !m->auto_apply && m->params.inherit);
+	/*
+	 * Every field of every program rule: a wrong policy, share, fallback or
+	 * flag in config/qosrc must fail here, not only a missing line.
+	 */
+	static const struct {
+		const char *exe, *cmdline;
+		const char *reserve;
+		enum qos_policy policy, fallback;
+		uint64_t period, slice;
+		int nice, priority;
+		bool auto_apply, inherit;
+	} rules[] = {
+		{ "/usr/bin/xmms", "xmms song.mp3", "", QOS_POLICY_QOS, QOS_POLICY_PAUSE,
+			50000, 25000, 0, 1, true, true },
+		{ NULL, "kmp3", "", QOS_POLICY_QOS, QOS_POLICY_OTHER, 50000, 12500, 0, 1, true,
+			true },
+		{ NULL, "xanim", "", QOS_POLICY_FIFO, QOS_POLICY_OTHER, 50000, 25000, 0, 30, true,
+			true },
+		{ NULL, "/opt/realplayer/realplay x.rm", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE,
+			50000, 45000, -20, 1, true, true },
+		{ NULL, "xlock", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE, 100000, 10000, 0, 1, true,
+			true },
+		{ NULL, "krecord", "fifo", 0, 0, 0, 0, 0, 0, true, true },
+		{ NULL, "kmedia", "fifo", 0, 0, 0, 0, 0, 0, true, true },
+		/* Anything else falls to the catch-all, which is not applied automatically. */
+		{ NULL, "xterm -e vi", "default", 0, 0, 0, 0, 0, 0, false, true },
+	};
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		const struct qos_rule *m = qos_rules_match(r, rules[i].exe, rules[i].cmdline, NULL);
+		CHECK(m != NULL);
+		if (!m)
+			continue;
+		if (strcmp(m->reserve, rules[i].reserve) != 0 ||
+				m->auto_apply != rules[i].auto_apply ||
+				m->params.inherit != rules[i].inherit)
+			fprintf(stderr, "rule for '%s': reserve '%s' auto %d inherit %d\n",
+				rules[i].cmdline, m->reserve, m->auto_apply, m->params.inherit);
+		CHECK(strcmp(m->reserve, rules[i].reserve) == 0);
+		CHECK(m->auto_apply == rules[i].auto_apply);
+		CHECK(m->params.inherit == rules[i].inherit);
+		if (rules[i].reserve[0])
+			continue;
+		const struct qos_params *p = &m->params;
+		if (p->policy != rules[i].policy || p->fallback != rules[i].fallback ||
+				p->period_us != rules[i].period || p->slice_us != rules[i].slice ||
+				p->nice != rules[i].nice || p->priority != rules[i].priority)
+			fprintf(stderr, "rule for '%s': %s/%s %llu/%llu nice %d priority %d\n",
+				rules[i].cmdline, qos_policy_name(p->policy),
+				qos_policy_name(p->fallback), (unsigned long long)p->period_us,
+				(unsigned long long)p->slice_us, p->nice, p->priority);
+		CHECK(p->policy == rules[i].policy);
+		CHECK(p->fallback == rules[i].fallback);
+		CHECK_EQ_U(p->period_us, rules[i].period);
+		CHECK_EQ_U(p->slice_us, rules[i].slice);
+		CHECK(p->nice == rules[i].nice);
+		CHECK(p->priority == rules[i].priority);
+	}
 	qos_rules_destroy(r);
 }
 
@@ -247,16 +335,27 @@ static void test_layering(void)
 	snprintf(user, sizeof(user), "%s/user", dir);
 	snprintf(missing, sizeof(missing), "%s/none", dir);
 	write_file(sys, "reserve ui policy=qos period=50ms cpu=5% fallback=other\n"
-		"rule exe=* reserve=ui\n");
-	write_file(etc, "reserve ui policy=qos period=20ms cpu=10% fallback=pause\n");
+		"rule exe=* reserve=ui\n"
+		"rule exe=mpv reserve=\"video player\"\n"
+		"rule exe=vlc reserve=vidoe\n");
+	write_file(etc, "reserve ui policy=qos period=20ms cpu=10% fallback=pause\n"
+		"reserve \"video player\" policy=idle\n");
 	write_file(user, "rule exe=foot policy=other nice=-5\nbroken line\n");
 	const char *paths[] = { sys, missing, etc, user };
 	struct diags d = {0};
 	struct qos_rules *r = qos_rules_load(paths, 4, collect, &d);
 	CHECK(r != NULL);
-	CHECK(d.n == 1);
+	/* The bad line, then (after every layer) the rule whose reserve none defines:
+	 * a warning, which skips nothing. */
+	CHECK(d.n == 2);
 	CHECK(strstr(d.msg[0], "/user:2:1: unknown item 'broken'") != NULL);
+	CHECK(strstr(d.msg[1], "/sys:4:14: warning: reserve=vidoe names no reserve") != NULL);
 	if (r) {
+		CHECK_EQ_U(r->n_errors, 1);
+		const struct qos_reserve_def *vp = qos_rules_find_reserve(r, "video player");
+		CHECK(vp && vp->params.policy == QOS_POLICY_IDLE);
+		const struct qos_rule *mpv = qos_rules_match(r, "/usr/bin/mpv", NULL, NULL);
+		CHECK(mpv && strcmp(mpv->reserve, "video player") == 0);
 		const struct qos_reserve_def *ui = qos_rules_find_reserve(r, "ui");
 		CHECK(ui && ui->params.period_us == 20000 && ui->params.slice_us == 2000);
 		const struct qos_rule *m = qos_rules_match(r, "/usr/bin/foot", NULL, NULL);
@@ -283,6 +382,22 @@ static void test_layering(void)
 		CHECK_STR(def[1], "/etc/qosway/qosrc");
 		CHECK_STR(def[2], "/x/cfg/qosway/qosrc");
 	}
+	while (n > 0)
+		free(def[--n]);
+	/* Empty or relative XDG_CONFIG_HOME is ignored for $HOME/.config; no HOME, no user file. */
+	static const char *const ignored[] = { "", "relative/cfg" };
+	for (size_t i = 0; i < 2; i++) {
+		setenv("XDG_CONFIG_HOME", ignored[i], 1);
+		setenv("HOME", "/home/u", 1);
+		n = qos_rules_default_paths("/d", def);
+		CHECK_EQ_U(n, 3);
+		if (n == 3)
+			CHECK_STR(def[2], "/home/u/.config/qosway/qosrc");
+		while (n > 0)
+			free(def[--n]);
+	}
+	unsetenv("HOME");
+	CHECK_EQ_U((n = qos_rules_default_paths("/d", def)), 2);
 	while (n > 0)
 		free(def[--n]);
 	unlink(sys);
@@ -396,6 +511,7 @@ int main(void)
 	test_app_limits();
 	test_valid();
 	test_invalid();
+	test_default_fallback();
 	test_thesis_example();
 	test_layering();
 	test_file_damage();

@@ -83,7 +83,10 @@ static void test_thread_in_process(void)
 	CHECK(!qos_sys_thread_in_process(child, tid));
 
 	stop_thread(th);
-	/* Gone: nothing to act on. */
+	/* Gone: nothing to act on.  pthread_join returns when the kernel clears
+	 * the tid, a moment before the exited thread is reaped. */
+	for (int i = 0; i < 1000 && qos_sys_thread_in_process(self, tid); i++)
+		usleep(1000);
 	CHECK(!qos_sys_thread_in_process(self, tid));
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
