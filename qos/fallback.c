@@ -619,7 +619,8 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 {
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r)
+	/* Without members no period runs: the first join starts the books afresh. */
+	if (!r || r->n_members == 0)
 		return false;
 	qos_police_bill(&r->police, usec);
 	qos_reserve_check(r, qos_sys_now_us());

@@ -54,8 +54,13 @@ static void thaw_at(int dirfd, const char *name)
 static void demote_tid(pid_t tid)
 {
 	int policy = qos_sys_get_thread_policy(tid, NULL);
-	if (policy == SCHED_FIFO || policy == SCHED_RR || policy == 6 /* SCHED_DEADLINE */)
-		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+	if (policy != SCHED_FIFO && policy != SCHED_RR && policy != 6 /* SCHED_DEADLINE */)
+		return;
+	/* A deadline thread demoted without it keeps its bandwidth in the
+	 * kernel's books for good (see qos_sys_release_deadline). */
+	if (policy == 6 && !qos_sys_release_deadline(tid))
+		return;
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
 }
 
 /* Demotes every thread listed (one id a line) in the file name/list under dirfd. */

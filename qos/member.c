@@ -36,6 +36,61 @@ static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
 	return NULL;
 }
 
+static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->pid == pid && !r->members[i]->tid)
+			return r->members[i];
+	}
+	return NULL;
+}
+
+/* Whether the task has exited: a zombie (a process only once its last thread has). */
+static bool exited(pid_t pid, pid_t tid)
+{
+	char state = qos_sys_thread_state(tid ? tid : pid);
+	if (state != 'Z' && state != 'X')
+		return false;
+	return tid || qos_sys_for_each_thread(pid, NULL, NULL) <= 1;
+}
+
+/*
+ * Who may not join: the manager and its guardian (frozen or throttled, they
+ * could not thaw anyone, themselves included), a pid that is a thread rather
+ * than a process (a thread member would be keyed by it), a task that has
+ * exited, and a thread whose process is a member of another reserve as a
+ * whole: the process member's passes give its every thread that reserve's
+ * policy, and send the whole process home when it leaves.
+ */
+static bool may_join(struct qos_manager *mgr, struct qos_reserve *r, pid_t pid, pid_t tid,
+	char *err, size_t err_len)
+{
+	if (pid == getpid() || (mgr->guardian_pid > 0 && pid == mgr->guardian_pid)) {
+		snprintf(err, err_len, "%d is the QoS manager%s; it cannot join a reserve", pid,
+			pid == getpid() ? "" : "'s guardian");
+		return false;
+	}
+	if (qos_sys_tgid(pid) != pid) {
+		snprintf(err, err_len, "%d is a thread, not a process: give its process id and "
+			"the thread id", pid);
+		return false;
+	}
+	if (exited(pid, tid)) {
+		snprintf(err, err_len, "%s %d has exited", tid ? "thread" : "process",
+			tid ? tid : pid);
+		return false;
+	}
+	for (struct qos_reserve *o = mgr->reserves; tid && o; o = o->next) {
+		if (o != r && find_process_member_in(o, pid)) {
+			snprintf(err, err_len, "process %d is a member of '%s' as a whole: it "
+				"leaves it, or joins as a whole, before thread %d can join another "
+				"reserve", pid, o->name, tid);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool member_alive(const struct qos_member *m)
 {
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
@@ -111,10 +166,42 @@ static void restore_member(struct qos_member *m)
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 }
 
+/*
+ * The member that takes over an automatic reserve: a process member before a
+ * thread member, and one without an automatic reserve of its own, whose name
+ * it would otherwise take too (a process that left its own to join this one
+ * still owns it while others stay in it).
+ */
+static pid_t next_owner(struct qos_reserve *r)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			const struct qos_member *m = r->members[i];
+			char name[QOS_NAME_MAX + 1];
+			snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", m->pid);
+			if ((pass == 0 && m->tid) || qos_find_reserve(r->mgr, name))
+				continue;
+			return m->pid;
+		}
+	}
+	return 0;
+}
+
 static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
 {
 	char name[QOS_NAME_MAX + 1], old[QOS_NAME_MAX + 1];
-	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", new_owner);
+	if (new_owner <= 0) {
+		/*
+		 * Every member owns another automatic reserve: this one is nobody's
+		 * now.  It keeps its members until they leave, under a name no
+		 * process's own lookup (auto-PID) finds, so a process that is given
+		 * the dead owner's pid does not take it over.
+		 */
+		snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d-orphan", r->owner);
+		new_owner = 0;
+	} else {
+		snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", new_owner);
+	}
 	snprintf(old, sizeof(old), "%s", r->name);
 	/* The group keeps its directory name: cgroup2 cannot rename groups. */
 	snprintf(r->name, sizeof(r->name), "%s", name);
@@ -192,7 +279,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 			qos_reserve_free(r);
 	} else if (r->is_auto && gone == r->owner) {
 		/* A daemon that forks and exits keeps the reserve set up for it. */
-		rename_auto(r, r->members[0]->pid);
+		rename_auto(r, next_owner(r));
 	}
 }
 
@@ -292,8 +379,19 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 	if (e) {
 		e->start_time = m->start_time;
 		e->nice = m->orig_nice;
+		/*
+		 * The limit from before any member of this process bounded it:
+		 * recorded bounded, a crash would leave the bound looking like the
+		 * process's own, and the next instance would not restore it.
+		 */
+		const struct qos_member *b = m->rttime_bounded ? m : bound_sibling(mgr, m);
 		e->rt_soft = e->rt_hard = (uint64_t)RLIM_INFINITY;
-		qos_sys_get_rttime(m->pid, &e->rt_soft, &e->rt_hard);
+		if (b) {
+			e->rt_soft = b->old_rt_soft;
+			e->rt_hard = b->old_rt_hard;
+		} else {
+			qos_sys_get_rttime(m->pid, &e->rt_soft, &e->rt_hard);
+		}
 		snprintf(e->v2, sizeof(e->v2), "%s", m->orig_v2);
 		snprintf(e->cpu, sizeof(e->cpu), "%s", m->orig_cpu);
 		err = qos_journal_record(&mgr->cg, r->group, m->pid, m->tid, e);
@@ -521,6 +619,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
 			m->tid ? m->tid : pid);
 		goto err_free;
+	}
+	if (!may_join(mgr, r, pid, m->tid, err, err_len))
+		goto err_free;
+	if (m->tid && find_process_member_in(r, pid)) {
+		/* Already in it, with its whole process. */
+		free(m);
+		return true;
 	}
 	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
 		goto err_free;

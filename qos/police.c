@@ -1,5 +1,11 @@
 #include "qos/police.h"
 
+/* Sums that stop at the top: a huge bill holds the fallback, it never wraps to nothing. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static uint64_t window(const struct qos_police *p)
 {
 	return p->period_us ? p->period_us : QOS_POLICE_REPORT_PERIOD_US;
@@ -35,19 +41,22 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 
 void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
 {
-	/* The held stretch since the boundary is no period of its own. */
+	/* The held stretch since the boundary is no period of its own; what is
+	 * still owed (billed time past the slice) is owed all the same. */
+	uint64_t debt = p->debt_us;
 	qos_police_set_limit(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
+	p->debt_us = debt;
 	p->in_fallback = false;
 }
 
 void qos_police_bill(struct qos_police *p, uint64_t usec)
 {
-	p->billed_us += usec;
+	p->billed_us = add_sat(p->billed_us, usec);
 }
 
 uint64_t qos_police_used_us(const struct qos_police *p)
 {
-	return p->own_us + p->billed_us + p->debt_us;
+	return add_sat(add_sat(p->own_us, p->billed_us), p->debt_us);
 }
 
 uint64_t qos_police_period_end_us(const struct qos_police *p)
@@ -102,7 +111,14 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 			uint64_t fb = p->own_us - p->fb_own_us;
 			owed -= fb > p->fb_grace_left_us ? fb - p->fb_grace_left_us : 0;
 		}
-		p->debt_us = p->notified && p->slice_us && owed > allowed ? owed - allowed : 0;
+		uint64_t excess = p->slice_us && owed > allowed ? owed - allowed : 0;
+		/*
+		 * A polled reserve sees its own time past the slice late, and is
+		 * not charged it again; billed time the members never ran, and
+		 * what it still owed, carry all the same.
+		 */
+		uint64_t charged = add_sat(p->billed_us, p->debt_us);
+		p->debt_us = p->notified || excess < charged ? excess : charged;
 		if (p->notified && p->in_fallback && !p->hold_fallback && p->slice_us && elapsed > 1) {
 			/* Boundaries passed unchecked where the debt left kept it
 			 * in the fallback (qos_police_fallback_end_us): overruns. */

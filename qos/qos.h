@@ -177,7 +177,9 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 /*
  * Charges usec of CPU time spent on the reserve's behalf (e.g. compositor work
  * for a client).  It counts against slice and limit exactly like own time and
- * may trigger the fallback at once.
+ * may trigger the fallback at once.  Returns false when there is no such
+ * reserve or it has no members: no period runs then, and the first member's
+ * join starts the books afresh.
  */
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
 /* Same, naming the reserve through one of its members. */

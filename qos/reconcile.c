@@ -93,15 +93,36 @@ static void release_pid(pid_t pid, void *data)
 	send_back(c, pid, 0, true);
 }
 
+/*
+ * A thread member's process gets the loosest RLIMIT_RTTIME any of its
+ * threads' records held (RLIM_INFINITY is the largest value): the limit is
+ * the process's, and each record holds what it was before the bound.
+ */
+static void restore_thread_rttime(struct rc_ctx *c, pid_t pid, const struct qos_journal_entry *e)
+{
+	uint64_t soft, hard;
+	if (qos_sys_get_rttime(pid, &soft, &hard) != 0)
+		return;
+	uint64_t new_hard = e->rt_hard > hard ? e->rt_hard : hard;
+	uint64_t new_soft = e->rt_soft > soft ? e->rt_soft : soft;
+	if (new_soft > new_hard)
+		new_soft = new_hard;
+	if (new_soft != soft || new_hard != hard)
+		qos_rtguard_restore_limit(c->mgr, c->group, pid, new_soft, new_hard);
+}
+
 /* A thread moved on its own (hybrid layout: the v1 cpu tree only). */
 static void release_tid(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
 	pid_t pid = qos_sys_tgid(tid);
 	c->known = true;
-	if (!pid || !own_record(c, pid, tid))
+	bool own = pid && own_record(c, pid, tid);
+	if (!own)
 		find_origin(c, pid ? pid : tid);
 	reset_thread(tid, c);
+	if (own)
+		restore_thread_rttime(c, pid, &c->origin);
 	send_back(c, tid, tid, false);
 }
 
@@ -119,16 +140,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 	c->origin = *e;
 	c->known = true;
 	reset_thread(tid, c);
-	/* The loosest limit wins (RLIM_INFINITY is the largest value). */
-	uint64_t soft, hard;
-	if (qos_sys_get_rttime(pid, &soft, &hard) != 0)
-		return;
-	uint64_t new_hard = e->rt_hard > hard ? e->rt_hard : hard;
-	uint64_t new_soft = e->rt_soft > soft ? e->rt_soft : soft;
-	if (new_soft > new_hard)
-		new_soft = new_hard;
-	if (new_soft != soft || new_hard != hard)
-		qos_rtguard_restore_limit(c->mgr, c->group, pid, new_soft, new_hard);
+	restore_thread_rttime(c, pid, e);
 }
 
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */

@@ -5,6 +5,7 @@
  * periods are policed in fallback.c.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,9 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err)
 		return "the kernel's deadline bandwidth is exhausted";
 	if (policy == QOS_POLICY_QOS && err == -EPERM)
 		return "deadline tasks must be allowed to run on every CPU";
+	if (policy == QOS_POLICY_QOS && err == -EDOM)
+		return "a slice longer than the period is split over the reserve's threads, and "
+			"it has too few: each would need more than the period";
 	if ((policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR) && err == -EPERM)
 		return "the reserve's group has no real-time bandwidth";
 	return strerror(-err);
@@ -184,6 +188,9 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy)
 	uint64_t rt = 0;
 	if (policy == QOS_POLICY_QOS)
 		rt = r->dl_runtime_ns = split_slice_ns(r);
+	/* The kernel takes no runtime past the period (EINVAL, said plainly here). */
+	if (r->n_members && rt > r->params.period_us * 1000u)
+		return -EDOM;
 	int err = 0;
 	if (policy != QOS_POLICY_QOS)
 		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
@@ -460,7 +467,9 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 		}
 		r->granted = true;
 		r->granted_ppm = new_ppm;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
+		/* A revert takes back what the refused change gave up: nothing new. */
+		if (!reverting)
+			qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
 	}
 	/*
 	 * A real-time group keeps its kernel window across the change when the
@@ -522,10 +531,38 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	for (size_t i = 0; i < r->n_members; i++)
 		qos_member_bound_rttime(r->members[i]);
 	qos_root_weight_update(mgr);
-	qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
+	if (!reverting)
+		qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
 	qos_reserve_check(r, now);
 	qos_manager_rearm(mgr);
 	return true;
+}
+
+/* A sysctl of the kernel's deadline class, or def when it cannot be read. */
+static uint64_t dl_sysctl(const char *name, uint64_t def)
+{
+	char path[96], buf[32];
+	snprintf(path, sizeof(path), "/proc/sys/kernel/%s", name);
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+		return def;
+	char *end;
+	unsigned long long v = strtoull(buf, &end, 10);
+	return end != buf ? v : def;
+}
+
+/* A qos period the kernel's SCHED_DEADLINE takes (its bounds are sysctls). */
+static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err_len)
+{
+	if (p->policy != QOS_POLICY_QOS)
+		return true;
+	uint64_t lo = dl_sysctl("sched_deadline_period_min_us", 100);
+	uint64_t hi = dl_sysctl("sched_deadline_period_max_us", 1u << 22);
+	if (p->period_us >= lo && p->period_us <= hi)
+		return true;
+	snprintf(err, err_len, "a qos period must be %" PRIu64 "us to %" PRIu64 "us, the "
+		"kernel's bounds for deadline tasks (sysctl kernel.sched_deadline_period_min_us "
+		"and sched_deadline_period_max_us)", lo, hi);
+	return false;
 }
 
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
@@ -535,7 +572,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	if (!qos_name_valid(name, err, err_len))
 		return false;
 	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len))
+	if (!qos_params_normalize(&p, err, err_len) || !deadline_period_ok(&p, err, err_len))
 		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r) {

@@ -630,10 +630,15 @@ def test_change_the_kernel_refuses_keeps_the_reserve_as_it_was(procs):
                 break
         else:
             pytest.fail("the kernel took 4 x 90% more deadline bandwidth")
+        n0 = len(helper.events)
         reply = helper.cmd("reserve kb policy=qos period=100ms cpu=100% fallback=pause")
         print(reply)
         assert reply.startswith("err") and "kernel" in reply, reply
         assert reply.endswith("[capacity]"), reply
+        helper.ok("sync")
+        # refused, and told so once: the revert is no change or grant of its own
+        kinds = [e.split()[1] for e in helper.events[n0:] if " reserve=kb " in e]
+        assert "refused" in kinds and not {"params", "granted"} & set(kinds), kinds
         assert "slice=10ms" in helper.ok("info kb")
         assert policy_of(b.pid) == 6
         assert dl_runtime_ns(b.pid) == 10_000_000
@@ -1469,6 +1474,52 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
         _force_cleanup(ROOT)
 
 
+def dl_total_bw():
+    """The root domain's SCHED_DEADLINE bandwidth in use (1/1048576 CPU),
+    from debugfs; None where it cannot be read."""
+    try:
+        with open("/sys/kernel/debug/sched/debug") as f:
+            for line in f:
+                if "dl_bw->total_bw" in line:
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def test_kill9_guardian_gives_back_deadline_bandwidth(procs):
+    """The guardian demotes a sleeping deadline member the way leave does:
+    switched straight to other, the kernel (6.18) kept its 10% in the
+    books for good, and every crash ate that much of the capacity later
+    qos joins need."""
+    before = dl_total_bw()
+    if before is None:
+        pytest.skip("no /sys/kernel/debug/sched/debug to read deadline bandwidth from")
+    dl = procs(["sleep", "30"])
+    h = Helper(guardian=True)
+    try:
+        place(h, "rtd policy=qos period=100ms cpu=10% fallback=pause", dl.pid)
+        assert policy_of(dl.pid) == 6
+        time.sleep(0.3)  # asleep past its 0-lag time
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        give_up = time.monotonic() + 5
+        while policy_of(dl.pid) != os.SCHED_OTHER:
+            assert time.monotonic() < give_up, policy_of(dl.pid)
+            time.sleep(0.02)
+        dl.kill()
+        dl.wait()
+        Helper().close()
+        after = dl_total_bw()
+        # 10% of a CPU is 104857; a thread's rounding is a few units
+        assert after - before < 10000, (before, after)
+    finally:
+        _force_cleanup(ROOT)
+
+
 @pytest.fixture
 def origin():
     """A cgroup outside the manager's root, in every tree members move in:
@@ -1691,30 +1742,61 @@ def check_rttime_restored(pid, before, bounded, events):
                    % (pid, bounded[1]) in e for e in events), events
 
 
+def crash_with_bounded_rttime(pid, tid, setup):
+    """setup(helper) makes tid fifo, which bounds pid's RLIMIT_RTTIME; the
+    manager (without a guardian) is killed, and the next instance reconciles.
+    Returns (limit before, the bound, the next instance's events)."""
+    before = resource.prlimit(pid, resource.RLIMIT_RTTIME)
+    h = Helper(guardian=False)
+    try:
+        setup(h)
+        assert policy_of(tid) == os.SCHED_FIFO
+        bounded = resource.prlimit(pid, resource.RLIMIT_RTTIME)
+        assert bounded == (5000000, 5000000) != before
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    assert policy_of(tid) == os.SCHED_FIFO
+    h = Helper()
+    h.close()
+    assert policy_of(tid) == os.SCHED_OTHER
+    return before, bounded, h.events
+
+
 def test_kill9_next_instance_restores_real_time_members(rt_bandwidth, procs, origin):
     """A fifo member left behind by a crash is back to time sharing, with
     the RLIMIT_RTTIME it had before the manager bounded it, in its cgroup."""
     rel, dirs = origin
     p = procs(["sleep", "60"])
     move_to(dirs, p.pid)
-    before = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
-    h = Helper(guardian=False)
     try:
-        place(h, "rt policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid)
-        assert policy_of(p.pid) == os.SCHED_FIFO
-        bounded = resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
-        assert bounded == (5000000, 5000000) != before
-        _kill9(h)
-    except BaseException:
-        h.close()
-        raise
-    try:
-        assert policy_of(p.pid) == os.SCHED_FIFO
-        h = Helper()
-        h.close()
-        assert policy_of(p.pid) == os.SCHED_OTHER
-        check_rttime_restored(p.pid, before, bounded, h.events)
+        before, bounded, events = crash_with_bounded_rttime(p.pid, p.pid, lambda h: place(
+            h, "rt policy=fifo priority=10 period=100ms cpu=50% fallback=other", p.pid))
+        check_rttime_restored(p.pid, before, bounded, events)
         assert cgroup_of(p.pid) == {"v2": rel, "cpu": rel}
+    finally:
+        _force_cleanup(ROOT)
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_kill9_next_instance_restores_rttime_of_a_thread_member(rt_bandwidth, procs, fold):
+    """A fifo thread member bounded its process's RLIMIT_RTTIME; after a
+    crash the next instance gives the limit back (or says it cannot), as
+    for a process member.  With fold, the process joined after its thread
+    and took the thread over: its record must hold the limit from before
+    the bound, not the bound (then the crash left it looking like the
+    process's own)."""
+    owner, (tid,) = thread_owner(procs)
+
+    def setup(h):
+        h.ok("reserve rtt policy=fifo priority=10 period=100ms cpu=20% fallback=other")
+        h.ok("join rtt %d %d" % (owner.pid, tid))
+        if fold:
+            h.ok("join rtt %d" % owner.pid)
+    try:
+        before, bounded, events = crash_with_bounded_rttime(owner.pid, tid, setup)
+        check_rttime_restored(owner.pid, before, bounded, events)
     finally:
         _force_cleanup(ROOT)
 

@@ -96,7 +96,47 @@ static void test_missed_boundaries(void)
 	/* A counter that drops (member left) does not wrap. */
 	CHECK(qos_police_update(&p, 20000, 100, &next) == QOS_POLICE_RESTORE);
 	CHECK(qos_police_update(&p, 20500, 300, &next) == QOS_POLICE_NONE);
-	CHECK_EQ_U(qos_police_used_us(&p), 200);
+	/* 200 us its own, and the 500 us billed past the last slice still owed. */
+	CHECK_EQ_U(qos_police_used_us(&p), 700);
+}
+
+/*
+ * Billed time past the slice carries into the next periods for a polled
+ * reserve as for a notified one, survives the return from a held fallback,
+ * and a bill too big to count holds the fallback rather than wrapping.
+ */
+static void test_billed_debt(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	qos_police_bill(&p, 100000);
+	CHECK(qos_police_update(&p, 1000, 0, &next) == QOS_POLICE_OVERRUN);
+	/* Five slices billed: four periods more in the fallback. */
+	int overruns = 0;
+	for (uint64_t t = 100000; t <= 500000; t += 100000) {
+		enum qos_police_transition tr = qos_police_update(&p, t, 0, &next);
+		if (tr == QOS_POLICE_OVERRUN || (tr == QOS_POLICE_NONE && p.in_fallback))
+			overruns++;
+	}
+	CHECK(p.in_fallback == false);
+	CHECK(overruns >= 3);
+	CHECK_EQ_U(qos_police_used_us(&p), 0);
+
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	qos_police_bill(&p, 60000);
+	CHECK(qos_police_update(&p, 1000, 0, &next) == QOS_POLICE_OVERRUN);
+	qos_police_update(&p, 100000, 0, &next);
+	uint64_t owed = p.debt_us;
+	CHECK(owed > 0);
+	qos_police_resume(&p, 100500, 0);
+	CHECK_EQ_U(p.debt_us, owed);
+
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	qos_police_bill(&p, UINT64_MAX - 5);
+	qos_police_bill(&p, 10000);
+	CHECK_EQ_U(qos_police_used_us(&p), UINT64_MAX);
+	CHECK(qos_police_update(&p, 1000, 500, &next) == QOS_POLICE_OVERRUN);
 }
 
 static void test_unlimited_and_parallel(void)
@@ -364,6 +404,7 @@ int main(void)
 	test_missed_boundaries();
 	test_unlimited_and_parallel();
 	test_notified_debt();
+	test_billed_debt();
 	test_idle_fallback_debt_is_bounded();
 	test_fallback_end_skips_boundaries();
 	test_notified_quiet_periods();

@@ -1,0 +1,149 @@
+"""Who may join a reserve, with real processes (root; skipped otherwise with
+test_kernel's reason): never the manager or its guardian, never a pid that
+is a thread or a task that has exited, and never a thread whose process is
+a member of another reserve as a whole.  Billing needs members, and an
+automatic reserve passes to a member process."""
+import os
+import subprocess
+import sys
+import time
+
+from test_kernel import (  # noqa: F401  (fixtures)
+    _wait_for, assert_no_test_cgroup_left, helper, place, policy_of, procs, pytestmark,
+    running_helper, thread_owner)
+
+assert pytestmark
+
+
+def children_of(pid):
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            out += [int(c) for c in f.read().split()]
+    return out
+
+
+def err(helper, text):
+    reply = helper.cmd(text)
+    assert reply.startswith("err "), (text, reply)
+    return reply
+
+
+def nice_of(pid):
+    return os.getpriority(os.PRIO_PROCESS, pid)
+
+
+def test_manager_and_its_guardian_cannot_join(helper, procs):
+    """Frozen, the manager would answer nobody again (it once hung here until
+    its group was thawed by hand); its guardian, frozen, could thaw nobody
+    after a crash."""
+    helper.ok("reserve held policy=pause")
+    helper.ok("reserve low policy=idle")
+    me = helper.proc.pid
+    guardians = children_of(me)
+    assert guardians, "the helper runs with a guardian"
+    assert "QoS manager" in err(helper, "join low %d" % me)
+    assert "QoS manager" in err(helper, "join low %d %d" % (me, me))
+    assert "guardian" in err(helper, "join held %d" % guardians[0])
+    assert "members=0" in helper.ok("info held")
+    assert "members=0" in helper.ok("info low")
+
+
+def test_thread_of_a_member_process_cannot_join_another_reserve(helper, procs):
+    """A thread is in one reserve: while its process is a member of A as a
+    whole, A's passes give each of its threads A's class, so a join of one
+    of them to B is refused (it used to be set to both, turn about, and
+    sent home with the process when it left A while B still listed it).  A
+    thread id given as a process id is refused too."""
+    owner, (tid,) = thread_owner(procs)
+    helper.ok("reserve A policy=other nice=3")
+    helper.ok("reserve B policy=other nice=7")
+    helper.ok("join A %d" % owner.pid)
+    reply = err(helper, "join B %d %d" % (owner.pid, tid))
+    assert "'A'" in reply, reply
+    assert "members=0" in helper.ok("info B")
+    # the same reserve: it is in it already
+    helper.ok("join A %d %d" % (owner.pid, tid))
+    assert "members=1" in helper.ok("info A")
+    assert nice_of(tid) == 3
+    assert "is a thread" in err(helper, "join B %d" % tid)
+    assert "is a thread" in err(helper, "join B %d %d" % (tid, tid))
+    helper.ok("leave %d" % owner.pid)
+    assert "members=0" in helper.ok("info A")
+    # on its own, the thread may join B now
+    helper.ok("join B %d %d" % (owner.pid, tid))
+    assert nice_of(tid) == 7
+
+
+def test_exited_process_cannot_join(helper, procs):
+    """A zombie (exited, not yet reaped by its parent) is refused, not
+    granted a share it can never use."""
+    parent = procs([sys.executable, "-c",
+                    "import os, time\n"
+                    "pid = os.fork()\n"
+                    "if pid == 0:\n"
+                    "    os._exit(0)\n"
+                    "print(pid, flush=True)\n"
+                    "time.sleep(30)\n"], stdout=subprocess.PIPE, text=True)
+    z = int(parent.stdout.readline())
+
+    def state():
+        with open("/proc/%d/stat" % z) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    _wait_for(helper, lambda: state() == "Z", 5, "the child never became a zombie")
+    helper.ok("reserve q policy=qos period=10ms slice=5ms fallback=pause")
+    assert "has exited" in err(helper, "join q %d" % z)
+    assert "granted=0" in helper.ok("info q")
+
+
+def test_bill_needs_members(helper, procs):
+    """With no member no period runs: a bill is refused, not shown and then
+    dropped at the first join."""
+    helper.ok("reserve e policy=other period=1s slice=100ms fallback=idle")
+    err(helper, "bill e 400000")
+    p = procs(["sleep", "30"])
+    helper.ok("join e %d" % p.pid)
+    helper.ok("bill e 400000")
+    info = helper.ok("info e")
+    assert "billed=400000" in info or "fallback=1" in info, info
+
+
+def test_automatic_reserve_passes_to_a_process_member(helper, procs):
+    """When the owner of an automatic reserve exits, a member process takes
+    it over, not the process of a thread member (whose own class lookup,
+    auto-PID, would then find a reserve its process is not in)."""
+    p1, q = procs(["sleep", "30"]), procs(["sleep", "30"])
+    owner, (tid,) = thread_owner(procs)
+    helper.ok("class %d policy=other nice=4" % p1.pid)
+    helper.ok("join auto-%d %d %d" % (p1.pid, owner.pid, tid))
+    helper.ok("join auto-%d %d" % (p1.pid, q.pid))
+    p1.kill()
+    p1.wait()
+    _wait_for(helper, lambda: helper.cmd("info auto-%d" % q.pid).startswith("ok"), 5,
+              "auto-%d never became auto-%d: %r" % (p1.pid, q.pid, helper.events[-4:]))
+    info = helper.ok("info auto-%d" % q.pid)
+    assert "members=2" in info and "owner=%d" % q.pid in info, info
+    assert not helper.cmd("info auto-%d" % owner.pid).startswith("ok")
+    assert nice_of(tid) == 4 and nice_of(q.pid) == 4
+
+
+def test_qos_parameters_the_deadline_class_cannot_take(procs):
+    """A qos period past the kernel's deadline bound is refused when the
+    reserve is defined, naming the bound; a slice over the period split over
+    too few threads is refused at the join with the reason, not a bare
+    "Invalid argument"."""
+    with open("/proc/sys/kernel/sched_deadline_period_max_us") as f:
+        top = int(f.read())
+    with running_helper(extra=["--ncpus", "4"]) as h:
+        reply = h.cmd("reserve long policy=qos period=%dus slice=1ms" % (top + 1000))
+        assert reply.startswith("err") and "sched_deadline_period_max_us" in reply, reply
+        h.ok("reserve wide policy=qos period=10ms slice=15ms fallback=pause")
+        p = procs(["sleep", "30"])
+        reply = h.cmd("join wide %d" % p.pid)
+        assert reply.startswith("err") and "too few" in reply, reply
+        assert policy_of(p.pid) == os.SCHED_OTHER
+        assert "members=0 granted=0" in h.ok("info wide")
+
+
+def test_zz_no_test_cgroup_left():
+    assert_no_test_cgroup_left()
