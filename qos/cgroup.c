@@ -198,21 +198,25 @@ static void clear_fake(const char *dir)
 int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 {
 	char p[PATH_MAX];
-	int err = 0;
-	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
-	if (cg->fake_files)
-		clear_fake(p);
-	if (rmdir(p) != 0 && errno != ENOENT)
-		err = -errno;
+	/*
+	 * The cpu group first: on hybrid it can hold tasks the v2 group does
+	 * not (a thread member's children), and while it does, the v2
+	 * directory keeps the records (journal.h) that lead them home.
+	 */
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 		drop_rt_runtime(cg, p);
 		if (cg->fake_files)
 			clear_fake(p);
-		if (rmdir(p) != 0 && errno != ENOENT && !err)
-			err = -errno;
+		if (rmdir(p) != 0 && errno != ENOENT)
+			return -errno;
 	}
-	return err;
+	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
+	if (cg->fake_files)
+		clear_fake(p);
+	if (rmdir(p) != 0 && errno != ENOENT)
+		return -errno;
+	return 0;
 }
 
 bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name)

@@ -6,12 +6,18 @@
 #include "qos/cgroup.h"
 #include "qos/police.h"
 #include "qos/qos.h"
+#include "qos/sys.h"
 #include "qos/watchdog.h"
 
 #include <stdlib.h>
 #include <time.h>
 
 struct qos_reserve;
+
+struct qos_thread_orig {
+	pid_t tid;
+	struct qos_sched sched;
+};
 
 struct qos_member {
 	struct qos_reserve *reserve;
@@ -25,7 +31,12 @@ struct qos_member {
 	bool rttime_bounded;
 	bool outside_root;      /* a thread left in its process's group (cgroup v2) */
 	uint64_t old_rt_soft, old_rt_hard;
-	int orig_nice;
+	/* Its class before it joined (a process's main thread's), and each of a
+	 * process member's threads' then: what leaving gives back.  Threads
+	 * started since get the member's. */
+	struct qos_sched orig;
+	struct qos_thread_orig *orig_threads;
+	size_t n_orig_threads;
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
 	uint64_t clock_base_us; /* process members: their CPU clock at join */
 	uint64_t clock_us;      /* ... and as the last check read it */
@@ -237,9 +248,12 @@ int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum q
 /* What a refused policy means for the user, from its -errno. */
 const char *qos_reserve_policy_error(enum qos_policy policy, int err);
 /*
- * Takes a leaving task's threads back to SCHED_OTHER at this nice (deadline
- * threads released cleanly): member m's threads, or with m NULL every thread
- * of process pid (a child that does not inherit).
+ * Takes a leaving task's threads back to SCHED_OTHER at their old nice
+ * (deadline threads released cleanly): member m's threads, each at its own
+ * (m's orig_threads, else orig), or with m NULL every thread of process pid
+ * (a child that does not inherit) at orig's.  Once the task is home,
+ * qos_reserve_restore_sched gives back the class itself where it was not
+ * SCHED_OTHER (fifo/rr need the real-time bandwidth of home).
  */
 /*
  * Sends a task back to the groups it came from (v2, cpu).  Where they are
@@ -250,7 +264,11 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
 void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
 	bool whole_process, const char *v2, const char *cpu);
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	int nice);
+	const struct qos_sched *orig);
+void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+	const struct qos_sched *orig);
+/* The class a thread of m had before m joined: its own, or m's. */
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid);
 /* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
 int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */

@@ -40,8 +40,9 @@ size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t l
 	char soft[24], hard[24];
 	format_limit(e->rt_soft, soft, sizeof(soft));
 	format_limit(e->rt_hard, hard, sizeof(hard));
-	int n = snprintf(buf, len, MAGIC "start=%" PRIu64 "\nnice=%d\nrttime=%s %s\nv2=%s\ncpu=%s\n",
-		e->start_time, e->nice, soft, hard, e->v2, e->cpu);
+	int n = snprintf(buf, len, MAGIC "start=%" PRIu64 "\nnice=%d\nsched=%d %d %d\n"
+		"rttime=%s %s\nv2=%s\ncpu=%s\n", e->start_time, e->nice, e->policy, e->priority,
+		e->reset_on_fork ? 1 : 0, soft, hard, e->v2, e->cpu);
 	return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
 
@@ -90,13 +91,35 @@ static bool parse_path(const char *s, const char *end, bool may_be_empty, char *
 	return true;
 }
 
+/*
+ * "policy priority reset-on-fork": a class a thread can be given back
+ * (SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5), a priority only for fifo/rr.
+ */
+static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e)
+{
+	uint64_t f[3];
+	for (int i = 0; i < 3; i++) {
+		const char *sp = i < 2 ? memchr(v, ' ', (size_t)(eol - v)) : eol;
+		if (!sp || !parse_u64(v, sp, &f[i]))
+			return false;
+		v = sp + 1;
+	}
+	bool rt = f[0] == 1 || f[0] == 2;
+	if ((f[0] > 3 && f[0] != 5) || (rt ? f[1] < 1 || f[1] > 99 : f[1] != 0) || f[2] > 1)
+		return false;
+	e->policy = (int)f[0];
+	e->priority = (int)f[1];
+	e->reset_on_fork = f[2];
+	return true;
+}
+
 bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out)
 {
 	size_t magic = strlen(MAGIC);
 	if (len < magic || memcmp(buf, MAGIC, magic) != 0)
 		return false;
 	struct qos_journal_entry e = {0};
-	enum { START = 1, NICE = 2, RTTIME = 4, V2 = 8, CPU = 16, ALL = 31 };
+	enum { START = 1, NICE = 2, RTTIME = 4, V2 = 8, CPU = 16, ALL = 31, SCHED = 32 };
 	unsigned seen = 0;
 	const char *end = buf + len;
 	for (const char *line = buf + magic; line < end; ) {
@@ -119,6 +142,9 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 			uint64_t n = 0;
 			ok = parse_u64(v + neg, eol, &n) && n <= (neg ? 20u : 19u);
 			e.nice = neg ? -(int)n : (int)n;
+		} else if (klen == 5 && memcmp(line, "sched", 5) == 0) {
+			key = SCHED;
+			ok = parse_sched(v, eol, &e);
 		} else if (klen == 6 && memcmp(line, "rttime", 6) == 0) {
 			key = RTTIME;
 			const char *sp = memchr(v, ' ', (size_t)(eol - v));
@@ -137,7 +163,7 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 		seen |= key;
 		line = eol + 1;
 	}
-	if (seen != ALL)
+	if ((seen & ALL) != ALL)
 		return false;
 	*out = e;
 	return true;

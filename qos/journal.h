@@ -17,6 +17,7 @@
  *   qosway-journal 1
  *   start=<clock ticks since boot, /proc/PID/stat field 22>
  *   nice=<-20..19>
+ *   sched=<policy> <priority> <reset-on-fork 0|1>   (optional: SCHED_OTHER 0 0)
  *   rttime=<soft> <hard>      (µs, or "inf")
  *   v2=<cgroup2 path relative to the v2 mount>
  *   cpu=<v1 cpu path relative to its mount; the v2 path on pure cgroup v2>
@@ -37,6 +38,9 @@
 struct qos_journal_entry {
 	uint64_t start_time;
 	int nice;
+	int policy;   /* the kernel's SCHED_OTHER, _BATCH, _IDLE, _FIFO or _RR */
+	int priority; /* fifo/rr */
+	bool reset_on_fork;
 	uint64_t rt_soft, rt_hard; /* RLIM_INFINITY when unbounded */
 	char v2[QOS_CG_REL_PATH];
 	char cpu[QOS_CG_REL_PATH];

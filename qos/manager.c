@@ -277,10 +277,45 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 	return n;
 }
 
+static bool same_params(const struct qos_params *a, const struct qos_params *b)
+{
+	return a->policy == b->policy && a->fallback == b->fallback &&
+		a->period_us == b->period_us && a->slice_us == b->slice_us &&
+		a->nice == b->nice && a->priority == b->priority && a->inherit == b->inherit;
+}
+
+/*
+ * A reserve made from a qosrc definition that still has those parameters
+ * takes the definition's new ones on a reload: an edited file means the
+ * edit.  One changed since (through qosctl or the protocol) is left as it
+ * is, and a change admission or the kernel refuses keeps the old ones, with
+ * an error event saying why.
+ */
+static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old,
+	const struct qos_rules *rules)
+{
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
+		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
+		struct qos_params p;
+		char err[256];
+		if (!was || !now || r->is_auto)
+			continue;
+		p = was->params;
+		if (!same_params(&r->params, &p) || same_params(&p, &now->params))
+			continue;
+		if (!qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
+			qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				"qosrc's new parameters were refused (%s); it keeps the old ones", err);
+	}
+}
+
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
 {
 	if (rules == mgr->rules)
 		return true;
+	if (mgr->rules && rules)
+		apply_redefined(mgr, mgr->rules, rules);
 	qos_rules_destroy(mgr->rules);
 	mgr->rules = rules;
 	return true;

@@ -4,6 +4,8 @@
  * reserves (thesis 3.7.2), and a process's class set in one call.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +149,7 @@ static void restore_member(struct qos_member *m)
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
-	qos_reserve_release_threads(m->reserve, m, m->pid, m->orig_nice);
+	qos_reserve_release_threads(m->reserve, m, m->pid, &m->orig);
 	struct qos_member *sibling = m->rttime_bounded ? bound_sibling(mgr, m) : NULL;
 	if (sibling) {
 		/*
@@ -164,6 +166,88 @@ static void restore_member(struct qos_member *m)
 			m->old_rt_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
+}
+
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid)
+{
+	for (size_t i = 0; i < m->n_orig_threads; i++) {
+		if (m->orig_threads[i].tid == tid)
+			return &m->orig_threads[i].sched;
+	}
+	return &m->orig;
+}
+
+struct capture_ctx {
+	struct qos_member *m;
+	size_t cap;
+};
+
+static void capture_one(pid_t tid, void *data)
+{
+	struct capture_ctx *c = data;
+	struct qos_member *m = c->m;
+	struct qos_thread_orig *grown = qos_array_room(m->orig_threads, &c->cap,
+		m->n_orig_threads, sizeof(*grown));
+	if (!grown)
+		return; /* that thread gets the member's class back */
+	m->orig_threads = grown;
+	struct qos_thread_orig *t = &m->orig_threads[m->n_orig_threads];
+	t->tid = tid;
+	if (qos_sys_get_sched(tid, &t->sched))
+		m->n_orig_threads++;
+}
+
+/*
+ * Each thread's class before the join, for a process member (one
+ * sched_getattr a thread): leaving gives each its own back, not all of them
+ * the main thread's.  Only threads that differ from the main one are kept.
+ */
+static void capture_orig(struct qos_member *m)
+{
+	m->orig = (struct qos_sched){ .policy = 0 };
+	qos_sys_get_sched(m->tid ? m->tid : m->pid, &m->orig);
+	if (m->tid)
+		return;
+	struct capture_ctx c = { .m = m };
+	qos_sys_for_each_thread(m->pid, capture_one, &c);
+	size_t n = 0;
+	for (size_t i = 0; i < m->n_orig_threads; i++) {
+		const struct qos_sched *t = &m->orig_threads[i].sched;
+		if (t->policy != m->orig.policy || t->priority != m->orig.priority ||
+				t->nice != m->orig.nice || t->reset_on_fork != m->orig.reset_on_fork)
+			m->orig_threads[n++] = m->orig_threads[i];
+	}
+	m->n_orig_threads = n;
+	if (!n) {
+		free(m->orig_threads);
+		m->orig_threads = NULL;
+	}
+}
+
+/* Records tid's class from before, over what capture_orig read. */
+static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sched *s)
+{
+	for (size_t i = 0; i < m->n_orig_threads; i++) {
+		if (m->orig_threads[i].tid == tid) {
+			m->orig_threads[i].sched = *s;
+			return;
+		}
+	}
+	struct qos_thread_orig *grown = realloc(m->orig_threads,
+		(m->n_orig_threads + 1) * sizeof(*grown));
+	if (!grown)
+		return; /* it gets the process's class back */
+	m->orig_threads = grown;
+	m->orig_threads[m->n_orig_threads++] = (struct qos_thread_orig){ .tid = tid, .sched = *s };
+}
+
+static void member_free(struct qos_member *m)
+{
+	if (!m)
+		return;
+	free(m->orig_threads);
+	free(m);
 }
 
 /*
@@ -261,7 +345,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 		m->tid, 0, NULL);
 	pid_t gone = m->pid;
 	qos_member_close_task_dir(mgr, m);
-	free(m);
+	member_free(m);
 	qos_root_weight_update(mgr);
 
 	if (r->n_members == 0) {
@@ -378,7 +462,10 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 	int err = -ENOMEM;
 	if (e) {
 		e->start_time = m->start_time;
-		e->nice = m->orig_nice;
+		e->nice = m->orig.nice;
+		e->policy = m->orig.policy;
+		e->priority = m->orig.priority;
+		e->reset_on_fork = m->orig.reset_on_fork;
 		/*
 		 * The limit from before any member of this process bounded it:
 		 * recorded bounded, a crash would leave the bound looking like the
@@ -431,6 +518,16 @@ static void collect_pid(pid_t pid, void *data)
 		c->pids[c->n++] = pid;
 }
 
+static void collect_new_pid(pid_t pid, void *data)
+{
+	struct adopt_ctx *c = data;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->pids[i] == pid)
+			return;
+	}
+	collect_pid(pid, data);
+}
+
 static struct qos_member *process_member(struct qos_reserve *r, pid_t pid)
 {
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -445,17 +542,37 @@ static bool is_process_member(pid_t pid, void *data)
 	return process_member(data, pid) != NULL;
 }
 
-/* The process member a new process in the group descends from (or the first). */
-static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid)
+static bool is_thread_member_process(pid_t pid, void *data)
 {
+	return find_thread_member_in(data, pid) != NULL;
+}
+
+/*
+ * Where a new process in the group came from: the process member it
+ * descends from; else the thread member whose process forked it (on hybrid
+ * such a child is in the cpu group only, outside the group's other trees,
+ * so it is sent home, never adopted: *thread_child); else the first
+ * process member.
+ */
+static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *thread_child)
+{
+	*thread_child = false;
 	pid_t ancestor = qos_sys_find_ancestor(pid, is_process_member, r);
+	if (!ancestor) {
+		pid_t forker = qos_sys_find_ancestor(pid, is_thread_member_process, r);
+		if (forker) {
+			*thread_child = true;
+			return find_thread_member_in(r, forker);
+		}
+	}
 	return process_member(r, ancestor);
 }
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
 {
-	qos_reserve_release_threads(r, NULL, pid, origin->orig_nice);
+	qos_reserve_release_threads(r, NULL, pid, &origin->orig);
 	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
+	qos_reserve_restore_sched(r, NULL, pid, &origin->orig);
 }
 
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
@@ -472,7 +589,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	/* Leaving takes it back to where its ancestor came from. */
 	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
 	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
-	m->orig_nice = origin->orig_nice;
+	m->orig = origin->orig;
 	/* Watched for its exit before it counts as a member (closing the pidfd unwatches). */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (m->pidfd < 0 || !member_alive(m) ||
@@ -481,7 +598,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 		if (m->pidfd >= 0)
 			close(m->pidfd);
 		qos_member_close_task_dir(mgr, m);
-		free(m);
+		member_free(m);
 		return false;
 	}
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
@@ -512,6 +629,28 @@ static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
 	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);
 }
 
+/*
+ * On hybrid a thread member is in the group's cpu tree only, and so are the
+ * processes its thread forks: they are found there, not in cgroup.procs of
+ * the v2 tree that list_group reads.
+ */
+static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c)
+{
+	struct qos_manager *mgr = r->mgr;
+	bool threads = false;
+	for (size_t i = 0; i < r->n_members && !threads; i++)
+		threads = r->members[i]->tid != 0;
+	if (!threads || mgr->cg.layout != QOS_CG_HYBRID)
+		return;
+	char p[PATH_MAX];
+	qos_cgroup_path(&mgr->cg, true, r->group, "cgroup.procs", p, sizeof(p));
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	qos_cgroup_for_each_pid_fd(fd, collect_new_pid, c);
+	close(fd);
+}
+
 
 /*
  * A member's children start in its cgroup (the kernel puts them there) but
@@ -526,15 +665,17 @@ void qos_reserve_adopt_children(struct qos_reserve *r)
 		return;
 	struct adopt_ctx c = { .n = 0 };
 	list_group(r, &c);
+	list_cpu_group(r, &c);
 	bool adopted = false;
 	for (size_t i = 0; i < c.n; i++) {
 		pid_t pid = c.pids[i];
 		if (qos_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
 			continue;
-		struct qos_member *origin = origin_member(r, pid);
+		bool thread_child;
+		struct qos_member *origin = origin_member(r, pid, &thread_child);
 		if (!origin)
 			continue;
-		if (r->params.inherit && adopt(r, pid, origin))
+		if (r->params.inherit && !thread_child && adopt(r, pid, origin))
 			adopted = true;
 		else
 			evict(r, pid, origin);
@@ -624,7 +765,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		goto err_free;
 	if (m->tid && find_process_member_in(r, pid)) {
 		/* Already in it, with its whole process. */
-		free(m);
+		member_free(m);
 		return true;
 	}
 	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
@@ -668,18 +809,20 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		if (old->reserve == r) {
 			close(m->pidfd);
 			qos_member_close_task_dir(mgr, m);
-			free(m);
+			member_free(m);
 			return true;
 		}
 		/* Keep the original placement, not the reserve it is leaving. */
 		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
 		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
-		m->orig_nice = old->orig_nice;
+		m->orig = old->orig;
+		m->orig_threads = old->orig_threads;
+		m->n_orig_threads = old->n_orig_threads;
+		old->orig_threads = NULL;
+		old->n_orig_threads = 0;
 		qos_member_remove(old, true, false);
 	} else {
-		errno = 0;
-		int nice = getpriority(PRIO_PROCESS, (id_t)(m->tid ? m->tid : pid));
-		m->orig_nice = errno ? 0 : nice;
+		capture_orig(m);
 	}
 	if (!m->orig_v2[0] && !qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2,
 			sizeof(m->orig_v2), m->orig_cpu, sizeof(m->orig_cpu))) {
@@ -745,6 +888,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		 */
 		struct qos_member *t;
 		while ((t = find_thread_member_in(r, pid))) {
+			/* Read at the join, its class was the reserve's, not its own. */
+			set_thread_orig(m, t->tid, &t->orig);
 			if (t->rttime_bounded && !m->rttime_bounded) {
 				m->rttime_bounded = true;
 				m->old_rt_soft = t->old_rt_soft;
@@ -810,7 +955,7 @@ err_close:
 	close(m->pidfd);
 err_free:
 	qos_member_close_task_dir(mgr, m);
-	free(m);
+	member_free(m);
 	return false;
 }
 

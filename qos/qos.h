@@ -166,7 +166,9 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 /*
  * AutoQOS: the manager takes the rules over (NULL clears them) and destroys
  * the ones it held, so a pointer the caller keeps to them is good until the
- * next call (passing the rules it holds changes nothing); apply
+ * next call (passing the rules it holds changes nothing).  A reserve made
+ * from a definition in the old rules, with those parameters still, takes the
+ * new rules' definition of it (an error event when that is refused).  apply
  * looks up exe/cmdline/app_id and joins pid accordingly.  Returns false with
  * err when refused, true (with *applied false) when no auto rule matched.
  */

@@ -71,6 +71,22 @@ static void reset_thread(pid_t tid, void *data)
 		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, c->origin.nice, 0, 0, 0);
 }
 
+/*
+ * Once home, the class itself where the record says it was not plain
+ * time-sharing (reset_thread left it SCHED_OTHER at its nice): after the
+ * move, since fifo/rr need the real-time bandwidth of home.
+ */
+static void restore_class(pid_t tid, void *data)
+{
+	struct rc_ctx *c = data;
+	const struct qos_journal_entry *o = &c->origin;
+	if (!c->known || (o->policy == 0 && !o->reset_on_fork))
+		return;
+	struct qos_sched s = { .policy = o->policy, .priority = o->priority, .nice = o->nice,
+		.reset_on_fork = o->reset_on_fork };
+	qos_sys_set_sched(tid, &s);
+}
+
 /* Back where the record says, or to the top when there is none or it is gone. */
 static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process)
 {
@@ -91,6 +107,7 @@ static void release_pid(pid_t pid, void *data)
 		qos_rtguard_restore_limit(c->mgr, c->group, pid, c->origin.rt_soft,
 			c->origin.rt_hard);
 	send_back(c, pid, 0, true);
+	qos_sys_for_each_thread(pid, restore_class, c);
 }
 
 /*
@@ -124,6 +141,7 @@ static void release_tid(pid_t tid, void *data)
 	if (own)
 		restore_thread_rttime(c, pid, &c->origin);
 	send_back(c, tid, tid, false);
+	restore_class(tid, c);
 }
 
 /*
@@ -141,6 +159,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 	c->known = true;
 	reset_thread(tid, c);
 	restore_thread_rttime(c, pid, e);
+	restore_class(tid, c);
 }
 
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */

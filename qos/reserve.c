@@ -85,6 +85,9 @@ struct thread_ctx {
 	enum qos_policy policy;
 	uint64_t dl_runtime_ns;
 	bool release; /* the thread leaves us: drop deadline bandwidth cleanly */
+	/* ... and goes back to the nice it had: m's record of it, or orig's */
+	const struct qos_member *m;
+	const struct qos_sched *orig;
 	int err;
 	pid_t err_tid;
 };
@@ -112,7 +115,10 @@ static void set_one(pid_t tid, void *data)
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
 	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
 		qos_rtguard_demoted(c->r, tid) ? QOS_POLICY_OTHER : c->policy;
-	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, c->dl_runtime_ns,
+	int nice = p->nice;
+	if (c->release)
+		nice = c->m ? qos_member_orig_of(c->m, tid)->nice : c->orig->nice;
+	int e = qos_sys_set_thread_policy(tid, policy, nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
@@ -123,17 +129,38 @@ static void set_one(pid_t tid, void *data)
 }
 
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	int nice)
+	const struct qos_sched *orig)
 {
 	struct thread_ctx c = { .r = r, .pid = m ? m->pid : pid, .policy = QOS_POLICY_OTHER,
-		.release = true };
-	struct qos_params saved = r->params;
-	r->params.nice = nice;
+		.release = true, .m = m, .orig = orig };
 	if (m)
 		qos_member_for_each_thread(r->mgr, m, set_one, &c);
 	else
 		qos_sys_for_each_thread(pid, set_one, &c);
-	r->params = saved;
+}
+
+struct restore_ctx {
+	const struct qos_member *m;
+	const struct qos_sched *orig;
+};
+
+static void restore_one(pid_t tid, void *data)
+{
+	struct restore_ctx *c = data;
+	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid) : c->orig;
+	/* Released to SCHED_OTHER at its nice already. */
+	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
+		qos_sys_set_sched(tid, s);
+}
+
+void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+	const struct qos_sched *orig)
+{
+	struct restore_ctx c = { .m = m, .orig = orig };
+	if (m && m->tid)
+		restore_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
 }
 
 const char *qos_reserve_policy_error(enum qos_policy policy, int err)

@@ -539,6 +539,44 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	return 0;
 }
 
+bool qos_sys_get_sched(pid_t tid, struct qos_sched *out)
+{
+	struct qos_sched_attr a = {0};
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
+		return false;
+	*out = (struct qos_sched){ .policy = (int)a.sched_policy,
+		.reset_on_fork = a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK };
+	switch (out->policy) {
+	case SCHED_FIFO:
+	case SCHED_RR:
+		out->priority = (int)a.sched_priority;
+		break;
+	case SCHED_OTHER:
+	case SCHED_BATCH:
+	case SCHED_IDLE:
+		out->nice = a.sched_nice;
+		break;
+	default:
+		out->policy = SCHED_OTHER;
+		out->reset_on_fork = false;
+		break;
+	}
+	return true;
+}
+
+int qos_sys_set_sched(pid_t tid, const struct qos_sched *s)
+{
+	struct qos_sched_attr a = { .size = sizeof(a), .sched_policy = (uint32_t)s->policy,
+		.sched_flags = s->reset_on_fork ? QOS_SCHED_FLAG_RESET_ON_FORK : 0 };
+	if (s->policy == SCHED_FIFO || s->policy == SCHED_RR)
+		a.sched_priority = (uint32_t)s->priority;
+	else
+		a.sched_nice = s->nice;
+	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
+		return -errno;
+	return 0;
+}
+
 bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
 {
 	if (tid == pid)

@@ -107,6 +107,27 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	uint64_t dl_runtime_ns, uint64_t dl_period_ns);
 
 /*
+ * A thread's class as it was before the manager took it: what a member gets
+ * back when it leaves.  policy is the kernel's (SCHED_OTHER, SCHED_BATCH,
+ * SCHED_IDLE, SCHED_FIFO, SCHED_RR); nice counts for the first three,
+ * priority for the last two.
+ */
+struct qos_sched {
+	int policy;
+	int priority;
+	int nice;
+	bool reset_on_fork;
+};
+
+/*
+ * Reads tid's class.  A deadline thread reads as SCHED_OTHER (a reservation
+ * is not the manager's to give back).  False when the thread is gone.
+ */
+bool qos_sys_get_sched(pid_t tid, struct qos_sched *out);
+/* Gives tid that class; 0 or a negative errno. */
+int qos_sys_set_sched(pid_t tid, const struct qos_sched *s);
+
+/*
  * Call before a thread leaves the manager's hands (see sys.c).  False when
  * the thread is gone or dead: then leave its policy alone.
  */

@@ -114,6 +114,36 @@ def test_reserve_name_with_spaces(qcomp):
     assert mine and "nice=4" in mine[0]["params"], listing
 
 
+def test_reload_redefines_reserves_still_as_qosrc_made_them(qcomp):
+    """Editing a qosrc reserve and reloading changes the live reserve (its
+    member's nice follows); a reserve changed at run time (qosctl reserve)
+    keeps that change over a reload."""
+    def reload(text):
+        harness.write_user_qosrc(qcomp, text)
+        r = qcomp.qosctl("--json", "reload")
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def params(name):
+        listing = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+        return next(x["params"] for x in listing if x["name"] == name)
+
+    reload("reserve bg policy=other nice=3\n")
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        r = qcomp.qosctl("join", "pid:%d" % p.pid, "bg")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "nice=3" in params("bg") and os.getpriority(os.PRIO_PROCESS, p.pid) == 3
+        reload("reserve bg policy=other nice=8\n")
+        assert "nice=8" in params("bg") and os.getpriority(os.PRIO_PROCESS, p.pid) == 8
+        r = qcomp.qosctl("reserve", "bg", "policy=other", "nice=1")
+        assert r.returncode == 0, r.stdout + r.stderr
+        reload("reserve bg policy=other nice=10\n")
+        assert "nice=1" in params("bg") and os.getpriority(os.PRIO_PROCESS, p.pid) == 1
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_reserves_table_cuts_long_names_at_a_character(qcomp):
     """The name column is 20 characters, not bytes: a long name of
     two-byte characters is cut between characters and the columns after it

@@ -32,6 +32,16 @@ static void test_round_trip(void)
 	CHECK(out.rt_hard == (uint64_t)RLIM_INFINITY);
 	CHECK_STR(out.v2, in.v2);
 	CHECK_STR(out.cpu, "/");
+	CHECK(out.policy == 0 && out.priority == 0 && !out.reset_on_fork);
+	in.policy = 2; /* SCHED_RR */
+	in.priority = 7;
+	in.reset_on_fork = true;
+	n = qos_journal_format(&in, buf, sizeof(buf));
+	CHECK(strstr(buf, "sched=2 7 1\n") != NULL);
+	CHECK(qos_journal_parse(buf, n, &out) && out.policy == 2 && out.priority == 7 &&
+		out.reset_on_fork);
+	in.policy = in.priority = 0;
+	in.reset_on_fork = false;
 	/* A buffer too small gives nothing rather than a cut record. */
 	CHECK_EQ_U(qos_journal_format(&in, buf, 40), 0);
 	/* Pure cgroup v2 has no v1 cpu path; hybrid tasks may lack one too. */
@@ -50,6 +60,12 @@ static void test_accepts(void)
 	CHECK(e.nice == -20 && e.rt_soft == 1 && e.rt_hard == 2);
 	/* Keys a later version adds are skipped. */
 	CHECK(parse(GOOD "policy=fifo\n", &e));
+	/* A record from before sched= was written: plain time-sharing. */
+	CHECK(parse(GOOD, &e) && e.policy == 0 && e.priority == 0 && !e.reset_on_fork);
+	CHECK(parse(GOOD "sched=1 10 1\n", &e) && e.policy == 1 && e.priority == 10 &&
+		e.reset_on_fork);
+	CHECK(parse(GOOD "sched=3 0 0\n", &e) && e.policy == 3);
+	CHECK(parse(GOOD "sched=5 0 0\n", &e) && e.policy == 5);
 	CHECK(parse("qosway-journal 1\nstart=5\nnice=0\nrttime=0 0\nv2=/a/...b/.c\ncpu=\n", &e));
 	CHECK_STR(e.v2, "/a/...b/.c");
 }
@@ -90,6 +106,16 @@ static void test_rejects(void)
 		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=/..\n",
 		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/./a\ncpu=/b\n",
 		"qosway-journal 1\nstart=5\nnice=0\nrttime=inf inf\nv2=/a\ncpu=b\n",
+		/* classes that cannot be given back, or out of range */
+		GOOD "sched=6 0 0\n",
+		GOOD "sched=4 0 0\n",
+		GOOD "sched=1 0 0\n",
+		GOOD "sched=1 100 0\n",
+		GOOD "sched=0 5 0\n",
+		GOOD "sched=0 0 2\n",
+		GOOD "sched=0 0\n",
+		GOOD "sched=0 0 0 0\n",
+		GOOD "sched=0 0 0\nsched=0 0 0\n",
 		/* a line that is no key=value */
 		"qosway-journal 1\nstart=5\nnice=0\ngarbage\nrttime=inf inf\nv2=/a\ncpu=/b\n",
 	};

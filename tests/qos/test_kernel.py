@@ -1691,6 +1691,36 @@ def thread_cpu_cgroup(pid, tid):
 
 @pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
                     reason="only the hybrid layout moves single threads (v1 cpu tree)")
+def test_child_of_a_thread_member_is_sent_home(helper, procs):
+    """A process a thread member's thread forks is born in the reserve's cpu
+    group only (its process's other cgroups are elsewhere), a member of
+    nothing: the next pass sends it back where the thread came from, even
+    with inherit (it cannot be frozen or limited with the group there),
+    instead of leaving it under the reserve's nice and limits for good."""
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.stdin.write("forker\n")
+    p.stdin.flush()
+    tid = int(p.stdout.readline())
+    home = cgroup_of(p.pid)
+    helper.ok("reserve tf policy=other nice=5 inherit=yes")
+    helper.ok("join tf %d %d" % (p.pid, tid))
+    p.stdin.write("fork\n")
+    p.stdin.flush()
+    child = int(p.stdout.readline())
+    try:
+        assert cgroup_of(child)["cpu"].endswith("/tf"), cgroup_of(child)
+        _wait_for(helper, lambda: cgroup_of(child)["cpu"] == home["cpu"], 3,
+                  "the child stayed in the reserve's cpu group: %r" % cgroup_of(child))
+        assert os.getpriority(os.PRIO_PROCESS, child) == 0
+        assert "members=1" in helper.ok("info tf")
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
+                    reason="only the hybrid layout moves single threads (v1 cpu tree)")
 def test_kill9_thread_member_returns_to_its_origin(procs, origin):
     """A thread member (moved alone, in the v1 cpu tree) has a record of its
     own, <pid>.<tid>, and goes back to its cpu group at its nice level."""
