@@ -280,21 +280,6 @@ static bool reserve_params_valid(struct qw_server *server, struct qos_params *pa
 }
 
 /* New parameters that can freeze must not reach a protected member. */
-static bool members_may_take(struct qw_server *server, const char *name,
-		const struct qos_params *params, pid_t asker, char *err, size_t len) {
-	if (params->policy != QOS_POLICY_PAUSE && params->fallback != QOS_POLICY_PAUSE) {
-		return true;
-	}
-	struct qos_member_info members[64];
-	ssize_t n = qos_manager_members(server->qos, name, members, 64);
-	for (ssize_t i = 0; i < n && i < 64; i++) {
-		if (!qos_link_may_change(server, members[i].pid, asker, true, err, len)) {
-			return false;
-		}
-	}
-	return true;
-}
-
 struct diag_buf {
 	char text[256];
 };
@@ -336,7 +321,7 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 		reply = ipc_reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
 	} else if (!reserve_params_valid(server, &parsed->reserves[0].params, err, sizeof(err))) {
 		reply = ipc_reply_error("bad parameters: %s", err);
-	} else if (!members_may_take(server, name, &parsed->reserves[0].params,
+	} else if (!qos_link_members_may_take(server, name, &parsed->reserves[0].params,
 			peer_pid, err, sizeof(err)) ||
 			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
 			err, sizeof(err))) {

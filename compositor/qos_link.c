@@ -239,6 +239,12 @@ static bool claim_root(struct qw_server *server, char *name, size_t len) {
 	return false;
 }
 
+/* A reload redefines a reserve with members only as qosctl reserve may. */
+static bool reload_may_redefine(void *data, const char *name, const struct qos_params *params,
+		char *err, size_t len) {
+	return qos_link_members_may_take(data, name, params, -1, err, len);
+}
+
 void qos_link_init(struct qw_server *server) {
 	char root[64];
 	server->qos_root_lock = -1;
@@ -263,6 +269,8 @@ void qos_link_init(struct qw_server *server) {
 	config.watchdog_external_canary = true;
 	config.event = handle_qos_event;
 	config.event_data = server;
+	config.may_redefine = reload_may_redefine;
+	config.may_redefine_data = server;
 	server->qos = qos_manager_create(&config, server->qos_error, sizeof(server->qos_error));
 	if (!server->qos) {
 		wlr_log(WLR_ERROR, "QoS manager unavailable, windows keep their scheduling: %s",
@@ -410,6 +418,19 @@ bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool 
 		if (p == pid) {
 			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
 				"compositor under it", (int)pid);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool qos_link_members_may_take(struct qw_server *server, const char *name,
+		const struct qos_params *params, pid_t asker, char *err, size_t len) {
+	bool freezing = params->policy == QOS_POLICY_PAUSE || params->fallback == QOS_POLICY_PAUSE;
+	struct qos_member_info members[64];
+	ssize_t n = qos_manager_members(server->qos, name, members, 64);
+	for (ssize_t i = 0; i < n && i < 64; i++) {
+		if (!qos_link_may_change(server, members[i].pid, asker, freezing, err, len)) {
 			return false;
 		}
 	}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "qos/params.h"
 #include "server.h"
 #include "view.h"
 
@@ -38,6 +39,13 @@ bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class cl
  */
 bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
 	char *err, size_t err_len);
+/*
+ * Whether the reserve's members may take params, asked by asker (-1: by
+ * nobody, a reload): as qos_link_may_change for each, freezing when params
+ * pause them (policy or fallback).
+ */
+bool qos_link_members_may_take(struct qw_server *server, const char *name,
+	const struct qos_params *params, pid_t asker, char *err, size_t len);
 /* The reserve (existing, or as qosrc defines it) can freeze its members. */
 bool qos_link_reserve_freezes(struct qw_server *server, const char *name);
 

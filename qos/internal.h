@@ -37,6 +37,7 @@ struct qos_member {
 	struct qos_sched orig;
 	struct qos_thread_orig *orig_threads;
 	size_t n_orig_threads;
+	bool moving;            /* leaving for another reserve: home, not its old class */
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
 	uint64_t clock_base_us; /* process members: their CPU clock at join */
 	uint64_t clock_us;      /* ... and as the last check read it */
@@ -253,7 +254,10 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
  * (m's orig_threads, else orig), or with m NULL every thread of process pid
  * (a child that does not inherit) at orig's.  Once the task is home,
  * qos_reserve_restore_sched gives back the class itself where it was not
- * SCHED_OTHER (fifo/rr need the real-time bandwidth of home).
+ * SCHED_OTHER (fifo/rr need the real-time bandwidth of home); a fifo/rr
+ * class only to a thread that had it at the join, never to one started
+ * since or to a child (its parent may have had reset-on-fork, or be no
+ * parent at all but the member the child was put down to).
  */
 /*
  * Sends a task back to the groups it came from (v2, cpu).  Where they are
@@ -267,8 +271,12 @@ void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pi
 	const struct qos_sched *orig);
 void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
 	const struct qos_sched *orig);
-/* The class a thread of m had before m joined: its own, or m's. */
-const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid);
+/*
+ * The class a thread of m had before m joined: its own, or m's for a thread
+ * started since (*known false, when known is not NULL).
+ */
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid,
+	bool *known);
 /* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
 int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */

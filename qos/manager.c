@@ -304,7 +304,11 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		p = was->params;
 		if (!same_params(&r->params, &p) || same_params(&p, &now->params))
 			continue;
-		if (!qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
+		const struct qos_manager_config *c = &mgr->config;
+		bool vetoed = r->n_members && c->may_redefine &&
+			!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
+		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err,
+				sizeof(err)))
 			qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"qosrc's new parameters were refused (%s); it keeps the old ones", err);
 	}

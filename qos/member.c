@@ -166,15 +166,22 @@ static void restore_member(struct qos_member *m)
 			m->old_rt_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
+	if (!m->moving)
+		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
 }
 
-const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid)
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid,
+	bool *known)
 {
 	for (size_t i = 0; i < m->n_orig_threads; i++) {
-		if (m->orig_threads[i].tid == tid)
+		if (m->orig_threads[i].tid == tid) {
+			if (known)
+				*known = true;
 			return &m->orig_threads[i].sched;
+		}
 	}
+	if (known)
+		*known = m->tid == tid;
 	return &m->orig;
 }
 
@@ -201,7 +208,8 @@ static void capture_one(pid_t tid, void *data)
 /*
  * Each thread's class before the join, for a process member (one
  * sched_getattr a thread): leaving gives each its own back, not all of them
- * the main thread's.  Only threads that differ from the main one are kept.
+ * the main thread's.  Every thread is listed, so that one started later is
+ * known as such (qos_reserve_restore_sched gives it no real-time class).
  */
 static void capture_orig(struct qos_member *m)
 {
@@ -211,18 +219,47 @@ static void capture_orig(struct qos_member *m)
 		return;
 	struct capture_ctx c = { .m = m };
 	qos_sys_for_each_thread(m->pid, capture_one, &c);
-	size_t n = 0;
-	for (size_t i = 0; i < m->n_orig_threads; i++) {
-		const struct qos_sched *t = &m->orig_threads[i].sched;
-		if (t->policy != m->orig.policy || t->priority != m->orig.priority ||
-				t->nice != m->orig.nice || t->reset_on_fork != m->orig.reset_on_fork)
-			m->orig_threads[n++] = m->orig_threads[i];
-	}
-	m->n_orig_threads = n;
-	if (!n) {
-		free(m->orig_threads);
-		m->orig_threads = NULL;
-	}
+}
+
+/* Copies what from holds about its threads' classes into m. */
+static void copy_orig(struct qos_member *m, const struct qos_member *from)
+{
+	m->orig = from->orig;
+	if (!from->n_orig_threads)
+		return;
+	size_t bytes = from->n_orig_threads * sizeof(*from->orig_threads);
+	m->orig_threads = malloc(bytes);
+	if (!m->orig_threads)
+		return; /* each gets the process's class back, no real-time one */
+	memcpy(m->orig_threads, from->orig_threads, bytes);
+	m->n_orig_threads = from->n_orig_threads;
+}
+
+static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *thread_child);
+
+/*
+ * A task not yet adopted or sent home from one of our groups (a member's
+ * child the pass has not seen) took that reserve's class and cgroups from
+ * its parent: where it came from is where that member came from.
+ */
+static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m)
+{
+	size_t base = strlen(mgr->cg.v2_base);
+	const char *root = mgr->cg.v2_root + base;
+	size_t n = strlen(root);
+	if (strncmp(m->orig_v2, root, n) != 0 || m->orig_v2[n] != '/')
+		return;
+	struct qos_reserve *r = qos_find_reserve_by_group(mgr, m->orig_v2 + n + 1);
+	bool thread_child;
+	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
+	if (!o)
+		return;
+	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", o->orig_v2);
+	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", o->orig_cpu);
+	free(m->orig_threads);
+	m->orig_threads = NULL;
+	m->n_orig_threads = 0;
+	m->orig = o->orig;
 }
 
 /* Records tid's class from before, over what capture_orig read. */
@@ -240,6 +277,41 @@ static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sc
 		return; /* it gets the process's class back */
 	m->orig_threads = grown;
 	m->orig_threads[m->n_orig_threads++] = (struct qos_thread_orig){ .tid = tid, .sched = *s };
+}
+
+struct release_ctx {
+	const struct qos_member *m;
+	bool any;
+};
+
+static void release_rt_one(pid_t tid, void *data)
+{
+	struct release_ctx *c = data;
+	struct qos_sched now;
+	if (!qos_sys_get_sched(tid, &now) || !qos_sys_sched_is_rt(&now))
+		return;
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, qos_member_orig_of(c->m, tid, NULL)->nice,
+		0, 0, 0);
+	c->any = true;
+}
+
+/*
+ * A fifo/rr task cannot enter a group without real-time runtime (the
+ * kernel says EINVAL): joining anything but a fifo/rr reserve, it goes to
+ * time-sharing first, which the reserve's class replaces at once.  True when
+ * some thread was released (a failed join gives them their class back).
+ */
+static bool release_rt_before_move(struct qos_reserve *r, const struct qos_member *m)
+{
+	enum qos_policy p = r->params.policy;
+	if (p == QOS_POLICY_FIFO || p == QOS_POLICY_RR)
+		return false;
+	struct release_ctx c = { .m = m };
+	if (m->tid)
+		release_rt_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m->pid, release_rt_one, &c);
+	return c.any;
 }
 
 static void member_free(struct qos_member *m)
@@ -311,9 +383,10 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	 * The last process member's children the pass has not seen yet (it
 	 * forked and went at once) are adopted or sent where it came from
 	 * now, while it is still there to say where: with no member left they
-	 * stayed in the group, under its limits, a member of nothing.
+	 * stayed in the group, under its limits, a member of nothing.  So are
+	 * a thread member's (on hybrid in the group's cpu tree only).
 	 */
-	if (m->tid == 0 && !other_process_member(r, m))
+	if (m->tid || !other_process_member(r, m))
 		qos_reserve_adopt_children(r);
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
@@ -815,11 +888,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Keep the original placement, not the reserve it is leaving. */
 		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
 		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
-		m->orig = old->orig;
-		m->orig_threads = old->orig_threads;
-		m->n_orig_threads = old->n_orig_threads;
-		old->orig_threads = NULL;
-		old->n_orig_threads = 0;
+		copy_orig(m, old);
+		/* Home and time-sharing on the way, not its old class: fifo
+		 * there, it could not enter a group without real-time runtime. */
+		old->moving = true;
 		qos_member_remove(old, true, false);
 	} else {
 		capture_orig(m);
@@ -829,8 +901,11 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
 		goto err_admit;
 	}
+	if (!old)
+		origin_in_our_group(mgr, m);
 	/* Before the move: a crash right after it must still find the way back. */
 	journal_origin(r, m);
+	bool released = release_rt_before_move(r, m);
 	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
 		: qos_cgroup_attach_process(&mgr->cg, r->group, pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
@@ -948,6 +1023,8 @@ err_restore:
 	if (m->outside_root)
 		qos_guardian_track(mgr, m, false);
 	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	if (released)
+		qos_reserve_restore_sched(r, m, pid, &m->orig);
 	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
 err_admit:
 	release_if_unused(r);

@@ -147,7 +147,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	}
 
 	uint64_t end = p->period_start_us + w;
-	uint64_t used = qos_police_used_us(p) + p->projected_us;
+	uint64_t used = add_sat(qos_police_used_us(p), p->projected_us);
 	unsigned parallel = p->parallel ? p->parallel : 1;
 	/*
 	 * Within early_us of the slice, and running: the kernel may throttle
@@ -158,7 +158,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	bool early = false;
 	p->switch_at_us = 0;
 	if (p->early_us && (p->running || p->projected_us) && used > 0 &&
-			used + p->early_us >= p->slice_us) {
+			add_sat(used, p->early_us) >= p->slice_us) {
 		uint64_t left = used < p->slice_us ? p->slice_us - used : 0;
 		if (left <= p->margin_us)
 			early = true;

@@ -96,6 +96,16 @@ struct qos_manager_config {
 	bool fake_files;         /* cgroup_base is a fake tree (tests) */
 	qos_event_fn event;
 	void *event_data;
+	/*
+	 * Asked before a reload (qos_manager_set_rules) gives a reserve that
+	 * has members its new qosrc definition: false, with the reason in err,
+	 * keeps the old one (an error event says why).  NULL: always allowed.
+	 * The compositor refuses what it refuses a user (pausing itself or the
+	 * session it runs under).
+	 */
+	bool (*may_redefine)(void *data, const char *reserve, const struct qos_params *params,
+		char *err, size_t err_len);
+	void *may_redefine_data;
 };
 
 void qos_manager_config_init(struct qos_manager_config *config);

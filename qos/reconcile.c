@@ -29,6 +29,7 @@ struct rc_ctx {
 	const char *group;
 	struct qos_journal_entry origin; /* of the task being released */
 	bool known;                      /* origin holds a record */
+	pid_t own_tid;                   /* the thread the record was written for */
 };
 
 /* A record is trusted only for the task it was written for (pids are reused). */
@@ -82,6 +83,11 @@ static void restore_class(pid_t tid, void *data)
 	const struct qos_journal_entry *o = &c->origin;
 	if (!c->known || (o->policy == 0 && !o->reset_on_fork))
 		return;
+	/* A record holds one thread's class (a process's main thread): real
+	 * time goes back to that thread only, never to its siblings, children
+	 * or a stranger the group's record was lent to. */
+	if ((o->policy == 1 || o->policy == 2) && tid != c->own_tid)
+		return;
 	struct qos_sched s = { .policy = o->policy, .priority = o->priority, .nice = o->nice,
 		.reset_on_fork = o->reset_on_fork };
 	qos_sys_set_sched(tid, &s);
@@ -101,6 +107,7 @@ static void release_pid(pid_t pid, void *data)
 {
 	struct rc_ctx *c = data;
 	bool own = find_origin(c, pid);
+	c->own_tid = own ? pid : 0;
 	qos_sys_for_each_thread(pid, reset_thread, c);
 	/* Children inherited the bounded limit; only a member's own record knows better. */
 	if (own)
@@ -137,6 +144,7 @@ static void release_tid(pid_t tid, void *data)
 	bool own = pid && own_record(c, pid, tid);
 	if (!own)
 		find_origin(c, pid ? pid : tid);
+	c->own_tid = own ? tid : 0;
 	reset_thread(tid, c);
 	if (own)
 		restore_thread_rttime(c, pid, &c->origin);
@@ -157,6 +165,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 		return;
 	c->origin = *e;
 	c->known = true;
+	c->own_tid = tid;
 	reset_thread(tid, c);
 	restore_thread_rttime(c, pid, e);
 	restore_class(tid, c);

@@ -117,7 +117,7 @@ static void set_one(pid_t tid, void *data)
 		qos_rtguard_demoted(c->r, tid) ? QOS_POLICY_OTHER : c->policy;
 	int nice = p->nice;
 	if (c->release)
-		nice = c->m ? qos_member_orig_of(c->m, tid)->nice : c->orig->nice;
+		nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
 	int e = qos_sys_set_thread_policy(tid, policy, nice, p->priority, c->dl_runtime_ns,
 		p->period_us * 1000u);
 	if (e == 0 && entering_dl)
@@ -147,7 +147,10 @@ struct restore_ctx {
 static void restore_one(pid_t tid, void *data)
 {
 	struct restore_ctx *c = data;
-	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid) : c->orig;
+	bool known = false;
+	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
+	if (qos_sys_sched_is_rt(s) && !known)
+		return; /* time-sharing, where release left it */
 	/* Released to SCHED_OTHER at its nice already. */
 	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
 		qos_sys_set_sched(tid, s);

@@ -549,7 +549,13 @@ bool qos_sys_get_sched(pid_t tid, struct qos_sched *out)
 	switch (out->policy) {
 	case SCHED_FIFO:
 	case SCHED_RR:
+		/* sched_getattr gives no nice for them; it still counts once they
+		 * time-share (released, or past a limit). */
 		out->priority = (int)a.sched_priority;
+		errno = 0;
+		out->nice = getpriority(PRIO_PROCESS, (id_t)tid);
+		if (errno)
+			out->nice = 0;
 		break;
 	case SCHED_OTHER:
 	case SCHED_BATCH:
@@ -562,6 +568,11 @@ bool qos_sys_get_sched(pid_t tid, struct qos_sched *out)
 		break;
 	}
 	return true;
+}
+
+bool qos_sys_sched_is_rt(const struct qos_sched *s)
+{
+	return s->policy == SCHED_FIFO || s->policy == SCHED_RR;
 }
 
 int qos_sys_set_sched(pid_t tid, const struct qos_sched *s)

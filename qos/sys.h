@@ -126,6 +126,8 @@ struct qos_sched {
 bool qos_sys_get_sched(pid_t tid, struct qos_sched *out);
 /* Gives tid that class; 0 or a negative errno. */
 int qos_sys_set_sched(pid_t tid, const struct qos_sched *s);
+/* Whether it is SCHED_FIFO or SCHED_RR. */
+bool qos_sys_sched_is_rt(const struct qos_sched *s);
 
 /*
  * Call before a thread leaves the manager's hands (see sys.c).  False when

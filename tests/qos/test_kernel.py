@@ -1697,6 +1697,33 @@ def test_child_of_a_thread_member_is_sent_home(helper, procs):
     nothing: the next pass sends it back where the thread came from, even
     with inherit (it cannot be frozen or limited with the group there),
     instead of leaving it under the reserve's nice and limits for good."""
+    p, tid, home, child = thread_member_forks(helper, procs)
+    try:
+        _wait_for(helper, lambda: cgroup_of(child)["cpu"] == home["cpu"], 3,
+                  "the child stayed in the reserve's cpu group: %r" % cgroup_of(child))
+        assert os.getpriority(os.PRIO_PROCESS, child) == 0
+        assert "members=1" in helper.ok("info tf")
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
+                    reason="only the hybrid layout moves single threads (v1 cpu tree)")
+def test_child_of_a_thread_member_goes_home_when_the_thread_leaves(helper, procs):
+    """... and when the thread member leaves before a pass saw the child, the
+    child goes home with it, not left behind in the group."""
+    p, tid, home, child = thread_member_forks(helper, procs)
+    try:
+        helper.ok("leave %d %d" % (p.pid, tid))
+        assert cgroup_of(child)["cpu"] == home["cpu"], cgroup_of(child)
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def thread_member_forks(helper, procs):
+    """A thread (of a THREAD_ON_DEMAND process) joins reserve tf (other,
+    nice 5, inherit) and forks a child: (process, tid, the process's
+    cgroups before, child pid), the child born in tf's cpu group."""
     p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
               stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
@@ -1709,14 +1736,8 @@ def test_child_of_a_thread_member_is_sent_home(helper, procs):
     p.stdin.write("fork\n")
     p.stdin.flush()
     child = int(p.stdout.readline())
-    try:
-        assert cgroup_of(child)["cpu"].endswith("/tf"), cgroup_of(child)
-        _wait_for(helper, lambda: cgroup_of(child)["cpu"] == home["cpu"], 3,
-                  "the child stayed in the reserve's cpu group: %r" % cgroup_of(child))
-        assert os.getpriority(os.PRIO_PROCESS, child) == 0
-        assert "members=1" in helper.ok("info tf")
-    finally:
-        os.kill(child, signal.SIGKILL)
+    assert cgroup_of(child)["cpu"].endswith("/tf"), cgroup_of(child)
+    return p, tid, home, child
 
 
 @pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
@@ -1731,18 +1752,14 @@ def test_kill9_thread_member_returns_to_its_origin(procs, origin):
     move_to(dirs, p.pid)
     tid = tell(p, "")
     os.setpriority(os.PRIO_PROCESS, tid, 2)
-    h = Helper(guardian=False)
-    try:
+    def setup(h):
         h.ok("reserve th policy=other nice=-3")
         h.ok("join th %d %d" % (p.pid, tid))
-        _, cpu = h.path("th")
         assert thread_cpu_cgroup(p.pid, tid).endswith("/th")
         assert thread_cpu_cgroup(p.pid, p.pid) == rel
         assert "user.qosway.%d.%d" % (p.pid, tid) in os.listxattr(h.path("th")[0])
-        _kill9(h)
-    except BaseException:
-        h.close()
-        raise
+        return h.path("th")[1]
+    cpu = crash_after(setup)
     try:
         Helper().close()
         assert not os.path.exists(cpu)
@@ -1772,21 +1789,31 @@ def check_rttime_restored(pid, before, bounded, events):
                    % (pid, bounded[1]) in e for e in events), events
 
 
+def crash_after(setup):
+    """A manager without a guardian runs setup(helper) and is killed (-9);
+    its groups and members stay as it left them.  Returns setup's value."""
+    h = Helper(guardian=False)
+    try:
+        value = setup(h)
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    return value
+
+
 def crash_with_bounded_rttime(pid, tid, setup):
     """setup(helper) makes tid fifo, which bounds pid's RLIMIT_RTTIME; the
     manager (without a guardian) is killed, and the next instance reconciles.
     Returns (limit before, the bound, the next instance's events)."""
     before = resource.prlimit(pid, resource.RLIMIT_RTTIME)
-    h = Helper(guardian=False)
-    try:
+
+    def bound(h):
         setup(h)
         assert policy_of(tid) == os.SCHED_FIFO
-        bounded = resource.prlimit(pid, resource.RLIMIT_RTTIME)
-        assert bounded == (5000000, 5000000) != before
-        _kill9(h)
-    except BaseException:
-        h.close()
-        raise
+        return resource.prlimit(pid, resource.RLIMIT_RTTIME)
+    bounded = crash_after(bound)
+    assert bounded == (5000000, 5000000) != before
     assert policy_of(tid) == os.SCHED_FIFO
     h = Helper()
     h.close()

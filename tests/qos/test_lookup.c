@@ -3,47 +3,22 @@
  * manager over a fake cgroup tree: several reserves per bucket, chains cut
  * at their head, middle and tail, cookies never reused.
  */
-#include <ftw.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_tree.h"
 #include "qos/internal.h"
 #include "qos/params.h"
 #include "qos/qos.h"
 
 #define N (int)(3 * QOS_COOKIE_BUCKETS + 5)
 
-static void touch(const char *dir, const char *file, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	FILE *f = fopen(p, "w");
-	CHECK(f != NULL);
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 int main(void)
 {
 	char base[] = "/tmp/qos-lookup-XXXXXX";
-	if (!mkdtemp(base)) {
-		perror("mkdtemp");
+	if (!fake_tree_create(base))
 		return 1;
-	}
-	touch(base, "cgroup.controllers", "cpu");
-	touch(base, "cgroup.subtree_control", "cpu");
-	touch(base, "cgroup.procs", "");
 
 	struct qos_manager_config cfg;
 	qos_manager_config_init(&cfg);
@@ -92,6 +67,6 @@ int main(void)
 	CHECK(qos_find_reserve_by_cookie(mgr, 0) == NULL);
 	qos_manager_destroy(mgr);
 out:
-	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fake_tree_remove(base);
 	return check_report("test_lookup");
 }

@@ -6,9 +6,12 @@ process gets its own nice, not the main thread's."""
 import os
 import time
 
+import subprocess
+import sys
+
 from test_kernel import (  # noqa: F401  (fixtures)
-    ROOT, Helper, _force_cleanup, _kill9, assert_no_test_cgroup_left, helper, place,
-    policy_of, procs, pytestmark, rt_bandwidth, thread_owner)
+    ROOT, THREAD_ON_DEMAND, Helper, _force_cleanup, assert_no_test_cgroup_left, cgroup_of,
+    crash_after, helper, place, policy_of, procs, pytestmark, rt_bandwidth, thread_owner)
 
 assert pytestmark
 
@@ -75,23 +78,103 @@ def test_each_thread_gets_its_own_nice_back(helper, procs):
     assert [nice_of(t) for t in [owner.pid] + tids] == [1, 6, 9]
 
 
+def joined_to_on(h, *pids):
+    h.ok("reserve on policy=other nice=-2")
+    for pid in pids:
+        h.ok("join on %d" % pid)
+
+
 def test_kill9_next_instance_gives_back_batch_and_idle(procs):
     b, i = batch_and_idle(procs)
-    h = Helper(guardian=False)
-    try:
-        h.ok("reserve on policy=other nice=-2")
-        for p in (b, i):
-            h.ok("join on %d" % p.pid)
-        _kill9(h)
-    except BaseException:
-        h.close()
-        raise
+    crash_after(lambda h: joined_to_on(h, b.pid, i.pid))
     try:
         assert policy_of(b.pid) == os.SCHED_OTHER
         Helper().close()
         assert_batch_and_idle_back(b, i)
     finally:
         _force_cleanup(ROOT)
+
+
+def fifo_process_with_a_time_sharing_thread(procs):
+    """A process started at fifo 7 (no reset-on-fork) whose one extra thread
+    was made SCHED_OTHER at nice 4: (process, that thread's tid)."""
+    p = procs(["chrt", "-f", "7", sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    tid = int(p.stdout.readline())
+    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+    os.setpriority(os.PRIO_PROCESS, tid, 4)
+    assert policy_of(p.pid) == os.SCHED_FIFO and policy_of(tid) == os.SCHED_OTHER
+    return p, tid
+
+
+def new_thread(p):
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    return int(p.stdout.readline())
+
+
+def test_moving_between_reserves_passes_home_as_time_sharing(rt_bandwidth, helper, procs):
+    """Moved from a fifo reserve to an other one, a fifo process is not
+    given its own fifo class on the way (fifo, it could not enter a group
+    without real-time runtime, and a failed join left its threads fifo);
+    leaving at last, the thread it had at fifo 7 is fifo 7 again, the one
+    at other stays other, and a thread started meanwhile gets no real-time
+    class it never had."""
+    p, tid = fifo_process_with_a_time_sharing_thread(procs)
+    place(helper, "rt policy=fifo priority=20 period=100ms cpu=50% fallback=other", p.pid)
+    assert policy_of(tid) == os.SCHED_FIFO
+    place(helper, "ts policy=other nice=2", p.pid)
+    assert policy_of(p.pid) == os.SCHED_OTHER and policy_of(tid) == os.SCHED_OTHER
+    assert "members=0" in helper.ok("info rt")
+    later = new_thread(p)
+    helper.ok("leave %d" % p.pid)
+    assert policy_of(p.pid) == os.SCHED_FIFO
+    assert os.sched_getparam(p.pid).sched_priority == 7
+    assert policy_of(tid) == os.SCHED_OTHER and nice_of(tid) == 4
+    assert policy_of(later) == os.SCHED_OTHER
+
+
+def test_kill9_next_instance_gives_real_time_back_to_its_own_thread_only(rt_bandwidth, procs):
+    """The record holds the main thread's class: after a crash that thread
+    is fifo 7 again; its time-sharing sibling is not made fifo."""
+    p, tid = fifo_process_with_a_time_sharing_thread(procs)
+    crash_after(lambda h: joined_to_on(h, p.pid))
+    try:
+        Helper().close()
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        assert os.sched_getparam(p.pid).sched_priority == 7
+        assert policy_of(tid) == os.SCHED_OTHER
+    finally:
+        _force_cleanup(ROOT)
+
+
+def test_child_joining_before_the_pass_remembers_where_its_parent_came_from(helper, procs):
+    """A member's child the pass has not yet seen sits in the reserve's
+    group with the reserve's class.  Joined elsewhere and leaving, it goes
+    where its parent came from, not back into the parent's reserve."""
+    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    home = cgroup_of(p.pid)
+    p.stdin.write("forker\n")
+    p.stdin.flush()
+    p.stdout.readline()
+    helper.ok("reserve lowp policy=idle inherit=no")
+    helper.ok("join lowp %d" % p.pid)
+    p.stdin.write("fork\n")
+    p.stdin.flush()
+    child = int(p.stdout.readline())
+    try:
+        helper.ok("reserve other2 policy=other nice=3")
+        helper.ok("join other2 %d" % child)
+        helper.ok("leave %d" % child)
+        assert cgroup_of(child) == home, (cgroup_of(child), home)
+        assert policy_of(child) == os.SCHED_OTHER
+    finally:
+        os.kill(child, 9)
 
 
 def test_zz_no_test_cgroup_left():
