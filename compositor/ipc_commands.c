@@ -279,7 +279,6 @@ static bool reserve_params_valid(struct qw_server *server, struct qos_params *pa
 	return true;
 }
 
-/* New parameters that can freeze must not reach a protected member. */
 struct diag_buf {
 	char text[256];
 };

@@ -427,14 +427,26 @@ bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool 
 bool qos_link_members_may_take(struct qw_server *server, const char *name,
 		const struct qos_params *params, pid_t asker, char *err, size_t len) {
 	bool freezing = params->policy == QOS_POLICY_PAUSE || params->fallback == QOS_POLICY_PAUSE;
-	struct qos_member_info members[64];
-	ssize_t n = qos_manager_members(server->qos, name, members, 64);
-	for (ssize_t i = 0; i < n && i < 64; i++) {
-		if (!qos_link_may_change(server, members[i].pid, asker, freezing, err, len)) {
+	struct qos_member_info few[64], *members = few;
+	ssize_t cap = 64, n = qos_manager_members(server->qos, name, few, 64);
+	if (n > cap) {
+		/* Every member is asked about: the protected one may be the last. */
+		cap = n;
+		members = calloc((size_t)cap, sizeof(*members));
+		if (!members) {
+			snprintf(err, len, "out of memory");
 			return false;
 		}
+		n = qos_manager_members(server->qos, name, members, (size_t)cap);
 	}
-	return true;
+	bool ok = true;
+	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
+		ok = qos_link_may_change(server, members[i].pid, asker, freezing, err, len);
+	}
+	if (members != few) {
+		free(members);
+	}
+	return ok;
 }
 
 bool qos_link_reserve_freezes(struct qw_server *server, const char *name) {

@@ -242,14 +242,30 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
  * child the pass has not seen) took that reserve's class and cgroups from
  * its parent: where it came from is where that member came from.
  */
+/* The group under our root that path (relative to base) names, or NULL. */
+static const char *our_group(const char *path, const char *root, const char *base)
+{
+	const char *rel = root + strlen(base);
+	size_t n = strlen(rel);
+	return strncmp(path, rel, n) == 0 && path[n] == '/' ? path + n + 1 : NULL;
+}
+
+/* What a child takes from the member it came from: no real-time class,
+ * which its parent may have had with reset-on-fork. */
+static struct qos_sched inherited_class(const struct qos_sched *parent)
+{
+	if (!qos_sys_sched_is_rt(parent))
+		return *parent;
+	return (struct qos_sched){ .policy = 0, .nice = parent->nice };
+}
+
 static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m)
 {
-	size_t base = strlen(mgr->cg.v2_base);
-	const char *root = mgr->cg.v2_root + base;
-	size_t n = strlen(root);
-	if (strncmp(m->orig_v2, root, n) != 0 || m->orig_v2[n] != '/')
-		return;
-	struct qos_reserve *r = qos_find_reserve_by_group(mgr, m->orig_v2 + n + 1);
+	/* On hybrid a thread member's child is in our cpu tree only. */
+	const char *group = our_group(m->orig_v2, mgr->cg.v2_root, mgr->cg.v2_base);
+	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
+		group = our_group(m->orig_cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
+	struct qos_reserve *r = group ? qos_find_reserve_by_group(mgr, group) : NULL;
 	bool thread_child;
 	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
 	if (!o)
@@ -259,7 +275,7 @@ static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m)
 	free(m->orig_threads);
 	m->orig_threads = NULL;
 	m->n_orig_threads = 0;
-	m->orig = o->orig;
+	m->orig = inherited_class(&o->orig);
 }
 
 /* Records tid's class from before, over what capture_orig read. */
@@ -662,7 +678,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	/* Leaving takes it back to where its ancestor came from. */
 	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
 	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
-	m->orig = origin->orig;
+	m->orig = inherited_class(&origin->orig);
 	/* Watched for its exit before it counts as a member (closing the pidfd unwatches). */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (m->pidfd < 0 || !member_alive(m) ||
@@ -872,6 +888,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 
 	/* Joining implies leaving: a task is in at most one reserve. */
 	struct qos_member *old = qos_find_member(mgr, pid, m->tid);
+	bool moved = false; /* home from old as time-sharing: a failure gives its class back */
 	if (old == NULL && m->tid == 0) {
 		/* Threads of this process joined individually are folded into it. */
 		struct qos_member *t;
@@ -892,6 +909,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Home and time-sharing on the way, not its old class: fifo
 		 * there, it could not enter a group without real-time runtime. */
 		old->moving = true;
+		moved = true;
 		qos_member_remove(old, true, false);
 	} else {
 		capture_orig(m);
@@ -1023,7 +1041,7 @@ err_restore:
 	if (m->outside_root)
 		qos_guardian_track(mgr, m, false);
 	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	if (released)
+	if (released || moved)
 		qos_reserve_restore_sched(r, m, pid, &m->orig);
 	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
 err_admit:

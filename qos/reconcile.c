@@ -30,6 +30,7 @@ struct rc_ctx {
 	struct qos_journal_entry origin; /* of the task being released */
 	bool known;                      /* origin holds a record */
 	pid_t own_tid;                   /* the thread the record was written for */
+	bool lent;                       /* a record of the group's, not of a relative */
 };
 
 /* A record is trusted only for the task it was written for (pids are reused). */
@@ -48,10 +49,13 @@ static bool has_record(pid_t pid, void *data)
 static bool find_origin(struct rc_ctx *c, pid_t pid)
 {
 	c->known = true;
+	c->lent = false;
 	if (own_record(c, pid, 0))
 		return true;
-	if (!qos_sys_find_ancestor(pid, has_record, c))
+	if (!qos_sys_find_ancestor(pid, has_record, c)) {
 		c->known = qos_journal_any(&c->mgr->cg, c->group, &c->origin);
+		c->lent = true;
+	}
 	return false;
 }
 
@@ -81,11 +85,12 @@ static void restore_class(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
 	const struct qos_journal_entry *o = &c->origin;
-	if (!c->known || (o->policy == 0 && !o->reset_on_fork))
+	if (!c->known || c->lent || (o->policy == 0 && !o->reset_on_fork))
 		return;
 	/* A record holds one thread's class (a process's main thread): real
-	 * time goes back to that thread only, never to its siblings, children
-	 * or a stranger the group's record was lent to. */
+	 * time goes back to that thread only, never to its siblings or
+	 * children; nothing but the nice to a stranger the group's record was
+	 * lent to (lent). */
 	if ((o->policy == 1 || o->policy == 2) && tid != c->own_tid)
 		return;
 	struct qos_sched s = { .policy = o->policy, .priority = o->priority, .nice = o->nice,
@@ -141,6 +146,7 @@ static void release_tid(pid_t tid, void *data)
 	struct rc_ctx *c = data;
 	pid_t pid = qos_sys_tgid(tid);
 	c->known = true;
+	c->lent = false;
 	bool own = pid && own_record(c, pid, tid);
 	if (!own)
 		find_origin(c, pid ? pid : tid);
@@ -165,6 +171,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 		return;
 	c->origin = *e;
 	c->known = true;
+	c->lent = false;
 	c->own_tid = tid;
 	reset_thread(tid, c);
 	restore_thread_rttime(c, pid, e);

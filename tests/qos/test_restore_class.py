@@ -9,9 +9,12 @@ import time
 import subprocess
 import sys
 
+import pytest
+
 from test_kernel import (  # noqa: F401  (fixtures)
-    ROOT, THREAD_ON_DEMAND, Helper, _force_cleanup, assert_no_test_cgroup_left, cgroup_of,
-    crash_after, helper, place, policy_of, procs, pytestmark, rt_bandwidth, thread_owner)
+    CG, ROOT, THREAD_ON_DEMAND, Helper, _force_cleanup, assert_no_test_cgroup_left, cgroup_of,
+    crash_after, helper, place, policy_of, procs, pytestmark, rt_bandwidth, thread_member_forks,
+    thread_owner)
 
 assert pytestmark
 
@@ -151,6 +154,12 @@ def test_kill9_next_instance_gives_real_time_back_to_its_own_thread_only(rt_band
         _force_cleanup(ROOT)
 
 
+def joins_elsewhere_and_leaves(helper, pid):
+    helper.ok("reserve else policy=other nice=3")
+    helper.ok("join else %d" % pid)
+    helper.ok("leave %d" % pid)
+
+
 def test_child_joining_before_the_pass_remembers_where_its_parent_came_from(helper, procs):
     """A member's child the pass has not yet seen sits in the reserve's
     group with the reserve's class.  Joined elsewhere and leaving, it goes
@@ -168,11 +177,53 @@ def test_child_joining_before_the_pass_remembers_where_its_parent_came_from(help
     p.stdin.flush()
     child = int(p.stdout.readline())
     try:
-        helper.ok("reserve other2 policy=other nice=3")
-        helper.ok("join other2 %d" % child)
-        helper.ok("leave %d" % child)
+        joins_elsewhere_and_leaves(helper, child)
         assert cgroup_of(child) == home, (cgroup_of(child), home)
         assert policy_of(child) == os.SCHED_OTHER
+    finally:
+        os.kill(child, 9)
+
+
+def test_kill9_adopted_child_of_a_fifo_process_gets_no_real_time(procs):
+    """A fifo 7 process (no reset-on-fork) in an inheriting time-sharing
+    reserve forks; the child is adopted.  After a crash the parent is fifo
+    7 again, but the child, which never ran at fifo, stays time-sharing."""
+    p = procs(["chrt", "-f", "7", sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.stdin.write("forker\n")
+    p.stdin.flush()
+    p.stdout.readline()
+
+    def setup(h):
+        h.ok("reserve kin policy=other nice=1 inherit=yes")
+        h.ok("join kin %d" % p.pid)
+        p.stdin.write("fork\n")
+        p.stdin.flush()
+        child = int(p.stdout.readline())
+        h.ok("forked %d %d" % (p.pid, child))
+        assert "members=2" in h.ok("info kin")
+        return child
+    child = crash_after(setup)
+    try:
+        Helper().close()
+        assert policy_of(p.pid) == os.SCHED_FIFO
+        assert policy_of(child) == os.SCHED_OTHER
+    finally:
+        os.kill(child, 9)
+        _force_cleanup(ROOT)
+
+
+@pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
+                    reason="only the hybrid layout moves single threads (v1 cpu tree)")
+def test_thread_members_child_joining_elsewhere_remembers_the_thread_origin(helper, procs):
+    """A thread member's child is in the reserve's cpu group only (hybrid);
+    joined elsewhere before the pass and leaving, it goes to the cpu group
+    the thread came from, not back under the first reserve's limits."""
+    _, _, home, child = thread_member_forks(helper, procs)
+    try:
+        joins_elsewhere_and_leaves(helper, child)
+        assert cgroup_of(child) == home, (cgroup_of(child), home)
     finally:
         os.kill(child, 9)
 
