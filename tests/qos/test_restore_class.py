@@ -60,13 +60,15 @@ def test_leaving_gives_back_batch_and_idle(helper, procs):
 
 
 def test_leaving_gives_back_fifo_and_its_priority(rt_bandwidth, helper, procs):
-    f = sleeper(procs, "chrt", "-f", "7")
-    assert policy_of(f.pid) == os.SCHED_FIFO
+    """... and its nice, which sched_getattr does not report for fifo."""
+    f = sleeper(procs, "nice", "-n", "5", "chrt", "-f", "7")
+    assert policy_of(f.pid) == os.SCHED_FIFO and nice_of(f.pid) == 5
     place(helper, "rt policy=fifo priority=20 period=100ms cpu=50% fallback=other", f.pid)
     assert os.sched_getparam(f.pid).sched_priority == 20
     helper.ok("leave %d" % f.pid)
     assert policy_of(f.pid) == os.SCHED_FIFO
     assert os.sched_getparam(f.pid).sched_priority == 7
+    assert nice_of(f.pid) == 5
 
 
 def test_each_thread_gets_its_own_nice_back(helper, procs):
