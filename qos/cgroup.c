@@ -31,8 +31,26 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
-bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root_name,
-	char *err, size_t err_len)
+/* The manager's own cgroup in the v2 tree ("0::PATH" in /proc/self/cgroup). */
+static bool own_v2_cgroup(char *out, size_t len)
+{
+	char buf[4096];
+	if (qos_sys_read_file("/proc/self/cgroup", buf, sizeof(buf)) < 0)
+		return false;
+	for (char *line = buf; line && *line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (strncmp(line, "0::", 3) == 0) {
+			size_t n = strcspn(line + 3, "\n");
+			snprintf(out, len, "%.*s", (int)n, line + 3);
+			return n < len && strcmp(out, "/") != 0;
+		}
+	}
+	return false;
+}
+
+bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
+	const char *root_name, char *err, size_t err_len)
 {
 	memset(cg, 0, sizeof(*cg));
 	char buf[512];
@@ -40,10 +58,23 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root
 		cg->layout = QOS_CG_V2;
 		snprintf(cg->v2_base, sizeof(cg->v2_base), "%s", base);
 		snprintf(cg->cpu_base, sizeof(cg->cpu_base), "%s", base);
-		/* Our root only gets cpu files if the parent delegates the controller. */
+		if (parent)
+			snprintf(cg->parent, sizeof(cg->parent), "%s", parent);
+		else if (access(base, W_OK) != 0 && !own_v2_cgroup(cg->parent, sizeof(cg->parent)))
+			cg->parent[0] = '\0';
+		if (!strcmp(cg->parent, "/"))
+			cg->parent[0] = '\0';
+		/*
+		 * Our root only gets cpu files if its parent delegates the controller,
+		 * or (a delegated subtree) may: setup_root enables it there.
+		 */
 		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", base);
+		snprintf(p, sizeof(p), "%s%s/cgroup.subtree_control", base, cg->parent);
 		cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
+		snprintf(p, sizeof(p), "%s%s/cgroup.controllers", base, cg->parent);
+		if (!cg->cpu_ctl && cg->parent[0])
+			cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 &&
+				has_word(buf, "cpu");
 		snprintf(cg->rt_note, sizeof(cg->rt_note),
 			"cgroup v2 has no real-time group bandwidth");
 	} else if (exists(base, "unified/cgroup.procs") && exists(base, "cpu/cpu.shares")) {
@@ -64,8 +95,15 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root
 		snprintf(err, err_len, "bad root name '%s'", root_name);
 		return false;
 	}
-	snprintf(cg->v2_root, sizeof(cg->v2_root), "%s/%.63s", cg->v2_base, root_name);
-	snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s/%.63s", cg->cpu_base, root_name);
+	int n = snprintf(cg->v2_root, sizeof(cg->v2_root), "%s%s/%.63s", cg->v2_base, cg->parent,
+		root_name);
+	int m = snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s%s/%.63s", cg->cpu_base,
+		cg->parent, root_name);
+	if (n < 0 || (size_t)n >= sizeof(cg->v2_root) || m < 0 ||
+			(size_t)m >= sizeof(cg->cpu_root)) {
+		snprintf(err, err_len, "cgroup path too long under %s", cg->parent);
+		return false;
+	}
 	return true;
 }
 
@@ -98,8 +136,36 @@ static bool make_dir(const char *path)
 	return true;
 }
 
+/*
+ * An unprivileged manager's root sits in its delegated cgroup, which holds
+ * the manager itself.  cgroup v2 lets a group with processes of its own
+ * enable no controller for its children, so the manager first moves into a
+ * leaf of it ("manager"), then enables cpu there.  Whatever else still runs
+ * in the group keeps cpu off (cpu_ctl false), which the manager reports.
+ */
+static void delegate_cpu(struct qos_cgroup *cg)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 64], buf[512], own[QOS_CG_PATH];
+	snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, cg->parent);
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+	if (qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu"))
+		return;
+	if (own_v2_cgroup(own, sizeof(own)) && strcmp(own, cg->parent) == 0) {
+		char leaf[PATH_MAX + 16], v[32];
+		snprintf(leaf, sizeof(leaf), "%s/manager", dir);
+		snprintf(v, sizeof(v), "%d", (int)getpid());
+		snprintf(p, sizeof(p), "%s/cgroup.procs", leaf);
+		if (!make_dir(leaf) || qos_cgroup_write(cg, p, v) < 0)
+			return;
+	}
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
+}
+
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len)
 {
+	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl)
+		delegate_cpu(cg);
 	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
 		snprintf(err, err_len, "cannot create the manager's cgroup root: %s", strerror(errno));
 		return false;
@@ -463,6 +529,43 @@ int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_p
 		snprintf(p, sizeof(p), "%s%s/%s", cg->cpu_base, cpu,
 			whole_process ? "cgroup.procs" : "tasks");
 		int r2 = qos_cgroup_write(cg, p, v);
+		if (r == 0)
+			r = r2;
+	}
+	return r;
+}
+
+/*
+ * Writes id into file of path (relative to base) or, where that fails (the
+ * cgroup is gone, or takes no process now), of its nearest ancestor that
+ * takes it.  path is cut to where it went.
+ */
+static int write_up(struct qos_cgroup *cg, const char *base, char *path, const char *file,
+	const char *id)
+{
+	for (;;) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s%s/%s", base, path, file);
+		int r = qos_cgroup_write(cg, p, id);
+		char *slash = strrchr(path, '/');
+		if (r == 0 || r == -ESRCH || !slash || (slash == path && !path[1]))
+			return r;
+		slash[slash == path ? 1 : 0] = '\0';
+	}
+}
+
+int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	char *v2, char *cpu)
+{
+	char v[32];
+	int r = 0;
+	if (whole_process) {
+		snprintf(v, sizeof(v), "%d", pid);
+		r = write_up(cg, cg->v2_base, v2, "cgroup.procs", v);
+	}
+	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
+		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
+		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks", v);
 		if (r == 0)
 			r = r2;
 	}

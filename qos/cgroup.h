@@ -38,6 +38,9 @@ struct qos_cgroup {
 	char v2_root[QOS_CG_PATH];  /* our root in the v2 tree */
 	char cpu_base[QOS_CG_PATH - 128]; /* mount point of the cpu controls (v1 cpu or v2) */
 	char cpu_root[QOS_CG_PATH]; /* our root there (same as v2_root in pure v2) */
+	/* The cgroup our root sits in, relative to the v2 mount: "" for the top,
+	 * else a delegated subtree (pure v2 only). */
+	char parent[QOS_CG_PATH - 128];
 	bool cpu_ctl;            /* cpu controls usable in our root */
 	bool rt_group;           /* v1 cpu.rt_runtime_us is available */
 	bool fake_files;         /* fake tree: create control files on write */
@@ -46,10 +49,13 @@ struct qos_cgroup {
 
 /*
  * Detects the layout under base and fills cg for root name root_name
- * (e.g. "qosway-1000").  Does not touch the tree.
+ * (e.g. "qosway-1000") in parent, a cgroup relative to the v2 mount (pure
+ * v2 only; "" for the top).  parent NULL: the top where the manager may
+ * write it, else (an unprivileged manager on pure v2) the manager's own
+ * cgroup, its delegated subtree.  Does not touch the tree.
  */
-bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *root_name,
-	char *err, size_t err_len);
+bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
+	const char *root_name, char *err, size_t err_len);
 
 /* Creates our root(s) and enables what our root needs.  Idempotent. */
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
@@ -110,6 +116,14 @@ bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char 
 /* Moves a task back to the cgroups recorded by qos_cgroup_current(). */
 int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
 	const char *v2, const char *cpu);
+
+/*
+ * The same, where a recorded cgroup is gone (a transient scope removed once
+ * it emptied) or takes no process: into its nearest ancestor that does.  v2
+ * and cpu (writable copies) are cut to where the task went.
+ */
+int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	char *v2, char *cpu);
 
 /* Calls fn for each pid listed in the group's cgroup.procs (v2 tree). */
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,

@@ -12,7 +12,7 @@
 #define PREFIX "user.qosway."
 #define MAGIC "qosway-journal 1\n"
 /* Two paths plus a few numbers; the kernel takes values up to 64 KiB. */
-#define VALUE_MAX (2 * QOS_CG_REL_PATH + 256)
+#define VALUE_MAX (2 * QOS_CG_REL_PATH + 256 + QOS_JOURNAL_THREADS * 64)
 
 static void group_dir(const struct qos_cgroup *cg, const char *group, char *out, size_t len)
 {
@@ -43,6 +43,12 @@ size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t l
 	int n = snprintf(buf, len, MAGIC "start=%" PRIu64 "\nnice=%d\nsched=%d %d %d\n"
 		"rttime=%s %s\nv2=%s\ncpu=%s\n", e->start_time, e->nice, e->policy, e->priority,
 		e->reset_on_fork ? 1 : 0, soft, hard, e->v2, e->cpu);
+	for (size_t i = 0; i < e->n_threads && i < QOS_JOURNAL_THREADS && n > 0 &&
+			(size_t)n < len; i++) {
+		const struct qos_journal_thread *t = &e->threads[i];
+		n += snprintf(buf + n, len - (size_t)n, "thread=%d %d %d %d %d\n", (int)t->tid,
+			t->policy, t->priority, t->nice, t->reset_on_fork ? 1 : 0);
+	}
 	return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
 
@@ -91,25 +97,59 @@ static bool parse_path(const char *s, const char *end, bool may_be_empty, char *
 	return true;
 }
 
-/*
- * "policy priority reset-on-fork": a class a thread can be given back
- * (SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5), a priority only for fifo/rr.
- */
-static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e)
+/* n space-separated numbers filling the line; a '-' is allowed where neg[i]. */
+static bool parse_fields(const char *v, const char *eol, int n, const bool *neg, int64_t *out)
 {
-	uint64_t f[3];
-	for (int i = 0; i < 3; i++) {
-		const char *sp = i < 2 ? memchr(v, ' ', (size_t)(eol - v)) : eol;
-		if (!sp || !parse_u64(v, sp, &f[i]))
+	for (int i = 0; i < n; i++) {
+		const char *sp = i < n - 1 ? memchr(v, ' ', (size_t)(eol - v)) : eol;
+		if (!sp)
 			return false;
+		bool minus = neg && neg[i] && v < sp && *v == '-';
+		uint64_t u;
+		if (!parse_u64(v + minus, sp, &u) || u > INT32_MAX)
+			return false;
+		out[i] = minus ? -(int64_t)u : (int64_t)u;
 		v = sp + 1;
 	}
-	bool rt = f[0] == 1 || f[0] == 2;
-	if ((f[0] > 3 && f[0] != 5) || (rt ? f[1] < 1 || f[1] > 99 : f[1] != 0) || f[2] > 1)
+	return true;
+}
+
+/*
+ * A class a thread can be given back: SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3
+ * or IDLE 5, a priority only for fifo/rr, reset-on-fork 0 or 1.
+ */
+static bool valid_class(int64_t policy, int64_t priority, int64_t reset_on_fork)
+{
+	bool rt = policy == 1 || policy == 2;
+	return (policy <= 3 || policy == 5) && (rt ? priority >= 1 && priority <= 99 :
+		priority == 0) && (reset_on_fork == 0 || reset_on_fork == 1);
+}
+
+/* "policy priority reset-on-fork" */
+static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e)
+{
+	int64_t f[3];
+	if (!parse_fields(v, eol, 3, NULL, f) || !valid_class(f[0], f[1], f[2]))
 		return false;
 	e->policy = (int)f[0];
 	e->priority = (int)f[1];
 	e->reset_on_fork = f[2];
+	return true;
+}
+
+/* "tid policy priority nice reset-on-fork"; past the cap, lines are skipped. */
+static bool parse_thread(const char *v, const char *eol, struct qos_journal_entry *e)
+{
+	static const bool neg[5] = { false, false, false, true, false };
+	int64_t f[5];
+	if (!parse_fields(v, eol, 5, neg, f) || f[0] < 1 || !valid_class(f[1], f[2], f[4]) ||
+			f[3] < -20 || f[3] > 19)
+		return false;
+	if (e->n_threads == QOS_JOURNAL_THREADS)
+		return true;
+	e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = (pid_t)f[0],
+		.policy = (int)f[1], .priority = (int)f[2], .nice = (int)f[3],
+		.reset_on_fork = f[4] };
 	return true;
 }
 
@@ -145,6 +185,8 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 		} else if (klen == 5 && memcmp(line, "sched", 5) == 0) {
 			key = SCHED;
 			ok = parse_sched(v, eol, &e);
+		} else if (klen == 6 && memcmp(line, "thread", 6) == 0) {
+			ok = parse_thread(v, eol, &e); /* repeated: no key bit */
 		} else if (klen == 6 && memcmp(line, "rttime", 6) == 0) {
 			key = RTTIME;
 			const char *sp = memchr(v, ' ', (size_t)(eol - v));

@@ -18,6 +18,7 @@
  *   start=<clock ticks since boot, /proc/PID/stat field 22>
  *   nice=<-20..19>
  *   sched=<policy> <priority> <reset-on-fork 0|1>   (optional: SCHED_OTHER 0 0)
+ *   thread=<tid> <policy> <priority> <nice> <reset-on-fork>   (optional, repeated)
  *   rttime=<soft> <hard>      (µs, or "inf")
  *   v2=<cgroup2 path relative to the v2 mount>
  *   cpu=<v1 cpu path relative to its mount; the v2 path on pure cgroup v2>
@@ -35,12 +36,30 @@
 
 #include "qos/cgroup.h"
 
+/*
+ * A process member's threads as they were at the join (the first
+ * QOS_JOURNAL_THREADS): after a crash each gets its own class and nice
+ * back.  A thread not listed (started later, or past the cap) gets the
+ * main thread's nice and no real-time class.
+ */
+#define QOS_JOURNAL_THREADS 64
+
+struct qos_journal_thread {
+	pid_t tid;
+	int policy;
+	int priority;
+	int nice;
+	bool reset_on_fork;
+};
+
 struct qos_journal_entry {
 	uint64_t start_time;
 	int nice;
 	int policy;   /* the kernel's SCHED_OTHER, _BATCH, _IDLE, _FIFO or _RR */
 	int priority; /* fifo/rr */
 	bool reset_on_fork;
+	size_t n_threads;
+	struct qos_journal_thread threads[QOS_JOURNAL_THREADS];
 	uint64_t rt_soft, rt_hard; /* RLIM_INFINITY when unbounded */
 	char v2[QOS_CG_REL_PATH];
 	char cpu[QOS_CG_REL_PATH];

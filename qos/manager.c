@@ -111,13 +111,19 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	if (mgr->optimistic && !config->fake_files)
 		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);
 
-	if (!qos_cgroup_detect(&mgr->cg, mgr->base, mgr->root_name, err, err_len))
+	if (!qos_cgroup_detect(&mgr->cg, mgr->base, config->cgroup_parent, mgr->root_name, err,
+			err_len))
 		goto err_free;
 	mgr->cg.fake_files = config->fake_files;
 	/* A dead predecessor may have left frozen groups: undo them before anything else. */
 	qos_reconcile(mgr);
 	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
 		goto err_free;
+	if (!mgr->cg.cpu_ctl)
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "no cpu controller in %s (the "
+			"parent does not delegate it): reserve groups get no weight, idle flag or "
+			"quota; nice and classes act per thread, and ceilings by freezing",
+			mgr->cg.cpu_root);
 
 	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

@@ -105,10 +105,20 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
 	if (e == 0 || e == -ESRCH)
 		return; /* back, or gone */
+	/* Where it came from is gone: the nearest ancestor, rather than the top. */
+	char near_v2[QOS_CG_REL_PATH], near_cpu[QOS_CG_REL_PATH];
+	snprintf(near_v2, sizeof(near_v2), "%s", v2);
+	snprintf(near_cpu, sizeof(near_cpu), "%s", cpu);
+	int e2 = qos_cgroup_restore_near(cg, pid, tid, whole_process, near_v2, near_cpu);
+	if (e2 == -ESRCH)
+		return;
+	const char *to = whole_process ? near_v2 : near_cpu;
 	qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, tid, 0,
-		"cannot return %d to %s: %s; moved to the top of the tree instead",
-		tid ? tid : pid, v2[0] ? v2 : cpu, strerror(-e));
-	qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
+		"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
+		v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
+		e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
+	if (e2)
+		qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
 }
 
 static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
@@ -555,6 +565,12 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 		e->policy = m->orig.policy;
 		e->priority = m->orig.priority;
 		e->reset_on_fork = m->orig.reset_on_fork;
+		for (size_t i = 0; i < m->n_orig_threads && i < QOS_JOURNAL_THREADS; i++) {
+			const struct qos_thread_orig *t = &m->orig_threads[i];
+			e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = t->tid,
+				.policy = t->sched.policy, .priority = t->sched.priority,
+				.nice = t->sched.nice, .reset_on_fork = t->sched.reset_on_fork };
+		}
 		/*
 		 * The limit from before any member of this process bounded it:
 		 * recorded bounded, a crash would leave the bound looking like the
@@ -878,9 +894,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	 */
 	int gerr = first ? qos_reserve_apply_group(r) : 0;
 	if (gerr) {
-		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
-			"real-time bandwidth: %s", r->name, qos_policy_name(r->params.policy),
-			strerror(-gerr));
+		if (r->params.policy == QOS_POLICY_PAUSE)
+			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be "
+				"frozen: %s", r->name, strerror(-gerr));
+		else
+			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
+				"real-time bandwidth: %s", r->name, qos_policy_name(r->params.policy),
+				strerror(-gerr));
 		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		goto err_admit;
@@ -980,9 +1000,11 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		 * events this sends may bring the reserve's accounting up to date.
 		 */
 		struct qos_member *t;
+		bool folded = false;
 		while ((t = find_thread_member_in(r, pid))) {
 			/* Read at the join, its class was the reserve's, not its own. */
 			set_thread_orig(m, t->tid, &t->orig);
+			folded = true;
 			if (t->rttime_bounded && !m->rttime_bounded) {
 				m->rttime_bounded = true;
 				m->old_rt_soft = t->old_rt_soft;
@@ -991,6 +1013,8 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 			t->rttime_bounded = false;
 			qos_member_remove(t, false, false);
 		}
+		if (folded)
+			journal_origin(r, m); /* with the folded threads' own classes */
 	}
 	qos_member_bound_rttime(m);
 

@@ -45,7 +45,8 @@ enum qos_event_type {
 
 struct qos_event {
 	enum qos_event_type type;
-	const char *reserve; /* current name (old name for RENAMED is in message) */
+	/* current name (old name for RENAMED is in message); NULL: the manager as a whole */
+	const char *reserve;
 	pid_t pid;
 	pid_t tid;           /* 0 for whole-process members */
 	uint64_t used_us;    /* OVERRUN/RESTORED: time used in the period concerned */
@@ -64,6 +65,15 @@ typedef void (*qos_event_fn)(void *data, const struct qos_event *event);
 
 struct qos_manager_config {
 	const char *cgroup_base; /* default /sys/fs/cgroup */
+	/*
+	 * Where under the cgroup2 mount the manager's root goes, relative to it
+	 * (pure cgroup v2 only).  NULL: the top where the manager may write it
+	 * (root); otherwise (unprivileged) its own cgroup, which must be
+	 * delegated to it (systemd Delegate=yes).  It moves itself into a leaf
+	 * of that group, "manager", so that the group may enable cpu for the
+	 * manager's root.
+	 */
+	const char *cgroup_parent;
 	const char *root_name;   /* default qosway-<uid> */
 	unsigned ncpus;          /* 0: online CPUs */
 	uint64_t rsvd_ppm;       /* share of each CPU kept from guarantees; default 10% */

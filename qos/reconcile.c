@@ -30,6 +30,7 @@ struct rc_ctx {
 	struct qos_journal_entry origin; /* of the task being released */
 	bool known;                      /* origin holds a record */
 	pid_t own_tid;                   /* the thread the record was written for */
+	bool own;                        /* the record is the released task's own */
 	bool lent;                       /* a record of the group's, not of a relative */
 };
 
@@ -59,6 +60,16 @@ static bool find_origin(struct rc_ctx *c, pid_t pid)
 	return false;
 }
 
+/* The thread's own line in the record (journal.h), when the record is its process's. */
+static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid)
+{
+	for (size_t i = 0; c->own && i < c->origin.n_threads; i++) {
+		if (c->origin.threads[i].tid == tid)
+			return &c->origin.threads[i];
+	}
+	return NULL;
+}
+
 static void reset_thread(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
@@ -70,10 +81,12 @@ static void reset_thread(pid_t tid, void *data)
 			qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
 		return;
 	}
+	const struct qos_journal_thread *t = listed(c, tid);
+	int want = t ? t->nice : c->origin.nice;
 	errno = 0;
 	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
-	if (pol != 0 || (errno == 0 && nice != c->origin.nice))
-		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, c->origin.nice, 0, 0, 0);
+	if (pol != 0 || (errno == 0 && nice != want))
+		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, want, 0, 0, 0);
 }
 
 /*
@@ -85,6 +98,15 @@ static void restore_class(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
 	const struct qos_journal_entry *o = &c->origin;
+	const struct qos_journal_thread *t = listed(c, tid);
+	if (t) {
+		/* Its own class at the join, real time included. */
+		struct qos_sched s = { .policy = t->policy, .priority = t->priority,
+			.nice = t->nice, .reset_on_fork = t->reset_on_fork };
+		if (s.policy != 0 || s.reset_on_fork)
+			qos_sys_set_sched(tid, &s);
+		return;
+	}
 	if (!c->known || c->lent || (o->policy == 0 && !o->reset_on_fork))
 		return;
 	/* A record holds one thread's class (a process's main thread): real
@@ -112,6 +134,7 @@ static void release_pid(pid_t pid, void *data)
 {
 	struct rc_ctx *c = data;
 	bool own = find_origin(c, pid);
+	c->own = own;
 	c->own_tid = own ? pid : 0;
 	qos_sys_for_each_thread(pid, reset_thread, c);
 	/* Children inherited the bounded limit; only a member's own record knows better. */
@@ -150,6 +173,7 @@ static void release_tid(pid_t tid, void *data)
 	bool own = pid && own_record(c, pid, tid);
 	if (!own)
 		find_origin(c, pid ? pid : tid);
+	c->own = own;
 	c->own_tid = own ? tid : 0;
 	reset_thread(tid, c);
 	if (own)
@@ -172,6 +196,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 	c->origin = *e;
 	c->known = true;
 	c->lent = false;
+	c->own = true;
 	c->own_tid = tid;
 	reset_thread(tid, c);
 	restore_thread_rttime(c, pid, e);

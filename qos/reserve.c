@@ -349,7 +349,14 @@ int qos_reserve_apply_group(struct qos_reserve *r)
 			rt_err = e;
 		}
 	}
-	qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+	int fe = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
+	if (fe < 0) {
+		/* A pause that did not happen must not be reported as one. */
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot %s the group: %s",
+			p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw", strerror(-fe));
+		if (p->policy == QOS_POLICY_PAUSE && !rt_err)
+			rt_err = fe;
+	}
 	return rt_err;
 }
 
@@ -542,10 +549,12 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	int perr = gerr ? 0 : qos_reserve_apply_threads(r, p.policy);
 	if (leaving_rt)
 		qos_reserve_apply_group(r);
-	if ((gerr || perr) && qos_policy_is_rt(p.policy) && !reverting) {
+	bool pausing = p.policy == QOS_POLICY_PAUSE;
+	if ((gerr || perr) && (qos_policy_is_rt(p.policy) || pausing) && !reverting) {
 		if (gerr)
-			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get that "
-				"real-time bandwidth: %s; it keeps its parameters", name, strerror(-gerr));
+			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot %s: %s; "
+				"it keeps its parameters", name, pausing ? "be frozen" :
+				"get that real-time bandwidth", strerror(-gerr));
 		else
 			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
 				name, qos_reserve_policy_error(p.policy, perr));

@@ -14,7 +14,7 @@
  * Replies are "ok ...", or "err MESSAGE", with " [capacity|forbidden|error]"
  * appended when the manager refused (qos_manager_last_refusal); events are
  * printed as "event ..." (only counted with --quiet).
- * Options: --root NAME, --base DIR, --no-guardian, --fake, --quiet,
+ * Options: --root NAME, --base DIR, --parent CGROUP, --no-guardian, --fake, --quiet,
  * --rsvd PERCENT, --ncpus N, --watchdog-timeout MS, --watchdog-cooldown MS,
  * --external-canary, --rttime MS.
  */
@@ -192,6 +192,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--root") && i + 1 < argc)
 			cfg.root_name = argv[++i];
+		else if (!strcmp(argv[i], "--parent") && i + 1 < argc)
+			cfg.cgroup_parent = argv[++i];
 		else if (!strcmp(argv[i], "--base") && i + 1 < argc)
 			cfg.cgroup_base = argv[++i];
 		else if (!strcmp(argv[i], "--no-guardian"))

@@ -22,8 +22,10 @@ class HelperError(AssertionError):
 
 
 class QosHelper:
-    def __init__(self, binary, root, guardian=True, extra=(), close_timeout=5, pass_fds=()):
-        args = [binary, "--root", root] + list(extra)
+    def __init__(self, binary, root, guardian=True, extra=(), close_timeout=5, pass_fds=(),
+                 prefix=()):
+        """prefix: a command that runs the helper (its arguments appended)."""
+        args = list(prefix) + [binary, "--root", root] + list(extra)
         if not guardian:
             args.append("--no-guardian")
         self.close_timeout = close_timeout

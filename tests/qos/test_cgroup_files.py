@@ -143,6 +143,26 @@ def test_cgroup2_files(tmp_path, child):
     assert not os.path.exists(root)
 
 
+def test_pause_the_freezer_refuses_is_refused(tmp_path, child):
+    """A change to pause whose freeze write fails is refused and reverted,
+    not reported as a pause that did not happen."""
+    base, root, _ = tree(tmp_path, "cgroup2")
+    h = start(base)
+    try:
+        h.ok("reserve stop policy=other nice=2")
+        h.ok("join stop %d" % child.pid)
+        freeze = root + "/stop/cgroup.freeze"
+        if os.path.exists(freeze):
+            os.unlink(freeze)
+        os.mkdir(freeze)  # writing it now fails (EISDIR)
+        reply = h.cmd("reserve stop policy=pause")
+        assert reply.startswith("err") and "frozen" in reply, reply
+        assert "policy=other" in h.ok("info stop")
+        os.rmdir(freeze)
+    finally:
+        h.close()
+
+
 def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
     """On cgroup v2 a thread member stays in its process's group, where no
     scan of the manager's root finds it: the manager names it to the
@@ -210,17 +230,40 @@ def test_cgroup2_thread_member_left_by_a_crash_is_released_by_the_next_instance(
 
 def test_cgroup2_without_cpu_delegation(tmp_path, child):
     """A parent that does not delegate the cpu controller: no cpu files are
-    written, pause still works through cgroup.freeze."""
+    written, pause still works through cgroup.freeze, and an error event at
+    start says what reserves lack."""
     base, root, _ = tree(tmp_path, "cgroup2")
     touch(base + "/cgroup.subtree_control", "memory pids")
     h = start(base)
     try:
+        assert any("no cpu controller" in e for e in h.events), h.events
         h.ok("reserve stop policy=pause")
         h.ok("join stop %d" % child.pid)
         assert read(root + "/stop/cgroup.freeze") == "1"
         assert sorted(f for f in os.listdir(root + "/stop") if f.startswith("cpu.")) == []
     finally:
         h.close()
+
+
+def test_cgroup2_delegated_parent_enables_cpu_for_the_root(tmp_path, child):
+    """A root placed in a delegated subtree (--parent, as an unprivileged
+    manager's own cgroup) goes there, and the subtree, which may use cpu but
+    does not yet pass it on, is told to (+cpu), so reserves get cpu files."""
+    base, _, _ = tree(tmp_path, "cgroup2")
+    touch(base + "/deleg/cgroup.controllers", "cpu memory")
+    touch(base + "/deleg/cgroup.subtree_control", "")
+    touch(base + "/deleg/cgroup.procs")
+    h = Helper(root=ROOT, guardian=False, extra=["--base", base, "--fake", "--parent",
+                                                 "/deleg"])
+    try:
+        assert read(base + "/deleg/cgroup.subtree_control") == "+cpu"
+        assert not os.path.exists(base + "/" + ROOT)
+        h.ok("reserve w policy=other nice=5")
+        h.ok("join w %d" % child.pid)
+        assert read(base + "/deleg/" + ROOT + "/w/cpu.weight") == "33"
+    finally:
+        h.close()
+    assert not os.path.exists(base + "/deleg/" + ROOT)
 
 
 def test_reconcile_removes_leftover_groups(tmp_path):

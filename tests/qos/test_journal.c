@@ -42,6 +42,19 @@ static void test_round_trip(void)
 		out.reset_on_fork);
 	in.policy = in.priority = 0;
 	in.reset_on_fork = false;
+	/* Each thread's class, nice below zero included. */
+	in.n_threads = 2;
+	in.threads[0] = (struct qos_journal_thread){ .tid = 41, .policy = 1, .priority = 9,
+		.nice = -3, .reset_on_fork = true };
+	in.threads[1] = (struct qos_journal_thread){ .tid = 42, .policy = 3, .nice = 7 };
+	n = qos_journal_format(&in, buf, sizeof(buf));
+	CHECK(strstr(buf, "thread=41 1 9 -3 1\nthread=42 3 0 7 0\n") != NULL);
+	CHECK(qos_journal_parse(buf, n, &out) && out.n_threads == 2);
+	CHECK(out.threads[0].tid == 41 && out.threads[0].policy == 1 &&
+		out.threads[0].priority == 9 && out.threads[0].nice == -3 &&
+		out.threads[0].reset_on_fork);
+	CHECK(out.threads[1].tid == 42 && out.threads[1].policy == 3 && out.threads[1].nice == 7);
+	in.n_threads = 0;
 	/* A buffer too small gives nothing rather than a cut record. */
 	CHECK_EQ_U(qos_journal_format(&in, buf, 40), 0);
 	/* Pure cgroup v2 has no v1 cpu path; hybrid tasks may lack one too. */
@@ -66,6 +79,15 @@ static void test_accepts(void)
 		e.reset_on_fork);
 	CHECK(parse(GOOD "sched=3 0 0\n", &e) && e.policy == 3);
 	CHECK(parse(GOOD "sched=5 0 0\n", &e) && e.policy == 5);
+	CHECK(parse(GOOD, &e) && e.n_threads == 0);
+	/* Lines past the cap are skipped, not taken for damage. */
+	static char many[8192];
+	int len = snprintf(many, sizeof(many), "%s", GOOD);
+	for (int i = 0; i < QOS_JOURNAL_THREADS + 3; i++)
+		len += snprintf(many + len, sizeof(many) - (size_t)len, "thread=%d 0 0 %d 0\n",
+			100 + i, i % 20);
+	CHECK(parse(many, &e) && e.n_threads == QOS_JOURNAL_THREADS);
+	CHECK(e.threads[QOS_JOURNAL_THREADS - 1].tid == 100 + QOS_JOURNAL_THREADS - 1);
 	CHECK(parse("qosway-journal 1\nstart=5\nnice=0\nrttime=0 0\nv2=/a/...b/.c\ncpu=\n", &e));
 	CHECK_STR(e.v2, "/a/...b/.c");
 }
@@ -116,6 +138,15 @@ static void test_rejects(void)
 		GOOD "sched=0 0\n",
 		GOOD "sched=0 0 0 0\n",
 		GOOD "sched=0 0 0\nsched=0 0 0\n",
+		GOOD "thread=0 0 0 0 0\n",
+		GOOD "thread=5 0 0 20 0\n",
+		GOOD "thread=5 0 0 -21 0\n",
+		GOOD "thread=5 4 0 0 0\n",
+		GOOD "thread=5 1 0 0 0\n",
+		GOOD "thread=5 0 0 0\n",
+		GOOD "thread=5 0 0 0 0 0\n",
+		GOOD "thread=-5 0 0 0 0\n",
+		GOOD "thread=5 0 0 - 0\n",
 		/* a line that is no key=value */
 		"qosway-journal 1\nstart=5\nnice=0\ngarbage\nrttime=inf inf\nv2=/a\ncpu=/b\n",
 	};

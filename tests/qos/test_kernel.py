@@ -1615,6 +1615,33 @@ def test_leaving_after_origin_removed_goes_to_the_top_not_stays_frozen(helper, p
                for e in helper.events), helper.events
 
 
+def test_leaving_after_origin_removed_goes_to_its_nearest_ancestor(helper, procs, origin):
+    """A member whose scope was removed while it was away (systemd removes a
+    transient scope once it empties) goes back to the nearest cgroup above it
+    that still exists (its slice), not to the top of the tree."""
+    rel, dirs = origin
+    inner = [d + "/scope" for d in dirs]
+    for d in inner:
+        os.mkdir(d)
+    p = procs(["sleep", "30"])
+    try:
+        move_to(inner, p.pid)
+        place(helper, "away policy=other nice=2", p.pid)
+        for d in inner:
+            os.rmdir(d)
+        helper.ok("leave %d" % p.pid)
+        assert cgroup_of(p.pid) == {"v2": rel, "cpu": rel}, cgroup_of(p.pid)
+        helper.ok("sync")
+        assert any(e.startswith("event error reserve=away ") and "moved to %s" % rel in e
+                   for e in helper.events), helper.events
+    finally:
+        p.kill()
+        p.wait()
+        for d in inner:
+            if os.path.isdir(d):
+                os.rmdir(d)
+
+
 def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin):
     """Reconciliation after a crash sends a member back to the cgroups it
     came from (not to the top of the tree) with the nice level it had, and a

@@ -89,6 +89,35 @@ def joined_to_on(h, *pids):
         h.ok("join on %d" % pid)
 
 
+def test_kill9_next_instance_gives_each_thread_its_own_nice_and_class(rt_bandwidth, procs):
+    """The record lists each thread as it was at the join: after a crash
+    every thread gets its own nice back, and a fifo process all of whose
+    threads were fifo has them all fifo again; a thread started after the
+    join gets the main thread's nice and no real-time class."""
+    owner, tids = thread_owner(procs, 2)
+    os.setpriority(os.PRIO_PROCESS, owner.pid, 1)
+    os.setpriority(os.PRIO_PROCESS, tids[0], 6)
+    os.setpriority(os.PRIO_PROCESS, tids[1], 9)
+    f = procs(["chrt", "-f", "7", sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
+              stdout=subprocess.PIPE, text=True)
+    assert f.stdout.readline().strip() == "ready"
+    f_worker = new_thread(f)
+    assert policy_of(f_worker) == os.SCHED_FIFO
+
+    def setup(h):
+        joined_to_on(h, owner.pid, f.pid)
+        return new_thread(f)
+    f_later = crash_after(setup)
+    try:
+        Helper().close()
+        assert [nice_of(t) for t in [owner.pid] + tids] == [1, 6, 9]
+        assert policy_of(f.pid) == policy_of(f_worker) == os.SCHED_FIFO
+        assert os.sched_getparam(f_worker).sched_priority == 7
+        assert policy_of(f_later) == os.SCHED_OTHER
+    finally:
+        _force_cleanup(ROOT)
+
+
 def test_kill9_next_instance_gives_back_batch_and_idle(procs):
     b, i = batch_and_idle(procs)
     crash_after(lambda h: joined_to_on(h, b.pid, i.pid))

@@ -1,0 +1,111 @@
+"""An unprivileged manager on pure cgroup v2 works inside the subtree
+delegated to it (root sets it up here, as systemd's Delegate=yes does on a
+desktop): its root goes there, not at the top it may not write, members
+come and go between cgroups of the subtree, and nothing is written outside
+it.  (With a cpu controller to enable there, it would first move itself
+into a leaf of its group; test_cgroup_files checks the enabling.)
+
+This machine's cgroup2 tree (/sys/fs/cgroup/unified on the hybrid layout)
+has no cpu controller, so the manager runs there as on a pure-v2 desktop
+whose cpu controller is not delegated: pause still works by freezing."""
+import os
+import pwd
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from test_kernel import HELPER, pytestmark  # noqa: F401  (root or skipped)
+from qos_helper_driver import CG, QosHelper
+
+assert pytestmark
+
+V2 = CG + "/unified" if os.path.isdir(CG + "/unified") else CG
+NOBODY = pwd.getpwnam("nobody")
+
+
+def chown_tree(path):
+    for dirpath, _, files in os.walk(path):
+        os.chown(dirpath, NOBODY.pw_uid, NOBODY.pw_gid)
+        for f in files:
+            if f in ("cgroup.procs", "cgroup.threads", "cgroup.subtree_control"):
+                os.chown(os.path.join(dirpath, f), NOBODY.pw_uid, NOBODY.pw_gid)
+
+
+def remove_tree(path):
+    for dirpath, dirs, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
+        for pid in open(dirpath + "/cgroup.procs").read().split():
+            try:
+                os.kill(int(pid), 9)
+            except OSError:
+                pass
+    for _ in range(100):
+        left = [w[0] for w in os.walk(path)]
+        for d in sorted(left, key=lambda d: -d.count("/")):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        if not os.path.exists(path):
+            return
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def delegated():
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    rel = "/qosway-deleg-%d" % os.getpid()
+    d = V2 + rel
+    os.makedirs(d + "/origin")
+    chown_tree(d)
+    try:
+        yield rel, d
+    finally:
+        remove_tree(d)
+
+
+def as_nobody(group):
+    """A command prefix: run as nobody, started in the cgroup `group`."""
+    cmd = ("echo $$ > %s/cgroup.procs && exec setpriv --reuid=%d --regid=%d "
+           "--clear-groups \"$@\"" % (group, NOBODY.pw_uid, NOBODY.pw_gid))
+    return ["sh", "-c", cmd, "sh"]
+
+
+def v2_cgroup(pid):
+    with open("/proc/%d/cgroup" % pid) as f:
+        return next(line.strip()[3:] for line in f if line.startswith("0::"))
+
+
+def test_unprivileged_manager_in_its_delegated_subtree(delegated):
+    rel, d = delegated
+    member = subprocess.Popen(as_nobody(d + "/origin") + ["sleep", "60"])
+    try:
+        give_up = time.monotonic() + 5
+        while v2_cgroup(member.pid) != rel + "/origin" or \
+                not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
+        try:
+            assert os.path.isdir(d + "/qosway-deleg"), os.listdir(d)
+            assert not os.path.exists(V2 + "/qosway-deleg")
+            # no cpu controller to enable: no reason to leave its group
+            assert v2_cgroup(h.proc.pid) == rel
+            assert any("no cpu controller" in e for e in h.events), h.events
+            h.ok("reserve held policy=pause")
+            h.ok("join held %d" % member.pid)
+            give_up = time.monotonic() + 5
+            while "frozen 1" not in open(d + "/qosway-deleg/held/cgroup.events").read():
+                assert time.monotonic() < give_up, "never frozen"
+                time.sleep(0.02)
+            h.ok("leave %d" % member.pid)
+            assert v2_cgroup(member.pid) == rel + "/origin"
+        finally:
+            h.close()
+        assert h.quit_cleanly
+        assert not os.path.exists(d + "/qosway-deleg/held")
+    finally:
+        member.kill()
+        member.wait()
