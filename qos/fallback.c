@@ -60,8 +60,8 @@ static bool manager_polices(const struct qos_reserve *r)
 	const struct qos_params *p = &r->params;
 	if (!qos_params_has_limit(p))
 		return false;
-	if (r->police.billed_us > 0 || r->fb_applied)
-		return true; /* billed time is invisible to the kernel */
+	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb_applied)
+		return true; /* billed time (or what it left owed) is invisible to the kernel */
 	if (p->fallback == QOS_POLICY_PAUSE)
 		return !kernel_caps(r);
 	if (p->fallback == p->policy)
@@ -295,7 +295,7 @@ static void enter_fallback(struct qos_reserve *r)
 	struct qos_cgroup *cg = &r->mgr->cg;
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		/* Billed time is invisible to the kernel, so only then must we freeze. */
-		if (!kernel_caps(r) || r->police.billed_us > 0) {
+		if (!kernel_caps(r) || r->police.billed_us > 0 || r->police.debt_us > 0) {
 			int e = qos_cgroup_freeze(cg, r->group, true);
 			if (e < 0)
 				qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
@@ -320,7 +320,8 @@ static void enter_fallback(struct qos_reserve *r)
 	}
 	if (r->rtg)
 		qos_rtguard_switch(r, false);
-	if (!qos_reserve_group_idles(r))
+	r->fb_threads = !qos_reserve_group_idles(r);
+	if (r->fb_threads)
 		qos_reserve_apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_reserve_set_group_idle(r, true);
@@ -383,8 +384,11 @@ void qos_reserve_leave_fallback(struct qos_reserve *r)
 	}
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_reserve_set_group_idle(r, p->policy == QOS_POLICY_IDLE);
-	if (!qos_reserve_group_idles(r))
+	/* Threads switched one by one go back one by one, even where the group
+	 * alone would do now (the thread member that kept it from it left). */
+	if (r->fb_threads || !qos_reserve_group_idles(r))
 		qos_reserve_apply_threads(r, p->policy);
+	r->fb_threads = false;
 	if (r->rtg)
 		qos_rtguard_switch(r, true);
 	qos_root_weight_update_deferred(r->mgr, true);
@@ -543,8 +547,13 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	if (!roll_timers(r, now_us, guard, &own))
 		own = qos_reserve_own_cpu_us(r);
 	r->police.early_us = r->police.notified ? guard : 0;
-	/* Only a group made idle switches at the kernel's next tick (police.h). */
-	r->police.fallback_grace_us = qos_reserve_group_idles(r) ? r->mgr->tick_us : 0;
+	/*
+	 * Only a group made idle switches at the kernel's next tick (police.h):
+	 * the next tick of each CPU a member thread runs on, so up to a tick
+	 * on every one of them.
+	 */
+	unsigned par = r->police.parallel ? r->police.parallel : 1;
+	r->police.fallback_grace_us = qos_reserve_group_idles(r) ? r->mgr->tick_us * par : 0;
 	r->police.running = own != r->checked_own_us;
 	r->police.projected_us = projected_us(r, own, now_us);
 	r->police.margin_us = SWITCH_MARGIN_US;
@@ -622,6 +631,9 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 	/* Without members no period runs: the first join starts the books afresh. */
 	if (!r || r->n_members == 0)
 		return false;
+	/* Up to date first: a reserve the kernel caps is looked at lazily, and
+	 * the bill belongs to the period running now, not to one long ended. */
+	qos_reserve_check(r, qos_sys_now_us());
 	qos_police_bill(&r->police, usec);
 	qos_reserve_check(r, qos_sys_now_us());
 	qos_manager_rearm(mgr);

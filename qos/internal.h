@@ -83,6 +83,7 @@ struct qos_reserve {
 	struct qos_police police;
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */
+	bool fb_threads;      /* ... thread by thread (not the group's cpu.idle alone) */
 	uint64_t retired_us;  /* CPU time of thread members that left */
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
@@ -347,6 +348,8 @@ void qos_rtguard_pass(struct qos_reserve *r);
  */
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
+/* Whether tid, about to be made fifo/rr by r, must stay other (see rtguard.c). */
+bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);
 /* m leaves r: its threads' estimates are carried at the manager (rtguard.c). */
 void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m);

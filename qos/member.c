@@ -1036,6 +1036,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
 		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+	/* Where the group's cpu.idle is the fallback, the threads keep the policy
+	 * (nothing would give it back to them at the boundary). */
+	if (active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)
+		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
 		: qos_reserve_apply_member(r, m, active, 0);

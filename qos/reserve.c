@@ -113,8 +113,10 @@ static void set_one(pid_t tid, void *data)
 			return;
 	}
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
+	bool static_rt = c->policy == QOS_POLICY_FIFO || c->policy == QOS_POLICY_RR;
 	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
-		qos_rtguard_demoted(c->r, tid) ? QOS_POLICY_OTHER : c->policy;
+		(qos_rtguard_demoted(c->r, tid) ||
+		(static_rt && qos_rtguard_hold(c->r, c->pid, tid))) ? QOS_POLICY_OTHER : c->policy;
 	int nice = p->nice;
 	if (c->release)
 		nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
@@ -379,7 +381,7 @@ static void apply_active(struct qos_reserve *r)
 		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
 			r->dl_runtime_ns = split_slice_ns(r);
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
-			!(active != r->params.policy && qos_reserve_group_idles(r))) {
+			!(active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)) {
 		qos_reserve_apply_threads(r, active);
 	}
 }

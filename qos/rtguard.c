@@ -59,6 +59,8 @@ struct qos_rt_carry {
 	uint64_t start_time; /* a tid may be reused */
 	uint64_t rt_ns;      /* the estimate as the thread left the guard */
 	uint64_t run_ns;     /* its CPU time then */
+	bool demoted;        /* moved to other by that guard ... */
+	uint64_t sleeps;     /* ... and not woken since it was, at this count */
 };
 
 struct pass_ctx {
@@ -166,7 +168,8 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 	mgr->rt_carry = c;
 	mgr->rt_carry[mgr->n_rt_carry++] = (struct qos_rt_carry){
 		.pid = e->pid, .tid = e->tid, .start_time = qos_sys_start_time(e->pid, e->tid),
-		.rt_ns = e->rt_ns, .run_ns = run,
+		.rt_ns = e->rt_ns, .run_ns = run, .demoted = e->demoted && sleeps == e->pass_sleeps,
+		.sleeps = sleeps,
 	};
 }
 
@@ -365,6 +368,52 @@ bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid)
 		return false;
 	const struct rt_thread *e = find(r->rtg, tid);
 	return e && e->demoted;
+}
+
+/*
+ * A thread about to be made fifo/rr whose carried estimate says the kernel's
+ * count is near the bound: moved out by another guard and not asleep since,
+ * or real-time near the threshold.  It stays other, watched by r's guard as
+ * one it moved out, until a pass sees it sleep.  Made real-time at once, it
+ * would run until r's next pass, and the kernel's count could reach the bound
+ * first (a thread toggled fifo/other, or moved between fifo reserves, was
+ * killed so).
+ */
+bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid)
+{
+	struct qos_manager *mgr = r->mgr;
+	if (!mgr->config.rttime_us)
+		return false;
+	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
+		struct qos_rt_carry c = mgr->rt_carry[i];
+		uint64_t sleeps, run;
+		bool awake;
+		if (c.tid != tid)
+			continue;
+		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time ||
+				!read_thread(tid, &sleeps, &run, &awake))
+			return false;
+		bool still = c.demoted && sleeps == c.sleeps;
+		if (!still && c.rt_ns < threshold_ns(mgr))
+			return false;
+		if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+			return false;
+		struct rt_thread *e = find(r->rtg, tid);
+		if (!e && !(e = add(r->rtg, pid, tid)))
+			return false;
+		drop_carry(mgr, i);
+		e->rt_ns = c.rt_ns;
+		e->open = false;
+		e->demoted = true;
+		e->pass_sleeps = sleeps;
+		e->pass_run_ns = run;
+		qos_emit(mgr, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
+			"thread %d ran %.1f s as real-time without sleeping: other until it sleeps "
+			"(RLIMIT_RTTIME would kill it at %.1f s)", tid, (double)c.rt_ns / 1e9,
+			(double)mgr->config.rttime_us / 1e6);
+		return true;
+	}
+	return false;
 }
 
 void qos_rtguard_destroy(struct qos_reserve *r)

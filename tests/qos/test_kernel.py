@@ -113,6 +113,16 @@ def settled_share(pid, seconds=3.0):
     return share(pid, seconds)
 
 
+def group_idle_of(helper, name):
+    """A function that says whether the reserve's cpu group is idle now."""
+    _, cpu = helper.path(name)
+
+    def idle():
+        with open(cpu + "/cpu.idle") as f:
+            return f.read().strip() == "1"
+    return idle
+
+
 def place(helper, reserve, pid):
     """Define the reserve ("NAME PARAMS...") and join pid to it."""
     helper.ok("reserve " + reserve)
@@ -327,11 +337,7 @@ def test_cut_to_idle_group_is_normal_again_for_the_next_member(helper, procs):
     busy(procs, 1)
     a = busy(procs, 1)
     place(helper, "cut policy=other period=100ms cpu=20% fallback=idle", a.pid)
-    _, cpu = helper.path("cut")
-
-    def group_idle():
-        with open(cpu + "/cpu.idle") as f:
-            return f.read().strip() == "1"
+    group_idle = group_idle_of(helper, "cut")
     _wait_for(helper, group_idle, 3, "the group never went idle")
     helper.ok("leave %d" % a.pid)
     b = busy(procs, 1)
@@ -386,11 +392,7 @@ def test_billed_time_counts_against_the_slice(helper, procs):
     figures, and the reserve is restored once the debt is paid."""
     p = procs(["sleep", "60"])
     place(helper, "b policy=other period=1s cpu=20% fallback=idle", p.pid)
-    _, cpu = helper.path("b")
-
-    def group_idle():
-        with open(cpu + "/cpu.idle") as f:
-            return f.read().strip() == "1"
+    group_idle = group_idle_of(helper, "b")
     assert helper.cmd("bill no-such 1000").startswith("err ")
     for _ in range(3):
         before = info_fields(helper, "b")
@@ -410,6 +412,21 @@ def test_billed_time_counts_against_the_slice(helper, procs):
     _wait_for(helper, lambda: not group_idle(), 4, "never restored after the debt")
     assert any(e.startswith("event restored reserve=b ") for e in helper.events[mark:]), \
         helper.events[mark:]
+
+
+def test_billed_time_freezes_a_ceiling_the_kernel_holds(helper, procs):
+    """A ceiling the kernel holds by itself (CFS quota) is looked at lazily;
+    a bill must still count in the period running now and, past the slice,
+    freeze the group until the debt is paid (the bill used to land in a
+    long-ended period and only raise a debt nothing acted on)."""
+    p = busy(procs, 1)
+    place(helper, "ceil policy=other period=100ms cpu=20% fallback=pause", p.pid)
+    v2, _ = helper.path("ceil")
+    time.sleep(0.5)
+    helper.ok("bill ceil 300000")
+    wait_frozen(v2, True, "a bill of three slices never froze the ceiling")
+    # 20 ms of the debt is paid each 100 ms: some 1.4 s
+    wait_frozen(v2, False, "never thawed once the debt was paid", timeout=4)
 
 
 def test_reserves_named_like_control_files_get_groups_of_their_own(helper, procs):
@@ -891,6 +908,34 @@ def test_fifo_thread_that_never_sleeps_is_moved_out_not_killed(rt_bandwidth, pro
             assert policy_of(p.pid) == os.SCHED_OTHER
             time.sleep(0.06)
         assert " members=1 " in h.ok("info f")
+
+
+@pytest.mark.parametrize("how", ["toggle", "move"])
+def test_busy_fifo_thread_toggled_or_moved_is_never_killed(rt_bandwidth, procs, how):
+    """A busy fifo loop whose reserve turns other and fifo again every 0.8 s
+    (toggle), or that moves between two fifo reserves every 0.7 s (move),
+    is made fifo again each time; the kernel's RLIMIT_RTTIME count is not
+    reset by that, and it used to reach the 3 s bound (SIGKILL at 10-12 s)
+    because the guard that had moved the thread out was gone.  It lives."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = busy(procs, 1)
+        busy(procs, 1)
+        place(h, "f1 policy=fifo priority=10 period=100ms cpu=40% fallback=other", p.pid)
+        h.ok("reserve f2 policy=rr priority=10 period=100ms cpu=30% fallback=other")
+        end = time.monotonic() + 13
+        turn = 0
+        while time.monotonic() < end and p.poll() is None:
+            turn += 1
+            if how == "toggle":
+                h.ok("reserve f1 policy=%s" % ("other" if turn % 2 else
+                                               "fifo priority=10 period=100ms cpu=40% "
+                                               "fallback=other"))
+                time.sleep(0.8)
+            else:
+                h.ok("join %s %d" % ("f2" if turn % 2 else "f1", p.pid))
+                time.sleep(0.7)
+        assert p.poll() is None, "killed (status %s); events: %s" % (
+            p.returncode, rt_events(h, "demoted")[-4:])
 
 
 def test_fifo_thread_that_sleeps_stays_real_time(rt_bandwidth, procs):
@@ -1640,6 +1685,21 @@ def test_leaving_after_origin_removed_goes_to_its_nearest_ancestor(helper, procs
         for d in inner:
             if os.path.isdir(d):
                 os.rmdir(d)
+
+
+def test_member_joining_during_a_cut_to_idle_fallback_stays_time_sharing(helper, procs):
+    """While a cut-to-idle reserve's group is idle (cpu.idle = 1: the whole
+    fallback), a process that joins keeps SCHED_OTHER: it used to be made
+    SCHED_IDLE, which nothing undid at the boundary, so it ran idle for good."""
+    a = busy(procs, 1)
+    place(helper, "cut policy=other period=1s cpu=5% fallback=idle", a.pid)
+    group_idle = group_idle_of(helper, "cut")
+    _wait_for(helper, group_idle, 3, "the group never went idle")
+    b = busy(procs, 1)
+    helper.ok("join cut %d" % b.pid)
+    assert policy_of(b.pid) == os.SCHED_OTHER
+    _wait_for(helper, lambda: not group_idle(), 3, "the group never left its fallback")
+    assert policy_of(b.pid) == os.SCHED_OTHER and policy_of(a.pid) == os.SCHED_OTHER
 
 
 def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin):
