@@ -155,11 +155,14 @@ class Proc:
         self._reader.start()
 
     def _read(self):
-        for raw in self.p.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self._cond:
-                self.lines.append(line)
-                self._cond.notify_all()
+        try:
+            for raw in self.p.stdout:
+                line = raw.decode(errors="replace").rstrip("\n")
+                with self._cond:
+                    self.lines.append(line)
+                    self._cond.notify_all()
+        except (ValueError, OSError):
+            pass  # the pipe was closed under the reader (the client went away)
         with self._cond:
             self._cond.notify_all()
 
