@@ -1702,6 +1702,25 @@ def test_member_joining_during_a_cut_to_idle_fallback_stays_time_sharing(helper,
     assert policy_of(b.pid) == os.SCHED_OTHER and policy_of(a.pid) == os.SCHED_OTHER
 
 
+@pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
+                    reason="only the hybrid layout moves single threads (v1 cpu tree)")
+def test_cut_to_idle_threads_switched_one_by_one_go_back(helper, procs):
+    """With a thread member in it, a cut-to-idle reserve's fallback makes
+    each thread SCHED_IDLE; the thread member leaves before the boundary,
+    after which the group alone could be the fallback.  The process
+    member's threads, switched one by one, still go back to other (they
+    stayed idle for good)."""
+    a = busy(procs, 1)
+    owner, (tid,) = thread_owner(procs)
+    place(helper, "cut policy=other period=1s cpu=5% fallback=idle", a.pid)
+    helper.ok("join cut %d %d" % (owner.pid, tid))
+    _wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_IDLE, 3,
+              "the member never went idle")
+    helper.ok("leave %d %d" % (owner.pid, tid))
+    _wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_OTHER, 3,
+              "the member stayed idle past the boundary")
+
+
 def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin):
     """Reconciliation after a crash sends a member back to the cgroups it
     came from (not to the top of the tree) with the nice level it had, and a
