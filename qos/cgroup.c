@@ -514,62 +514,57 @@ bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char 
 	return v2[0] != '\0';
 }
 
-int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	const char *v2, const char *cpu)
-{
-	char p[PATH_MAX], v[32];
-	int r = 0;
-	if (whole_process) {
-		snprintf(v, sizeof(v), "%d", pid);
-		snprintf(p, sizeof(p), "%s%s/cgroup.procs", cg->v2_base, v2);
-		r = qos_cgroup_write(cg, p, v);
-	}
-	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
-		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
-		snprintf(p, sizeof(p), "%s%s/%s", cg->cpu_base, cpu,
-			whole_process ? "cgroup.procs" : "tasks");
-		int r2 = qos_cgroup_write(cg, p, v);
-		if (r == 0)
-			r = r2;
-	}
-	return r;
-}
-
 /*
- * Writes id into file of path (relative to base) or, where that fails (the
- * cgroup is gone, or takes no process now), of its nearest ancestor that
- * takes it.  path is cut to where it went.
+ * Writes id into file of path (relative to base) or, with up, where that
+ * fails (the cgroup is gone, or takes no process now), of its nearest
+ * ancestor that takes it.  path is cut to where it went.
  */
 static int write_up(struct qos_cgroup *cg, const char *base, char *path, const char *file,
-	const char *id)
+	const char *id, bool up)
 {
 	for (;;) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s%s/%s", base, path, file);
 		int r = qos_cgroup_write(cg, p, id);
 		char *slash = strrchr(path, '/');
-		if (r == 0 || r == -ESRCH || !slash || (slash == path && !path[1]))
+		if (!up || r == 0 || r == -ESRCH || !slash || (slash == path && !path[1]))
 			return r;
 		slash[slash == path ? 1 : 0] = '\0';
 	}
 }
 
-int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	char *v2, char *cpu)
+static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	char *v2, char *cpu, bool up)
 {
 	char v[32];
 	int r = 0;
 	if (whole_process) {
 		snprintf(v, sizeof(v), "%d", pid);
-		r = write_up(cg, cg->v2_base, v2, "cgroup.procs", v);
+		r = write_up(cg, cg->v2_base, v2, "cgroup.procs", v, up);
 	}
 	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
 		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
-		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks", v);
+		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks",
+			v, up);
 		if (r == 0)
 			r = r2;
 	}
 	return r;
+}
+
+int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	const char *v2, const char *cpu)
+{
+	char v2_copy[QOS_CG_REL_PATH], cpu_copy[QOS_CG_REL_PATH];
+	snprintf(v2_copy, sizeof(v2_copy), "%s", v2);
+	snprintf(cpu_copy, sizeof(cpu_copy), "%s", cpu);
+	return restore(cg, pid, tid, whole_process, v2_copy, cpu_copy, false);
+}
+
+int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
+	char *v2, char *cpu)
+{
+	return restore(cg, pid, tid, whole_process, v2, cpu, true);
 }
 
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,

@@ -303,12 +303,9 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
-		struct qos_params p;
 		char err[256];
-		if (!was || !now || r->is_auto)
-			continue;
-		p = was->params;
-		if (!same_params(&r->params, &p) || same_params(&p, &now->params))
+		if (!was || !now || r->is_auto || !same_params(&r->params, &was->params) ||
+				same_params(&was->params, &now->params))
 			continue;
 		const struct qos_manager_config *c = &mgr->config;
 		bool vetoed = r->n_members && c->may_redefine &&
