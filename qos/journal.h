@@ -37,10 +37,11 @@
 #include "qos/cgroup.h"
 
 /*
- * A process member's threads as they were at the join (the first
- * QOS_JOURNAL_THREADS): after a crash each gets its own class and nice
- * back.  A thread not listed (started later, or past the cap) gets the
- * main thread's nice and no real-time class.
+ * A process member's threads as they were at the join, those whose class
+ * differs from what an unlisted thread gets back (the first
+ * QOS_JOURNAL_THREADS of them): after a crash each gets its own class and
+ * nice back.  A thread not listed (like its main thread, started later,
+ * or past the cap) gets the main thread's class without real time.
  */
 #define QOS_JOURNAL_THREADS 64
 

@@ -548,6 +548,30 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 	return true;
 }
 
+static bool same_sched(const struct qos_sched *a, const struct qos_sched *b)
+{
+	return a->policy == b->policy && a->priority == b->priority && a->nice == b->nice &&
+		a->reset_on_fork == b->reset_on_fork;
+}
+
+/*
+ * Whether the next instance gives t its class back without a line of its
+ * own (reconcile.c): the main thread gets the record's class, any other
+ * thread that class without real time.  Only the threads that differ take
+ * one of the record's QOS_JOURNAL_THREADS lines, so the cap binds only a
+ * process with that many threads of their own class, not any process with
+ * that many threads.
+ */
+static bool restored_unlisted(const struct qos_member *m, const struct qos_thread_orig *t)
+{
+	if (t->tid == m->pid)
+		return same_sched(&t->sched, &m->orig);
+	struct qos_sched u = m->orig;
+	if (qos_sys_sched_is_rt(&u))
+		u = (struct qos_sched){ .policy = 0, .nice = u.nice };
+	return same_sched(&t->sched, &u);
+}
+
 /*
  * Writes where a joining task comes from onto its group (journal.h), so that
  * an instance started after a crash can send it back.  A failure is reported
@@ -565,8 +589,11 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 		e->policy = m->orig.policy;
 		e->priority = m->orig.priority;
 		e->reset_on_fork = m->orig.reset_on_fork;
-		for (size_t i = 0; i < m->n_orig_threads && i < QOS_JOURNAL_THREADS; i++) {
+		for (size_t i = 0; i < m->n_orig_threads && e->n_threads < QOS_JOURNAL_THREADS;
+				i++) {
 			const struct qos_thread_orig *t = &m->orig_threads[i];
+			if (restored_unlisted(m, t))
+				continue;
 			e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = t->tid,
 				.policy = t->sched.policy, .priority = t->sched.priority,
 				.nice = t->sched.nice, .reset_on_fork = t->sched.reset_on_fork };

@@ -118,6 +118,30 @@ def test_kill9_next_instance_gives_each_thread_its_own_nice_and_class(rt_bandwid
         _force_cleanup(ROOT)
 
 
+def test_kill9_thread_past_the_record_cap_gets_its_own_class_back(procs):
+    """The record has lines for QOS_JOURNAL_THREADS (64) threads, spent only
+    on threads whose class differs from what an unlisted thread gets back:
+    of a process with 70 threads at its own nice, the one at nice 6 and
+    the SCHED_BATCH one, started last, get theirs back after a crash
+    (listing every thread, the record had no room left for them)."""
+    owner, tids = thread_owner(procs, 70)
+    os.setpriority(os.PRIO_PROCESS, owner.pid, 1)
+    for t in tids:
+        os.setpriority(os.PRIO_PROCESS, t, 1)
+    os.setpriority(os.PRIO_PROCESS, tids[-1], 6)
+    os.sched_setscheduler(tids[-2], os.SCHED_BATCH, os.sched_param(0))
+    crash_after(lambda h: joined_to_on(h, owner.pid))
+    try:
+        assert nice_of(tids[-1]) == -2
+        Helper().close()
+        assert nice_of(tids[-1]) == 6
+        assert policy_of(tids[-2]) == os.SCHED_BATCH and nice_of(tids[-2]) == 1
+        assert [nice_of(t) for t in [owner.pid] + tids[:-1]] == [1] * 70
+        assert policy_of(owner.pid) == policy_of(tids[0]) == os.SCHED_OTHER
+    finally:
+        _force_cleanup(ROOT)
+
+
 def test_kill9_next_instance_gives_back_batch_and_idle(procs):
     b, i = batch_and_idle(procs)
     crash_after(lambda h: joined_to_on(h, b.pid, i.pid))
