@@ -2,7 +2,7 @@
 test_kernel's reason): never the manager or its guardian, never a pid that
 is a thread or a task that has exited, and never a thread whose process is
 a member of another reserve as a whole.  Billing needs members, and an
-automatic reserve passes to a member process."""
+automatic reserve passes to a member process, or to no one."""
 import os
 import subprocess
 import sys
@@ -125,6 +125,39 @@ def test_automatic_reserve_passes_to_a_process_member(helper, procs):
     assert "members=2" in info and "owner=%d" % q.pid in info, info
     assert not helper.cmd("info auto-%d" % owner.pid).startswith("ok")
     assert nice_of(tid) == 4 and nice_of(q.pid) == 4
+
+
+def test_automatic_reserve_whose_members_own_reserves_becomes_an_orphan(helper, procs):
+    """When every remaining member's own name (auto-PID) is taken, the
+    reserve of an exited owner is renamed auto-OWNER-orphan: no later
+    process given the dead owner's pid finds it as its own, and no member's
+    own reserve is taken over.  It keeps its member and is gone with it.
+    Here the one member left is a thread whose process owns auto-PID
+    through another of its threads (passed on from an exited owner)."""
+    q, a = procs(["sleep", "30"]), procs(["sleep", "30"])
+    p, (t1, t2) = thread_owner(procs, 2)
+
+    def owner_exits(proc, becomes):
+        proc.kill()
+        proc.wait()
+        _wait_for(helper, lambda: helper.cmd("info " + becomes).startswith("ok"), 5,
+                  "auto-%d never became %s: %r" % (proc.pid, becomes, helper.events[-4:]))
+        assert not helper.cmd("info auto-%d" % proc.pid).startswith("ok")
+
+    helper.ok("class %d policy=other nice=2" % q.pid)
+    helper.ok("join auto-%d %d %d" % (q.pid, p.pid, t1))
+    owner_exits(q, "auto-%d" % p.pid)
+    helper.ok("class %d policy=other nice=4" % a.pid)
+    helper.ok("join auto-%d %d %d" % (a.pid, p.pid, t2))
+    orphan = "auto-%d-orphan" % a.pid
+    owner_exits(a, orphan)
+    info = helper.ok("info " + orphan)
+    assert "members=1" in info and "owner=0 auto=1" in info, info
+    assert "members=1" in helper.ok("info auto-%d" % p.pid)
+    assert nice_of(t2) == 4 and nice_of(t1) == 2
+    helper.ok("leave %d %d" % (p.pid, t2))
+    assert not helper.cmd("info " + orphan).startswith("ok")
+    assert nice_of(t2) == 0
 
 
 def test_qos_parameters_the_deadline_class_cannot_take(procs):
