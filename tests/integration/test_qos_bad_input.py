@@ -236,6 +236,57 @@ def test_join_pause_reserve_forbidden_targets(qcomp):
     assert "RESCUED" not in out, "the test process had to be thawed: %s" % out
 
 
+THAWER = r"""
+import os, sys, time
+pid, dl = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+base = "/sys/fs/cgroup/unified" if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs") else "/sys/fs/cgroup"
+while time.monotonic() < dl:
+    cur = [l.split(":", 2)[2] for l in open("/proc/%d/cgroup" % pid).read().splitlines()
+           if l.startswith("0::")][0]
+    try:
+        if open(base + cur + "/cgroup.freeze").read().strip() == "1":
+            open(base + cur + "/cgroup.freeze", "w").write("0")
+            print("THAWED", cur, flush=True)
+    except OSError:
+        pass
+    time.sleep(0.1)
+"""
+
+
+def test_pause_reserve_with_a_protected_member_past_the_64th_refused(qcomp):
+    """Turning a reserve into a pause reserve asks about every member, not
+    only the first 64 qos_link_members_may_take reads at once: with 70
+    sleepers joined before it, the test process (the compositor's parent)
+    is still found and the change refused.  The test process stays in the
+    reserve's group meanwhile, so a thawer thaws that group should the
+    compositor get this wrong (qosctl, started from here, is in it too)."""
+    win = Win(qcomp, "Many Members")
+    r = qcomp.qosctl("reserve", "many", "policy=other")
+    assert r.returncode == 0, r.stdout + r.stderr
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(70)]
+    thawer = subprocess.Popen([sys.executable, "-c", THAWER, str(os.getpid()), "30"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for pid in [p.pid for p in sleepers] + [os.getpid()]:
+            rep = qcomp.ipc({"command": "join", "target": "pid:%d" % pid, "reserve": "many"})
+            assert rep.get("success") is True, (pid, rep)
+        expect_failure(qcomp, win, ["reserve", "many", "policy=pause"], codes=(1,),
+                       words=["refusing"])
+        reserves = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+        many = [x for x in reserves if x["name"] == "many"][0]
+        assert many["policy"] == "other", many
+    finally:
+        rep = qcomp.ipc({"command": "set", "target": "pid:%d" % os.getpid(),
+                         "class": "normal"})
+        for p in sleepers:
+            p.kill()
+            p.wait()
+        thawer.kill()
+        out = thawer.communicate(timeout=10)[0]
+    assert rep.get("success") is True, rep
+    assert "THAWED" not in out, "the test process had to be thawed: %s" % out
+
+
 def _beyond_capacity_percent(qcomp):
     total = json.loads(qcomp.qosctl("--json", "capacity").stdout)["total_ppm"]
     return total // 10000 + 20
