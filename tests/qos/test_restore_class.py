@@ -153,6 +153,34 @@ def test_kill9_next_instance_gives_back_batch_and_idle(procs):
         _force_cleanup(ROOT)
 
 
+def test_kill9_stranger_lent_a_members_record_gets_only_its_nice(procs):
+    """A task found in a group after a crash with no record of its own or
+    of an ancestor (written there by someone else while no manager ran) is
+    sent where a member came from, with the member's nice but not its
+    class: the member was SCHED_BATCH at nice 3, the stranger stays
+    SCHED_OTHER."""
+    b = sleeper(procs, "chrt", "-b", "0", "nice", "-n", "3")
+    stranger = sleeper(procs)
+    home = cgroup_of(b.pid)
+    assert cgroup_of(stranger.pid) == home
+
+    def setup(h):
+        joined_to_on(h, b.pid)
+        return h.path("on")
+    for group in crash_after(setup):
+        with open(group + "/cgroup.procs", "w") as f:
+            f.write(str(stranger.pid))
+    try:
+        assert cgroup_of(stranger.pid) != home
+        Helper().close()
+        assert cgroup_of(stranger.pid) == home == cgroup_of(b.pid)
+        assert nice_of(stranger.pid) == 3
+        assert policy_of(stranger.pid) == os.SCHED_OTHER
+        assert policy_of(b.pid) == os.SCHED_BATCH and nice_of(b.pid) == 3
+    finally:
+        _force_cleanup(ROOT)
+
+
 def fifo_process_with_a_time_sharing_thread(procs):
     """A process started at fifo 7 (no reset-on-fork) whose one extra thread
     was made SCHED_OTHER at nice 4: (process, that thread's tid)."""
