@@ -16,6 +16,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qos_helper_driver import QosHelper  # noqa: E402
 from test_kernel import (  # noqa: E402,F401
     HELPER, Helper, check_rttime_restored, policy_of, procs, thread_owner)
 
@@ -264,6 +265,45 @@ def test_cgroup2_delegated_parent_enables_cpu_for_the_root(tmp_path, child):
     finally:
         h.close()
     assert not os.path.exists(base + "/deleg/" + ROOT)
+
+
+def real_cgroup2():
+    for d in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        if os.path.exists(d + "/cgroup.procs") and not os.path.exists(d + "/cpu/cpu.shares"):
+            return d
+    return None
+
+
+def test_cgroup2_manager_in_its_delegated_group_moves_into_a_leaf(tmp_path):
+    """cgroup v2 lets a group with processes of its own enable no controller
+    for its children, so a manager running in the group it is given (an
+    unprivileged manager's own cgroup) first moves itself into a leaf of it,
+    "manager", and then enables cpu there.  The helper runs in a real
+    cgroup2 group whose path the fake tree repeats, so that its own cgroup
+    is the parent it is given."""
+    real_v2 = real_cgroup2()
+    if os.geteuid() != 0 or not real_v2:
+        pytest.skip("needs root and a cgroup2 tree to start the manager in its own group")
+    name = "%s-leaf-%d" % (ROOT, os.getpid())
+    real = real_v2 + "/" + name
+    os.mkdir(real)
+    base, _, _ = tree(tmp_path, "cgroup2")
+    deleg = base + "/" + name
+    touch(deleg + "/cgroup.controllers", "cpu memory")
+    touch(deleg + "/cgroup.subtree_control", "")
+    touch(deleg + "/cgroup.procs")
+    prefix = ["sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$0" "$@"' % real]
+    try:
+        h = QosHelper(HELPER, ROOT, False, ["--base", base, "--fake", "--parent", "/" + name],
+                      prefix=prefix)
+        try:
+            assert read(deleg + "/manager/cgroup.procs") == str(h.proc.pid)
+            assert read(deleg + "/cgroup.subtree_control") == "+cpu"
+            assert os.path.isdir(deleg + "/" + ROOT)
+        finally:
+            h.close()
+    finally:
+        os.rmdir(real)
 
 
 def test_reconcile_removes_leftover_groups(tmp_path):

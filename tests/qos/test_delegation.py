@@ -3,7 +3,7 @@ delegated to it (root sets it up here, as systemd's Delegate=yes does on a
 desktop): its root goes there, not at the top it may not write, members
 come and go between cgroups of the subtree, and nothing is written outside
 it.  (With a cpu controller to enable there, it would first move itself
-into a leaf of its group; test_cgroup_files checks the enabling.)
+into a leaf of its group: test_cgroup_files checks the move and the enabling.)
 
 This machine's cgroup2 tree (/sys/fs/cgroup/unified on the hybrid layout)
 has no cpu controller, so the manager runs there as on a pure-v2 desktop
