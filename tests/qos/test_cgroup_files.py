@@ -267,6 +267,36 @@ def test_cgroup2_delegated_parent_enables_cpu_for_the_root(tmp_path, child):
     assert not os.path.exists(base + "/deleg/" + ROOT)
 
 
+def test_move_between_reserves_that_fails_gives_the_class_back(tmp_path):
+    """A member moving to another reserve leaves the old one first, as
+    time-sharing, on its way home; when the move into the new group then
+    fails, it is not left at the old reserve's nice: it gets its own class
+    back (SCHED_BATCH at nice 3).  The fake tree makes the new group's
+    cgroup.procs a directory, so that the write fails."""
+    base, v2, cpu = tree(tmp_path, "hybrid")
+    p = subprocess.Popen(["chrt", "-b", "0", "nice", "-n", "3", "sleep", "60"])
+    h = start(base)
+    try:
+        deadline = time.monotonic() + 5
+        while os.readlink("/proc/%d/exe" % p.pid).split("/")[-1] != "sleep":
+            assert time.monotonic() < deadline, "chrt never ran sleep"
+            time.sleep(0.005)
+        h.ok("reserve a policy=other nice=5")
+        h.ok("reserve b policy=other nice=-3")
+        h.ok("join a %d" % p.pid)
+        assert policy_of(p.pid) == os.SCHED_OTHER and os.getpriority(os.PRIO_PROCESS, p.pid) == 5
+        os.makedirs(v2 + "/b/cgroup.procs")
+        reply = h.cmd("join b %d" % p.pid)
+        assert reply.startswith("err ") and "cannot move" in reply, reply
+        assert policy_of(p.pid) == os.SCHED_BATCH
+        assert os.getpriority(os.PRIO_PROCESS, p.pid) == 3
+        assert "members=0" in h.ok("info a") and "members=0" in h.ok("info b")
+    finally:
+        h.close()
+        p.kill()
+        p.wait()
+
+
 def real_cgroup2():
     for d in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
         if os.path.exists(d + "/cgroup.procs") and not os.path.exists(d + "/cpu/cpu.shares"):
