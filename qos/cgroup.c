@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qos/params.h"
 #include "qos/sys.h"
 
 static bool exists(const char *dir, const char *file)
@@ -49,10 +50,33 @@ static bool own_v2_cgroup(char *out, size_t len)
 	return false;
 }
 
+/* An absolute path with no empty, "." or ".." component: it may not leave the tree. */
+static bool valid_parent(const char *parent)
+{
+	if (parent[0] != '/')
+		return false;
+	for (const char *c = parent; *c; ) {
+		const char *next = strchr(c + 1, '/');
+		size_t part = next ? (size_t)(next - c - 1) : strlen(c + 1);
+		if ((part == 0 && (next || c != parent)) || (part == 1 && c[1] == '.') ||
+				(part == 2 && c[1] == '.' && c[2] == '.'))
+			return false;
+		if (!next)
+			break;
+		c = next;
+	}
+	return true;
+}
+
 bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
 	const char *root_name, char *err, size_t err_len)
 {
 	memset(cg, 0, sizeof(*cg));
+	if (parent && (!valid_parent(parent) || strlen(parent) >= sizeof(cg->parent))) {
+		snprintf(err, err_len, "bad cgroup parent '%.200s': an absolute cgroup path "
+			"with no '.' or '..' part", parent);
+		return false;
+	}
 	char buf[512];
 	if (exists(base, "cgroup.controllers")) {
 		cg->layout = QOS_CG_V2;
@@ -91,8 +115,14 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 			"cpu with cgroup2 at %s/unified)", base, base);
 		return false;
 	}
-	if (strchr(root_name, '/') || !*root_name || strlen(root_name) > 63) {
-		snprintf(err, err_len, "bad root name '%s'", root_name);
+	/*
+	 * The root is where reconciliation empties and removes every group it
+	 * finds: "." or ".." would make that the parent's own, or its parent's.
+	 */
+	char why[128];
+	if (!qos_name_valid(root_name, why, sizeof(why))) {
+		snprintf(err, err_len, "bad cgroup root name (the rules of reserve names apply): %s",
+			why);
 		return false;
 	}
 	int n = snprintf(cg->v2_root, sizeof(cg->v2_root), "%s%s/%.63s", cg->v2_base, cg->parent,

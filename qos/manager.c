@@ -94,6 +94,13 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);
 	mgr->config.cgroup_base = mgr->base;
+	if (config->root_name && strlen(config->root_name) >= sizeof(mgr->root_name)) {
+		/* Cut short, two long names could be one group. */
+		snprintf(err, err_len, "cgroup root name longer than %zu bytes",
+			sizeof(mgr->root_name) - 1);
+		free(mgr);
+		return NULL;
+	}
 	if (config->root_name)
 		snprintf(mgr->root_name, sizeof(mgr->root_name), "%s", config->root_name);
 	else

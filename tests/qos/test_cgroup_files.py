@@ -336,6 +336,35 @@ def test_cgroup2_manager_in_its_delegated_group_moves_into_a_leaf(tmp_path):
         os.rmdir(real)
 
 
+@pytest.mark.parametrize("root,parent,reason", [
+    (".", None, "bad cgroup root name"),
+    ("..", None, "bad cgroup root name"),
+    ("." + ROOT, None, "bad cgroup root name"),
+    ("r" * 64, None, "longer than 63 bytes"),
+    (ROOT, "/../up", "bad cgroup parent"),
+    (ROOT, "deleg", "bad cgroup parent"),
+    (ROOT, "/deleg/./x", "bad cgroup parent"),
+    (ROOT, "/deleg//x", "bad cgroup parent"),
+])
+def test_bad_root_name_or_parent_is_refused_before_anything_is_touched(tmp_path, root, parent,
+                                                                       reason):
+    """The root is where the manager empties and removes every group it
+    finds at start: "." or ".." made that the tree's own top (or the
+    directory above it, where a sentinel file was deleted), and a name
+    over 63 bytes was cut short.  Each is refused with a reason, and
+    nothing in or above the tree is touched."""
+    base, _, _ = tree(tmp_path, "cgroup2")
+    touch(base + "/deleg/cgroup.controllers", "cpu")
+    touch(base + "/other/cgroup.procs", "")
+    touch(str(tmp_path) + "/sentinel", "keep")
+    before = sorted(os.walk(str(tmp_path)))
+    extra = ["--base", base, "--fake"] + (["--parent", parent] if parent else [])
+    with pytest.raises(AssertionError) as e:
+        QosHelper(HELPER, root, False, extra)
+    assert reason in str(e.value), str(e.value)
+    assert sorted(os.walk(str(tmp_path))) == before
+
+
 def test_reconcile_removes_leftover_groups(tmp_path):
     """Groups left by a dead instance are thawed and removed at start."""
     base, v2, cpu = tree(tmp_path, "hybrid")
