@@ -361,7 +361,8 @@ static pid_t next_owner(struct qos_reserve *r)
 			const struct qos_member *m = r->members[i];
 			char name[QOS_NAME_MAX + 1];
 			snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", m->pid);
-			if ((pass == 0 && m->tid) || qos_find_reserve(r->mgr, name))
+			const struct qos_reserve *taken = qos_find_reserve(r->mgr, name);
+			if ((pass == 0 && m->tid) || (taken && taken != r))
 				continue;
 			return m->pid;
 		}
@@ -390,6 +391,15 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
 	r->owner = new_owner;
 	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
 	return true;
+}
+
+static bool has_member_of(const struct qos_reserve *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_members; i++) {
+		if (r->members[i]->pid == pid)
+			return true;
+	}
+	return false;
 }
 
 static bool other_process_member(const struct qos_reserve *r, const struct qos_member *m)
@@ -454,14 +464,19 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 			r->granted = false;
 			r->granted_ppm = 0;
 		}
+		/* No period runs without members: shown in its fallback, it would
+		 * stay so until the next join restarts policing. */
+		r->police.in_fallback = false;
 		r->fb_applied = false;
 		r->next_check_us = UINT64_MAX;
 		if (r->has_group)
 			qos_cgroup_freeze(&mgr->cg, r->group, false);
 		if (r->is_auto)
 			qos_reserve_free(r);
-	} else if (r->is_auto && gone == r->owner) {
-		/* A daemon that forks and exits keeps the reserve set up for it. */
+	} else if (r->is_auto && gone == r->owner && !has_member_of(r, gone)) {
+		/* A daemon that forks and exits keeps the reserve set up for it.
+		 * The owner's thread member folded into its process member (or one
+		 * of its threads leaving) leaves the owner in. */
 		rename_auto(r, next_owner(r));
 	}
 }

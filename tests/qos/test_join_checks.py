@@ -98,7 +98,8 @@ def test_exited_process_cannot_join(helper, procs):
 
 def test_bill_needs_members(helper, procs):
     """With no member no period runs: a bill is refused, not shown and then
-    dropped at the first join."""
+    dropped at the first join; a reserve its last member left is not shown
+    in its fallback."""
     helper.ok("reserve e policy=other period=1s slice=100ms fallback=idle")
     err(helper, "bill e 400000")
     p = procs(["sleep", "30"])
@@ -106,6 +107,11 @@ def test_bill_needs_members(helper, procs):
     helper.ok("bill e 400000")
     info = helper.ok("info e")
     assert "billed=400000" in info or "fallback=1" in info, info
+    helper.ok("bill e 900000")
+    assert "fallback=1" in helper.ok("info e")
+    # no member, no period: not shown in a fallback it is not in
+    helper.ok("leave %d" % p.pid)
+    assert "members=0" in helper.ok("info e") and "fallback=0" in helper.ok("info e")
 
 
 def test_automatic_reserve_passes_to_a_process_member(helper, procs):
@@ -158,6 +164,25 @@ def test_automatic_reserve_whose_members_own_reserves_becomes_an_orphan(helper, 
     helper.ok("leave %d %d" % (p.pid, t2))
     assert not helper.cmd("info " + orphan).startswith("ok")
     assert nice_of(t2) == 0
+
+
+def test_owner_joining_as_a_whole_keeps_its_automatic_reserve(helper, procs):
+    """A thread member's process that was passed an automatic reserve
+    (auto-PID) and then asks for its class as a whole joins it as a
+    process, its thread member folded in: it stays the owner (folding the
+    owner's thread made the reserve auto-PID-orphan, and the next class
+    request a second auto-PID)."""
+    a = procs(["sleep", "30"])
+    p, (tid,) = thread_owner(procs)
+    helper.ok("class %d policy=other nice=4" % a.pid)
+    helper.ok("join auto-%d %d %d" % (a.pid, p.pid, tid))
+    helper.ok("leave %d" % a.pid)
+    assert "owner=%d" % p.pid in helper.ok("info auto-%d" % p.pid)
+    helper.ok("class %d policy=other nice=6" % p.pid)
+    info = helper.ok("info auto-%d" % p.pid)
+    assert "members=1" in info and "owner=%d auto=1" % p.pid in info, info
+    assert not helper.cmd("info auto-%d-orphan" % p.pid).startswith("ok")
+    assert nice_of(p.pid) == nice_of(tid) == 6
 
 
 def test_qos_parameters_the_deadline_class_cannot_take(procs):
