@@ -145,6 +145,7 @@ struct qos_manager {
 	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
 	struct qos_watchdog watchdog;
+	uint64_t watchdog_run_delay_us; /* the loop thread's run delay at the last check */
 	struct qos_thread_cache threads;
 	/*
 	 * Descriptors still to keep open for reads repeated every pass or

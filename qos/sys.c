@@ -185,6 +185,19 @@ bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out)
 	return read_schedstat_ns(path, out);
 }
 
+bool qos_sys_self_run_delay_us(uint64_t *out)
+{
+	char buf[128];
+	if (qos_sys_read_file("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
+		return false;
+	char *end;
+	strtoull(buf, &end, 10);
+	if (*end != ' ')
+		return false;
+	*out = strtoull(end + 1, NULL, 10) / 1000u;
+	return true;
+}
+
 bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out)
 {
 	char path[64], buf[4096];

@@ -29,6 +29,12 @@ bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out);
 bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);
 
 /*
+ * How long the calling thread has waited, runnable, for a CPU (schedstat's
+ * second field), in microseconds.
+ */
+bool qos_sys_self_run_delay_us(uint64_t *out);
+
+/*
  * How often a thread has gone to sleep (voluntary context switches, from
  * /proc/TID/status).  Being throttled or preempted does not count.
  */

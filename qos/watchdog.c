@@ -32,6 +32,14 @@ void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t coo
 	};
 }
 
+void qos_watchdog_checked(struct qos_watchdog *w, uint64_t now_us, uint64_t waited_us)
+{
+	uint64_t gap = w->checked_us && now_us > w->checked_us ? now_us - w->checked_us : 0;
+	w->checked_us = now_us;
+	if (gap >= QOS_WATCHDOG_GAP_US && waited_us < gap / 2 && now_us > w->seen_us)
+		w->seen_us = now_us;
+}
+
 void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us)
 {
 	if (now_us > w->seen_us)
@@ -133,7 +141,13 @@ void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
 {
 	if (mgr->canary_fd < 0)
 		return;
-	uint64_t v;
+	uint64_t v, delay, waited = UINT64_MAX;
+	if (qos_sys_self_run_delay_us(&delay)) {
+		if (mgr->watchdog_run_delay_us && delay >= mgr->watchdog_run_delay_us)
+			waited = delay - mgr->watchdog_run_delay_us;
+		mgr->watchdog_run_delay_us = delay;
+	}
+	qos_watchdog_checked(&mgr->watchdog, now_us, waited);
 	/* The event may not have been dispatched yet in this round. */
 	if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
 		qos_watchdog_tick(&mgr->watchdog, now_us);

@@ -16,10 +16,26 @@ struct qos_watchdog {
 	uint64_t seen_us;           /* last canary tick (or start, or last alarm) */
 	uint64_t cooldown_until_us; /* 0: no cool-down yet */
 	uint64_t alarms;            /* starvation alarms so far */
+	uint64_t checked_us;        /* the manager's last check (0: none yet) */
 };
+
+/*
+ * A gap between the manager's checks this long, spent mostly not waiting
+ * for a CPU, means the manager was stopped rather than starved.
+ */
+#define QOS_WATCHDOG_GAP_US 2000000u
 
 void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t cooldown_us,
 	uint64_t now_us);
+/*
+ * The manager checks at now_us, having waited waited_us for a CPU since its
+ * last check (UINT64_MAX: unknown).  After a gap of QOS_WATCHDOG_GAP_US or
+ * more in which it waited less than half the time, the manager was not
+ * runnable (SIGSTOP, a debugger, a frozen cgroup), and its canary with it:
+ * that silence is no starvation, so it is measured afresh from now_us.
+ * Starved, the manager would have waited runnable most of the gap.
+ */
+void qos_watchdog_checked(struct qos_watchdog *w, uint64_t now_us, uint64_t waited_us);
 /* The canary ran at now_us. */
 void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us);
 /*

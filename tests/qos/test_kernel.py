@@ -2207,6 +2207,32 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         _force_cleanup(ROOT)
 
 
+def test_watchdog_takes_a_stopped_manager_for_no_starvation(procs):
+    """The manager and its canary thread stopped together (SIGSTOP, a
+    debugger, a frozen session) are silent for longer than the timeout; at
+    the resume the manager checks before its canary has run again.  Nothing
+    was starved (the manager waited for no CPU), so no alarm: pinned to one
+    CPU, the alarm came at every such resume (the unit test shows that a
+    real silence after the resume still counts)."""
+    h = Helper()
+    try:
+        p = procs(["sleep", "60"])
+        h.ok("reserve rt policy=qos period=100ms cpu=10% fallback=pause")
+        h.ok("join rt %d" % p.pid)
+        subprocess.run(["taskset", "-a", "-p", "-c", "0", str(h.proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL)
+        time.sleep(1.2)
+        os.kill(h.proc.pid, signal.SIGSTOP)
+        time.sleep(7)  # past the 5 s timeout
+        os.kill(h.proc.pid, signal.SIGCONT)
+        time.sleep(1.2)
+        assert _stats(h)["watchdog_alarms"] == "0", h.events[-3:]
+        assert policy_of(p.pid) == 6
+    finally:
+        h.close()
+        _force_cleanup(ROOT)
+
+
 def assert_no_test_cgroup_left():
     """No group any qos test made is left, in any hierarchy (CG/NAME on pure
     cgroup v2, CG/*/NAME on the hybrid layout)."""

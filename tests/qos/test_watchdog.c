@@ -63,10 +63,54 @@ static void test_late_tick_and_disabled(void)
 	CHECK(qos_watchdog_rt_allowed(&w, 0));
 }
 
+/*
+ * The manager and its canary stopped together (SIGSTOP, a debugger): at the
+ * resume the manager checks before the canary has ticked.  That silence is
+ * no starvation; a starved manager (waiting for a CPU all the gap) alarms.
+ */
+static void test_stopped_manager_is_no_starvation(void)
+{
+	struct qos_watchdog w;
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	for (uint64_t t = S; t <= 3 * S; t += S) {
+		qos_watchdog_tick(&w, t);
+		qos_watchdog_checked(&w, t, 0);
+		CHECK(!qos_watchdog_expired(&w, t));
+	}
+	/* Stopped 7 s: a check 7 s after the last, having waited for nothing. */
+	qos_watchdog_checked(&w, 10 * S, 1000);
+	CHECK(!qos_watchdog_expired(&w, 10 * S));
+	CHECK_EQ_U(w.alarms, 0);
+	/* The canary stays silent after the resume: starvation, counted from it. */
+	for (uint64_t t = 11 * S; t < 15 * S; t += S) {
+		qos_watchdog_checked(&w, t, 0);
+		CHECK(!qos_watchdog_expired(&w, t));
+	}
+	qos_watchdog_checked(&w, 15 * S, 0);
+	CHECK(qos_watchdog_expired(&w, 15 * S));
+
+	/* Starved: the 7 s gap was spent waiting for a CPU. */
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	qos_watchdog_tick(&w, 3 * S);
+	qos_watchdog_checked(&w, 3 * S, 0);
+	qos_watchdog_checked(&w, 10 * S, 6 * S);
+	CHECK(qos_watchdog_expired(&w, 10 * S));
+	/* Unknown waiting counts as starved; short gaps never restart. */
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	qos_watchdog_checked(&w, 1 * S, 0);
+	qos_watchdog_checked(&w, 8 * S, UINT64_MAX);
+	CHECK(qos_watchdog_expired(&w, 8 * S));
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	for (uint64_t t = S; t <= 6 * S; t += S)
+		qos_watchdog_checked(&w, t, 0);
+	CHECK(qos_watchdog_expired(&w, 6 * S));
+}
+
 int main(void)
 {
 	test_canary_keeps_it_quiet();
 	test_starvation_alarm_and_cooldown();
 	test_late_tick_and_disabled();
+	test_stopped_manager_is_no_starvation();
 	return check_report("test_watchdog");
 }
