@@ -90,6 +90,14 @@ struct qos_reserve {
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
 	uint64_t fork_pass_us;  /* last pass for a member's fork (qos_manager_forked) */
 	bool fork_pending;      /* a fork waits for the next one */
+	/*
+	 * The starvation watchdog, not a user, made it other (qos_demote_all_rt):
+	 * its parameters before, which a reload compares with qosrc's old
+	 * definition (manager.c, apply_redefined).  Any later change through
+	 * qos_reserve_set (a user's, or a reload's) clears it.
+	 */
+	bool wd_demoted;
+	struct qos_params wd_before;
 };
 
 /* A process member's threads as listed once in a housekeeping pass (threads.c). */

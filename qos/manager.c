@@ -303,6 +303,15 @@ static bool same_params(const struct qos_params *a, const struct qos_params *b)
  * edit.  One changed since (through qosctl or the protocol) is left as it
  * is, and a change admission or the kernel refuses keeps the old ones, with
  * an error event saying why.
+ *
+ * The starvation watchdog's demotion to other is no such change: a reserve
+ * it demoted while it had qosrc's parameters counts as having them, so a
+ * reload after the cool-down gives it the file's definition, unchanged or
+ * edited (real-time again).  During the cool-down a real-time definition is
+ * not applied: the reserve stays other, a watchdog event says so, and the
+ * definition it waits for is remembered as its own, for a reload after the
+ * cool-down.  Demotions are kept otherwise (no restore when the cool-down
+ * ends, as rtkit), and a user's change since the demotion is kept as any.
  */
 static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old,
 	const struct qos_rules *rules)
@@ -310,10 +319,23 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
+		const struct qos_params *as_made = r->wd_demoted ? &r->wd_before : &r->params;
 		char err[256];
-		if (!was || !now || r->is_auto || !same_params(&r->params, &was->params) ||
-				same_params(&was->params, &now->params))
+		if (!was || !now || r->is_auto || !same_params(as_made, &was->params))
 			continue;
+		if (same_params(&r->params, &now->params)) {
+			r->wd_demoted = false; /* the file now says what the demotion made it */
+			continue;
+		}
+		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
+		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
+			r->wd_before = now->params;
+			qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0, "qosrc makes it real-time, "
+				"but real-time grants are suspended for %llus after a starvation alarm: it "
+				"stays other until a reload after the cool-down",
+				(unsigned long long)(left / 1000000u + 1));
+			continue;
+		}
 		const struct qos_manager_config *c = &mgr->config;
 		bool vetoed = r->n_members && c->may_redefine &&
 			!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));

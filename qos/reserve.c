@@ -635,7 +635,10 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 		snprintf(err, err_len, "reserve '%s' already exists", name);
 		return false;
 	}
-	return change(mgr, r, p, false, err, err_len);
+	if (!change(mgr, r, p, false, err, err_len))
+		return false;
+	r->wd_demoted = false; /* changed since the watchdog's demotion, if any */
+	return true;
 }
 
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len)
@@ -667,12 +670,17 @@ void qos_demote_all_rt(struct qos_manager *mgr)
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (!qos_policy_is_rt(r->params.policy))
 			continue;
+		struct qos_params before = r->params;
 		struct qos_params p = r->params;
 		p.policy = QOS_POLICY_OTHER;
 		p.fallback = QOS_POLICY_OTHER;
 		p.period_us = p.slice_us = 0;
 		char err[128];
-		qos_reserve_set(mgr, r->name, &p, false, true, err, sizeof(err));
+		/* Remembered as the watchdog's doing, for a reload (apply_redefined). */
+		if (qos_reserve_set(mgr, r->name, &p, false, true, err, sizeof(err))) {
+			r->wd_demoted = true;
+			r->wd_before = before;
+		}
 		qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 			"normal tasks starved: demoted to other");
 	}
