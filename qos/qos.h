@@ -37,7 +37,9 @@ enum qos_event_type {
 	QOS_EVENT_ADMISSION_REFUSED, /* message holds the reason for the user */
 	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end */
 	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
-	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted */
+	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted; or a
+	                              * reload's real-time definition waits for the
+	                              * cool-down to end */
 	QOS_EVENT_ERROR,             /* a kernel call failed; message says which */
 	QOS_EVENT_RT_DEMOTED,        /* a real-time thread that never sleeps: other for now */
 	QOS_EVENT_RT_RESUMED,        /* ... and real-time again, since it sleeps */
