@@ -88,6 +88,7 @@ struct qos_reserve {
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
+	uint64_t rtg_retry_us;   /* the guard looks for a moved-out thread asleep again; 0: no */
 	uint64_t fork_pass_us;  /* last pass for a member's fork (qos_manager_forked) */
 	bool fork_pending;      /* a fork waits for the next one */
 	/*
@@ -357,6 +358,8 @@ void qos_rtguard_pass(struct qos_reserve *r);
  */
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
+/* At r->rtg_retry_us: moved-out threads that sleep are made real-time while asleep. */
+void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us);
 /* Whether tid, about to be made fifo/rr by r, must stay other (see rtguard.c). */
 bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid);
 void qos_rtguard_destroy(struct qos_reserve *r);

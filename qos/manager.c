@@ -60,6 +60,8 @@ void qos_manager_rearm(struct qos_manager *mgr)
 			next = r->next_check_us;
 		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
 			next = r->fork_pass_us + QOS_FORK_PASS_US;
+		if (r->rtg_retry_us && r->rtg_retry_us < next)
+			next = r->rtg_retry_us;
 	}
 	if (next == mgr->armed_us)
 		return;
@@ -230,6 +232,8 @@ static void run_timers(struct qos_manager *mgr)
 			qos_reserve_fork_pass(r, now);
 		else if (r->next_check_us <= now)
 			qos_reserve_check(r, now);
+		if (r->rtg_retry_us && r->rtg_retry_us <= now)
+			qos_rtguard_retry(r, now);
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)

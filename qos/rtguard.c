@@ -20,10 +20,13 @@
  * reserve's fallback began, and waking as other resets nothing.  A thread
  * whose estimate comes within one and a half passes of the bound is moved
  * to other (its reserve's nice), or, found in its reserve's fallback, marked
- * so that it stays other when the fallback ends, until it sleeps; then it
- * is real-time again, its count where it stood, and a pass that finds it
- * has not slept as real-time since moves it out again before the count can
- * reach the bound.
+ * so that it stays other when the fallback ends.  Its count stands, and
+ * sleeping as other does not reset it: made real-time again while it runs,
+ * it had less than a pass left (it was killed).  So once it shows that it
+ * sleeps, it is made real-time again only while asleep: it wakes as
+ * real-time, which resets the count.  Found awake (after the switch too:
+ * it may have woken as other just before), it stays other, and the guard
+ * looks again every RETRY_US for a while after each pass.
  *
  * A thread that leaves a guarded reserve keeps its kernel count (it only
  * grows while the thread is real-time, and falls only when it wakes as
@@ -46,13 +49,19 @@ struct rt_thread {
 	uint64_t open_sleeps, open_run_ns;
 	uint64_t pass_sleeps, pass_run_ns; /* at the last pass */
 	bool demoted;        /* moved to other by this guard */
+	bool sleeps_again;   /* ... and has slept since: real-time again once caught asleep */
 	bool seen;
 };
 
 struct qos_rtguard {
 	struct rt_thread *t;
 	size_t n, cap;
+	uint64_t retry_until_us; /* looks for sleeping moved-out threads until then */
 };
+
+/* How often, and for how long after a pass, a moved-out thread is looked for asleep. */
+#define RETRY_US 10000u
+#define RETRY_FOR_US 200000u
 
 struct qos_rt_carry {
 	pid_t pid, tid;
@@ -235,6 +244,33 @@ void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m
 	g->n = kept;
 }
 
+/*
+ * A moved-out thread that sleeps is made real-time again only while asleep
+ * (see the top): true when it is.  Not in the reserve's fallback, whose end
+ * makes it so (its threads are other until then).
+ */
+static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t sleeps,
+	uint64_t run)
+{
+	if (r->fb_applied || qos_sys_thread_state(e->tid) == 'R')
+		return false;
+	if (set_policy(r, e->tid, r->params.policy) != 0)
+		return false;
+	if (qos_sys_thread_state(e->tid) == 'R') {
+		set_policy(r, e->tid, QOS_POLICY_OTHER);
+		return false;
+	}
+	e->demoted = false;
+	e->sleeps_again = false;
+	e->rt_ns = 0; /* it wakes as real-time, which resets the kernel's count */
+	open_stretch(e, sleeps, run);
+	e->pass_sleeps = sleeps;
+	e->pass_run_ns = run;
+	qos_emit(r->mgr, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
+		"thread %d sleeps again: %s again", e->tid, qos_policy_name(r->params.policy));
+	return true;
+}
+
 static void check_thread(pid_t tid, void *data)
 {
 	struct pass_ctx *c = data;
@@ -269,20 +305,10 @@ static void check_thread(pid_t tid, void *data)
 	}
 	e->seen = true;
 	if (e->demoted) {
-		if (sleeps != e->pass_sleeps) {
-			/*
-			 * It does sleep: real-time again, its count where it
-			 * stood (in a fallback, leaving it makes it so).
-			 */
-			e->demoted = false;
-			if (!c->r->fb_applied) {
-				set_policy(c->r, tid, c->r->params.policy);
-				is_rt = true;
-			}
-			qos_emit(c->r->mgr, QOS_EVENT_RT_RESUMED, c->r->name, c->pid, tid, 0,
-				"thread %d sleeps again: %s again", tid,
-				qos_policy_name(c->r->params.policy));
-		}
+		if (sleeps != e->pass_sleeps)
+			e->sleeps_again = true;
+		if (e->sleeps_again && resume_asleep(c->r, e, sleeps, run))
+			return; /* its stretch is open, from now */
 	} else if ((is_rt || c->r->fb_applied) && e->rt_ns >= c->threshold_ns) {
 		/*
 		 * Found in its reserve's fallback, it is other already, but the
@@ -314,6 +340,36 @@ static void check_thread(pid_t tid, void *data)
 	e->pass_run_ns = run;
 }
 
+/* Arms the retry while a moved-out thread that sleeps waits to be caught asleep. */
+static void arm_retry(struct qos_reserve *r, uint64_t now_us)
+{
+	struct qos_rtguard *g = r->rtg;
+	r->rtg_retry_us = 0;
+	if (!g || now_us >= g->retry_until_us)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->t[i].demoted && g->t[i].sleeps_again) {
+			r->rtg_retry_us = now_us + RETRY_US;
+			return;
+		}
+	}
+}
+
+void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us)
+{
+	struct qos_rtguard *g = r->rtg;
+	for (size_t i = 0; g && i < g->n; i++) {
+		struct rt_thread *e = &g->t[i];
+		uint64_t sleeps, run;
+		bool awake;
+		if (!e->demoted || !e->sleeps_again || !qos_sys_thread_in_process(e->pid, e->tid) ||
+				!read_thread(e->tid, &sleeps, &run, &awake))
+			continue;
+		resume_asleep(r, e, sleeps, run);
+	}
+	arm_retry(r, now_us);
+}
+
 void qos_rtguard_pass(struct qos_reserve *r)
 {
 	struct qos_manager *mgr = r->mgr;
@@ -342,6 +398,9 @@ void qos_rtguard_pass(struct qos_reserve *r)
 			carry(mgr, &g->t[i]);
 	}
 	g->n = kept;
+	uint64_t now = qos_sys_now_us();
+	g->retry_until_us = now + RETRY_FOR_US;
+	arm_retry(r, now);
 }
 
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
@@ -425,6 +484,7 @@ void qos_rtguard_destroy(struct qos_reserve *r)
 	free(r->rtg->t);
 	free(r->rtg);
 	r->rtg = NULL;
+	r->rtg_retry_us = 0;
 }
 
 void qos_rtguard_finish(struct qos_manager *mgr)

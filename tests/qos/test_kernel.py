@@ -1042,6 +1042,45 @@ def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, p
         assert len(rt_events(h, "demoted")) == 1, h.events[-5:]
 
 
+SPIN_NAP_SPIN = r"""
+import time
+def spin(s):
+    t = time.monotonic()
+    while time.monotonic() - t < s:
+        pass
+spin(2.4)
+time.sleep(0.02)
+spin(4.0)
+while True:
+    spin(0.01)
+    time.sleep(0.005)
+"""
+
+
+def test_fifo_thread_that_slept_as_other_is_real_time_again_only_asleep(rt_bandwidth, procs):
+    """A thread moved to other near the bound (3 s here) that then sleeps
+    once, as other, keeps the kernel's count: sleeping resets it only for a
+    real-time thread.  Made fifo again while it spins on, it had less than
+    a pass left (at 5 s, killed in 4 of 4 runs).  It stays other while it
+    spins, and is made fifo again once caught asleep: it wakes as fifo,
+    which resets the count."""
+    with running_helper(extra=["--rttime", "3000"]) as h:
+        p = procs([sys.executable, "-c", SPIN_NAP_SPIN])
+        t0 = time.monotonic()
+        os.sched_setaffinity(p.pid, {1})
+        place(h, "f policy=fifo priority=10", p.pid)
+        _wait_for(h, lambda: rt_events(h, "demoted"), 4, "never moved out")
+        assert time.monotonic() - t0 < 2.4, "moved out only after its nap"
+        while time.monotonic() - t0 < 6.2:
+            assert p.poll() is None, "killed (status %s)" % p.returncode
+            assert policy_of(p.pid) == os.SCHED_OTHER, "made fifo again while it spins"
+            time.sleep(0.05)
+        _wait_for(h, lambda: rt_events(h, "resumed"), 3, "never made fifo again")
+        time.sleep(1.5)
+        assert p.poll() is None, "killed (status %s)" % p.returncode
+        assert policy_of(p.pid) == os.SCHED_FIFO
+
+
 FORKER = r"""
 import os, sys, time
 sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
