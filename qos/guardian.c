@@ -10,6 +10,11 @@
  * possibly multi-threaded process, so it only makes system calls (open,
  * read, write, recv, getdents64, sched_getattr/setattr, _exit) and
  * string formatting without allocation.
+ *
+ * The manager watches it through a pidfd in its epoll set: a guardian that
+ * dies (killed) is replaced at once, and while none runs the manager
+ * grants no real-time class and no pause, which a crash would then leave
+ * in place.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -175,6 +181,27 @@ static void track(struct tracked *tr, const struct guardian_record *rec)
 		tr->t[tr->n++] = *rec;
 }
 
+/*
+ * The thread members the manager had named when it forked us, read from
+ * the copy of its memory we were given: a guardian started after another
+ * died must know them too, and learns them here without a message (the
+ * socket's buffer may not hold them all before we read).
+ */
+static void track_inherited(const struct qos_manager *mgr, struct tracked *tr)
+{
+	for (const struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			const struct qos_member *m = r->members[i];
+			if (!m->outside_root)
+				continue;
+			struct guardian_record rec = {
+				.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = true,
+			};
+			track(tr, &rec);
+		}
+	}
+}
+
 /* Blocks until the manager is gone, keeping the records it sends meanwhile. */
 static void wait_for_manager(int fd, struct tracked *tr)
 {
@@ -201,23 +228,28 @@ static void demote_tracked(const struct tracked *tr)
 
 bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on)
 {
-	if (mgr->guardian_fd < 0)
+	if (!mgr->config.guardian)
 		return true;
 	if (on && mgr->n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
 		errno = ENOSPC;
 		return false;
 	}
-	struct guardian_record rec = {
-		.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = on,
-	};
-	ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
 	/* Counted as sent either way when off: the guardian checks start times. */
 	if (!on && mgr->n_outside_root)
 		mgr->n_outside_root--;
-	if (sent != (ssize_t)sizeof(rec)) {
-		if (sent >= 0)
-			errno = EMSGSIZE;
-		return false;
+	/* With no guardian running the next one finds m among the members as
+	 * it is forked (track_inherited): counted all the same. */
+	if (mgr->guardian_fd >= 0) {
+		struct guardian_record rec = {
+			.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = on,
+		};
+		ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec),
+			MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent != (ssize_t)sizeof(rec)) {
+			if (sent >= 0)
+				errno = EMSGSIZE;
+			return false;
+		}
 	}
 	if (on)
 		mgr->n_outside_root++;
@@ -226,16 +258,13 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 
 bool qos_guardian_start(struct qos_manager *mgr)
 {
-	int p[2];
+	int p[2], pidfd = -1, e;
 	/* Records keep their boundaries, and the end is seen as with a pipe. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
 		return false;
 	pid_t pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return false;
-	}
+	if (pid < 0)
+		goto err_close;
 	if (pid == 0) {
 		/*
 		 * Drop everything inherited except the read end: the write end
@@ -248,6 +277,7 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_NAME, "qos-guardian", 0, 0, 0);
 		struct tracked tr = { .n = 0 };
+		track_inherited(mgr, &tr);
 		wait_for_manager(p[0], &tr);
 		/* Demoted while still frozen: none runs real-time once thawed. */
 		for_each_group(mgr->cg.v2_root, demote_v2);
@@ -257,18 +287,103 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		for_each_group(mgr->cg.v2_root, thaw_at);
 		_exit(0);
 	}
+	/* Its death must be seen as it happens, not at our own. */
+	pidfd = qos_sys_pidfd_open(pid, false);
+	if (pidfd < 0)
+		goto err_kill;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->guardian_pidfd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0)
+		goto err_pidfd;
 	close(p[0]);
 	mgr->guardian_pid = pid;
 	mgr->guardian_fd = p[1];
+	mgr->guardian_pidfd = pidfd;
 	return true;
+
+err_pidfd:
+	e = errno;
+	close(pidfd);
+	errno = e;
+err_kill:
+	/* Killed before it can read the end of the socket: it must not thaw
+	 * and demote what the living manager holds. */
+	e = errno;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	errno = e;
+err_close:
+	e = errno;
+	close(p[0]);
+	close(p[1]);
+	errno = e;
+	return false;
+}
+
+/* Closes what the manager held of a guardian gone or stopped. */
+static void drop(struct qos_manager *mgr)
+{
+	if (mgr->guardian_pidfd >= 0)
+		close(mgr->guardian_pidfd); /* which takes it out of the epoll set */
+	close(mgr->guardian_fd);
+	mgr->guardian_pidfd = mgr->guardian_fd = -1;
+	mgr->guardian_pid = 0; /* its pid may be reused by one that may join */
 }
 
 void qos_guardian_stop(struct qos_manager *mgr)
 {
 	if (mgr->guardian_fd < 0)
 		return;
-	close(mgr->guardian_fd);
-	mgr->guardian_fd = -1;
-	while (waitpid(mgr->guardian_pid, NULL, 0) < 0 && errno == EINTR)
+	pid_t pid = mgr->guardian_pid;
+	drop(mgr);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+void qos_guardian_died(struct qos_manager *mgr)
+{
+	pid_t old = mgr->guardian_pid;
+	int status = 0;
+	pid_t got;
+	while ((got = waitpid(old, &status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	char how[64];
+	if (got == old && WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(status));
+	else if (got == old && WIFEXITED(status))
+		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+	else
+		snprintf(how, sizeof(how), "exited"); /* reaped by someone else */
+	drop(mgr);
+	if (qos_guardian_start(mgr))
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) %s; "
+			"a new one (pid %d) runs", old, how, mgr->guardian_pid);
+	else
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) %s and "
+			"no new one could be started (%s): real-time grants and pauses are refused "
+			"until one runs (tried again every second)", old, how, strerror(errno));
+}
+
+void qos_guardian_retry(struct qos_manager *mgr)
+{
+	if (qos_guardian_missing(mgr))
+		qos_guardian_start(mgr);
+}
+
+bool qos_guardian_missing(const struct qos_manager *mgr)
+{
+	return mgr->config.guardian && mgr->guardian_fd < 0;
+}
+
+bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
+	size_t err_len)
+{
+	bool rt = qos_policy_is_rt(p->policy), freeze = qos_reserve_may_freeze(p);
+	if (!qos_guardian_missing(mgr) || !(rt || freeze))
+		return true;
+	snprintf(err, err_len, "no thaw guardian runs (the last one died and none could be "
+		"started), and a crash of the manager would leave its members %s: refused until "
+		"one runs", rt && freeze ? "real-time or frozen" : rt ? "real-time" : "frozen");
+	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	return false;
 }

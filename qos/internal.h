@@ -143,7 +143,8 @@ struct qos_manager {
 	bool root_weight_dirty; /* a weight change waits for housekeeping */
 	unsigned stale_groups;  /* groups that refused removal (reconcile.c) */
 	pid_t guardian_pid;
-	int guardian_fd;
+	int guardian_fd;        /* our end of its socket; -1: none runs */
+	int guardian_pidfd;     /* in the epoll set: its death is replaced at once */
 	size_t n_outside_root;  /* thread members named to the guardian (guardian.c) */
 	/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c) */
 	struct qos_rt_carry *rt_carry;
@@ -233,6 +234,8 @@ void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);
 uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
 
 /* reserve.c */
+/* Whether a reserve with params p may freeze its group (pause, or a pause fallback). */
+bool qos_reserve_may_freeze(const struct qos_params *p);
 /* A new reserve with these (normalized) parameters, listed and announced. */
 struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	const struct qos_params *params);
@@ -377,8 +380,25 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 	uint64_t soft, uint64_t hard);
 
 /* guardian.c */
+/* Forks a guardian (it knows the thread members tracked so far) and watches it. */
 bool qos_guardian_start(struct qos_manager *mgr);
 void qos_guardian_stop(struct qos_manager *mgr);
+/*
+ * Its pidfd was readable: reaps it, starts a new one, and says so in an
+ * error event (or that none could be started).
+ */
+void qos_guardian_died(struct qos_manager *mgr);
+/* At each 1 s pass: starts one if the guardian is configured but none runs. */
+void qos_guardian_retry(struct qos_manager *mgr);
+/* The guardian is configured but none runs (it died and none could be started). */
+bool qos_guardian_missing(const struct qos_manager *mgr);
+/*
+ * Whether a task may be given params p now: while qos_guardian_missing, a
+ * real-time class or a freeze would outlive a crash of the manager, so
+ * neither is given (false, the reason in err, QOS_REFUSAL_FORBIDDEN).
+ */
+bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
+	size_t err_len);
 /*
  * Tells the guardian of a thread member outside our groups (on cgroup v2 a
  * thread stays in its process's group), which no scan of our root finds:

@@ -84,8 +84,8 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		return NULL;
 	}
 	mgr->config = *config;
-	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->canary_fd =
-		mgr->canary_stop_fd = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd =
+		mgr->guardian_pidfd = mgr->canary_fd = mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
 	struct rlimit nofile;
@@ -242,6 +242,7 @@ static void run_timers(struct qos_manager *mgr)
 		if (mgr->root_weight_dirty)
 			qos_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);
+		qos_guardian_retry(mgr);
 		qos_watchdog_check(mgr, now);
 	}
 }
@@ -275,6 +276,8 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 					qos_reserve_check(r, now);
 				}
 			} while (got == 16);
+		} else if (ptr == &mgr->guardian_pidfd) {
+			qos_guardian_died(mgr);
 		} else if (ptr == &mgr->canary_fd) {
 			uint64_t v;
 			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)

@@ -917,6 +917,12 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
 		goto err_free;
+	/* Every member, not only the first (admit): each one would keep its
+	 * real-time class, or stay frozen, after a crash with no guardian. */
+	if (!qos_guardian_allows(mgr, &r->params, err, err_len)) {
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		goto err_free;
+	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));

@@ -40,7 +40,7 @@ enum qos_event_type {
 	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted; or a
 	                              * reload's real-time definition waits for the
 	                              * cool-down to end */
-	QOS_EVENT_ERROR,             /* a kernel call failed; message says which */
+	QOS_EVENT_ERROR,             /* a kernel call failed, or the guardian died: see message */
 	QOS_EVENT_RT_DEMOTED,        /* a real-time thread that never sleeps: other for now */
 	QOS_EVENT_RT_RESUMED,        /* ... and real-time again, since it sleeps */
 };
@@ -88,7 +88,14 @@ struct qos_manager_config {
 	 * from it at least once per watchdog_timeout_us.
 	 */
 	bool watchdog_external_canary;
-	bool guardian;           /* fork a helper that thaws everything if we die; default on */
+	/*
+	 * Fork a helper that thaws everything if we die; default on.  One that
+	 * dies itself is replaced at once (an error event says so); while none
+	 * can be started, joins and changes that would give a real-time class
+	 * or a pause are refused (QOS_REFUSAL_FORBIDDEN), and a start is tried
+	 * again every second.
+	 */
+	bool guardian;
 	/*
 	 * An fd the guardian keeps open until it has thawed and exits (default
 	 * -1: none). The embedder's lock on the root goes here, so a new
@@ -131,7 +138,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 /* Restores every member to its original cgroup and policy, removes our groups. */
 void qos_manager_destroy(struct qos_manager *mgr);
 
-/* One fd for the event loop (epoll: policing timer, member pidfds, watchdog). */
+/* One fd for the event loop (epoll: policing timer, member and guardian pidfds, watchdog). */
 int qos_manager_get_fd(struct qos_manager *mgr);
 /* Handles whatever is ready without blocking.  Returns events handled or -1. */
 int qos_manager_dispatch(struct qos_manager *mgr);
@@ -246,7 +253,7 @@ void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info
 enum qos_refusal {
 	QOS_REFUSAL_ERROR,     /* bad request or a failed call (no such task, ...) */
 	QOS_REFUSAL_CAPACITY,  /* admission control, or the kernel's own bandwidth bound */
-	QOS_REFUSAL_FORBIDDEN, /* a safety policy (watchdog cool-down) */
+	QOS_REFUSAL_FORBIDDEN, /* a safety policy (watchdog cool-down, no guardian running) */
 };
 
 /*

@@ -66,6 +66,12 @@ bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, siz
 	return false;
 }
 
+bool qos_reserve_may_freeze(const struct qos_params *p)
+{
+	return p->policy == QOS_POLICY_PAUSE ||
+		(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);
+}
+
 size_t qos_reserve_count_threads(struct qos_reserve *r)
 {
 	size_t n = 0;
@@ -485,6 +491,16 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	if (r->n_members && qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy) &&
 			!qos_rt_grants_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
 		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+		return false;
+	}
+	/* Only what the members do not have already: the guardian's absence
+	 * is no reason to take a class from them. */
+	bool new_rt = qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy);
+	bool new_freeze = qos_reserve_may_freeze(&p) && !qos_reserve_may_freeze(&r->params);
+	if (r->n_members && !reverting && (new_rt || new_freeze) &&
+			!qos_guardian_allows(mgr, &p, why, sizeof(why))) {
+		snprintf(err, err_len, "cannot change '%s': %s", name, why);
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 		return false;
 	}
