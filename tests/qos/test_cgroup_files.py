@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qos_helper_driver import QosHelper  # noqa: E402
 from test_kernel import (  # noqa: E402,F401
-    HELPER, Helper, check_rttime_restored, policy_of, procs, thread_owner)
+    HELPER, Helper, check_rttime_restored, kill_guardian, policy_of, procs, thread_owner)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
                                 reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"
@@ -190,6 +190,33 @@ def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
             assert time.monotonic() < give_up, "thread %d is still fifo" % tid
             time.sleep(0.02)
         assert policy_of(gone) == os.SCHED_RR and policy_of(other) == os.SCHED_OTHER
+        assert owner.poll() is None
+    finally:
+        h.close()
+
+
+def test_cgroup2_thread_member_is_known_to_a_replaced_guardian(tmp_path, procs):
+    """A guardian killed (-9) is replaced, and the new one knows the thread
+    members named to the old (it reads them from the manager's memory it
+    was forked with): a later kill -9 of the manager still takes a fifo
+    thread member, which no scan of the root finds on cgroup v2, back to
+    time-sharing."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO)")
+    base, root, _ = tree(tmp_path, "cgroup2")
+    owner, (tid,) = thread_owner(procs)
+    h = Helper(root=ROOT, guardian=True, extra=["--base", base, "--fake"])
+    try:
+        h.ok("reserve rt policy=fifo priority=10 period=100ms cpu=10% fallback=other")
+        h.ok("join rt %d %d" % (owner.pid, tid))
+        assert policy_of(tid) == os.SCHED_FIFO
+        kill_guardian(h)
+        os.kill(h.proc.pid, signal.SIGKILL)
+        h.proc.wait()
+        give_up = time.monotonic() + 5
+        while policy_of(tid) != os.SCHED_OTHER:
+            assert time.monotonic() < give_up, "thread %d is still fifo" % tid
+            time.sleep(0.02)
         assert owner.poll() is None
     finally:
         h.close()

@@ -1516,6 +1516,44 @@ def test_guardian_holds_no_inherited_descriptor(procs):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+def live_guardians(pid):
+    """The qos-guardian children of pid still running (a killed one the
+    manager has not reaped yet is a zombie, and not counted)."""
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        kids = f.read().split()
+    found = []
+    for k in kids:
+        try:
+            with open("/proc/%s/stat" % k) as f:
+                stat = f.read()
+        except OSError:
+            continue  # reaped meanwhile
+        comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+        if comm == "qos-guardian" and state != "Z":
+            found.append(int(k))
+    return found
+
+
+def kill_guardian(h, replaced=True, timeout=2.0):
+    """SIGKILLs the manager's guardian and waits for the error event naming
+    it and, when `replaced`, for its successor.  Returns the event."""
+    (old,) = live_guardians(h.proc.pid)
+    os.kill(old, signal.SIGKILL)
+    give_up = time.monotonic() + timeout
+    while True:
+        h.ok("sync")
+        said = [e for e in h.events
+                if e.startswith("event error") and "guardian (pid %d)" % old in e]
+        now = live_guardians(h.proc.pid)
+        if said and (now or not replaced):
+            break
+        assert time.monotonic() < give_up, ("no event or no new guardian", now, h.events)
+        time.sleep(0.02)
+    assert "killed by signal 9" in said[0], said
+    assert old not in now and len(now) == (1 if replaced else 0), now
+    return said[0]
+
+
 def test_kill9_manager_guardian_thaws(procs):
     p, v2 = _kill9_frozen(procs, guardian=True)
     try:
@@ -1556,6 +1594,102 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
         Helper().close()  # the next instance reconciles the leftover groups
     finally:
         _force_cleanup(ROOT)
+
+
+def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidth, procs):
+    """The guardian killed (-9) while a member is paused and fifo members
+    run: the manager sees it die at once (a pidfd in its epoll set), says
+    so in an error event and starts another, which a later kill -9 of the
+    manager finds ready to do the first's work: the paused member thawed,
+    the fifo process and the rr thread member back to other.  (The manager
+    used to go on with no guardian and no word, and its death left them
+    frozen and real-time.)"""
+    paused = busy(procs, 1)
+    fifo = busy(procs)
+    owner, (tid,) = thread_owner(procs)
+    h = Helper(guardian=True)
+    try:
+        place(h, "stop policy=pause", paused.pid)
+        v2, _ = h.path("stop")
+        wait_frozen(v2, True, "cgroup.events never said frozen")
+        place(h, "rtf policy=fifo priority=10 period=100ms cpu=50% fallback=other", fifo.pid)
+        h.ok("reserve rtt policy=rr priority=5 period=100ms cpu=10% fallback=other")
+        h.ok("join rtt %d %d" % (owner.pid, tid))
+        assert policy_of(fifo.pid) == os.SCHED_FIFO and policy_of(tid) == os.SCHED_RR
+        said = kill_guardian(h)
+        assert "a new one" in said, said
+        assert frozen(v2) and policy_of(fifo.pid) == os.SCHED_FIFO
+        _kill9(h)
+    except BaseException:
+        h.close()
+        raise
+    try:
+        wait_frozen(v2, False, "the new guardian did not thaw", timeout=5)
+        for t in (fifo.pid, tid):
+            give_up = time.monotonic() + 5
+            while policy_of(t) != os.SCHED_OTHER:
+                assert time.monotonic() < give_up, (t, policy_of(t))
+                time.sleep(0.02)
+        assert share(paused.pid, 0.5) > 0.5
+        assert fifo.poll() is None and owner.poll() is None
+        Helper().close()  # the next instance reconciles the leftover groups
+    finally:
+        _force_cleanup(ROOT)
+
+
+def test_no_guardian_refuses_real_time_and_pauses_until_one_runs(procs):
+    """When no guardian can be started after one died (here the manager's
+    pids group allows no fork), nothing would undo a real-time class or a
+    freeze at the manager's death: joins that would give either are
+    refused as forbidden, with the reason, while others go on; a guardian
+    is started at a 1 s pass once forks work again, and pauses with it."""
+    pids = CG + "/pids"
+    if not os.path.exists(pids + "/tasks") or os.path.exists(CG + "/cgroup.controllers"):
+        pytest.skip("needs the v1 pids hierarchy (hybrid layout) to refuse the manager a fork")
+    group = "%s/%s-pids" % (pids, ROOT)
+    p = busy(procs, 1)
+    h = Helper(guardian=True)
+    try:
+        os.mkdir(group)
+        with open(group + "/cgroup.procs", "w") as f:
+            f.write(str(h.proc.pid))
+        with open(group + "/pids.current") as f:
+            current = f.read().strip()
+        with open(group + "/pids.max", "w") as f:
+            f.write(current)
+        said = kill_guardian(h, replaced=False)
+        assert "no new one could be started" in said, said
+        h.ok("reserve rtf policy=fifo priority=10 period=100ms cpu=10% fallback=other")
+        h.ok("reserve stop policy=pause")
+        for name in ("rtf", "stop"):
+            reply = h.cmd("join %s %d" % (name, p.pid))
+            assert reply.startswith("err") and "no thaw guardian runs" in reply, reply
+            assert reply.endswith("[forbidden]"), reply
+        place(h, "calm policy=other nice=5", p.pid)
+        reply = h.cmd("reserve calm policy=pause")
+        assert reply.startswith("err") and "no thaw guardian runs" in reply, reply
+        assert policy_of(p.pid) == os.SCHED_OTHER
+        with open(group + "/pids.max", "w") as f:
+            f.write("max")
+        give_up = time.monotonic() + 3
+        while not live_guardians(h.proc.pid):
+            assert time.monotonic() < give_up, "no guardian started once forks worked again"
+            h.ok("sync")
+            time.sleep(0.05)
+        h.ok("join stop %d" % p.pid)
+        wait_frozen(h.path("stop")[0], True, "cgroup.events never said frozen")
+    finally:
+        h.close()
+        _force_cleanup(ROOT)
+        for _ in range(100):
+            try:
+                os.rmdir(group)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)  # the helper and its guardian are still exiting
+        assert not os.path.exists(group), "test cgroup %s left behind" % group
 
 
 def dl_total_bw():
