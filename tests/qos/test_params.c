@@ -102,6 +102,14 @@ static void test_normalize(void)
 	CHECK_EQ_U(p.period_us, 50000);
 	CHECK_EQ_U(p.slice_us, 45000);
 	CHECK(p.fallback == QOS_POLICY_OTHER);
+	/* So does unlimited rr: no static-priority task may run unbounded. */
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_RR;
+	p.priority = 30;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+	CHECK_EQ_U(p.period_us, 50000);
+	CHECK_EQ_U(p.slice_us, 45000);
+	CHECK(p.fallback == QOS_POLICY_OTHER);
 
 	qos_params_init(&p);
 	p.policy = QOS_POLICY_QOS;
