@@ -427,6 +427,22 @@ def test_group_that_refuses_removal_is_retried(tmp_path):
         h.close()
 
 
+def test_leftover_group_that_refuses_removal_is_thawed(tmp_path):
+    """A leftover frozen group that cannot be removed yet is thawed at once:
+    what is left in it must not stay frozen until the group can go."""
+    base, v2, cpu = tree(tmp_path, "hybrid")
+    touch(v2 + "/old/cgroup.freeze", "1")
+    os.makedirs(v2 + "/old/held")  # neither directory can be removed
+    os.makedirs(cpu + "/old/held")
+    h = start(base)
+    try:
+        assert any("reserve=old" in e and "cannot remove group old" in e
+                   for e in h.events), h.events
+        assert read(v2 + "/old/cgroup.freeze") == "0"
+    finally:
+        h.close()
+
+
 def test_reserve_named_like_a_group_waiting_for_removal(tmp_path, child):
     """A new reserve does not take over a group of its name that still waits
     to be removed: it gets its own (name~1), and when that one refuses
