@@ -164,7 +164,8 @@ def policy_of(pid):
 
 def test_ceiling_other_20_percent(helper, procs):
     p = busy(procs, 1)
-    place(helper, "ceil policy=other period=100ms cpu=20% fallback=pause", p.pid)
+    place(helper, "ceil policy=other period=100ms cpu=20% fallback=pause nice=-3", p.pid)
+    assert os.getpriority(os.PRIO_PROCESS, p.pid) == -3  # the thread's nice, beside the group's
     s = settled_share(p.pid)
     assert 0.17 <= s <= 0.23, s
 
