@@ -195,6 +195,17 @@ def test_cut_to_idle_20_percent(helper, procs):
     assert 0.16 <= s <= 0.26, s
     info = helper.ok("info cut")
     assert "overruns=0" not in info, info
+    # The group alone is the fallback: the member's thread stays SCHED_OTHER
+    # while its group is idle (cpu.idle = 1), never switched one by one.
+    group_idle = group_idle_of(helper, "cut")
+    seen = 0
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        if group_idle():
+            seen += 1
+            assert policy_of(p.pid) == os.SCHED_OTHER, "SCHED_IDLE in the idle group"
+        time.sleep(0.007)
+    assert seen, "the group was never idle"
 
 
 def test_cut_to_idle_10ms_periods_keeps_10_percent(helper, procs):
