@@ -307,6 +307,8 @@ def test_idle_under_5_percent(helper, procs):
     normal = busy(procs, 1)
     victim = busy(procs, 1)
     place(helper, "bg policy=idle", victim.pid)
+    assert policy_of(victim.pid) == os.SCHED_IDLE
+    assert group_idle_of(helper, "bg")()  # cpu.idle = 1: not the group's share
     s = settled_share(victim.pid)
     assert s < 0.05, s
 
