@@ -643,6 +643,18 @@ def dl_runtime_ns(pid):
     return attr.runtime
 
 
+def test_qos_slice_is_split_over_the_member_threads(helper, procs):
+    """A qos member with two threads: each gets half the slice as its
+    deadline runtime, so the member's threads together keep to the slice."""
+    p, (tid,) = thread_owner(procs)
+    tids = sorted(int(t) for t in os.listdir("/proc/%d/task" % p.pid))
+    assert tid in tids
+    place(helper, "split policy=qos period=100ms cpu=10% fallback=pause", p.pid)
+    n = len(tids)  # the main thread, the spinner (resting) and tid
+    assert n >= 2, tids
+    assert {t: dl_runtime_ns(t) for t in tids} == {t: 10_000_000 // n for t in tids}
+
+
 def test_change_the_kernel_refuses_keeps_the_reserve_as_it_was(procs):
     """Growing a qos reserve past what the kernel's deadline bandwidth has
     left is refused as capacity, and the reserve keeps its parameters and
