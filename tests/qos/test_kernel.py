@@ -2312,11 +2312,12 @@ def _cgroups(pid):
 def test_inherit_children(helper, procs, inherit):
     """With inherit a member's child joins the reserve (and leaving puts it
     where its parent came from); without, it is moved back out."""
-    parent = procs([sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE,
+    parent = procs(["chrt", "-b", "0", sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE,
                    stdout=subprocess.PIPE, text=True)
     assert parent.stdout.readline().strip() == "ready"
     before = _cgroups(parent.pid)
     place(helper, "kids policy=other nice=4 inherit=%s" % inherit, parent.pid)
+    assert policy_of(parent.pid) == os.SCHED_OTHER
     v2, _ = helper.path("kids")
     parent.stdin.write("fork\n")
     parent.stdin.flush()
@@ -2337,10 +2338,12 @@ def test_inherit_children(helper, procs, inherit):
             helper.ok("leave %d" % child)
             assert _cgroups(child) == before
             assert os.getpriority(os.PRIO_PROCESS, child) == 0
+            assert policy_of(child) == os.SCHED_BATCH  # the parent's own class
         else:
             _wait_for(helper, lambda: _cgroups(child) == before, 3,
                       "the child was left in the reserve's group")
             assert os.getpriority(os.PRIO_PROCESS, child) == 0
+            assert policy_of(child) == os.SCHED_BATCH  # the parent's own class
             assert "members=1" in helper.ok("info kids")
             assert os.getpriority(os.PRIO_PROCESS, parent.pid) == 4
     finally:
