@@ -2436,6 +2436,36 @@ def test_watchdog_takes_a_stopped_manager_for_no_starvation(procs):
         _force_cleanup(ROOT)
 
 
+def test_watchdog_demotes_fifo_and_rr_members_and_refuses_their_grants(rt_bandwidth, procs):
+    """As above for the static-priority classes: at the alarm a fifo and an
+    rr member are demoted, and in the cool-down neither class is granted,
+    to a first member or to a populated reserve changed to it."""
+    h = Helper(extra=["--external-canary", "--watchdog-timeout", "1000"])
+    try:
+        f, r, q, o = (procs(["sleep", "60"]) for _ in range(4))
+        limit = "priority=10 period=100ms cpu=10% fallback=other"
+        place(h, "f policy=fifo " + limit, f.pid)
+        place(h, "r policy=rr " + limit, r.pid)
+        place(h, "plain policy=other", o.pid)
+        assert (policy_of(f.pid), policy_of(r.pid)) == (os.SCHED_FIFO, os.SCHED_RR)
+        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        assert (policy_of(f.pid), policy_of(r.pid)) == (os.SCHED_OTHER, os.SCHED_OTHER)
+        assert "policy=other" in h.ok("info f") and "policy=other" in h.ok("info r")
+        h.ok("feed")
+        for policy in ("fifo", "rr"):
+            h.ok("reserve %s2 policy=%s %s" % (policy, policy, limit))
+            reply = h.cmd("join %s2 %d" % (policy, q.pid))
+            assert reply.startswith("err") and "suspended" in reply, reply
+            assert policy_of(q.pid) == os.SCHED_OTHER
+            reply = h.cmd("reserve plain policy=%s %s" % (policy, limit))
+            assert reply.startswith("err") and "suspended" in reply, reply
+            assert policy_of(o.pid) == os.SCHED_OTHER
+        assert _stats(h)["cooldown"] == "1"
+    finally:
+        h.close()
+        _force_cleanup(ROOT)
+
+
 def assert_no_test_cgroup_left():
     """No group any qos test made is left, in any hierarchy (CG/NAME on pure
     cgroup v2, CG/*/NAME on the hybrid layout)."""
