@@ -15,8 +15,8 @@ import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, _wait_for, assert_no_test_cgroup_left, busy, cpu_ns, helper, place,
-    policy_of, procs, pytestmark, running_helper)
+    PERIODIC, REASON, _wait_for, assert_no_test_cgroup_left, busy, cpu_ns, group_idle_of,
+    helper, place, policy_of, procs, pytestmark, running_helper)
 
 assert pytestmark  # skipped with test_kernel's printed reason when not root
 
@@ -260,6 +260,10 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     print("loaded: share %.3f, flat windows %d, %s" % (loaded, flat, overruns(helper, "cut")[1]))
     assert 0.27 <= loaded <= 0.4, loaded
     assert flat == 0
+    # SCHED_IDLE threads alone would still get the group's share: the
+    # fallback makes the reserve's group idle too (cpu.idle = 1).
+    group_idle = group_idle_of(helper, "cut")
+    _wait_for(helper, group_idle, 2, "the group never went idle in the fallback")
     assert dies_at_once(p) < 1.0
 
 
