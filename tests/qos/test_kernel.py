@@ -1525,15 +1525,21 @@ def test_guardian_holds_no_inherited_descriptor(procs):
         os.dup2(w, high)
         with running_helper(pass_fds=(high,)) as h:
             pid = h.proc.pid
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                kids = f.read().split()
-            guardians = []
-            for k in kids:
-                with open("/proc/%s/comm" % k) as f:
-                    if f.read().strip() == "qos-guardian":
-                        guardians.append(int(k))
-            assert len(guardians) == 1, kids
-            fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % guardians[0])]
+
+            def guardians():
+                with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                    kids = f.read().split()
+                found = []
+                for k in kids:
+                    with open("/proc/%s/comm" % k) as f:
+                        if f.read().strip() == "qos-guardian":
+                            found.append(int(k))
+                return found
+            # The child names itself once it has closed what it inherited,
+            # which under load may come after the manager is ready.
+            _wait_for(h, lambda: guardians(), 5, "no child named qos-guardian")
+            assert len(guardians()) == 1, guardians()
+            fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % guardians()[0])]
             assert len([fd for fd in fds if fd >= 3]) == 1, sorted(fds)
             assert high not in fds
     finally:
@@ -1561,10 +1567,12 @@ def live_guardians(pid):
     return found
 
 
-def kill_guardian(h, replaced=True, timeout=2.0):
+def kill_guardian(h, replaced=True, timeout=5.0):
     """SIGKILLs the manager's guardian and waits for the error event naming
-    it and, when `replaced`, for its successor.  Returns the event."""
-    (old,) = live_guardians(h.proc.pid)
+    it and, when `replaced`, for its successor.  Returns the event.  (A
+    guardian names itself once it has closed what it inherited, which
+    under load may come after the manager is ready.)"""
+    (old,) = _wait_for(h, lambda: live_guardians(h.proc.pid), timeout, "no guardian")
     os.kill(old, signal.SIGKILL)
     give_up = time.monotonic() + timeout
     while True:
@@ -1632,7 +1640,8 @@ def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidt
     used to go on with no guardian and no word, and its death left them
     frozen and real-time.)"""
     paused = busy(procs, 1)
-    fifo = busy(procs)
+    # asleep: a busy one is other whenever its limit's fallback holds it
+    fifo = procs(["sleep", "30"])
     owner, (tid,) = thread_owner(procs)
     h = Helper(guardian=True)
     try:
