@@ -154,6 +154,18 @@ void qos_member_bound_rttime(struct qos_member *m)
 		m->rttime_bounded = true;
 }
 
+/*
+ * Whether m's process stays under an RLIMIT_RTTIME bound it did not have
+ * before a member bounded it (raising a hard limit takes CAP_SYS_RESOURCE):
+ * then a thread given back its own real-time class would be killed once it
+ * ran that long without sleeping, as it never was before it joined.
+ */
+static bool bound_stays(const struct qos_member *m)
+{
+	uint64_t soft, hard;
+	return qos_sys_get_rttime(m->pid, &soft, &hard) == 0 && hard < m->orig_rt_hard;
+}
+
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
@@ -176,6 +188,7 @@ static void restore_member(struct qos_member *m)
 			m->old_rt_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+	m->rt_held = bound_stays(m);
 	if (!m->moving)
 		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
 }
@@ -221,10 +234,17 @@ static void capture_one(pid_t tid, void *data)
  * the main thread's.  Every thread is listed, so that one started later is
  * known as such (qos_reserve_restore_sched gives it no real-time class).
  */
-static void capture_orig(struct qos_member *m)
+static void capture_orig(struct qos_manager *mgr, struct qos_member *m)
 {
 	m->orig = (struct qos_sched){ .policy = 0 };
 	qos_sys_get_sched(m->tid ? m->tid : m->pid, &m->orig);
+	/* The limit as it was before any of our members bounded it. */
+	const struct qos_member *b = bound_sibling(mgr, m);
+	uint64_t soft;
+	if (b)
+		m->orig_rt_hard = b->old_rt_hard;
+	else if (qos_sys_get_rttime(m->pid, &soft, &m->orig_rt_hard) != 0)
+		m->orig_rt_hard = 0; /* unknown: real time given back as before */
 	if (m->tid)
 		return;
 	struct capture_ctx c = { .m = m };
@@ -235,6 +255,7 @@ static void capture_orig(struct qos_member *m)
 static void copy_orig(struct qos_member *m, const struct qos_member *from)
 {
 	m->orig = from->orig;
+	m->orig_rt_hard = from->orig_rt_hard;
 	if (!from->n_orig_threads)
 		return;
 	size_t bytes = from->n_orig_threads * sizeof(*from->orig_threads);
@@ -980,7 +1001,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		moved = true;
 		qos_member_remove(old, true, false);
 	} else {
-		capture_orig(m);
+		capture_orig(mgr, m);
 	}
 	if (!m->orig_v2[0] && !qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2,
 			sizeof(m->orig_v2), m->orig_cpu, sizeof(m->orig_cpu))) {

@@ -94,6 +94,25 @@ static void reset_thread(pid_t tid, void *data)
  * time-sharing (reset_thread left it SCHED_OTHER at its nice): after the
  * move, since fifo/rr need the real-time bandwidth of home.
  */
+/*
+ * Real time back under an RLIMIT_RTTIME bound the task did not have
+ * (raising it needs CAP_SYS_RESOURCE) would get a thread that runs that
+ * long without sleeping killed: it stays time-sharing, and an event says so.
+ */
+static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s)
+{
+	uint64_t soft, hard;
+	pid_t pid = qos_sys_tgid(tid);
+	if (!qos_sys_sched_is_rt(s) || pid <= 0 || qos_sys_get_rttime(pid, &soft, &hard) != 0 ||
+			hard >= c->origin.rt_hard)
+		return false;
+	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0, "thread %d is given back as "
+		"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
+		"needs CAP_SYS_RESOURCE), and the kernel would kill it once it ran that long "
+		"without sleeping", tid, pid);
+	return true;
+}
+
 static void restore_class(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;
@@ -103,7 +122,7 @@ static void restore_class(pid_t tid, void *data)
 		/* Its own class at the join, real time included. */
 		struct qos_sched s = { .policy = t->policy, .priority = t->priority,
 			.nice = t->nice, .reset_on_fork = t->reset_on_fork };
-		if (s.policy != 0 || s.reset_on_fork)
+		if ((s.policy != 0 || s.reset_on_fork) && !rt_held(c, tid, &s))
 			qos_sys_set_sched(tid, &s);
 		return;
 	}
@@ -117,7 +136,8 @@ static void restore_class(pid_t tid, void *data)
 		return;
 	struct qos_sched s = { .policy = o->policy, .priority = o->priority, .nice = o->nice,
 		.reset_on_fork = o->reset_on_fork };
-	qos_sys_set_sched(tid, &s);
+	if (!rt_held(c, tid, &s))
+		qos_sys_set_sched(tid, &s);
 }
 
 /* Back where the record says, or to the top when there is none or it is gone. */

@@ -150,6 +150,7 @@ void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pi
 struct restore_ctx {
 	const struct qos_member *m;
 	const struct qos_sched *orig;
+	pid_t held; /* a thread given back no real-time class, for the event */
 };
 
 static void restore_one(pid_t tid, void *data)
@@ -157,6 +158,10 @@ static void restore_one(pid_t tid, void *data)
 	struct restore_ctx *c = data;
 	bool known = false;
 	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
+	if (qos_sys_sched_is_rt(s) && known && c->m->rt_held) {
+		c->held = tid;
+		return;
+	}
 	if (qos_sys_sched_is_rt(s) && !known)
 		return; /* time-sharing, where release left it */
 	/* Released to SCHED_OTHER at its nice already. */
@@ -172,6 +177,11 @@ void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_
 		restore_one(m->tid, &c);
 	else
 		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
+	if (c.held)
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0, "real-time threads "
+			"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
+			"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
+			"ran that long without sleeping", m->pid, c.held);
 }
 
 const char *qos_reserve_policy_error(enum qos_policy policy, int err)

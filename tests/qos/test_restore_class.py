@@ -4,6 +4,7 @@ reason): SCHED_BATCH and SCHED_IDLE stay themselves rather than becoming
 SCHED_OTHER, a fifo process gets its priority back, and each thread of a
 process gets its own nice, not the main thread's."""
 import os
+import resource
 import time
 
 import subprocess
@@ -60,8 +61,11 @@ def test_leaving_gives_back_batch_and_idle(helper, procs):
 
 
 def test_leaving_gives_back_fifo_and_its_priority(rt_bandwidth, helper, procs):
-    """... and its nice, which sched_getattr does not report for fifo."""
-    f = sleeper(procs, "nice", "-n", "5", "chrt", "-f", "7")
+    """... and its nice, which sched_getattr does not report for fifo.  Its
+    own RLIMIT_RTTIME (2 s) is under the manager's bound, which leaves it
+    as it was."""
+    f = sleeper(procs, "prlimit", "--rttime=2000000:2000000", "nice", "-n", "5", "chrt", "-f",
+                "7")
     assert policy_of(f.pid) == os.SCHED_FIFO and nice_of(f.pid) == 5
     place(helper, "rt policy=fifo priority=20 period=100ms cpu=50% fallback=other", f.pid)
     assert os.sched_getparam(f.pid).sched_priority == 20
@@ -69,6 +73,29 @@ def test_leaving_gives_back_fifo_and_its_priority(rt_bandwidth, helper, procs):
     assert policy_of(f.pid) == os.SCHED_FIFO
     assert os.sched_getparam(f.pid).sched_priority == 7
     assert nice_of(f.pid) == 5
+
+
+def test_leaving_under_a_bound_that_stays_gives_back_no_real_time(rt_bandwidth, helper, procs):
+    """A fifo process with no RLIMIT_RTTIME of its own joins a fifo reserve,
+    which bounds it (5 s), and leaves.  Raising a hard limit back takes
+    CAP_SYS_RESOURCE (a desktop compositor never has it): where the bound
+    stays, fifo back would get the process killed once it ran 5 s without
+    sleeping, as it never was before (a busy one was, 5 s after leaving).
+    It is given back as time-sharing at its nice, and an event says why;
+    where the limit could be raised back, it gets fifo 7 back."""
+    f = sleeper(procs, "nice", "-n", "5", "chrt", "-f", "7")
+    before = resource.prlimit(f.pid, resource.RLIMIT_RTTIME)
+    place(helper, "rt policy=fifo priority=20 period=100ms cpu=50% fallback=other", f.pid)
+    assert resource.prlimit(f.pid, resource.RLIMIT_RTTIME) != before
+    helper.ok("leave %d" % f.pid)
+    assert nice_of(f.pid) == 5
+    if resource.prlimit(f.pid, resource.RLIMIT_RTTIME) == before:
+        assert policy_of(f.pid) == os.SCHED_FIFO
+        assert os.sched_getparam(f.pid).sched_priority == 7
+        return
+    assert policy_of(f.pid) == os.SCHED_OTHER
+    assert any("given back as time-sharing" in e and "RLIMIT_RTTIME" in e
+               for e in helper.events), helper.events[-3:]
 
 
 def test_each_thread_gets_its_own_nice_back(helper, procs):
@@ -181,11 +208,34 @@ def test_kill9_stranger_lent_a_members_record_gets_only_its_nice(procs):
         _force_cleanup(ROOT)
 
 
+def test_kill9_under_a_bound_that_stays_gives_back_no_real_time(rt_bandwidth, procs):
+    """As on a leave, after a crash: the next instance gives a fifo process
+    whose RLIMIT_RTTIME bound it cannot lift time-sharing, not fifo, and
+    says why."""
+    f = sleeper(procs, "nice", "-n", "5", "chrt", "-f", "7")
+    before = resource.prlimit(f.pid, resource.RLIMIT_RTTIME)
+    crash_after(lambda h: place(
+        h, "rt policy=fifo priority=20 period=100ms cpu=50% fallback=other", f.pid))
+    try:
+        h = Helper()
+        h.close()
+        assert nice_of(f.pid) == 5
+        if resource.prlimit(f.pid, resource.RLIMIT_RTTIME) == before:
+            assert policy_of(f.pid) == os.SCHED_FIFO
+            return
+        assert policy_of(f.pid) == os.SCHED_OTHER
+        assert any("given back as time-sharing" in e for e in h.events), h.events[-3:]
+    finally:
+        _force_cleanup(ROOT)
+
+
 def fifo_process_with_a_time_sharing_thread(procs):
     """A process started at fifo 7 (no reset-on-fork) whose one extra thread
-    was made SCHED_OTHER at nice 4: (process, that thread's tid)."""
-    p = procs(["chrt", "-f", "7", sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
+    was made SCHED_OTHER at nice 4: (process, that thread's tid).  Its own
+    RLIMIT_RTTIME (2 s) is under the manager's bound, so a fifo reserve
+    leaves it as it was, and leaving one may give real time back."""
+    p = procs(["prlimit", "--rttime=2000000:2000000", "chrt", "-f", "7", sys.executable,
+               THREAD_ON_DEMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
     p.stdin.write("go\n")
     p.stdin.flush()
