@@ -216,6 +216,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited);
  * The bound stays until m leaves.
  */
 void qos_member_bound_rttime(struct qos_member *m);
+/* Whether pid can be given an RLIMIT_RTTIME bound, which p's class needs; else err. */
+bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
+	char *err, size_t err_len);
 /* The reserve whose CPU timers carry this cookie, or NULL. */
 struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie);
 /* Runs the police state machine for one reserve now and applies the result. */

@@ -143,15 +143,40 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
 	return NULL;
 }
 
+/*
+ * fifo and rr come only with an RLIMIT_RTTIME bound.  Reading another
+ * user's limits takes what lowering them does (the same user, or
+ * CAP_SYS_RESOURCE), so a read that fails means no bound can be set.
+ */
+bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
+	char *err, size_t err_len)
+{
+	uint64_t soft, hard;
+	if (!mgr->config.rttime_us || (p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
+		return true;
+	int e = qos_sys_get_rttime(pid, &soft, &hard);
+	if (e == 0 || e == -ESRCH)
+		return true; /* gone: the join finds out */
+	snprintf(err, err_len, "cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
+		"needs CAP_SYS_RESOURCE): no %s without the bound", pid, strerror(-e),
+		qos_policy_name(p->policy));
+	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	return false;
+}
+
 void qos_member_bound_rttime(struct qos_member *m)
 {
 	const struct qos_reserve *r = m->reserve;
 	if (m->rttime_bounded || !qos_policy_is_rt(r->params.policy) ||
 			r->params.policy == QOS_POLICY_QOS)
 		return;
-	if (qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
-			&m->old_rt_hard) == 0)
+	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
+		&m->old_rt_hard);
+	if (e == 0)
 		m->rttime_bounded = true;
+	else if (e != -ESRCH)
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+			"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 }
 
 /*
@@ -938,6 +963,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
 		goto err_free;
+	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len)) {
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		goto err_free;
+	}
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
 	if (!qos_guardian_allows(mgr, &r->params, err, err_len)) {

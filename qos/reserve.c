@@ -504,6 +504,16 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 		return false;
 	}
+	bool to_bounded = (p.policy == QOS_POLICY_FIFO || p.policy == QOS_POLICY_RR) &&
+		r->params.policy != QOS_POLICY_FIFO && r->params.policy != QOS_POLICY_RR;
+	for (size_t i = 0; to_bounded && !reverting && i < r->n_members; i++) {
+		if (!qos_member_rttime_boundable(mgr, &p, r->members[i]->pid, why, sizeof(why))) {
+			snprintf(err, err_len, "cannot make '%s' %s: %s", name,
+				qos_policy_name(p.policy), why);
+			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+			return false;
+		}
+	}
 	/* Only what the members do not have already: the guardian's absence
 	 * is no reason to take a class from them. */
 	bool new_rt = qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy);

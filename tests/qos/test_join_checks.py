@@ -4,13 +4,14 @@ is a thread or a task that has exited, and never a thread whose process is
 a member of another reserve as a whole.  Billing needs members, and an
 automatic reserve passes to a member process, or to no one."""
 import os
+import resource
 import subprocess
 import sys
 import time
 
 from test_kernel import (  # noqa: F401  (fixtures)
     _wait_for, assert_no_test_cgroup_left, helper, place, policy_of, procs, pytestmark,
-    running_helper, thread_owner)
+    rt_bandwidth, running_helper, thread_owner)
 
 assert pytestmark
 
@@ -183,6 +184,37 @@ def test_owner_joining_as_a_whole_keeps_its_automatic_reserve(helper, procs):
     assert "members=1" in info and "owner=%d auto=1" % p.pid in info, info
     assert not helper.cmd("info auto-%d-orphan" % p.pid).startswith("ok")
     assert nice_of(p.pid) == nice_of(tid) == 6
+
+
+def test_no_fifo_or_rr_for_a_process_whose_rttime_cannot_be_bounded(rt_bandwidth, helper,
+                                                                    procs):
+    """fifo and rr come only with an RLIMIT_RTTIME bound.  Lowering another
+    user's limit takes CAP_SYS_RESOURCE (this machine's root lacks it, as
+    does a desktop compositor): a process of user nobody became fifo with no
+    bound and no word.  Now the join, or a change of its reserve to rr, is
+    refused naming the limit, and the process keeps its class; where the
+    manager may bound it, it gets the bound."""
+    p = procs(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
+    _wait_for(helper, lambda: os.readlink("/proc/%d/exe" % p.pid).endswith("sleep"), 5,
+              "setpriv never ran sleep")
+    try:
+        resource.prlimit(p.pid, resource.RLIMIT_RTTIME)
+        may_bound = True
+    except PermissionError:
+        may_bound = False
+    helper.ok("reserve f policy=fifo priority=10 period=100ms cpu=20% fallback=other")
+    helper.ok("reserve o policy=other nice=2")
+    if may_bound:
+        helper.ok("join f %d" % p.pid)
+        assert resource.prlimit(p.pid, resource.RLIMIT_RTTIME)[1] <= 5000000
+        return
+    reply = err(helper, "join f %d" % p.pid)
+    assert "RLIMIT_RTTIME" in reply and "[forbidden]" in reply, reply
+    assert policy_of(p.pid) == os.SCHED_OTHER
+    helper.ok("join o %d" % p.pid)
+    reply = err(helper, "reserve o policy=rr priority=5 period=100ms cpu=20% fallback=other")
+    assert "RLIMIT_RTTIME" in reply, reply
+    assert policy_of(p.pid) == os.SCHED_OTHER and "policy=other" in helper.ok("info o")
 
 
 def test_qos_parameters_the_deadline_class_cannot_take(procs):
