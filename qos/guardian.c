@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,12 +204,30 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr)
 }
 
 /* Blocks until the manager is gone, keeping the records it sends meanwhile. */
-static void wait_for_manager(int fd, struct tracked *tr)
+/*
+ * Also through a pidfd of the manager's process: a child it forked without
+ * exec holds the socket's other end too, and the end would not close with
+ * the manager (members stayed frozen until that child exited).  The pidfd
+ * is opened after the fork, so it names the manager only if it is still
+ * our parent; if it is not, it is gone already.
+ */
+static void wait_for_manager(int fd, pid_t manager, struct tracked *tr)
 {
+	int mfd = qos_sys_pidfd_open(manager, false);
+	if (mfd < 0 || getppid() != manager)
+		return;
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = mfd, .events = POLLIN } };
 	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (pfd[1].revents)
+			return; /* the manager's process has exited */
 		struct guardian_record rec;
-		ssize_t got = recv(fd, &rec, sizeof(rec), 0);
-		if (got < 0 && errno == EINTR)
+		ssize_t got = recv(fd, &rec, sizeof(rec), MSG_DONTWAIT);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (got != (ssize_t)sizeof(rec))
 			return; /* 0: the manager's end closed; anything else counts as that */
@@ -262,6 +281,7 @@ bool qos_guardian_start(struct qos_manager *mgr)
 	/* Records keep their boundaries, and the end is seen as with a pipe. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
 		return false;
+	pid_t manager = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		goto err_close;
@@ -278,7 +298,7 @@ bool qos_guardian_start(struct qos_manager *mgr)
 		prctl(PR_SET_NAME, "qos-guardian", 0, 0, 0);
 		struct tracked tr = { .n = 0 };
 		track_inherited(mgr, &tr);
-		wait_for_manager(p[0], &tr);
+		wait_for_manager(p[0], manager, &tr);
 		/* Demoted while still frozen: none runs real-time once thawed. */
 		for_each_group(mgr->cg.v2_root, demote_v2);
 		if (mgr->cg.layout == QOS_CG_HYBRID)
@@ -335,6 +355,9 @@ void qos_guardian_stop(struct qos_manager *mgr)
 	if (mgr->guardian_fd < 0)
 		return;
 	pid_t pid = mgr->guardian_pid;
+	/* On the socket, not this descriptor: a child forked without exec may
+	 * hold the end too, and the guardian would wait for it for ever. */
+	shutdown(mgr->guardian_fd, SHUT_RDWR);
 	drop(mgr);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;

@@ -9,6 +9,8 @@
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
  *   feed                        canary heartbeat (--external-canary)
+ *   hold SECONDS                a child that keeps our descriptors (no exec), as
+ *                               an embedder's child may: prints its pid
  *   stats                       event counts and watchdog state
  *
  * Replies are "ok ...", or "err MESSAGE", with " [capacity|forbidden|error]"
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qos/cgroup.h"
 #include "qos/qos.h"
@@ -149,6 +152,20 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 			? ri.group : name;
 		printf("ok v2=%s/%s cpu=%s/%s layout=%s\n", mi.v2_root, group, mi.cpu_root, group,
 			mi.layout);
+		fflush(stdout);
+		return;
+	} else if (sscanf(line, "hold %d", &pid) == 1) {
+		fflush(stdout);
+		pid_t child = fork();
+		if (child == 0) {
+			sleep((unsigned)pid);
+			_exit(0);
+		}
+		if (child < 0) {
+			snprintf(err, sizeof(err), "fork: %s", strerror(errno));
+			goto fail;
+		}
+		printf("ok %d\n", (int)child);
 		fflush(stdout);
 		return;
 	} else if (strcmp(line, "feed") == 0) {

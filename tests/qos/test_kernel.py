@@ -1509,6 +1509,40 @@ def test_kill9_manager_next_instance_thaws(procs):
         _force_cleanup(ROOT)
 
 
+def test_guardian_sees_the_manager_die_though_a_child_holds_its_socket(procs):
+    """A child the manager's process forked without exec (an embedder's
+    helper) holds the guardian's socket end too: killed (-9), the manager
+    left its paused member frozen until that child exited, since the end
+    never closed.  The guardian also watches the manager's process (a
+    pidfd), so it thaws at once.  And a clean exit, with such a child
+    alive, no longer waits for the guardian for ever: the socket is shut
+    down, not just closed here."""
+    p = busy(procs, 1)
+    h = Helper(guardian=True)
+    holder = None
+    try:
+        place(h, "stop policy=pause", p.pid)
+        v2, _ = h.path("stop")
+        wait_frozen(v2, True, "cgroup.events never said frozen")
+        holder = int(h.ok("hold 30").split()[1])
+        _kill9(h)
+        wait_frozen(v2, False, "the guardian did not thaw while a child held its socket",
+                    timeout=3)
+        Helper().close()  # the next instance reconciles the leftover group
+        h = Helper(guardian=True)
+        os.kill(holder, signal.SIGKILL)
+        holder = int(h.ok("hold 30").split()[1])
+        h.proc.stdin.write("quit\n")
+        h.proc.stdin.flush()
+        h.proc.wait(timeout=5)
+    finally:
+        h.close()
+        if holder:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(holder, signal.SIGKILL)
+        _force_cleanup(ROOT)
+
+
 def test_guardian_holds_no_inherited_descriptor(procs):
     """The guardian closes every descriptor it inherits, however high (a
     compositor raises RLIMIT_NOFILE): a client socket held there would
