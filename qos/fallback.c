@@ -627,6 +627,8 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 {
+	if (!name || qos_refuse_reentry(mgr, NULL, 0))
+		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	/* Without members no period runs: the first join starts the books afresh. */
 	if (!r || r->n_members == 0)
@@ -642,6 +644,8 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0))
+		return false;
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
 	if (!m) {
 		for (struct qos_reserve *r = mgr->reserves; r && !m; r = r->next) {

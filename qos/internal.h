@@ -156,6 +156,7 @@ struct qos_manager {
 	int canary_stop_fd;     /* eventfd that ends our canary thread */
 	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
+	unsigned emitting; /* depth of event callbacks running (qos_emit) */
 	struct qos_watchdog watchdog;
 	uint64_t watchdog_run_delay_us; /* the loop thread's run delay at the last check */
 	struct qos_thread_cache threads;
@@ -216,6 +217,12 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited);
  * The bound stays until m leaves.
  */
 void qos_member_bound_rttime(struct qos_member *m);
+/*
+ * True (err filled, when given) while the event callback runs: public calls
+ * that change reserves or members refuse then (qos.h), since the call the
+ * event came from is in the middle of walking them.
+ */
+bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len);
 /* Whether pid can be given an RLIMIT_RTTIME bound, which p's class needs; else err. */
 bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
 	char *err, size_t err_len);

@@ -49,7 +49,20 @@ void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *res
 		.used_us = used_us,
 		.message = fmt ? msg : NULL,
 	};
+	mgr->emitting++;
 	mgr->config.event(mgr->config.event_data, &ev);
+	mgr->emitting--;
+}
+
+bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len)
+{
+	if (!mgr->emitting)
+		return false;
+	if (err && err_len)
+		snprintf(err, err_len, "called from the QoS event callback, which may only query: "
+			"defer the change to the event loop");
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	return true;
 }
 
 void qos_manager_rearm(struct qos_manager *mgr)
@@ -186,6 +199,11 @@ void qos_manager_destroy(struct qos_manager *mgr)
 {
 	if (!mgr)
 		return;
+	if (mgr->emitting) {
+		/* The calls the callback came from would go on with freed state. */
+		fprintf(stderr, "qos_manager_destroy called from the QoS event callback\n");
+		abort();
+	}
 	while (mgr->reserves) {
 		struct qos_reserve *r = mgr->reserves;
 		r->is_auto = false; /* freed below, not by the last leave */
@@ -249,6 +267,10 @@ static void run_timers(struct qos_manager *mgr)
 
 int qos_manager_dispatch(struct qos_manager *mgr)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0)) {
+		errno = EDEADLK;
+		return -1;
+	}
 	struct epoll_event evs[32];
 	int n = epoll_wait(mgr->epoll_fd, evs, 32, 0);
 	if (n < 0)
@@ -355,6 +377,8 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0))
+		return false;
 	if (rules == mgr->rules)
 		return true;
 	if (mgr->rules && rules)
@@ -387,6 +411,8 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 	bool *applied, char *err, size_t err_len)
 {
 	*applied = false;
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	if (!mgr->rules)
 		return true;

@@ -901,6 +901,8 @@ static void member_changed(struct qos_reserve *r)
 
 void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0))
+		return; /* the next housekeeping pass finds the child */
 	struct qos_member *m = qos_find_member(mgr, parent, 0);
 	if (!m || parent == child || qos_find_member(mgr, child, 0))
 		return;
@@ -909,6 +911,8 @@ void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
 
 void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0))
+		return; /* the next housekeeping pass finds the thread */
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
 	if (!m || pid == tid)
 		return;
@@ -927,7 +931,13 @@ static void release_if_unused(struct qos_reserve *r)
 bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
 	char *err, size_t err_len)
 {
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	if (!name) {
+		snprintf(err, err_len, "no reserve name");
+		return false;
+	}
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r && mgr->rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
@@ -1182,6 +1192,8 @@ err_free:
 
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
 {
+	if (qos_refuse_reentry(mgr, NULL, 0))
+		return false;
 	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
 	if (!m)
 		return false;
@@ -1193,9 +1205,15 @@ bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
 	char *err, size_t err_len)
 {
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
 	char name[QOS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	if (!params) {
+		snprintf(err, err_len, "no parameters");
+		return false;
+	}
 	struct qos_params p = *params;
 	if (!qos_params_normalize(&p, err, err_len))
 		return false;

@@ -58,10 +58,12 @@ struct qos_event {
 /*
  * Called from inside the manager's calls (dispatch, join, set, ...), in the
  * middle of walking its reserves and members: it may query (reserve_info,
- * reserve_of, get_info, ...) but must not change reserves or members (join,
- * leave, set_class, qos_reserve_set/delete, set_rules, bill).  Defer such
- * work, e.g. to an idle callback of the event loop.  The strings live until
- * it returns.
+ * reserve_of, get_info, ...) but not change reserves or members.  From it,
+ * join, leave, set_class, qos_reserve_set/delete, set_rules, apply_rules
+ * and bill refuse (false, with err saying so), forked and thread_started do
+ * nothing (the next pass finds the task), dispatch returns -1 (EDEADLK),
+ * and destroy aborts.  Defer such work, e.g. to an idle callback of the
+ * event loop.  The strings live until it returns.
  */
 typedef void (*qos_event_fn)(void *data, const struct qos_event *event);
 
@@ -269,7 +271,11 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 /* Fills up to max members; returns the total count, or -1 if no such reserve. */
 ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
 	struct qos_member_info *out, size_t max);
-/* The reserve pid (tid 0) or the thread is in, or NULL. */
+/*
+ * The reserve pid (tid 0) or the thread is in, or NULL.  The name is the
+ * manager's: good until the next call that changes reserves or members
+ * (a leave can free it, an owner's exit rename it); copy it to keep it.
+ */
 const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid);
 
 #endif

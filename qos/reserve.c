@@ -645,7 +645,13 @@ static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
 	bool create, bool modify, char *err, size_t err_len)
 {
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	if (!name || !params) {
+		snprintf(err, err_len, "no reserve %s", name ? "parameters" : "name");
+		return false;
+	}
 	if (!qos_name_valid(name, err, err_len))
 		return false;
 	struct qos_params p = *params;
@@ -679,6 +685,12 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len)
 {
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
+	if (!name) {
+		snprintf(err, err_len, "no reserve name");
+		return false;
+	}
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r) {
 		snprintf(err, err_len, "no reserve named '%s'", name);
