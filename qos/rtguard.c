@@ -75,6 +75,7 @@ struct qos_rt_carry {
 struct pass_ctx {
 	struct qos_reserve *r;
 	pid_t pid;
+	uint64_t bound_us; /* the member's: ours, or a tighter one of its own */
 	uint64_t threshold_ns;
 };
 
@@ -102,11 +103,27 @@ static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid)
  * Stop short of the bound by one and a half passes: a thread runs at most
  * one pass's worth between two of them, and a pass may come late.
  */
+static uint64_t threshold_of(uint64_t bound_us)
+{
+	uint64_t margin = QOS_HOUSEKEEPING_US + QOS_HOUSEKEEPING_US / 2;
+	return (bound_us > 2 * margin ? bound_us - margin : bound_us / 2) * 1000u;
+}
+
 static uint64_t threshold_ns(const struct qos_manager *mgr)
 {
-	uint64_t bound = mgr->config.rttime_us;
-	uint64_t margin = QOS_HOUSEKEEPING_US + QOS_HOUSEKEEPING_US / 2;
-	return (bound > 2 * margin ? bound - margin : bound / 2) * 1000u;
+	return threshold_of(mgr->config.rttime_us);
+}
+
+/*
+ * A process may have had a tighter limit of its own before we bounded it
+ * (rtkit's clients do): the kernel kills at that one, so it is the bound.
+ */
+static uint64_t process_bound_us(const struct qos_manager *mgr, pid_t pid)
+{
+	uint64_t soft, hard;
+	if (qos_sys_get_rttime(pid, &soft, &hard) == 0 && hard < mgr->config.rttime_us)
+		return hard;
+	return mgr->config.rttime_us;
 }
 
 static void open_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run)
@@ -323,7 +340,7 @@ static void check_thread(pid_t tid, void *data)
 				"cannot move thread %d, real-time for %.1f s without sleeping, to "
 				"other: %s (RLIMIT_RTTIME kills it at %.1f s)", tid,
 				(double)e->rt_ns / 1e9, strerror(-err),
-				(double)c->r->mgr->config.rttime_us / 1e6);
+				(double)c->bound_us / 1e6);
 		} else {
 			e->demoted = true;
 			is_rt = false;
@@ -331,7 +348,7 @@ static void check_thread(pid_t tid, void *data)
 				e->rt_ns / 1000u, "thread %d ran %.1f s as %s without sleeping: other "
 				"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)", tid,
 				(double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
-				(double)c->r->mgr->config.rttime_us / 1e6);
+				(double)c->bound_us / 1e6);
 		}
 	}
 	if (is_rt)
@@ -384,10 +401,12 @@ void qos_rtguard_pass(struct qos_reserve *r)
 	struct qos_rtguard *g = r->rtg;
 	for (size_t i = 0; i < g->n; i++)
 		g->t[i].seen = false;
-	struct pass_ctx c = { .r = r, .threshold_ns = threshold_ns(mgr) };
+	struct pass_ctx c = { .r = r };
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		c.pid = m->pid;
+		c.bound_us = process_bound_us(mgr, m->pid);
+		c.threshold_ns = threshold_of(c.bound_us);
 		qos_member_for_each_thread(mgr, m, check_thread, &c);
 	}
 	size_t kept = 0;

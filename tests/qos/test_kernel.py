@@ -1069,6 +1069,32 @@ def test_fifo_thread_moved_out_is_real_time_again_once_it_sleeps(rt_bandwidth, p
         assert len(rt_events(h, "demoted")) == 1, h.events[-5:]
 
 
+def test_fifo_thread_under_a_tighter_limit_of_its_own_is_moved_out_in_time(rt_bandwidth, procs):
+    """A process with an RLIMIT_RTTIME of its own (4 s) under the manager's
+    bound (5 s): the kernel kills at 4 s, so the guard moves a busy thread
+    out 1.5 passes before that (it went by the 5 s bound, at 3.5 s or more,
+    and the thread was killed in about half the runs).  A limit too short
+    for the guard (200 ms, as rtkit's clients set) is said at the join."""
+    with running_helper() as h:
+        p = procs(["prlimit", "--rttime=4000000:4000000", sys.executable, "-c", PULSE, "30"])
+        os.sched_setaffinity(p.pid, {1})
+        _wait_for(h, lambda: not os.readlink("/proc/%d/exe" % p.pid).endswith("prlimit"),
+                  5, "prlimit never ran python")
+        place(h, "f policy=fifo priority=10", p.pid)
+        _wait_for(h, lambda: rt_events(h, "demoted"), 5, "never moved out")
+        (ev,) = rt_events(h, "demoted")
+        used = int(ev.split("used=")[1].split()[0])
+        assert used < 3500000, ev
+        time.sleep(1.5)
+        assert p.poll() is None, "killed (status %s)" % p.returncode
+        assert policy_of(p.pid) == os.SCHED_OTHER
+        q = procs(["prlimit", "--rttime=200000:200000", "sleep", "30"])
+        _wait_for(h, lambda: os.readlink("/proc/%d/exe" % q.pid).endswith("sleep"), 5,
+                  "prlimit never ran sleep")
+        h.ok("join f %d" % q.pid)
+        assert any("RLIMIT_RTTIME of its own of 0.20 s" in e for e in h.events), h.events[-3:]
+
+
 SPIN_NAP_SPIN = r"""
 import time
 def spin(s):
