@@ -223,6 +223,16 @@ void qos_member_bound_rttime(struct qos_member *m);
  * event came from is in the middle of walking them.
  */
 bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len);
+/*
+ * The populated fifo/rr reserves other than except, with their limits, as
+ * text ("'a' (90%), 'b' (20%)"); returns its length.  Their groups hold our
+ * root's real-time share, which a new group's runtime must fit beside.
+ */
+size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except,
+	char *out, size_t len);
+/* Why r's group got no real-time bandwidth (gerr), for the user. */
+void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
+	char *out, size_t len);
 /* Whether pid can be given an RLIMIT_RTTIME bound, which p's class needs; else err. */
 bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
 	char *err, size_t err_len);

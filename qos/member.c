@@ -1012,10 +1012,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		if (r->params.policy == QOS_POLICY_PAUSE)
 			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be "
 				"frozen: %s", r->name, strerror(-gerr));
-		else
+		else {
+			char why[384];
+			qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
 			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
 				"real-time bandwidth: %s", r->name, qos_policy_name(r->params.policy),
-				strerror(-gerr));
+				why);
+		}
 		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		goto err_admit;

@@ -66,6 +66,40 @@ bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, siz
 	return false;
 }
 
+size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except,
+	char *out, size_t len)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (struct qos_reserve *r = mgr->reserves; r && n < len; r = r->next) {
+		const struct qos_params *p = &r->params;
+		if (r == except || !r->n_members || !r->has_group || !p->period_us ||
+				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
+			continue;
+		int w = snprintf(out + n, len - n, "%s'%s' (%llu%%)", n ? ", " : "", r->name,
+			(unsigned long long)(p->slice_us * 100 / p->period_us));
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	return n;
+}
+
+/* Why a group got no real-time bandwidth: the other real-time reserves hold it. */
+void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
+	char *out, size_t len)
+{
+	char holders[256];
+	if (gerr == -EINVAL && qos_reserve_rt_holders(mgr, r, holders, sizeof(holders)))
+		snprintf(out, len, "the real-time share of the manager's root is held by %s, "
+			"beside which a %s limit of %llu%% does not fit: give one a smaller limit "
+			"(cpu=)", holders, qos_policy_name(r->params.policy),
+			(unsigned long long)(r->params.period_us ?
+			r->params.slice_us * 100 / r->params.period_us : 0));
+	else
+		snprintf(out, len, "%s", strerror(-gerr));
+}
+
 bool qos_reserve_may_freeze(const struct qos_params *p)
 {
 	return p->policy == QOS_POLICY_PAUSE ||
@@ -589,10 +623,16 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 		qos_reserve_apply_group(r);
 	bool pausing = p.policy == QOS_POLICY_PAUSE;
 	if ((gerr || perr) && (qos_policy_is_rt(p.policy) || pausing) && !reverting) {
-		if (gerr)
+		if (gerr) {
+			char reason[384];
+			if (pausing)
+				snprintf(reason, sizeof(reason), "%s", strerror(-gerr));
+			else
+				qos_reserve_rt_refusal(mgr, r, gerr, reason, sizeof(reason));
 			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot %s: %s; "
 				"it keeps its parameters", name, pausing ? "be frozen" :
-				"get that real-time bandwidth", strerror(-gerr));
+				"get that real-time bandwidth", reason);
+		}
 		else
 			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
 				name, qos_reserve_policy_error(p.policy, perr));

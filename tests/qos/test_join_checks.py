@@ -217,6 +217,22 @@ def test_no_fifo_or_rr_for_a_process_whose_rttime_cannot_be_bounded(rt_bandwidth
     assert policy_of(p.pid) == os.SCHED_OTHER and "policy=other" in helper.ok("info o")
 
 
+def test_real_time_group_that_does_not_fit_says_who_holds_the_share(rt_bandwidth, helper,
+                                                                    procs):
+    """fifo and rr are not admission-controlled, but on the hybrid layout
+    each reserve's group takes its limit of our root's real-time share
+    (90%), and the kernel refuses what does not fit (EINVAL): a second
+    reserve at the default safety limit (90%) is refused, saying which
+    reserves hold the share, not only "Invalid argument"."""
+    a, b = procs(["sleep", "30"]), procs(["sleep", "30"])
+    helper.ok("class %d policy=fifo priority=10" % a.pid)
+    if "rt_group=1" not in helper.ready:
+        return  # no group bandwidth (cgroup v2): nothing to share out
+    reply = err(helper, "class %d policy=fifo priority=10" % b.pid)
+    assert "held by 'auto-%d' (90%%)" % a.pid in reply and "[capacity]" in reply, reply
+    assert policy_of(b.pid) == os.SCHED_OTHER
+
+
 def test_qos_parameters_the_deadline_class_cannot_take(procs):
     """A qos period past the kernel's deadline bound is refused when the
     reserve is defined, naming the bound; a slice over the period split over
