@@ -153,6 +153,12 @@ static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake)
 	return true;
 }
 
+/* A tid kept from an earlier pass may name another thread by now: read only the member's. */
+static bool read_kept(const struct rt_thread *e, uint64_t *sleeps, uint64_t *run, bool *awake)
+{
+	return qos_sys_thread_in_process(e->pid, e->tid) && read_thread(e->tid, sleeps, run, awake);
+}
+
 static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 {
 	const struct qos_params *p = &r->params;
@@ -174,7 +180,7 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 {
 	uint64_t sleeps, run;
 	bool awake;
-	if (!qos_sys_thread_in_process(e->pid, e->tid) || !read_thread(e->tid, &sleeps, &run, &awake))
+	if (!read_kept(e, &sleeps, &run, &awake))
 		return;
 	close_stretch(e, sleeps, run, awake);
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
@@ -379,8 +385,7 @@ void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us)
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
 		bool awake;
-		if (!e->demoted || !e->sleeps_again || !qos_sys_thread_in_process(e->pid, e->tid) ||
-				!read_thread(e->tid, &sleeps, &run, &awake))
+		if (!e->demoted || !e->sleeps_again || !read_kept(e, &sleeps, &run, &awake))
 			continue;
 		resume_asleep(r, e, sleeps, run);
 	}
@@ -429,9 +434,7 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
 		bool awake;
-		/* A tid kept from the last pass may name another thread by now. */
-		if (e->demoted || !qos_sys_thread_in_process(e->pid, e->tid) ||
-				!read_thread(e->tid, &sleeps, &run, &awake))
+		if (e->demoted || !read_kept(e, &sleeps, &run, &awake))
 			continue;
 		if (to_rt)
 			open_stretch(e, sleeps, run);

@@ -9,8 +9,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "qos/qos.h"
+#include "qos/rules.h"
 
 static inline void fake_tree_touch(const char *dir, const char *file, const char *text)
 {
@@ -49,6 +52,53 @@ static inline int fake_tree_remove_entry(const char *path, const struct stat *sb
 static inline void fake_tree_remove(const char *base)
 {
 	nftw(base, fake_tree_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A manager's config over the fake tree at base: control files faked, no guardian. */
+static inline void fake_tree_config(struct qos_manager_config *cfg, const char *base,
+	const char *root_name)
+{
+	qos_manager_config_init(cfg);
+	cfg->cgroup_base = base;
+	cfg->root_name = root_name;
+	cfg->fake_files = true;
+	cfg->guardian = false;
+}
+
+/* The events of one type a manager sent (its config's event_data). */
+struct fake_tree_events {
+	enum qos_event_type type;
+	int count;
+	char last[512]; /* "reserve: message" of the last one */
+};
+
+static inline void fake_tree_count_event(void *data, const struct qos_event *ev)
+{
+	struct fake_tree_events *e = data;
+	if (ev->type != e->type || !ev->message)
+		return;
+	e->count++;
+	snprintf(e->last, sizeof(e->last), "%s: %s", ev->reserve ? ev->reserve : "",
+		ev->message);
+}
+
+/* A child that sleeps until killed, to be a member. */
+static inline pid_t fake_tree_sleeper(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Rules parsed from text, which must be valid. */
+static inline struct qos_rules *fake_tree_rules(const char *text)
+{
+	struct qos_rules *r = qos_rules_create();
+	CHECK(r && qos_rules_parse_string(r, "t", text, NULL, NULL) == 0);
+	return r;
 }
 
 #endif

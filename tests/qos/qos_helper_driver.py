@@ -122,6 +122,19 @@ def groups_below(root):
     return sorted(out)
 
 
+def rmdir_when_empty(group, tries):
+    """Removes a cgroup directory, waiting up to `tries` times 50 ms for the
+    tasks in it to finish exiting."""
+    for _ in range(tries):
+        try:
+            os.rmdir(group)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 def force_cleanup(root):
     """Last resort: thaw, kill and remove whatever is left below the cgroup
     root `root` (in every hierarchy), innermost groups first, giving back
@@ -144,11 +157,4 @@ def force_cleanup(root):
                                 pass
                 except OSError:
                     pass
-            for _ in range(50):
-                try:
-                    os.rmdir(group)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            rmdir_when_empty(group, 50)

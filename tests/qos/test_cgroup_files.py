@@ -38,6 +38,14 @@ def read(path):
         return f.read().strip()
 
 
+def wait_other(tid, timeout=5):
+    """Waits for the thread to be SCHED_OTHER again (the guardian demotes)."""
+    give_up = time.monotonic() + timeout
+    while policy_of(tid) != os.SCHED_OTHER:
+        assert time.monotonic() < give_up, "thread %d is still real-time" % tid
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def child():
     p = subprocess.Popen(["sleep", "60"])
@@ -185,10 +193,7 @@ def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
         os.sched_setscheduler(gone, os.SCHED_RR, os.sched_param(3))
         os.kill(h.proc.pid, signal.SIGKILL)
         h.proc.wait()
-        give_up = time.monotonic() + 5
-        while policy_of(tid) != os.SCHED_OTHER:
-            assert time.monotonic() < give_up, "thread %d is still fifo" % tid
-            time.sleep(0.02)
+        wait_other(tid)
         assert policy_of(gone) == os.SCHED_RR and policy_of(other) == os.SCHED_OTHER
         assert owner.poll() is None
     finally:
@@ -213,10 +218,7 @@ def test_cgroup2_thread_member_is_known_to_a_replaced_guardian(tmp_path, procs):
         kill_guardian(h)
         os.kill(h.proc.pid, signal.SIGKILL)
         h.proc.wait()
-        give_up = time.monotonic() + 5
-        while policy_of(tid) != os.SCHED_OTHER:
-            assert time.monotonic() < give_up, "thread %d is still fifo" % tid
-            time.sleep(0.02)
+        wait_other(tid)
         assert owner.poll() is None
     finally:
         h.close()

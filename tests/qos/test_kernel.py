@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qos_helper_driver import CG, QosHelper  # noqa: E402
 from qos_helper_driver import force_cleanup as _force_cleanup  # noqa: E402
-from qos_helper_driver import groups_below  # noqa: E402
+from qos_helper_driver import groups_below, rmdir_when_empty  # noqa: E402
 
 BUILD = os.environ.get("QOSWAY_BUILD_DIR", "build")
 HELPER = os.path.join(BUILD, "tests", "qos", "qos-helper")
@@ -1777,14 +1777,7 @@ def test_no_guardian_refuses_real_time_and_pauses_until_one_runs(procs):
     finally:
         h.close()
         _force_cleanup(ROOT)
-        for _ in range(100):
-            try:
-                os.rmdir(group)
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)  # the helper and its guardian are still exiting
+        rmdir_when_empty(group, 100)  # the helper and its guardian may still be exiting
         assert not os.path.exists(group), "test cgroup %s left behind" % group
 
 

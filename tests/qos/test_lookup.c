@@ -21,11 +21,7 @@ int main(void)
 		return 1;
 
 	struct qos_manager_config cfg;
-	qos_manager_config_init(&cfg);
-	cfg.cgroup_base = base;
-	cfg.root_name = "qosway-lookup";
-	cfg.fake_files = true;
-	cfg.guardian = false;
+	fake_tree_config(&cfg, base, "qosway-lookup");
 	char err[256];
 	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
 	CHECK(mgr != NULL);

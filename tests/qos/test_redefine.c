@@ -15,18 +15,6 @@
 #include "qos/qos.h"
 #include "qos/rules.h"
 
-static int errors_seen;
-static char last_error[512];
-
-static void on_event(void *data, const struct qos_event *ev)
-{
-	(void)data;
-	if (ev->type == QOS_EVENT_ERROR && ev->message) {
-		errors_seen++;
-		snprintf(last_error, sizeof(last_error), "%s: %s", ev->reserve, ev->message);
-	}
-}
-
 /* Refuses anything that pauses members, as the compositor does for its session. */
 static bool no_pausing(void *data, const char *reserve, const struct qos_params *p, char *err,
 	size_t err_len)
@@ -38,23 +26,6 @@ static bool no_pausing(void *data, const char *reserve, const struct qos_params 
 	return false;
 }
 
-static struct qos_rules *rules_of(const char *text)
-{
-	struct qos_rules *r = qos_rules_create();
-	CHECK(r && qos_rules_parse_string(r, "t", text, NULL, NULL) == 0);
-	return r;
-}
-
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 static int nice_of(struct qos_manager *mgr, const char *name)
 {
 	struct qos_reserve_info info;
@@ -63,26 +34,24 @@ static int nice_of(struct qos_manager *mgr, const char *name)
 
 int main(void)
 {
+	struct fake_tree_events errors = { .type = QOS_EVENT_ERROR };
 	char base[] = "/tmp/qos-redefine-XXXXXX";
 	if (!fake_tree_create(base))
 		return 1;
 	struct qos_manager_config cfg;
-	qos_manager_config_init(&cfg);
-	cfg.cgroup_base = base;
-	cfg.root_name = "qosway-redefine";
-	cfg.fake_files = true;
-	cfg.guardian = false;
-	cfg.event = on_event;
+	fake_tree_config(&cfg, base, "qosway-redefine");
+	cfg.event = fake_tree_count_event;
+	cfg.event_data = &errors;
 	cfg.may_redefine = no_pausing;
 	char err[256];
-	pid_t a = sleeper(), b = sleeper();
+	pid_t a = fake_tree_sleeper(), b = fake_tree_sleeper();
 	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
 	CHECK(mgr != NULL);
 	if (!mgr) {
 		fprintf(stderr, "%s\n", err);
 		goto out;
 	}
-	CHECK(qos_manager_set_rules(mgr, rules_of("reserve bg policy=other nice=3\n"
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules("reserve bg policy=other nice=3\n"
 		"reserve kept policy=other nice=2\nreserve held policy=other nice=1\n")));
 	CHECK(qos_manager_join(mgr, "bg", a, 0, err, sizeof(err)));
 	CHECK(qos_manager_join(mgr, "held", b, 0, err, sizeof(err)));
@@ -93,7 +62,7 @@ int main(void)
 	CHECK(qos_reserve_set(mgr, "kept", &p, true, false, err, sizeof(err)));
 	CHECK(nice_of(mgr, "bg") == 3 && nice_of(mgr, "kept") == 5 && nice_of(mgr, "held") == 1);
 
-	CHECK(qos_manager_set_rules(mgr, rules_of("reserve bg policy=other nice=8\n"
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules("reserve bg policy=other nice=8\n"
 		"reserve kept policy=other nice=9\nreserve held policy=pause\n")));
 	/* as qosrc made it: the edit; changed at run time: kept */
 	CHECK(nice_of(mgr, "bg") == 8);
@@ -103,9 +72,9 @@ int main(void)
 	struct qos_reserve_info info;
 	CHECK(qos_manager_reserve_info(mgr, "held", &info) &&
 		info.params.policy == QOS_POLICY_OTHER && info.params.nice == 1);
-	CHECK(errors_seen == 1 && strstr(last_error, "must not be paused") != NULL);
-	if (errors_seen != 1)
-		fprintf(stderr, "%d errors, last: %s\n", errors_seen, last_error);
+	CHECK(errors.count == 1 && strstr(errors.last, "must not be paused") != NULL);
+	if (errors.count != 1)
+		fprintf(stderr, "%d errors, last: %s\n", errors.count, errors.last);
 	qos_manager_destroy(mgr);
 out:
 	kill(a, SIGKILL);

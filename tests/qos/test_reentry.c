@@ -56,16 +56,6 @@ static void try_changes(void *data, const struct qos_event *ev)
 		s->queried++;
 }
 
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 int main(void)
 {
 	char base[] = "/tmp/qos-reentry-XXXXXX";
@@ -73,16 +63,12 @@ int main(void)
 		return 1;
 	struct seen s = { 0 };
 	struct qos_manager_config cfg;
-	qos_manager_config_init(&cfg);
-	cfg.cgroup_base = base;
-	cfg.root_name = "qosway-reentry";
-	cfg.fake_files = true;
-	cfg.guardian = false;
+	fake_tree_config(&cfg, base, "qosway-reentry");
 	cfg.event = try_changes;
 	cfg.event_data = &s;
 	char err[256];
-	pid_t a = sleeper();
-	s.other = sleeper();
+	pid_t a = fake_tree_sleeper();
+	s.other = fake_tree_sleeper();
 	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
 	CHECK(mgr != NULL);
 	if (!mgr) {

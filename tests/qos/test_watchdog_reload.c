@@ -23,35 +23,6 @@
 #include "qos/qos.h"
 #include "qos/rules.h"
 
-static int watchdog_events;
-static char last_watchdog[512];
-
-static void on_event(void *data, const struct qos_event *ev)
-{
-	(void)data;
-	if (ev->type == QOS_EVENT_WATCHDOG && ev->message) {
-		watchdog_events++;
-		snprintf(last_watchdog, sizeof(last_watchdog), "%s: %s", ev->reserve, ev->message);
-	}
-}
-
-static struct qos_rules *rules_of(const char *text)
-{
-	struct qos_rules *r = qos_rules_create();
-	CHECK(r && qos_rules_parse_string(r, "t", text, NULL, NULL) == 0);
-	return r;
-}
-
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec t;
@@ -109,6 +80,7 @@ static bool rt_allowed(void)
 
 int main(void)
 {
+	struct fake_tree_events wd = { .type = QOS_EVENT_WATCHDOG };
 	if (!rt_allowed()) {
 		printf("test_watchdog_reload: skipped: SCHED_FIFO needs root or RLIMIT_RTPRIO\n");
 		return 0;
@@ -117,17 +89,14 @@ int main(void)
 	if (!fake_tree_create(base))
 		return 1;
 	struct qos_manager_config cfg;
-	qos_manager_config_init(&cfg);
-	cfg.cgroup_base = base;
-	cfg.root_name = "qosway-wdreload";
-	cfg.fake_files = true;
-	cfg.guardian = false;
-	cfg.event = on_event;
+	fake_tree_config(&cfg, base, "qosway-wdreload");
+	cfg.event = fake_tree_count_event;
+	cfg.event_data = &wd;
 	cfg.watchdog_external_canary = true;
 	cfg.watchdog_timeout_us = 1000000;
 	cfg.watchdog_cooldown_us = 2500000;
 	char err[256];
-	pid_t a = sleeper(), b = sleeper();
+	pid_t a = fake_tree_sleeper(), b = fake_tree_sleeper();
 	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
 	CHECK(mgr != NULL);
 	if (!mgr) {
@@ -135,7 +104,7 @@ int main(void)
 		goto out;
 	}
 	qos_manager_watchdog_feed(mgr);
-	CHECK(qos_manager_set_rules(mgr, rules_of(GAME MINE)));
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules(GAME MINE)));
 	CHECK(qos_manager_join(mgr, "game", a, 0, err, sizeof(err)));
 	CHECK(qos_manager_join(mgr, "mine", b, 0, err, sizeof(err)));
 	CHECK(params_of(mgr, "game").policy == QOS_POLICY_FIFO);
@@ -149,7 +118,7 @@ int main(void)
 	CHECK(params_of(mgr, "game").policy == QOS_POLICY_OTHER);
 	CHECK(params_of(mgr, "mine").policy == QOS_POLICY_OTHER);
 	CHECK(policy_of(a) == SCHED_OTHER && policy_of(b) == SCHED_OTHER);
-	CHECK(watchdog_events == 2);
+	CHECK(wd.count == 2);
 
 	/* A user's own change after the demotion: a run-time change like any. */
 	struct qos_params p;
@@ -158,22 +127,22 @@ int main(void)
 	CHECK(qos_reserve_set(mgr, "mine", &p, false, true, err, sizeof(err)));
 
 	/* A reload during the cool-down, game edited: nothing real-time yet. */
-	int before = watchdog_events;
-	CHECK(qos_manager_set_rules(mgr, rules_of(GAME11 MINE)));
+	int before = wd.count;
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules(GAME11 MINE)));
 	CHECK(cooling_down(mgr));
 	CHECK(params_of(mgr, "game").policy == QOS_POLICY_OTHER);
 	CHECK(policy_of(a) == SCHED_OTHER);
-	CHECK(watchdog_events == before + 1 && strstr(last_watchdog, "game: ") == last_watchdog &&
-		strstr(last_watchdog, "cool-down") != NULL);
-	if (watchdog_events != before + 1)
-		fprintf(stderr, "%d watchdog events, last: %s\n", watchdog_events, last_watchdog);
+	CHECK(wd.count == before + 1 && strstr(wd.last, "game: ") == wd.last &&
+		strstr(wd.last, "cool-down") != NULL);
+	if (wd.count != before + 1)
+		fprintf(stderr, "%d watchdog events, last: %s\n", wd.count, wd.last);
 
 	/* After the cool-down, the same file again: game takes the edit, real-time. */
 	give_up = now_ms() + 5000;
 	while (cooling_down(mgr) && now_ms() < give_up)
 		run(mgr, 100, true);
 	CHECK(!cooling_down(mgr));
-	CHECK(qos_manager_set_rules(mgr, rules_of(GAME11 MINE)));
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules(GAME11 MINE)));
 	struct qos_params g = params_of(mgr, "game");
 	CHECK(g.policy == QOS_POLICY_FIFO && g.priority == 11 && g.fallback == QOS_POLICY_OTHER);
 	struct sched_param sp = { 0 };
@@ -188,7 +157,7 @@ int main(void)
 	CHECK_EQ_U(mi.watchdog_alarms, 1);
 
 	/* Restored, game is as qosrc made it again: a later edit applies as usual. */
-	CHECK(qos_manager_set_rules(mgr, rules_of(GAME MINE)));
+	CHECK(qos_manager_set_rules(mgr, fake_tree_rules(GAME MINE)));
 	CHECK(params_of(mgr, "game").priority == 10);
 	qos_manager_destroy(mgr);
 out:
