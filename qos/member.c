@@ -172,18 +172,20 @@ void qos_member_bound_rttime(struct qos_member *m)
 		return;
 	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
 		&m->old_rt_hard);
-	if (e == 0)
-		m->rttime_bounded = true;
+	if (e != 0) {
+		if (e != -ESRCH)
+			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+				"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
+		return;
+	}
+	m->rttime_bounded = true;
 	/* The guard looks once a pass, and needs three of them under the limit. */
-	if (e == 0 && m->old_rt_hard < r->mgr->config.rttime_us &&
+	if (m->old_rt_hard < r->mgr->config.rttime_us &&
 			m->old_rt_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 			"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
 			"move a thread that runs without sleeping to other in time: the kernel kills "
 			"one that runs that long", m->pid, (double)m->old_rt_hard / 1e6);
-	else if (e != -ESRCH)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
-			"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 }
 
 /*

@@ -1574,7 +1574,7 @@ def test_guardian_holds_no_inherited_descriptor(procs):
     compositor raises RLIMIT_NOFILE): a client socket held there would
     outlive the compositor, and its pipe's write end would keep it from
     ever seeing the manager die.  It keeps its standard streams and the
-    read end."""
+    read end, and opens a pidfd of the manager."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     high = 1500
     if hard != resource.RLIM_INFINITY and hard <= high:
@@ -1599,8 +1599,12 @@ def test_guardian_holds_no_inherited_descriptor(procs):
             # which under load may come after the manager is ready.
             _wait_for(h, lambda: guardians(), 5, "no child named qos-guardian")
             assert len(guardians()) == 1, guardians()
-            fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % guardians()[0])]
-            assert len([fd for fd in fds if fd >= 3]) == 1, sorted(fds)
+            g = guardians()[0]
+            fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % g)]
+            kinds = sorted(os.readlink("/proc/%d/fd/%d" % (g, fd)).split(":")[0]
+                           for fd in fds if fd >= 3)
+            # its end of the socket, and a pidfd of the manager it opened
+            assert kinds == ["anon_inode", "socket"], (sorted(fds), kinds)
             assert high not in fds
     finally:
         for fd in (r, w, high):
