@@ -203,22 +203,23 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr)
 	}
 }
 
-/* Blocks until the manager is gone, keeping the records it sends meanwhile. */
 /*
+ * Blocks until the manager is gone, keeping the records it sends meanwhile.
  * Also through a pidfd of the manager's process: a child it forked without
  * exec holds the socket's other end too, and the end would not close with
  * the manager (members stayed frozen until that child exited).  The pidfd
  * is opened after the fork, so it names the manager only if it is still
- * our parent; if it is not, it is gone already.
+ * our parent; if it is not, it is gone already.  Without a pidfd the
+ * socket alone tells.
  */
 static void wait_for_manager(int fd, pid_t manager, struct tracked *tr)
 {
 	int mfd = qos_sys_pidfd_open(manager, false);
-	if (mfd < 0 || getppid() != manager)
+	if (getppid() != manager)
 		return;
 	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = mfd, .events = POLLIN } };
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, mfd >= 0 ? 2 : 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return;

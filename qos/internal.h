@@ -30,7 +30,6 @@ struct qos_member {
 	char orig_cpu[QOS_CG_REL_PATH];
 	bool rttime_bounded;
 	bool outside_root;      /* a thread left in its process's group (cgroup v2) */
-	bool rt_held;           /* leaving under a bound it had not: no real-time class back */
 	uint64_t orig_rt_hard;  /* RLIMIT_RTTIME hard limit before any member bounded it */
 	uint64_t old_rt_soft, old_rt_hard;
 	/* Its class before it joined (a process's main thread's), and each of a

@@ -188,18 +188,6 @@ void qos_member_bound_rttime(struct qos_member *m)
 			"one that runs that long", m->pid, (double)m->old_rt_hard / 1e6);
 }
 
-/*
- * Whether m's process stays under an RLIMIT_RTTIME bound it did not have
- * before a member bounded it (raising a hard limit takes CAP_SYS_RESOURCE):
- * then a thread given back its own real-time class would be killed once it
- * ran that long without sleeping, as it never was before it joined.
- */
-static bool bound_stays(const struct qos_member *m)
-{
-	uint64_t soft, hard;
-	return qos_sys_get_rttime(m->pid, &soft, &hard) == 0 && hard < m->orig_rt_hard;
-}
-
 static void restore_member(struct qos_member *m)
 {
 	struct qos_manager *mgr = m->reserve->mgr;
@@ -222,7 +210,6 @@ static void restore_member(struct qos_member *m)
 			m->old_rt_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	m->rt_held = bound_stays(m);
 	if (!m->moving)
 		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
 }

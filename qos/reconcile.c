@@ -90,21 +90,14 @@ static void reset_thread(pid_t tid, void *data)
 }
 
 /*
- * Once home, the class itself where the record says it was not plain
- * time-sharing (reset_thread left it SCHED_OTHER at its nice): after the
- * move, since fifo/rr need the real-time bandwidth of home.
- */
-/*
  * Real time back under an RLIMIT_RTTIME bound the task did not have
  * (raising it needs CAP_SYS_RESOURCE) would get a thread that runs that
  * long without sleeping killed: it stays time-sharing, and an event says so.
  */
 static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s)
 {
-	uint64_t soft, hard;
 	pid_t pid = qos_sys_tgid(tid);
-	if (!qos_sys_sched_is_rt(s) || pid <= 0 || qos_sys_get_rttime(pid, &soft, &hard) != 0 ||
-			hard >= c->origin.rt_hard)
+	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard))
 		return false;
 	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0, "thread %d is given back as "
 		"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
@@ -113,6 +106,11 @@ static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s)
 	return true;
 }
 
+/*
+ * Once home, the class itself where the record says it was not plain
+ * time-sharing (reset_thread left it SCHED_OTHER at its nice): after the
+ * move, since fifo/rr need the real-time bandwidth of home.
+ */
 static void restore_class(pid_t tid, void *data)
 {
 	struct rc_ctx *c = data;

@@ -184,7 +184,8 @@ void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pi
 struct restore_ctx {
 	const struct qos_member *m;
 	const struct qos_sched *orig;
-	pid_t held; /* a thread given back no real-time class, for the event */
+	bool rt_held; /* under a bound that stays: no real-time class back */
+	pid_t held;   /* a thread given none, for the event */
 };
 
 static void restore_one(pid_t tid, void *data)
@@ -192,12 +193,13 @@ static void restore_one(pid_t tid, void *data)
 	struct restore_ctx *c = data;
 	bool known = false;
 	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
-	if (qos_sys_sched_is_rt(s) && known && c->m->rt_held) {
-		c->held = tid;
+	if (qos_sys_sched_is_rt(s) && (!known || c->rt_held)) {
+		/* Time-sharing, where release left it: started since, or under a
+		 * bound that stays. */
+		if (known)
+			c->held = tid;
 		return;
 	}
-	if (qos_sys_sched_is_rt(s) && !known)
-		return; /* time-sharing, where release left it */
 	/* Released to SCHED_OTHER at its nice already. */
 	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
 		qos_sys_set_sched(tid, s);
@@ -206,7 +208,8 @@ static void restore_one(pid_t tid, void *data)
 void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
 	const struct qos_sched *orig)
 {
-	struct restore_ctx c = { .m = m, .orig = orig };
+	struct restore_ctx c = { .m = m, .orig = orig,
+		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
 	if (m && m->tid)
 		restore_one(m->tid, &c);
 	else

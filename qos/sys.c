@@ -710,6 +710,12 @@ int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
 	return 0;
 }
 
+bool qos_sys_rttime_tighter(pid_t pid, uint64_t hard)
+{
+	uint64_t soft, now;
+	return qos_sys_get_rttime(pid, &soft, &now) == 0 && now < hard;
+}
+
 int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard)
 {
 	int e = qos_sys_get_rttime(pid, old_soft, old_hard);

@@ -177,6 +177,13 @@ int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t 
 int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard);
 /* The current RLIMIT_RTTIME of pid; 0 or a negative errno. */
 int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard);
+/*
+ * Whether pid's hard RLIMIT_RTTIME is now under hard, the one it had: a
+ * bound we set that stays (raising it takes CAP_SYS_RESOURCE).  Real time
+ * given back under it gets a thread killed that ran that long without
+ * sleeping, as it never was before.
+ */
+bool qos_sys_rttime_tighter(pid_t pid, uint64_t hard);
 
 /*
  * The nearest ancestor of pid (parent first, at most 16 generations, never
