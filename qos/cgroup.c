@@ -241,6 +241,32 @@ static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir)
 	qos_cgroup_write(cg, p, "0");
 }
 
+#define GUARDIAN_LEAF ".guardian"
+
+int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid)
+{
+	if (cg->layout == QOS_CG_NONE || cg->fake_files)
+		return 0;
+	char dir[PATH_MAX], procs[PATH_MAX + 16], v[32];
+	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
+	if (!make_dir(dir))
+		return -errno;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	return qos_cgroup_write(cg, procs, v);
+}
+
+void qos_cgroup_remove_guardian(struct qos_cgroup *cg)
+{
+	if (cg->layout == QOS_CG_NONE || cg->fake_files)
+		return;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
+	/* A guardian just reaped can take a moment to leave the group. */
+	for (int i = 0; i < 20 && rmdir(dir) < 0 && errno == EBUSY; i++)
+		usleep(5000);
+}
+
 void qos_cgroup_remove_root(struct qos_cgroup *cg)
 {
 	if (cg->fake_files)

@@ -63,6 +63,18 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 /* Removes the (empty) root directories. */
 void qos_cgroup_remove_root(struct qos_cgroup *cg);
 
+/*
+ * Moves the guardian (guardian.c) into a leaf of our root of its own,
+ * ".guardian" (hidden: no reserve's name, and passed over by the scans of
+ * the root), in the v2 tree: killing the manager's cgroup (a unit stopped,
+ * an OOM group kill) must not kill it too, or the groups it is there to
+ * thaw would stay frozen.  Returns 0 or -errno; 0 with no v2 tree, or in a
+ * fake tree.
+ */
+int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid);
+/* Removes that leaf once no guardian is in it. */
+void qos_cgroup_remove_guardian(struct qos_cgroup *cg);
+
 bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name);
 /*
  * Removes a reserve's group from every tree; it must be empty.  Returns 0, or

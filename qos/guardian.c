@@ -11,6 +11,10 @@
  * read, write, recv, getdents64, sched_getattr/setattr, _exit) and
  * string formatting without allocation.
  *
+ * It runs in a leaf of our root of its own (qos_cgroup_attach_guardian), not
+ * in the manager's cgroup, so that killing that cgroup (a unit stopped, an
+ * OOM group kill) does not take it with the manager.
+ *
  * The manager watches it through a pidfd in its epoll set: a guardian that
  * dies (killed) is replaced at once, and while none runs the manager
  * grants no real-time class and no pause, which a crash would then leave
@@ -319,6 +323,12 @@ bool qos_guardian_start(struct qos_manager *mgr)
 	mgr->guardian_pid = pid;
 	mgr->guardian_fd = p[1];
 	mgr->guardian_pidfd = pidfd;
+	/* Still a guardian against the manager's own death where this fails. */
+	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
+	if (moved < 0)
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) stays in "
+			"the manager's cgroup (%s): killing that cgroup would kill it too, and leave "
+			"paused members frozen until the next start", (int)pid, strerror(-moved));
 	return true;
 
 err_pidfd:
@@ -362,6 +372,7 @@ void qos_guardian_stop(struct qos_manager *mgr)
 	drop(mgr);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	qos_cgroup_remove_guardian(&mgr->cg);
 }
 
 void qos_guardian_died(struct qos_manager *mgr)

@@ -216,9 +216,10 @@ void qos_manager_destroy(struct qos_manager *mgr)
 		usleep(10000);
 		qos_reconcile_retry(mgr);
 	}
-	qos_cgroup_remove_root(&mgr->cg);
 	qos_watchdog_stop(mgr);
+	/* First: its leaf of the root goes with it. */
 	qos_guardian_stop(mgr);
+	qos_cgroup_remove_root(&mgr->cg);
 	qos_rules_destroy(mgr->rules);
 	close(mgr->timer_fd);
 	if (mgr->cputimer_fd >= 0)

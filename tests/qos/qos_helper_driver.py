@@ -140,7 +140,9 @@ def force_cleanup(root):
     root `root` (in every hierarchy), innermost groups first, giving back
     each group's real-time runtime (a dying group keeps holding it)."""
     for top in glob.glob("%s/%s" % (CG, root)) + glob.glob("%s/*/%s" % (CG, root)):
-        for group in sorted(glob.glob(top + "/**/", recursive=True), reverse=True):
+        # Hidden groups too: the guardian's leaf is ".guardian".
+        for group in sorted(glob.glob(top + "/**/", recursive=True, include_hidden=True),
+                            reverse=True):
             for name, value in (("cgroup.freeze", "0"), ("cpu.rt_runtime_us", "0")):
                 try:
                     with open(group + name, "w") as f:

@@ -46,8 +46,8 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 class Helper(QosHelper):
-    def __init__(self, root=ROOT, guardian=True, extra=(), pass_fds=()):
-        super().__init__(HELPER, root, guardian, extra, pass_fds=pass_fds)
+    def __init__(self, root=ROOT, guardian=True, extra=(), pass_fds=(), prefix=()):
+        super().__init__(HELPER, root, guardian, extra, pass_fds=pass_fds, prefix=prefix)
 
 
 @pytest.fixture
@@ -1662,6 +1662,42 @@ def test_kill9_manager_guardian_thaws(procs):
         assert not os.path.exists(v2)
     finally:
         _force_cleanup(ROOT)
+
+
+def test_killing_the_managers_cgroup_spares_the_guardian(procs):
+    """The manager's whole cgroup killed at once (cgroup.kill, as when its
+    unit is stopped or the OOM killer takes the group) while a member is
+    paused: the guardian runs in a leaf of the root of its own, ".guardian",
+    so it is not killed with it, and thaws the member.  A clean close of the
+    next instance removes the leaf with the root."""
+    v2_base = CG + "/unified" if os.path.exists(CG + "/unified/cgroup.procs") else CG
+    session = "%s/qosway-test-session-%d" % (v2_base, os.getpid())
+    os.mkdir(session)
+    p = busy(procs, 1)
+    try:
+        h = Helper(guardian=True, prefix=[
+            "sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', session])
+        try:
+            place(h, "stop policy=pause", p.pid)
+            v2, _ = h.path("stop")
+            wait_frozen(v2, True, "cgroup.events never said frozen")
+            (guardian,) = _wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
+            leaf = os.path.dirname(v2) + "/.guardian"
+            with open(leaf + "/cgroup.procs") as f:
+                assert f.read().split() == [str(guardian)]
+            with open(session + "/cgroup.kill", "w") as f:
+                f.write("1")
+            h.proc.wait(5)
+        except BaseException:
+            h.close()
+            raise
+        wait_frozen(v2, False, "the guardian did not thaw the member", timeout=3)
+        assert share(p.pid, 0.5) > 0.5
+        Helper().close()  # reconciles the leftover group; closing removes the root
+        assert not os.path.exists(leaf) and not os.path.exists(os.path.dirname(v2))
+    finally:
+        _force_cleanup(ROOT)
+        rmdir_when_empty(session, 50)
 
 
 def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
