@@ -43,6 +43,12 @@ The table gives each build's mean CPU share and manager CPU time per
 overrun (robust to the overrun rate, which the workload, not the manager,
 sets), and new / old.
 
+After the table: what the switches' kernel operations alone would cost at
+the most switching the configuration allows (every reserve overrunning
+every period), and what the kernel's one way to run a deadline thread past
+its runtime, SCHED_FLAG_RECLAIM, does beside busy loops (qos-bench
+reclaim): it takes their CPU time instead of sharing it as other would.
+
 Goal: <= 0.5% of one CPU.  A benchmark, not a test: it always exits 0 once
 it has numbers.  See docs/qos-benchmarks.md.
 """
@@ -168,6 +174,63 @@ def run(args, build, name, params, busy, with_floor=True):
         mgr.close()
         for p in members:
             qc.stop(p)
+
+
+def period_us(params):
+    """The period of a reserve definition ("period=10ms ..."), in us; None without one."""
+    units = (("us", 1), ("ms", 1000), ("s", 1000000))
+    for kv in params.split():
+        if kv.startswith("period="):
+            value = kv[len("period="):]
+            for suffix, scale in units:
+                if value.endswith(suffix) and value[:-len(suffix)].isdigit():
+                    return int(value[:-len(suffix)]) * scale
+    return None
+
+
+def at_most_switching(results, reserves):
+    """What the switches' kernel operations alone would cost at the most
+    switches the configuration allows: every reserve overrunning every
+    period, two switches each.  The manager's rate is set by the workload,
+    not by it; this bounds from below what any manager outside the kernel
+    pays for those fallbacks, with no wake-up and no work of its own."""
+    rows = []
+    for r in results:
+        period = period_us(r["params"])
+        if r["switch_op_us"] is None or not period:
+            continue
+        most = 2.0 * reserves * 1e6 / period
+        rows.append({"scenario": r["scenario"], "switches_per_s": most,
+                     "op_us": r["switch_op_us"], "share": r["switch_op_us"] * most / 1e6})
+    if rows:
+        print("At the most switching these reserves allow (each overrunning every period):")
+        for row in rows:
+            print("  %-10s %6.0f switches/s x %.2f us of kernel operations = %.2f%% of a CPU,"
+                  " before any wake-up" % (row["scenario"], row["switches_per_s"], row["op_us"],
+                                           row["share"] * 100))
+    return rows
+
+
+def reclaim_probe(bench, secs=2.0):
+    """The kernel's own way to run a deadline thread past its runtime
+    (SCHED_FLAG_RECLAIM) against a busy loop on each CPU (qos-bench
+    reclaim): why optimistic is switched by the manager."""
+    try:
+        out = subprocess.run([bench, "reclaim", str(secs)], capture_output=True, text=True,
+                             timeout=4 * secs + 30).stdout.split()
+    except (OSError, subprocess.SubprocessError) as e:
+        print("reclaim probe: %s" % e)
+        return None
+    if len(out) != 5 or out[0] != "reclaim" or "-" in out:
+        print("reclaim probe: no result (%s)" % " ".join(out))
+        return None
+    hard, rec, loops_hard, loops_rec = (float(v) for v in out[1:])
+    print("SCHED_DEADLINE 100 us / 10 ms, busy, beside a busy loop on each CPU: %.1f%% of a CPU"
+          " plain (the loops %.1f%% of theirs), %.1f%% with SCHED_FLAG_RECLAIM (the loops"
+          " %.1f%%); optimistic's fallback other would share a CPU with its loop" % (
+              hard, loops_hard, rec, loops_rec))
+    return {"hard_pct": hard, "reclaim_pct": rec, "loops_hard_pct": loops_hard,
+            "loops_reclaim_pct": loops_rec}
 
 
 def save(out, base, data, labels, left, right, title):
@@ -319,13 +382,23 @@ def main():
           " kernel operations (a cpu.idle write, a sched_setattr) timed by qos-bench"
           " switchcost beside the members, at the manager's switch rate: floor+kernel is"
           " what a manager outside the kernel pays at least")
-    worst = max(r["cpu_share"] for r in results) if results else 0
     print()
-    print("Goal (<= 0.5%% of one CPU): %s (worst %.3f%%)" %
-          ("met" if worst <= 0.005 else "NOT met", worst * 100))
+    print("Goal (<= 0.5% of one CPU):")
+    for label, rows in (("no switch by the manager",
+                         [r for r in results if r["scenario"] not in SWITCH_OPS]),
+                        ("fallbacks the manager switches",
+                         [r for r in results if r["scenario"] in SWITCH_OPS])):
+        if rows:
+            worst = max(rows, key=lambda r: r["cpu_share"])
+            print("  %-31s %s (worst: %s %.3f%%)" % (
+                label + ":", "met" if worst["cpu_share"] <= 0.005 else "NOT met",
+                worst["scenario"], worst["cpu_share"] * 100))
+    ceiling = at_most_switching(results, args.reserves)
+    reclaim = reclaim_probe(os.path.join(build, "tests", "qos", "qos-bench"))
     print("elapsed %.0f s" % elapsed)
     data = {"machine": qc.machine_note(), "reserves": args.reserves, "window_s": args.window,
-            "elapsed_s": elapsed, "results": results}
+            "elapsed_s": elapsed, "results": results, "most_switching": ceiling,
+            "reclaim": reclaim}
     save(out, "qos_overhead-%s" % stamp, data, [r["scenario"] for r in results],
          ("manager", [r["cpu_share"] for r in results]),
          ("waking as often, nothing else", [r["floor_share"] for r in results]),

@@ -51,6 +51,16 @@
  *       operation comes 1 ms after the last, as the manager's do.  Prints
  *       "switchcost IDLE_PAIR_US SETATTR_PAIR_US" (its own CPU time per pair;
  *       "-" for what it could not do).
+ *   reclaim SECONDS
+ *       Why the manager, not the kernel, switches an optimistic reserve to
+ *       other: the one way SCHED_DEADLINE lets a thread run past its runtime,
+ *       SCHED_FLAG_RECLAIM (GRUB), takes the time from time-sharing tasks,
+ *       where "other" would share it with them.  With a busy loop pinned to
+ *       each CPU, this thread runs busy for SECONDS as SCHED_DEADLINE
+ *       100 us / 10 ms, first plain, then with the flag.  Prints
+ *       "reclaim HARD_PCT RECLAIM_PCT LOOP_HARD_PCT LOOP_RECLAIM_PCT": its
+ *       share of a CPU each time, and the busy loops' mean share of theirs.
+ *       Under "other" it would get about half a CPU, the loops the rest.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -405,6 +416,96 @@ static bool setattr_pairs(long pairs, uint64_t *ns)
 	return ok;
 }
 
+/* A busy child of ours that runs on that CPU alone. */
+static pid_t pinned_spin_child(int cpu)
+{
+	pid_t child = spin_child();
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (child > 0 && sched_setaffinity(child, sizeof(set), &set) != 0) {
+		end_child(child);
+		return -1;
+	}
+	return child;
+}
+
+static uint64_t process_cpu_ns(pid_t pid)
+{
+	clockid_t clock;
+	struct timespec ts;
+	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * This thread's share of a CPU, busy for secs under SCHED_DEADLINE with
+ * those flags, and the loops' mean share of theirs; false if the kernel
+ * refused the class.
+ */
+static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int n,
+	double *own, double *theirs)
+{
+	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
+		.sched_flags = 1 /* RESET_ON_FORK */ | flags, .sched_runtime = 100000,
+		.sched_deadline = 10000000, .sched_period = 10000000 };
+	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
+	uint64_t loops0 = 0, loops1 = 0;
+	for (int i = 0; i < n; i++)
+		loops0 += process_cpu_ns(loops[i]);
+	if (syscall(SYS_sched_setattr, 0, &dl, 0) != 0)
+		return false;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t span = (uint64_t)(secs * 1e9), t1;
+	while ((t1 = now_ns(CLOCK_MONOTONIC)) - t0 < span)
+		;
+	uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	/* Running, so never throttled here: the kernel keeps no bandwidth of ours. */
+	syscall(SYS_sched_setattr, 0, &other, 0);
+	for (int i = 0; i < n; i++)
+		loops1 += process_cpu_ns(loops[i]);
+	*own = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+	*theirs = 100.0 * (double)(loops1 - loops0) / (double)(t1 - t0) / n;
+	return true;
+}
+
+static int reclaim(int argc, char **argv)
+{
+	double secs = argc >= 1 ? atof(argv[0]) : 0;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (!(secs > 0 && secs <= 60) || ncpus < 1 || ncpus > 64)
+		return 2;
+	pid_t loops[64];
+	int n = 0;
+	for (; n < ncpus; n++) {
+		if ((loops[n] = pinned_spin_child(n)) <= 0)
+			break;
+	}
+	double own[2] = { 0 }, theirs[2] = { 0 };
+	bool ok[2] = { false, false };
+	if (n == ncpus) {
+		ok[0] = deadline_share(0, secs, loops, n, &own[0], &theirs[0]);
+		/*
+		 * Past our 0-lag time: until then the kernel counts the
+		 * bandwidth we left as still active, and reclaiming yields to it.
+		 */
+		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
+		ok[1] = deadline_share(2 /* SCHED_FLAG_RECLAIM */, secs, loops, n, &own[1], &theirs[1]);
+	}
+	for (int i = 0; i < n; i++)
+		end_child(loops[i]);
+	printf("reclaim");
+	for (int i = 0; i < 4; i++) {
+		if (ok[i % 2])
+			printf(" %.1f", i < 2 ? own[i] : theirs[i - 2]);
+		else
+			printf(" -");
+	}
+	printf("\n");
+	return ok[0] && ok[1] ? 0 : 1;
+}
+
 static int switchcost(int argc, char **argv)
 {
 	long pairs = argc >= 1 ? atol(argv[0]) : 0;
@@ -433,12 +534,15 @@ int main(int argc, char **argv)
 		return waker(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "switchcost") == 0)
 		return switchcost(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "reclaim") == 0)
+		return reclaim(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "spin") == 0) {
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
 	fprintf(stderr, "usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "
-		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ | switchcost PAIRS IDLE_FILE\n",
+		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ | switchcost PAIRS IDLE_FILE | "
+		"reclaim SECONDS\n",
 		argv[0]);
 	return 2;
 }
