@@ -321,3 +321,28 @@ void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
 	struct thread_ctx c = { .fn = fn, .data = data };
 	for_each_record(cg, group, take_thread, &c);
 }
+
+#define COOLDOWN_ATTR "user.qosway.cooldown"
+
+int qos_journal_save_cooldown(const struct qos_cgroup *cg, uint64_t until_us)
+{
+	char value[32];
+	int n = snprintf(value, sizeof(value), "%llu", (unsigned long long)until_us);
+	return setxattr(cg->v2_root, COOLDOWN_ATTR, value, (size_t)n, 0) == 0 ? 0 : -errno;
+}
+
+bool qos_journal_load_cooldown(const struct qos_cgroup *cg, uint64_t *until_us)
+{
+	char value[32];
+	ssize_t n = getxattr(cg->v2_root, COOLDOWN_ATTR, value, sizeof(value) - 1);
+	if (n <= 0)
+		return false;
+	value[n] = '\0';
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(value, &end, 10);
+	if (errno || end == value || *end)
+		return false;
+	*until_us = v;
+	return true;
+}

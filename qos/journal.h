@@ -105,4 +105,15 @@ void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
 size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len);
 bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out);
 
+/*
+ * The starvation watchdog's cool-down, kept as an attribute of our v2 root
+ * ("user.qosway.cooldown": the CLOCK_MONOTONIC microsecond it ends), so that
+ * a manager restarted after a crash refuses real-time grants for the rest
+ * of it too: the program that starved the machine may ask again at once.
+ * It goes with the root at a clean stop.  Returns 0 or -errno.
+ */
+int qos_journal_save_cooldown(const struct qos_cgroup *cg, uint64_t until_us);
+/* The cool-down end a predecessor saved; false if none or unreadable. */
+bool qos_journal_load_cooldown(const struct qos_cgroup *cg, uint64_t *until_us);
+
 #endif

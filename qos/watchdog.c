@@ -13,12 +13,14 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "qos/internal.h"
+#include "qos/journal.h"
 #include "qos/sys.h"
 #include "qos/watchdog.h"
 
@@ -54,6 +56,18 @@ bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us)
 	w->seen_us = now_us;
 	w->alarms++;
 	return true;
+}
+
+uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us,
+	uint64_t now_us)
+{
+	if (until_us <= now_us || !w->cooldown_us)
+		return 0;
+	if (until_us - now_us > w->cooldown_us)
+		until_us = now_us + w->cooldown_us;
+	if (until_us > w->cooldown_until_us)
+		w->cooldown_until_us = until_us;
+	return w->cooldown_until_us - now_us;
 }
 
 bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us)
@@ -96,8 +110,17 @@ bool qos_watchdog_start(struct qos_manager *mgr)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->canary_fd };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->canary_fd, &ev) < 0)
 		goto err;
+	uint64_t now = qos_sys_now_us(), until;
 	qos_watchdog_init(&mgr->watchdog, mgr->config.watchdog_timeout_us,
-		mgr->config.watchdog_cooldown_us, qos_sys_now_us());
+		mgr->config.watchdog_cooldown_us, now);
+	/* A predecessor that died during a cool-down: the rest of it holds. */
+	if (qos_journal_load_cooldown(&mgr->cg, &until)) {
+		uint64_t left = qos_watchdog_carry_cooldown(&mgr->watchdog, until, now);
+		if (left)
+			qos_emit(mgr, QOS_EVENT_WATCHDOG, NULL, 0, 0, 0, "a cool-down after a "
+				"starvation alarm of the previous instance: real-time grants stay "
+				"suspended for %llus", (unsigned long long)(left / 1000000u + 1));
+	}
 	if (mgr->config.watchdog_external_canary)
 		return true;
 	mgr->canary_stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -151,8 +174,14 @@ void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
 	/* The event may not have been dispatched yet in this round. */
 	if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
 		qos_watchdog_tick(&mgr->watchdog, now_us);
-	if (qos_watchdog_expired(&mgr->watchdog, now_us))
+	if (qos_watchdog_expired(&mgr->watchdog, now_us)) {
+		int e = qos_journal_save_cooldown(&mgr->cg, mgr->watchdog.cooldown_until_us);
+		if (e < 0)
+			qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "cannot keep the cool-down "
+				"on %s (%s): a restart after a crash would not keep it",
+				mgr->cg.v2_root, strerror(-e));
 		qos_demote_all_rt(mgr);
+	}
 }
 
 void qos_manager_watchdog_feed(struct qos_manager *mgr)

@@ -44,6 +44,14 @@ void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us);
  * measured afresh from now_us, so one starvation raises one alarm per timeout.
  */
 bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us);
+/*
+ * Takes over a cool-down a predecessor started, ending at until_us, as far
+ * as it is still running at now_us and no longer than one cool-down from
+ * now (a saved end beyond that is no end this watchdog would set).
+ * Returns the microseconds of it left (0: none).
+ */
+uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us,
+	uint64_t now_us);
 /* False during the cool-down that follows an alarm. */
 bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us);
 /* Microseconds of cool-down left (0 when real-time grants are allowed). */

@@ -2464,6 +2464,57 @@ def _feed_for(helper, seconds):
         time.sleep(0.2)
 
 
+def test_watchdog_cooldown_outlives_a_crash(procs):
+    """Killed (-9) during the cool-down after a starvation alarm, the
+    manager leaves its end on the root: the next instance says so in a
+    watchdog event and refuses real-time grants for the rest of it (the
+    program that starved the machine could ask again at once), then grants
+    them.  A clean close removes the root, and the cool-down with it."""
+    args = ["--external-canary", "--watchdog-timeout", "1000", "--watchdog-cooldown", "4000"]
+    p = procs(["sleep", "60"])
+    h = Helper(extra=args)
+    try:
+        h.ok("feed")
+        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        ends = time.monotonic() + 4.0
+        os.kill(h.proc.pid, signal.SIGKILL)
+        h.proc.wait()
+    except BaseException:
+        h.close()
+        raise
+    try:
+        h = Helper(extra=args)
+        try:
+            said = [e for e in h.events if e.startswith("event watchdog ")]
+            assert said and "previous instance" in said[0], h.events
+            assert _stats(h)["cooldown"] == "1"
+            h.ok("reserve rt policy=qos period=100ms cpu=10% fallback=pause")
+            reply = h.cmd("join rt %d" % p.pid)
+            assert reply.startswith("err") and "suspended" in reply, reply
+            assert policy_of(p.pid) == os.SCHED_OTHER
+            _feed_for(h, ends + 0.3 - time.monotonic())
+            assert _stats(h)["cooldown"] == "0"
+            h.ok("join rt %d" % p.pid)
+            assert policy_of(p.pid) == 6
+            h.ok("leave %d" % p.pid)
+        finally:
+            h.close()
+        h = Helper(extra=args)  # an alarm, then a clean close during its cool-down
+        try:
+            h.ok("feed")
+            _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no second alarm")
+        finally:
+            h.close()
+        h = Helper(extra=args)
+        try:
+            assert _stats(h)["cooldown"] == "0"
+            assert not [e for e in h.events if e.startswith("event watchdog ")], h.events
+        finally:
+            h.close()
+    finally:
+        _force_cleanup(ROOT)
+
+
 def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
     """The canary is fed by the test instead of a thread: silence it and the
     manager must demote its real-time members and refuse new real-time grants

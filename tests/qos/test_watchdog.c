@@ -106,8 +106,37 @@ static void test_stopped_manager_is_no_starvation(void)
 	CHECK(qos_watchdog_expired(&w, 6 * S));
 }
 
+static void test_cooldown_carried_over(void)
+{
+	struct qos_watchdog w;
+	/* A predecessor's cool-down with 12 s left holds for those 12 s. */
+	qos_watchdog_init(&w, 5 * S, 30 * S, 100 * S);
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 112 * S, 100 * S), 12 * S);
+	CHECK(!qos_watchdog_rt_allowed(&w, 111 * S));
+	CHECK(qos_watchdog_rt_allowed(&w, 112 * S));
+	CHECK_EQ_U(w.alarms, 0);
+	/* One already over, or ending now, changes nothing. */
+	qos_watchdog_init(&w, 5 * S, 30 * S, 100 * S);
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 90 * S, 100 * S), 0);
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 100 * S, 100 * S), 0);
+	CHECK(qos_watchdog_rt_allowed(&w, 100 * S));
+	/* An end further off than one cool-down is cut to one cool-down. */
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 1000 * S, 100 * S), 30 * S);
+	CHECK(!qos_watchdog_rt_allowed(&w, 129 * S));
+	CHECK(qos_watchdog_rt_allowed(&w, 130 * S));
+	/* It never shortens a cool-down of this watchdog's own. */
+	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
+	CHECK(qos_watchdog_expired(&w, 5 * S));
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 10 * S, 6 * S), 29 * S);
+	/* With no cool-down configured there is nothing to carry. */
+	qos_watchdog_init(&w, 5 * S, 0, 100 * S);
+	CHECK_EQ_U(qos_watchdog_carry_cooldown(&w, 112 * S, 100 * S), 0);
+	CHECK(qos_watchdog_rt_allowed(&w, 100 * S));
+}
+
 int main(void)
 {
+	test_cooldown_carried_over();
 	test_canary_keeps_it_quiet();
 	test_starvation_alarm_and_cooldown();
 	test_late_tick_and_disabled();
