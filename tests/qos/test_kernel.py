@@ -221,6 +221,30 @@ def test_cut_to_idle_10ms_periods_keeps_10_percent(helper, procs):
     assert 0.07 <= s <= 0.13, "share %.3f; %s" % (s, helper.ok("info cut10"))
 
 
+def test_cut_to_idle_members_running_at_once_share_the_slice_watch(helper, procs):
+    """Two members of a quiet reserve start running together, one on each
+    CPU: from the first tick that finds them running, each member's CPU
+    timer is armed at its share of what is left of the slice, not at all of
+    it, so the overrun is seen when the reserve, not each member, has used
+    the slice (armed at all of it, each ran the whole slice first: twice
+    the limit before the switch)."""
+    start = "import time; time.sleep(1.0)\nwhile True: pass"
+    members = [procs(["taskset", "-c", str(cpu), sys.executable, "-c", start])
+               for cpu in (0, 1)]
+    helper.ok("reserve two policy=other period=1s slice=200ms fallback=idle")
+    for m in members:
+        helper.ok("join two %d" % m.pid)
+    # Three periods: the members run on (idle, on CPUs nothing else wants),
+    # and each period's timers are armed afresh while they run.
+    def overruns():
+        return [e for e in helper.events if e.startswith("event overrun reserve=two ")]
+    _wait_for(helper, lambda: len(overruns()) >= 3, 7, "not three overruns")
+    over = overruns()[:3]
+    used = [int(e.split(" used=")[1].split()[0]) for e in over]
+    # 200 ms, plus up to a tick (4 ms at HZ=250) on each CPU and a wake-up.
+    assert all(200000 <= u < 280000 for u in used), over
+
+
 def test_cut_to_idle_after_running_alone_keeps_10_percent_once_loaded(helper, procs):
     """Alone on its CPU, an idle-fallback reserve runs on as SCHED_IDLE all
     the time; none of that may be carried as debt.  Once a busy loop joins
