@@ -245,7 +245,7 @@ static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir)
 
 int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid)
 {
-	if (cg->layout == QOS_CG_NONE || cg->fake_files)
+	if (cg->fake_files)
 		return 0;
 	char dir[PATH_MAX], procs[PATH_MAX + 16], v[32];
 	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
@@ -256,9 +256,9 @@ int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid)
 	return qos_cgroup_write(cg, procs, v);
 }
 
-void qos_cgroup_remove_guardian(struct qos_cgroup *cg)
+static void remove_guardian(struct qos_cgroup *cg)
 {
-	if (cg->layout == QOS_CG_NONE || cg->fake_files)
+	if (cg->fake_files)
 		return;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
@@ -269,6 +269,8 @@ void qos_cgroup_remove_guardian(struct qos_cgroup *cg)
 
 void qos_cgroup_remove_root(struct qos_cgroup *cg)
 {
+	/* Also left behind, empty, by a guardian that died and was not replaced. */
+	remove_guardian(cg);
 	if (cg->fake_files)
 		clear_fake(cg->v2_root);
 	rmdir(cg->v2_root);

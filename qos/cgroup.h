@@ -60,7 +60,7 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 /* Creates our root(s) and enables what our root needs.  Idempotent. */
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
 
-/* Removes the (empty) root directories. */
+/* Removes the (empty) root directories, the guardian's leaf first once empty. */
 void qos_cgroup_remove_root(struct qos_cgroup *cg);
 
 /*
@@ -68,12 +68,9 @@ void qos_cgroup_remove_root(struct qos_cgroup *cg);
  * ".guardian" (hidden: no reserve's name, and passed over by the scans of
  * the root), in the v2 tree: killing the manager's cgroup (a unit stopped,
  * an OOM group kill) must not kill it too, or the groups it is there to
- * thaw would stay frozen.  Returns 0 or -errno; 0 with no v2 tree, or in a
- * fake tree.
+ * thaw would stay frozen.  Returns 0 or -errno; 0 in a fake tree.
  */
 int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid);
-/* Removes that leaf once no guardian is in it. */
-void qos_cgroup_remove_guardian(struct qos_cgroup *cg);
 
 bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name);
 /*

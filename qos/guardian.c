@@ -372,7 +372,6 @@ void qos_guardian_stop(struct qos_manager *mgr)
 	drop(mgr);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	qos_cgroup_remove_guardian(&mgr->cg);
 }
 
 void qos_guardian_died(struct qos_manager *mgr)

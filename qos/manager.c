@@ -217,7 +217,7 @@ void qos_manager_destroy(struct qos_manager *mgr)
 		qos_reconcile_retry(mgr);
 	}
 	qos_watchdog_stop(mgr);
-	/* First: its leaf of the root goes with it. */
+	/* First: the root goes only once the guardian has left its leaf. */
 	qos_guardian_stop(mgr);
 	qos_cgroup_remove_root(&mgr->cg);
 	qos_rules_destroy(mgr->rules);

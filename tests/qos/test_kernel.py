@@ -1845,6 +1845,36 @@ def test_no_guardian_refuses_real_time_and_pauses_until_one_runs(procs):
         assert not os.path.exists(group), "test cgroup %s left behind" % group
 
 
+def test_clean_close_after_the_guardian_died_removes_its_leaf(procs):
+    """A guardian that died and could not be replaced leaves its leaf of
+    the root (".guardian") empty: a clean close still removes it, and with
+    it the root, rather than leave both behind."""
+    pids = CG + "/pids"
+    if not os.path.exists(pids + "/tasks") or os.path.exists(CG + "/cgroup.controllers"):
+        pytest.skip("needs the v1 pids hierarchy (hybrid layout) to refuse the manager a fork")
+    group = "%s/%s-pids" % (pids, ROOT)
+    root = "%s/unified/%s" % (CG, ROOT)
+    h = Helper(guardian=True)
+    try:
+        os.mkdir(group)
+        with open(group + "/cgroup.procs", "w") as f:
+            f.write(str(h.proc.pid))
+        with open(group + "/pids.current") as f:
+            current = f.read().strip()
+        with open(group + "/pids.max", "w") as f:
+            f.write(current)
+        kill_guardian(h, replaced=False)
+        assert os.path.isdir(root + "/.guardian")
+        h.close()
+        assert h.quit_cleanly
+        assert not os.path.exists(root), os.listdir(root)
+    finally:
+        h.close()
+        _force_cleanup(ROOT)
+        rmdir_when_empty(group, 100)  # the helper may still be exiting
+        assert not os.path.exists(group), "test cgroup %s left behind" % group
+
+
 def dl_total_bw():
     """The root domain's SCHED_DEADLINE bandwidth in use (1/1048576 CPU),
     from debugfs; None where it cannot be read."""
