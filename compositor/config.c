@@ -107,6 +107,12 @@ void config_init_defaults(struct qw_config *config) {
 		.realtime_period_us = 20000,
 		.realtime_fallback = QOS_POLICY_OTHER,
 		.qos_reserved_ppm = 100000,
+		.scheduling = {
+			.serve_by_reserve = true,
+			.bill = true,
+			.boost = true,
+			.hidden_frame_rate = 10,
+		},
 	};
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_FOCUSED], 0x2d5b8a);
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_UNFOCUSED], 0x3a3d41);
@@ -358,6 +364,61 @@ static bool replace_string(char **field, const char *value, char *msg, size_t si
 	return true;
 }
 
+static bool parse_switch(const char *s, bool *out) {
+	if (s && strcmp(s, "on") == 0) {
+		*out = true;
+		return true;
+	}
+	if (s && strcmp(s, "off") == 0) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * One scheduling setting: "on"/"off" for all switches at once, or a key and
+ * its value. The same words serve "scheduling KEY VALUE" lines and the lines
+ * of a "scheduling { ... }" block.
+ */
+static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
+		char *msg, size_t size) {
+	bool on;
+	if (parse_switch(key, &on)) {
+		if (next_word(cursor)) {
+			return fail(msg, size, "scheduling %s takes nothing after it", key);
+		}
+		config->scheduling.serve_by_reserve = on;
+		config->scheduling.bill = on;
+		config->scheduling.boost = on;
+		return true;
+	}
+	char *value = next_word(cursor);
+	if (value && next_word(cursor)) {
+		return fail(msg, size, "scheduling %s takes one value", key);
+	}
+	bool *flag = strcmp(key, "serve-by-reserve") == 0 ?
+		&config->scheduling.serve_by_reserve :
+		strcmp(key, "bill") == 0 ? &config->scheduling.bill :
+		strcmp(key, "boost") == 0 ? &config->scheduling.boost : NULL;
+	if (flag) {
+		if (!parse_switch(value, flag)) {
+			return fail(msg, size, "scheduling %s wants on or off", key);
+		}
+		return true;
+	}
+	if (strcmp(key, "hidden-frame-rate") == 0) {
+		int hz;
+		if (!value || !parse_int(value, 1, 1000, &hz)) {
+			return fail(msg, size, "scheduling hidden-frame-rate wants 1 to 1000 (Hz)");
+		}
+		config->scheduling.hidden_frame_rate = (unsigned int)hz;
+		return true;
+	}
+	return fail(msg, size, "unknown scheduling setting '%s' (serve-by-reserve, bill, "
+		"boost, hidden-frame-rate, on, off)", key);
+}
+
 bool config_apply_line(struct qw_config *config, const char *line_in,
 		char *msg, size_t size) {
 	char buf[4096];
@@ -380,6 +441,31 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	char *key = next_word(&cursor);
 	if (!key) {
 		return true; /* blank or comment */
+	}
+	if (config->in_scheduling_block) {
+		if (strcmp(key, "}") == 0) {
+			if (next_word(&cursor)) {
+				return fail(msg, size, "text after '}'");
+			}
+			config->in_scheduling_block = false;
+			return true;
+		}
+		return apply_scheduling(config, key, &cursor, msg, size);
+	}
+	if (strcmp(key, "scheduling") == 0) {
+		char *what = next_word(&cursor);
+		if (!what) {
+			return fail(msg, size, "scheduling wants on, off, '{' or a setting");
+		}
+		if (strcmp(what, "{") == 0) {
+			if (next_word(&cursor)) {
+				return fail(msg, size, "text after '{' (settings go on the lines "
+					"that follow)");
+			}
+			config->in_scheduling_block = true;
+			return true;
+		}
+		return apply_scheduling(config, what, &cursor, msg, size);
 	}
 	if (strcmp(key, "output-mode") == 0) {
 		char *mode = next_word(&cursor);
@@ -519,7 +605,7 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	unsigned int lineno = 0;
+	unsigned int lineno = 0, block_line = 0;
 	errno = 0;
 	while ((len = getline(&line, &cap, f)) != -1) {
 		lineno++;
@@ -531,14 +617,25 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 			/* The line would end at the NUL and the rest be dropped unseen. */
 			report(err, path, lineno, "NUL byte in the line");
 			config->error_count++;
-		} else if (!config_apply_line(config, line, msg, sizeof(msg))) {
-			report(err, path, lineno, msg);
-			config->error_count++;
+		} else {
+			bool was_in_block = config->in_scheduling_block;
+			if (!config_apply_line(config, line, msg, sizeof(msg))) {
+				report(err, path, lineno, msg);
+				config->error_count++;
+			}
+			if (!was_in_block && config->in_scheduling_block) {
+				block_line = lineno;
+			}
 		}
 		errno = 0;
 	}
 	bool failed = ferror(f);
 	int read_errno = errno ? errno : EIO;
+	if (config->in_scheduling_block) {
+		report(err, path, block_line, "this scheduling block is not closed with '}'");
+		config->error_count++;
+		config->in_scheduling_block = false;
+	}
 	free(line);
 	fclose(f);
 	if (failed) {

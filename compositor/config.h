@@ -78,6 +78,15 @@ struct qw_config {
 	int realtime_fallback; /* enum qos_policy */
 	/* Share of each CPU kept back from guarantees (admission control). */
 	uint64_t qos_reserved_ppm;
+	/* The compositor as a slave scheduler (scheduler.h). Off is the plain
+	 * wl_display_run loop: every client served alike, nothing billed. */
+	struct {
+		bool serve_by_reserve;
+		bool bill;
+		bool boost;
+		unsigned int hidden_frame_rate; /* Hz, for covered or off-screen windows */
+	} scheduling;
+	bool in_scheduling_block; /* parse state: between "scheduling {" and "}" */
 	unsigned int error_count; /* bad lines seen while loading */
 };
 

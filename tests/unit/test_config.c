@@ -97,7 +97,9 @@ static bool same_settings(const struct qw_config *a, const struct qw_config *b) 
 		a->realtime_cpu_ppm == b->realtime_cpu_ppm &&
 		a->realtime_period_us == b->realtime_period_us &&
 		a->realtime_fallback == b->realtime_fallback &&
-		a->qos_reserved_ppm == b->qos_reserved_ppm;
+		a->qos_reserved_ppm == b->qos_reserved_ppm &&
+		memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
+		a->in_scheduling_block == b->in_scheduling_block;
 }
 
 static void test_invalid_lines(void) {
@@ -133,6 +135,16 @@ static void test_invalid_lines(void) {
 		{"bind Super+x exit now", "takes no arguments"},
 		{"bind Super+x dance", "unknown action 'dance'"},
 		{"terminal", "needs a value"},
+		{"scheduling", "scheduling wants on, off"},
+		{"scheduling fast", "unknown scheduling setting 'fast'"},
+		{"scheduling boost", "scheduling boost wants on or off"},
+		{"scheduling boost maybe", "scheduling boost wants on or off"},
+		{"scheduling bill on off", "takes one value"},
+		{"scheduling off now", "takes nothing after it"},
+		{"scheduling hidden-frame-rate 0", "hidden-frame-rate wants 1 to 1000"},
+		{"scheduling hidden-frame-rate 10x", "hidden-frame-rate wants 1 to 1000"},
+		{"scheduling { serve-by-reserve off", "text after '{'"},
+		{"}", "unknown setting '}'"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct qw_config c;
@@ -319,8 +331,61 @@ static void test_fuzz_lines(void) {
 	config_finish(&c);
 }
 
+static void test_scheduling(void) {
+	struct qw_config c;
+	char msg[256] = "";
+	config_init_defaults(&c);
+	CHECK(c.scheduling.serve_by_reserve && c.scheduling.bill && c.scheduling.boost);
+	CHECK(c.scheduling.hidden_frame_rate == 10);
+	CHECK(apply(&c, "scheduling off", msg));
+	CHECK(!c.scheduling.serve_by_reserve && !c.scheduling.bill && !c.scheduling.boost);
+	CHECK(apply(&c, "scheduling bill on", msg) && c.scheduling.bill);
+	CHECK(!c.scheduling.serve_by_reserve && !c.scheduling.boost);
+	CHECK(apply(&c, "scheduling on  # all of it", msg));
+	CHECK(c.scheduling.serve_by_reserve && c.scheduling.bill && c.scheduling.boost);
+	/* The block form: the same words, one a line, until "}". */
+	CHECK(apply(&c, "scheduling {", msg) && c.in_scheduling_block);
+	CHECK(apply(&c, "  boost off", msg) && !c.scheduling.boost);
+	CHECK(!apply(&c, "  boost sideways", msg) && strstr(msg, "boost wants on or off"));
+	CHECK(apply(&c, "", msg) && apply(&c, "# inside", msg) && c.in_scheduling_block);
+	CHECK(apply(&c, "  hidden-frame-rate 4", msg) && c.scheduling.hidden_frame_rate == 4);
+	CHECK(!apply(&c, "  output-mode 800x600", msg) &&
+		strstr(msg, "unknown scheduling setting 'output-mode'"));
+	CHECK(apply(&c, "}", msg) && !c.in_scheduling_block);
+	CHECK(apply(&c, "output-mode 800x600", msg) && c.output_width == 800);
+	config_finish(&c);
+
+	/* A block left open is reported at the line that opened it. */
+	const char *dir = getenv("QOSWAY_TEST_TMP");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/test-config-sched-%d", dir ? dir : "/tmp",
+		(int)getpid());
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f) {
+		return;
+	}
+	fputs("scheduling bill off\nscheduling {\n boost off\n", f);
+	fclose(f);
+	char *out = NULL;
+	size_t out_len = 0;
+	FILE *err = open_memstream(&out, &out_len);
+	config_init_defaults(&c);
+	CHECK(config_load_file(&c, path, err));
+	fclose(err);
+	char want[4200];
+	snprintf(want, sizeof(want), "%s:2: this scheduling block is not closed", path);
+	CHECK(out && strstr(out, want));
+	CHECK(c.error_count == 1 && !c.in_scheduling_block);
+	CHECK(!c.scheduling.bill && !c.scheduling.boost && c.scheduling.serve_by_reserve);
+	free(out);
+	config_finish(&c);
+	remove(path);
+}
+
 int main(void) {
 	test_defaults();
+	test_scheduling();
 	test_valid_lines();
 	test_invalid_lines();
 	test_file_errors();
