@@ -15,6 +15,7 @@
 #include "cursor.h"
 #include "layer_shell.h"
 #include "reserve_menu.h"
+#include "scheduler.h"
 #include "view.h"
 
 /* Corners of the frame count as two edges within this distance. */
@@ -235,6 +236,7 @@ void cursor_rebase(struct qw_server *server, uint32_t time_msec) {
 
 static void handle_cursor_motion(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_motion);
+	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion *event = data;
 	wlr_cursor_move(server->cursor, event->device, event->delta_x, event->delta_y);
 	process_motion(server, event->time_msec);
@@ -243,6 +245,7 @@ static void handle_cursor_motion(struct wl_listener *listener, void *data) {
 
 static void handle_cursor_motion_absolute(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_motion_absolute);
+	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion_absolute *event = data;
 	wlr_cursor_warp_absolute(server->cursor, event->device, event->x, event->y);
 	process_motion(server, event->time_msec);
@@ -404,6 +407,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 
 static void handle_cursor_button(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_button);
+	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_button *event = data;
 	notify_activity(server);
 	if (event->state == WLR_BUTTON_PRESSED) {
@@ -418,6 +422,7 @@ static void handle_cursor_button(struct wl_listener *listener, void *data) {
 
 static void handle_cursor_axis(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_axis);
+	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_axis *event = data;
 	wlr_seat_pointer_notify_axis(server->seat, event->time_msec, event->orientation,
 		event->delta, event->delta_discrete, event->source);
@@ -425,6 +430,7 @@ static void handle_cursor_axis(struct wl_listener *listener, void *data) {
 
 static void handle_cursor_frame(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_frame);
+	scheduler_own(server->scheduler);
 	wlr_seat_pointer_notify_frame(server->seat);
 }
 

@@ -15,6 +15,7 @@
 
 #include "ipc.h"
 #include "ipc_commands.h"
+#include "scheduler.h"
 #include "qos/qos.h"
 
 /* A request line longer than this is refused rather than buffered. */
@@ -188,6 +189,7 @@ static bool handle_lines(struct ipc_client *client) {
 
 static int handle_client_event(int fd, uint32_t mask, void *data) {
 	struct ipc_client *client = data;
+	scheduler_own(client->ipc->server->scheduler);
 	if (mask & (WL_EVENT_ERROR | WL_EVENT_HANGUP)) {
 		client_destroy(client);
 		return 0;
@@ -230,6 +232,7 @@ static int handle_client_event(int fd, uint32_t mask, void *data) {
 
 static int handle_listen(int fd, uint32_t mask, void *data) {
 	struct qw_ipc *ipc = data;
+	scheduler_own(ipc->server->scheduler);
 	int client_fd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (client_fd < 0) {
 		wlr_log_errno(WLR_ERROR, "IPC accept failed");

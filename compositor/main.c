@@ -6,6 +6,7 @@
 #include <wlr/util/log.h>
 
 #include "config.h"
+#include "scheduler.h"
 #include "server.h"
 
 static const char usage[] =
@@ -79,7 +80,7 @@ int main(int argc, char *argv[]) {
 	if (startup_cmd) {
 		server_spawn_shell(&server, startup_cmd);
 	}
-	wl_display_run(server.wl_display);
+	scheduler_run(server.scheduler);
 	wlr_log(WLR_INFO, "exiting");
 	server_finish(&server);
 	config_finish(&server.config);

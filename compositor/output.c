@@ -13,6 +13,7 @@
 #include "layer_shell.h"
 #include "output.h"
 #include "render.h"
+#include "scheduler.h"
 
 struct wlr_box output_layout_box(struct qw_output *output) {
 	struct wlr_box *box = wlr_output_layout_get_box(output->server->output_layout,
@@ -60,16 +61,16 @@ static void send_frame_done(struct wlr_scene_node *node, struct wlr_output *outp
 	}
 }
 
-static void handle_frame(struct wl_listener *listener, void *data) {
-	struct qw_output *output = wl_container_of(listener, output, frame);
+void output_send_frame_done(struct qw_output *output, struct timespec *now) {
+	send_frame_done(&output->server->scene->node, output->wlr_output, now);
+}
+
+bool output_draw(struct qw_output *output, struct render_report *report,
+		struct timespec *now) {
 	struct wlr_output *wlr_output = output->wlr_output;
-	if (!output->scene_output) {
-		return;
-	}
 	uint32_t seq_before = wlr_output->commit_seq;
-	bool committed = render_output(output);
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	bool committed = render_output(output, report);
+	clock_gettime(CLOCK_MONOTONIC, now);
 	if (committed && output->synthesize_present && wlr_output->commit_seq != seq_before) {
 		/* wlroots 0.15's headless backend never reports presentation, so
 		 * clients would only ever see "discarded". The commit just
@@ -80,23 +81,33 @@ static void handle_frame(struct wl_listener *listener, void *data) {
 			.output = wlr_output,
 			.commit_seq = wlr_output->commit_seq,
 			.presented = true,
-			.when = &now,
+			.when = now,
 			.seq = ++output->present_seq,
 			.refresh = refresh_ns,
 			.flags = 0,
 		};
 		wlr_output_send_present(wlr_output, &event);
 	}
-	send_frame_done(&output->server->scene->node, wlr_output, &now);
+	return committed && wlr_output->commit_seq != seq_before;
+}
+
+static void handle_frame(struct wl_listener *listener, void *data) {
+	struct qw_output *output = wl_container_of(listener, output, frame);
+	if (!output->scene_output) {
+		return;
+	}
+	scheduler_output_frame(output->server->scheduler, output);
 }
 
 static void handle_destroy(struct wl_listener *listener, void *data) {
 	struct qw_output *output = wl_container_of(listener, output, destroy);
 	layer_shell_output_destroyed(output);
+	scheduler_output_destroyed(output->server->scheduler, output);
 	wl_list_remove(&output->frame.link);
 	wl_list_remove(&output->destroy.link);
 	wl_list_remove(&output->link);
 	render_list_destroy(output->render_list);
+	render_report_finish(&output->report);
 	output->wlr_output->data = NULL;
 	free(output);
 }

@@ -14,6 +14,7 @@
 #include "qos/qos.h"
 #include "qos_link.h"
 #include "reserve_protocol.h"
+#include "scheduler.h"
 
 static void rules_diag(void *data, const char *message) {
 	/* file:line:col: message, as the issue asks: on stderr via the log. */
@@ -169,6 +170,7 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 		break;
 	}
 	reserve_protocol_notify(server, event);
+	scheduler_qos_event(server->scheduler, event);
 	/* Anything may have changed some process's class: re-read once, after
 	 * the manager has finished the operation that emitted this. */
 	qos_link_schedule_refresh(server);
@@ -178,6 +180,7 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 
 static int handle_cpu_sample(void *data) {
 	struct qw_server *server = data;
+	scheduler_own(server->scheduler);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -192,8 +195,12 @@ static int handle_cpu_sample(void *data) {
 	if (server->qos) {
 		/* The starvation watchdog's canary: this loop runs at normal
 		 * priority, so if real-time members starve normal tasks this
-		 * timer stops firing and the manager demotes them. */
-		qos_manager_watchdog_feed(server->qos);
+		 * timer stops firing and the manager demotes them. A loop the
+		 * scheduler may boost is no canary: the manager's own thread
+		 * is (qos_link_init). */
+		if (!scheduler_boost_available(server->scheduler)) {
+			qos_manager_watchdog_feed(server->qos);
+		}
 		/* The count of messages not logged comes out even when no more do. */
 		log_next_second(server);
 	}
@@ -203,6 +210,7 @@ static int handle_cpu_sample(void *data) {
 
 static int handle_qos_fd(int fd, uint32_t mask, void *data) {
 	struct qw_server *server = data;
+	scheduler_own(server->scheduler);
 	if (qos_manager_dispatch(server->qos) < 0) {
 		wlr_log(WLR_ERROR, "QoS manager dispatch failed");
 	}
@@ -265,8 +273,9 @@ void qos_link_init(struct qw_server *server) {
 	config.rsvd_ppm = server->config.qos_reserved_ppm;
 	/* The guard holds the root's lock until it has thawed everything. */
 	config.guardian_keep_fd = server->qos_root_lock;
-	/* No threads in the compositor: the canary is our own loop (above). */
-	config.watchdog_external_canary = true;
+	/* The canary is our own loop (above), unless the scheduler may boost
+	 * it to real-time: then a thread of the manager's, at normal priority. */
+	config.watchdog_external_canary = !scheduler_boost_available(server->scheduler);
 	config.event = handle_qos_event;
 	config.event_data = server;
 	config.may_redefine = reload_may_redefine;

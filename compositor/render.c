@@ -17,17 +17,20 @@
 #include <wlr/types/wlr_presentation_time.h>
 #include <wlr/types/wlr_scene.h>
 #include <wlr/types/wlr_surface.h>
+#include <wlr/types/wlr_xdg_shell.h>
 #include <wlr/util/box.h>
 #include <wlr/util/log.h>
 #include <wlr/util/region.h>
 
 #include "output.h"
 #include "render.h"
+#include "view.h"
 
 struct render_item {
 	struct wlr_scene_node *node;
 	struct wlr_box box; /* output buffer coordinates */
-	pixman_region32_t visible;
+	pixman_region32_t visible; /* damaged and not covered: what is drawn */
+	uint64_t damaged_px, visible_px;
 };
 
 struct render_list {
@@ -240,6 +243,97 @@ static void mark_sampled(struct render_list *list, struct wlr_scene_output *scen
 	}
 }
 
+static uint64_t region_px(pixman_region32_t *region) {
+	int n;
+	pixman_box32_t *rects = pixman_region32_rectangles(region, &n);
+	uint64_t px = 0;
+	for (int i = 0; i < n; i++) {
+		px += (uint64_t)(rects[i].x2 - rects[i].x1) * (uint64_t)(rects[i].y2 - rects[i].y1);
+	}
+	return px;
+}
+
+/* Whose node this is: a surface's client, or the client of the window a
+ * decoration belongs to. */
+static struct wl_client *node_client(struct wlr_scene_node *node) {
+	if (node->type == WLR_SCENE_NODE_SURFACE) {
+		struct wlr_surface *surface = wlr_scene_surface_from_node(node)->surface;
+		return wl_resource_get_client(surface->resource);
+	}
+	struct qw_node_desc *desc = node_desc_find(node);
+	if (!desc || !desc->view || desc->view->client_gone || !desc->view->xdg_surface) {
+		return NULL;
+	}
+	return wl_resource_get_client(desc->view->xdg_surface->resource);
+}
+
+static bool report_push(struct render_report *report, const struct render_shown *shown) {
+	if (report->len == report->cap) {
+		size_t cap = report->cap ? report->cap * 2 : 64;
+		struct render_shown *grown = realloc(report->items, cap * sizeof(*grown));
+		if (!grown) {
+			return false;
+		}
+		report->items = grown;
+		report->cap = cap;
+	}
+	report->items[report->len++] = *shown;
+	return true;
+}
+
+/*
+ * Fills the report from the list, whose items hold their damaged visible
+ * regions: what each drew, and what of it no opaque node above covers.
+ */
+static void fill_report(struct render_list *list, struct wlr_output *output,
+		struct render_report *report) {
+	report->len = 0;
+	pixman_region32_t covered, visible;
+	pixman_region32_init(&covered);
+	pixman_region32_init(&visible);
+	for (size_t i = list->len; i-- > 0;) {
+		struct render_item *item = &list->items[i];
+		pixman_region32_init_rect(&visible, item->box.x, item->box.y, item->box.width,
+			item->box.height);
+		pixman_region32_intersect_rect(&visible, &visible, 0, 0, output->width,
+			output->height);
+		pixman_region32_subtract(&visible, &visible, &covered);
+		pixman_region32_t opaque;
+		opaque_region(item, output->scale, &opaque);
+		pixman_region32_union(&covered, &covered, &opaque);
+		pixman_region32_fini(&opaque);
+		item->visible_px = region_px(&visible);
+		item->damaged_px = region_px(&item->visible);
+	}
+	pixman_region32_fini(&visible);
+	pixman_region32_fini(&covered);
+	for (size_t i = 0; i < list->len; i++) {
+		struct render_item *item = &list->items[i];
+		struct wlr_scene_node *node = item->node;
+		struct render_shown shown = {
+			.node = node,
+			.surface = node->type == WLR_SCENE_NODE_SURFACE ?
+				wlr_scene_surface_from_node(node)->surface : NULL,
+			.damaged_px = item->damaged_px,
+			.visible_px = item->visible_px,
+		};
+		/* Only surfaces and what was drawn need an owner. */
+		if (shown.surface || shown.damaged_px) {
+			shown.client = node_client(node);
+		}
+		if (!report_push(report, &shown)) {
+			break;
+		}
+	}
+}
+
+void render_report_finish(struct render_report *report) {
+	if (report) {
+		free(report->items);
+		*report = (struct render_report){0};
+	}
+}
+
 static void list_reset(struct render_list *list) {
 	for (size_t i = 0; i < list->len; i++) {
 		pixman_region32_fini(&list->items[i].visible);
@@ -256,7 +350,7 @@ void render_list_destroy(struct render_list *list) {
 	free(list);
 }
 
-bool render_output(struct qw_output *output) {
+bool render_output(struct qw_output *output, struct render_report *report) {
 	struct wlr_scene_output *scene_output = output->scene_output;
 	struct wlr_output *wlr_output = output->wlr_output;
 	struct wlr_renderer *renderer = wlr_output->renderer;
@@ -278,6 +372,14 @@ bool render_output(struct qw_output *output) {
 	if (!needs_frame) {
 		pixman_region32_fini(&damage);
 		wlr_output_rollback(wlr_output);
+		if (report) {
+			/* Nothing to draw, but what is covered still decides
+			 * which clients get frame callbacks. */
+			collect(list, &output->server->scene->node, 0, 0, scene_output);
+			fill_report(list, wlr_output, report);
+			list_reset(list);
+			report->drawn = false;
+		}
 		return true;
 	}
 
@@ -317,6 +419,9 @@ bool render_output(struct qw_output *output) {
 	wlr_output_render_software_cursors(wlr_output, &damage);
 	wlr_renderer_end(renderer);
 	mark_sampled(list, scene_output, output->server->presentation);
+	if (report) {
+		fill_report(list, wlr_output, report);
+	}
 	list_reset(list);
 	pixman_region32_fini(&damage);
 
@@ -328,5 +433,9 @@ bool render_output(struct qw_output *output) {
 		wlr_output_transform_invert(wlr_output->transform), width, height);
 	wlr_output_set_damage(wlr_output, &frame_damage);
 	pixman_region32_fini(&frame_damage);
-	return wlr_output_commit(wlr_output);
+	bool committed = wlr_output_commit(wlr_output);
+	if (report) {
+		report->drawn = committed;
+	}
+	return committed;
 }

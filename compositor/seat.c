@@ -13,6 +13,7 @@
 #include <xkbcommon/xkbcommon.h>
 
 #include "reserve_menu.h"
+#include "scheduler.h"
 #include "seat.h"
 #include "view.h"
 
@@ -112,6 +113,7 @@ static bool run_binding(struct qw_server *server, uint32_t modifiers, xkb_keysym
 
 static void handle_key(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, key);
+	scheduler_own(keyboard->server->scheduler);
 	struct qw_server *server = keyboard->server;
 	struct wlr_event_keyboard_key *event = data;
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
@@ -158,6 +160,7 @@ static void handle_key(struct wl_listener *listener, void *data) {
 
 static void handle_modifiers(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, modifiers);
+	scheduler_own(keyboard->server->scheduler);
 	if (!has_keymap(keyboard->device)) {
 		return;
 	}

@@ -36,12 +36,14 @@
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "reserve_protocol.h"
+#include "scheduler.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
 
 void server_terminate(struct qw_server *server) {
+	scheduler_stop(server->scheduler);
 	wl_display_terminate(server->wl_display);
 }
 
@@ -248,6 +250,11 @@ bool server_init(struct qw_server *server) {
 	if (!cursor_init(server) || !seat_init(server)) {
 		return false;
 	}
+	server->scheduler = scheduler_create(server);
+	if (!server->scheduler) {
+		wlr_log(WLR_ERROR, "cannot create the scheduler");
+		return false;
+	}
 	server->new_output.notify = output_handle_new;
 	wl_signal_add(&server->backend->events.new_output, &server->new_output);
 
@@ -302,6 +309,8 @@ void server_finish(struct qw_server *server) {
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
 	wl_display_destroy_clients(server->wl_display);
+	scheduler_destroy(server->scheduler);
+	server->scheduler = NULL;
 	if (server->sigint_source) {
 		wl_event_source_remove(server->sigint_source);
 	}

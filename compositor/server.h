@@ -38,6 +38,7 @@
 #include "theme.h"
 
 struct qw_ipc;
+struct qw_scheduler;
 struct qos_manager;
 struct qos_rules;
 struct wlr_scene_node;
@@ -170,6 +171,9 @@ struct qw_server {
 
 	struct qw_ipc *ipc;
 	char *ipc_socket_path;
+
+	/* Serves clients in reserve order and bills them (scheduler.h). */
+	struct qw_scheduler *scheduler;
 
 	/* QoS manager (qos_link.c); NULL when unavailable, see qos_error. */
 	struct qos_manager *qos;

@@ -10,6 +10,7 @@
 
 #include "qos/qos.h"
 #include "qos_link.h"
+#include "scheduler.h"
 #include "server.h"
 
 /* argv[0] as the exec will find it, for matching exe= rules before exec. */
@@ -100,6 +101,7 @@ pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[],
 		sigemptyset(&set);
 		sigprocmask(SIG_SETMASK, &set, NULL);
 		signal(SIGPIPE, SIG_DFL);
+		scheduler_prepare_child(server->scheduler);
 		setsid();
 		close(gate[1]);
 		/* Wait until the compositor has settled our QoS (EOF either way). */

@@ -1,0 +1,534 @@
+/*
+ * The scheduler's clients, their classes, and the event loop that serves
+ * them in reserve order (scheduler.h draws the data flow).
+ *
+ * A loop iteration: bookkeeping (classes, bills, cgroup windows, the
+ * exhausted clients' gates, the boost), then one poll() over the event
+ * loop's epoll fd and every open client fd. When a real-time client is
+ * readable, the best-effort clients that are readable too are gated and
+ * the loop dispatched once, boosted: only the real-time requests (and the
+ * compositor's own sources) run. Then everything else, unboosted.
+ */
+#include <errno.h>
+#include <json.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <wlr/types/wlr_xdg_shell.h>
+#include <wlr/util/log.h>
+
+#include "client_identity.h"
+#include "output.h"
+#include "qos/qos.h"
+#include "scheduler_internal.h"
+#include "server.h"
+#include "view.h"
+
+uint64_t sched_now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sched_trace(struct qw_scheduler *sched, const char *fmt, ...) {
+	if (!sched->trace) {
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(sched->trace, "%llu ", (unsigned long long)(sched_now_ns() / 1000));
+	vfprintf(sched->trace, fmt, ap);
+	fputc('\n', sched->trace);
+	va_end(ap);
+}
+
+static void handle_client_destroy(struct wl_listener *listener, void *data) {
+	struct sched_client *c = wl_container_of(listener, c, destroy);
+	struct qw_scheduler *sched = c->sched;
+	sched_client_account_gone(sched, c);
+	if (c->limit) {
+		sched_limit_unref(sched, c->limit);
+	}
+	if (c->realtime && sched->n_realtime > 0) {
+		sched->n_realtime--;
+	}
+	if (sched->cache == c) {
+		sched->cache = NULL;
+		sched->cache_client = NULL;
+	}
+	sched_trace(sched, "gone pid=%d", (int)c->pid);
+	wl_list_remove(&c->destroy.link);
+	wl_list_remove(&c->link);
+	free(c);
+}
+
+struct sched_client *sched_client_of(struct qw_scheduler *sched, struct wl_client *client) {
+	if (!client) {
+		return NULL;
+	}
+	if (client == sched->cache_client) {
+		return sched->cache;
+	}
+	struct wl_listener *l = wl_client_get_destroy_listener(client, handle_client_destroy);
+	if (!l) {
+		return NULL;
+	}
+	struct sched_client *c = wl_container_of(l, c, destroy);
+	sched->cache_client = client;
+	sched->cache = c;
+	return c;
+}
+
+/* Real-time: a class the kernel guarantees or prioritises (thesis 5.4.3). */
+static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_t now) {
+	struct qos_manager *qos = sched->server->qos;
+	bool was_rt = c->realtime;
+	const char *name = NULL;
+	struct qos_reserve_info info;
+	if (qos && c->pid > 0) {
+		/* A process member, or else its main thread: Wayland clients
+		 * mostly talk to the compositor from there. */
+		name = qos_manager_reserve_of(qos, c->pid, 0);
+		if (!name) {
+			name = qos_manager_reserve_of(qos, c->pid, c->pid);
+		}
+	}
+	if (name && qos_manager_reserve_info(qos, name, &info)) {
+		enum qos_policy p = info.params.policy;
+		bool rt_policy = p == QOS_POLICY_FIFO || p == QOS_POLICY_RR;
+		c->realtime = p == QOS_POLICY_QOS || rt_policy || info.granted;
+		c->rt_priority = rt_policy ? info.params.priority : 0;
+		if (strcmp(c->reserve, info.name) != 0) {
+			snprintf(c->reserve, sizeof(c->reserve), "%s", info.name);
+			c->reserve_exhausted = info.in_fallback;
+		}
+		if (c->limit) {
+			sched_limit_unref(sched, c->limit);
+			c->limit = NULL;
+		}
+	} else {
+		c->realtime = false;
+		c->rt_priority = 0;
+		c->reserve[0] = '\0';
+		c->reserve_exhausted = false;
+		sched_limit_update(sched, c, now);
+	}
+	if (c->realtime != was_rt) {
+		if (c->realtime) {
+			sched->n_realtime++;
+		} else {
+			sched->n_realtime--;
+			c->awaiting = false;
+		}
+		sched_trace(sched, "class pid=%d %s", (int)c->pid,
+			c->realtime ? "realtime" : "best-effort");
+	}
+}
+
+void sched_classify_all(struct qw_scheduler *sched) {
+	uint64_t now = sched_now_ns();
+	struct sched_client *c;
+	wl_list_for_each(c, &sched->clients, link) {
+		classify(sched, c, now);
+	}
+	sched->classes_dirty = false;
+}
+
+void scheduler_refresh_classes(struct qw_scheduler *sched) {
+	if (sched) {
+		sched->classes_dirty = true;
+	}
+}
+
+bool sched_client_exhausted(const struct sched_client *c, uint64_t now) {
+	return c->reserve_exhausted || (c->limit && c->limit->exhausted &&
+		now < c->limit->window_end_ns);
+}
+
+void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *event) {
+	if (!sched) {
+		return;
+	}
+	/* Called from inside the manager: record, act at the loop's top. */
+	if (event->type != QOS_EVENT_OVERRUN && event->type != QOS_EVENT_RESTORED) {
+		sched->classes_dirty = true;
+		return;
+	}
+	if (!event->reserve) {
+		return;
+	}
+	bool exhausted = event->type == QOS_EVENT_OVERRUN;
+	struct sched_client *c;
+	wl_list_for_each(c, &sched->clients, link) {
+		if (strcmp(c->reserve, event->reserve) == 0 && c->reserve_exhausted != exhausted) {
+			c->reserve_exhausted = exhausted;
+			sched_trace(sched, "%s pid=%d reserve=%s", exhausted ? "exhausted" :
+				"restored", (int)c->pid, c->reserve);
+		}
+	}
+}
+
+static void handle_client_created(struct wl_listener *listener, void *data) {
+	struct qw_scheduler *sched = wl_container_of(listener, sched, client_created);
+	struct wl_client *client = data;
+	struct sched_client *c = calloc(1, sizeof(*c));
+	if (!c) {
+		wlr_log(WLR_ERROR, "scheduler: out of memory for a client; it is served "
+			"unaccounted");
+		return;
+	}
+	c->sched = sched;
+	c->client = client;
+	c->fd = wl_client_get_fd(client);
+	struct client_identity *id = client_identity_get(client);
+	c->pid = client_identity_pid(id);
+	c->destroy.notify = handle_client_destroy;
+	wl_client_add_destroy_listener(client, &c->destroy);
+	wl_list_insert(sched->clients.prev, &c->link);
+	if (sched->serve) {
+		sched_gate_find_source(sched, c);
+	}
+	classify(sched, c, sched_now_ns());
+	sched_trace(sched, "client pid=%d %s", (int)c->pid,
+		c->realtime ? "realtime" : "best-effort");
+}
+
+void scheduler_own(struct qw_scheduler *sched) {
+	if (sched && sched->accounting) {
+		sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	}
+}
+
+void scheduler_stop(struct qw_scheduler *sched) {
+	if (sched) {
+		sched->stop = true;
+	}
+}
+
+static bool grow_poll_set(struct qw_scheduler *sched, size_t n) {
+	if (n <= sched->pcap) {
+		return true;
+	}
+	size_t cap = sched->pcap ? sched->pcap * 2 : 32;
+	while (cap < n) {
+		cap *= 2;
+	}
+	struct pollfd *pfd = realloc(sched->pfd, cap * sizeof(*pfd));
+	if (!pfd) {
+		return false;
+	}
+	sched->pfd = pfd;
+	struct sched_client **pcl = realloc(sched->pcl, cap * sizeof(*pcl));
+	if (!pcl) {
+		return false;
+	}
+	sched->pcl = pcl;
+	sched->pcap = cap;
+	return true;
+}
+
+static int timeout_ms(uint64_t deadline, uint64_t now) {
+	if (!deadline) {
+		return -1;
+	}
+	if (deadline <= now) {
+		return 0;
+	}
+	uint64_t ms = (deadline - now + 999999) / 1000000;
+	return ms > 60000 ? 60000 : (int)ms;
+}
+
+/*
+ * One wait and dispatch, serving real-time clients first. Returns false when
+ * the order cannot be kept (no memory for the poll set): the caller then
+ * dispatches plainly.
+ */
+static bool serve_in_order(struct qw_scheduler *sched, struct wl_event_loop *loop,
+		uint64_t deadline) {
+	size_t n = 1;
+	struct sched_client *c;
+	wl_list_for_each(c, &sched->clients, link) {
+		n++;
+	}
+	if (!grow_poll_set(sched, n)) {
+		return false;
+	}
+	size_t k = 0;
+	sched->pfd[k++] = (struct pollfd){ .fd = wl_event_loop_get_fd(loop), .events = POLLIN };
+	wl_list_for_each(c, &sched->clients, link) {
+		c->revents = 0;
+		if (!c->gated && c->fd >= 0) {
+			sched->pcl[k] = c;
+			sched->pfd[k++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		}
+	}
+	uint64_t now = sched_now_ns();
+	bool pending = sched_rt_pending(sched, now);
+	sched_boost_set(sched, pending);
+	int ready = poll(sched->pfd, k, timeout_ms(deadline, now));
+	if (ready < 0 && errno != EINTR) {
+		return false;
+	}
+	bool rt_ready = false, be_ready = false;
+	for (size_t i = 1; i < k && ready > 0; i++) {
+		struct sched_client *ci = sched->pcl[i];
+		ci->revents = sched->pfd[i].revents;
+		if (ci->revents & POLLIN) {
+			rt_ready = rt_ready || ci->realtime;
+			be_ready = be_ready || !ci->realtime;
+		}
+	}
+	if (rt_ready && be_ready) {
+		/* Real-time requests first: the others' sources closed for one
+		 * dispatch. Hang-ups still come through (epoll always reports
+		 * them), so a client that left is destroyed all the same. */
+		sched->rt_phases++;
+		sched_boost_set(sched, true);
+		wl_list_for_each(c, &sched->clients, link) {
+			if (!c->realtime && !c->gated && (c->revents & POLLIN)) {
+				sched_gate(c, true);
+			}
+		}
+		sched_switch(sched, SCHED_OWNER_NEXT, NULL);
+		wl_event_loop_dispatch(loop, 0);
+		wl_list_for_each(c, &sched->clients, link) {
+			if (!c->realtime && c->gated && (c->revents & POLLIN)) {
+				sched_gate(c, false);
+			}
+		}
+	}
+	/* Best-effort clients are served at the compositor's own priority;
+	 * real-time ones and its own sources (frames, timers) boosted while
+	 * real-time work is pending. */
+	sched_boost_set(sched, !be_ready && (pending || rt_ready));
+	sched_switch(sched, SCHED_OWNER_NEXT, NULL);
+	wl_event_loop_dispatch(loop, 0);
+	return true;
+}
+
+void scheduler_run(struct qw_scheduler *sched) {
+	struct qw_server *server = sched->server;
+	struct wl_event_loop *loop = server->event_loop;
+	while (!sched->stop) {
+		uint64_t now = sched_now_ns();
+		sched->iterations++;
+		sched_switch(sched, SCHED_OWNER_NEXT, NULL);
+		/* Once a second even without QoS events: a client may have been
+		 * moved into a limited cgroup behind the manager's back. */
+		if (now - sched->classified_ns >= 1000000000ull) {
+			sched->classes_dirty = true;
+		}
+		if (sched->classes_dirty) {
+			sched->classified_ns = now;
+			sched_classify_all(sched);
+		}
+		sched_boost_poll_revoked(sched);
+		sched_limits_tick(sched, now);
+		sched_bill(sched, false);
+		sched_flush_clients(sched);
+		uint64_t deadline = 0;
+		if (sched->serve) {
+			deadline = sched_gate_exhausted(sched, now);
+		}
+		if (sched->serve && sched->gating && (sched->n_realtime > 0 || deadline)) {
+			if (serve_in_order(sched, loop, deadline)) {
+				continue;
+			}
+		}
+		sched_boost_set(sched, sched_rt_pending(sched, now));
+		sched_switch(sched, SCHED_OWNER_NEXT, NULL);
+		wl_event_loop_dispatch(loop, timeout_ms(deadline, now));
+	}
+	sched_boost_set(sched, false);
+}
+
+struct qw_scheduler *scheduler_create(struct qw_server *server) {
+	struct qw_scheduler *sched = calloc(1, sizeof(*sched));
+	if (!sched) {
+		return NULL;
+	}
+	sched->server = server;
+	wl_list_init(&sched->clients);
+	wl_list_init(&sched->limits);
+	wl_list_init(&sched->holds);
+	sched->serve = server->config.scheduling.serve_by_reserve;
+	sched->bill = server->config.scheduling.bill;
+	/* The books are kept whenever something uses them: billing, or the
+	 * pacing of best-effort clients by what they cost. */
+	sched->accounting = sched->serve || sched->bill;
+	sched->divisor = 1;
+	sched->gating = sched->serve;
+	const char *trace = getenv("QOSWAY_SCHED_TRACE");
+	if (trace && trace[0]) {
+		sched->trace = fopen(trace, "we");
+		if (sched->trace) {
+			setvbuf(sched->trace, NULL, _IOLBF, 0);
+		} else {
+			wlr_log(WLR_ERROR, "scheduler: cannot open the trace %s: %s", trace,
+				strerror(errno));
+		}
+	}
+	if (!sched_account_init(sched) || !sched_frame_init(sched)) {
+		scheduler_destroy(sched);
+		return NULL;
+	}
+	sched_boost_init(sched);
+	sched->client_created.notify = handle_client_created;
+	wl_display_add_client_created_listener(server->wl_display, &sched->client_created);
+	wlr_log(WLR_INFO, "scheduling: serve-by-reserve %s, bill %s, boost %s%s%s, "
+		"hidden-frame-rate %u Hz", sched->serve ? "on" : "off", sched->bill ? "on" : "off",
+		server->config.scheduling.boost ? (sched->boost.available ? "on" : "off") : "off",
+		sched->boost.note[0] ? ": " : "", sched->boost.note,
+		server->config.scheduling.hidden_frame_rate);
+	return sched;
+}
+
+void scheduler_destroy(struct qw_scheduler *sched) {
+	if (!sched) {
+		return;
+	}
+	struct sched_client *c, *tmp;
+	wl_list_for_each_safe(c, tmp, &sched->clients, link) {
+		/* Clients outlive us only on teardown paths: forget them. */
+		if (c->gated) {
+			sched_gate(c, false);
+		}
+		if (c->limit) {
+			sched_limit_unref(sched, c->limit);
+		}
+		wl_list_remove(&c->destroy.link);
+		wl_list_remove(&c->link);
+		free(c);
+	}
+	if (sched->client_created.notify) {
+		wl_list_remove(&sched->client_created.link);
+	}
+	sched_frame_finish(sched);
+	sched_boost_finish(sched);
+	sched_account_finish(sched);
+	if (sched->trace) {
+		fclose(sched->trace);
+	}
+	free(sched->pfd);
+	free(sched->pcl);
+	free(sched);
+}
+
+static const char *client_app_id(struct qw_server *server, struct wl_client *client) {
+	struct qw_view *view;
+	wl_list_for_each(view, &server->views, link) {
+		if (!view->client_gone && view->xdg_surface &&
+				wl_resource_get_client(view->xdg_surface->resource) == client &&
+				view->toplevel->app_id) {
+			return view->toplevel->app_id;
+		}
+	}
+	return NULL;
+}
+
+struct json_object *scheduler_json_clients(struct qw_scheduler *sched) {
+	struct json_object *list = json_object_new_array();
+	uint64_t now = sched_now_ns();
+	struct sched_client *c;
+	/* The open interval belongs to its owner already. */
+	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	wl_list_for_each(c, &sched->clients, link) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "pid", json_object_new_int(c->pid));
+		const char *app_id = client_app_id(sched->server, c->client);
+		json_object_object_add(o, "app_id", app_id ? json_object_new_string(app_id) : NULL);
+		json_object_object_add(o, "reserve",
+			c->reserve[0] ? json_object_new_string(c->reserve) : NULL);
+		json_object_object_add(o, "server_cpu_us",
+			json_object_new_int64((int64_t)(c->server_ns / 1000)));
+		json_object_object_add(o, "billed_us",
+			json_object_new_int64((int64_t)(c->billed_ns / 1000)));
+		json_object_object_add(o, "billed_to", c->reserve[0] ?
+			json_object_new_string("reserve") : c->limit ?
+			json_object_new_string("cgroup") : NULL);
+		json_object_object_add(o, "realtime", json_object_new_boolean(c->realtime));
+		json_object_object_add(o, "exhausted",
+			json_object_new_boolean(sched_client_exhausted(c, now)));
+		json_object_object_add(o, "gated", json_object_new_boolean(c->gated));
+		json_object_array_add(list, o);
+	}
+	return list;
+}
+
+uint64_t scheduler_client_server_us(struct qw_scheduler *sched, struct wl_client *client,
+		double *percent) {
+	struct sched_client *c = sched ? sched_client_of(sched, client) : NULL;
+	*percent = 0.0;
+	if (!c) {
+		return 0;
+	}
+	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	uint64_t now = sched_now_ns();
+	if (!c->sample_ns) {
+		c->sample_ns = now;
+		c->sample_server_ns = c->server_ns;
+	} else if (now - c->sample_ns >= 900000000ull) {
+		c->server_percent = 100.0 * (double)(c->server_ns - c->sample_server_ns) /
+			(double)(now - c->sample_ns);
+		c->sample_ns = now;
+		c->sample_server_ns = c->server_ns;
+	}
+	*percent = c->server_percent;
+	return c->server_ns / 1000;
+}
+
+struct json_object *scheduler_json(struct qw_scheduler *sched) {
+	struct json_object *o = json_object_new_object();
+	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	uint64_t clients_ns = sched->gone_ns;
+	struct sched_client *c;
+	size_t n = 0, exhausted = 0, gated = 0;
+	uint64_t now = sched_now_ns();
+	wl_list_for_each(c, &sched->clients, link) {
+		clients_ns += c->server_ns;
+		n++;
+		exhausted += sched_client_exhausted(c, now);
+		gated += c->gated;
+	}
+	const struct qw_config *config = &sched->server->config;
+	json_object_object_add(o, "serve_by_reserve", json_object_new_boolean(sched->serve));
+	json_object_object_add(o, "bill", json_object_new_boolean(sched->bill));
+	json_object_object_add(o, "boost", json_object_new_boolean(config->scheduling.boost));
+	json_object_object_add(o, "boost_available",
+		json_object_new_boolean(sched->boost.available));
+	json_object_object_add(o, "boost_note", sched->boost.note[0] ?
+		json_object_new_string(sched->boost.note) : NULL);
+	json_object_object_add(o, "boosted", json_object_new_boolean(sched->boost.active));
+	uint64_t boosted_ns = sched->boost.active_ns + (sched->boost.active ?
+		now - sched->boost.since_ns : 0);
+	json_object_object_add(o, "boosts", json_object_new_int64((int64_t)sched->boost.count));
+	json_object_object_add(o, "boosted_us", json_object_new_int64((int64_t)(boosted_ns / 1000)));
+	json_object_object_add(o, "boost_revocations",
+		json_object_new_int64((int64_t)sched->boost.revocations));
+	json_object_object_add(o, "hidden_frame_rate",
+		json_object_new_int((int)config->scheduling.hidden_frame_rate));
+	json_object_object_add(o, "gating", json_object_new_boolean(sched->gating));
+	json_object_object_add(o, "accounting", json_object_new_boolean(sched->accounting));
+	json_object_object_add(o, "cpu_us", json_object_new_int64((int64_t)(
+		(clients_ns + sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "clients_us", json_object_new_int64((int64_t)(clients_ns / 1000)));
+	json_object_object_add(o, "own_us", json_object_new_int64((int64_t)(
+		(sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "thread_cpu_us",
+		json_object_new_int64((int64_t)(sched_thread_ns() / 1000)));
+	json_object_object_add(o, "clients", json_object_new_int((int)n));
+	json_object_object_add(o, "realtime_clients", json_object_new_int((int)sched->n_realtime));
+	json_object_object_add(o, "exhausted_clients", json_object_new_int((int)exhausted));
+	json_object_object_add(o, "gated_clients", json_object_new_int((int)gated));
+	json_object_object_add(o, "best_effort_divisor", json_object_new_int((int)sched->divisor));
+	json_object_object_add(o, "holding_commits", json_object_new_boolean(sched->hold));
+	json_object_object_add(o, "realtime_phases",
+		json_object_new_int64((int64_t)sched->rt_phases));
+	json_object_object_add(o, "frames", json_object_new_int64((int64_t)sched->frames));
+	json_object_object_add(o, "iterations", json_object_new_int64((int64_t)sched->iterations));
+	return o;
+}
