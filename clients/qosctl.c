@@ -35,6 +35,9 @@ static const char usage[] =
 	"                       create or modify a reserve (qosrc keys)\n"
 	"  reserves             list reserves\n"
 	"  capacity             granted and total real-time capacity\n"
+	"  clients              Wayland clients: the compositor's CPU time spent\n"
+	"                       for each, and the part billed to its reserve\n"
+	"  scheduler            the compositor's scheduling state and CPU accounting\n"
 	"  reload               reload the qosrc files\n"
 	"  top [-n COUNT]       refreshing view of windows and reserves\n"
 	"  subscribe            print window and QoS events as JSON lines\n"
@@ -301,8 +304,8 @@ static bool bool_field(struct json_object *obj, const char *key) {
 
 static void print_windows(struct json_object *reply) {
 	struct json_object *list = array_field(reply, "windows");
-	printf("%-5s %-9s %-16s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS", "RESERVE",
-		"CPU%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
+	printf("%-5s %-9s %-16s %6s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS",
+		"RESERVE", "CPU%", "SRV%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *w = json_object_array_get_idx(list, i);
 		struct json_object *geo;
@@ -310,9 +313,10 @@ static void print_windows(struct json_object *reply) {
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
 			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
-		printf("%-5d %-9s %s %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
+		printf("%-5d %-9s %s %6.1f %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
 			str_field(w, "class"), cell(str_field(w, "reserve"), 16),
-			double_field(w, "cpu_percent"), bool_field(w, "focused") ? "*" : "",
+			double_field(w, "cpu_percent"), double_field(w, "server_cpu_percent"),
+			bool_field(w, "focused") ? "*" : "",
 			int_field(w, "pid"), cell(str_field(w, "app_id"), 20), geometry,
 			str_field(w, "title"));
 	}
@@ -320,8 +324,8 @@ static void print_windows(struct json_object *reply) {
 
 static void print_reserves(struct json_object *reply) {
 	struct json_object *list = array_field(reply, "reserves");
-	printf("%-20s %-8s %-4s %10s %10s %-9s %s\n", "RESERVE", "POLICY", "OK", "USED_US",
-		"LAST_US", "MEMBERS", "PARAMS");
+	printf("%-20s %-8s %-4s %10s %10s %10s %-9s %s\n", "RESERVE", "POLICY", "OK", "USED_US",
+		"BILLED_US", "LAST_US", "MEMBERS", "PARAMS");
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *r = json_object_array_get_idx(list, i);
 		struct json_object *members = array_field(r, "members");
@@ -333,11 +337,46 @@ static void print_reserves(struct json_object *reply) {
 		}
 		const char *policy = str_field(r, "policy");
 		bool is_qos = strcmp(policy, "qos") == 0;
-		printf("%s %-8s %-4s %10lld %10lld %-9s %s\n", cell(str_field(r, "name"), 20),
+		printf("%s %-8s %-4s %10lld %10lld %10lld %-9s %s\n", cell(str_field(r, "name"), 20),
 			policy, is_qos ? (bool_field(r, "granted") ? "yes" : "no") : "-",
-			count_field(r, "used_us"), count_field(r, "last_used_us"),
+			count_field(r, "used_us"), count_field(r, "billed_us"),
+			count_field(r, "last_used_us"),
 			pids[0] ? pids : "-", str_field(r, "params"));
 	}
+}
+
+static void print_clients(struct json_object *reply) {
+	struct json_object *list = array_field(reply, "clients");
+	printf("%-8s %-3s %-3s %-16s %12s %12s %s\n", "PID", "RT", "EXH", "RESERVE",
+		"SERVER_MS", "BILLED_MS", "APP_ID");
+	for (size_t i = 0; i < array_length(list); i++) {
+		struct json_object *c = json_object_array_get_idx(list, i);
+		printf("%-8d %-3s %-3s %s %12.1f %12.1f %s\n", int_field(c, "pid"),
+			bool_field(c, "realtime") ? "*" : "", bool_field(c, "exhausted") ? "*" : "",
+			cell(str_field(c, "reserve"), 16), count_field(c, "server_cpu_us") / 1000.0,
+			count_field(c, "billed_us") / 1000.0, str_field(c, "app_id"));
+	}
+}
+
+static void print_scheduler(struct json_object *reply) {
+	const char *note = str_field(reply, "boost_note");
+	bool has_note = strcmp(note, "-") != 0;
+	printf("serve-by-reserve %s, bill %s, boost %s%s%s\n",
+		bool_field(reply, "serve_by_reserve") ? "on" : "off",
+		bool_field(reply, "bill") ? "on" : "off",
+		bool_field(reply, "boost") && bool_field(reply, "boost_available") ? "on" : "off",
+		has_note ? ": " : "", has_note ? note : "");
+	long long cpu = count_field(reply, "cpu_us");
+	long long clients = count_field(reply, "clients_us");
+	printf("compositor CPU %.1f ms: clients %.1f ms (%.1f%%), itself %.1f ms\n",
+		cpu / 1000.0, clients / 1000.0, cpu ? 100.0 * (double)clients / (double)cpu : 0.0,
+		count_field(reply, "own_us") / 1000.0);
+	printf("clients %d (real-time %d, exhausted %d), boosted %.1f ms in %lld boosts, "
+		"best effort every %d frame(s)%s\n", int_field(reply, "clients"),
+		int_field(reply, "realtime_clients"), int_field(reply, "exhausted_clients"),
+		count_field(reply, "boosted_us") / 1000.0, count_field(reply, "boosts"),
+		int_field(reply, "best_effort_divisor"),
+		bool_field(reply, "holding_commits") ? ", commits held" : "");
 }
 
 static void print_capacity(struct json_object *reply) {
@@ -426,7 +465,8 @@ static struct json_object *build_request(int argc, char **argv) {
 		return req;
 	}
 	bool no_args_qos = strcmp(cmd, "reserves") == 0 || strcmp(cmd, "capacity") == 0 ||
-		strcmp(cmd, "reload") == 0;
+		strcmp(cmd, "reload") == 0 || strcmp(cmd, "clients") == 0 ||
+		strcmp(cmd, "scheduler") == 0;
 	if (no_args_qos) {
 		if (argc != 1) {
 			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
@@ -718,6 +758,10 @@ int main(int argc, char **argv) {
 			print_reserves(reply);
 		} else if (strcmp(cmd, "capacity") == 0) {
 			print_capacity(reply);
+		} else if (strcmp(cmd, "clients") == 0) {
+			print_clients(reply);
+		} else if (strcmp(cmd, "scheduler") == 0) {
+			print_scheduler(reply);
 		} else if (strcmp(cmd, "set") == 0) {
 			printf("pid %d: %s\n", int_field(reply, "pid"), str_field(reply, "class"));
 		}

@@ -21,6 +21,7 @@
 #include "output.h"
 #include "qos/qos.h"
 #include "qos_link.h"
+#include "scheduler.h"
 #include "view.h"
 
 static struct json_object *box_json(struct wlr_box box) {
@@ -65,6 +66,12 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	struct client_identity *id = view_identity(view);
 	json_object_object_add(obj, "cpu_percent",
 		json_object_new_double(id ? id->cpu_percent : 0.0));
+	double server_percent = 0.0;
+	uint64_t server_us = view->client_gone ? 0 : scheduler_client_server_us(
+		view->server->scheduler, wl_resource_get_client(view->xdg_surface->resource),
+		&server_percent);
+	json_object_object_add(obj, "server_cpu_us", json_object_new_int64((int64_t)server_us));
+	json_object_object_add(obj, "server_cpu_percent", json_object_new_double(server_percent));
 	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
@@ -589,6 +596,12 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_reserves(server);
 	} else if (strcmp(command, "capacity") == 0) {
 		reply = cmd_capacity(server);
+	} else if (strcmp(command, "clients") == 0) {
+		reply = reply_ok();
+		json_object_object_add(reply, "clients", scheduler_json_clients(server->scheduler));
+	} else if (strcmp(command, "scheduler") == 0) {
+		reply = scheduler_json(server->scheduler);
+		json_object_object_add(reply, "success", json_object_new_boolean(true));
 	} else if (strcmp(command, "reload") == 0) {
 		reply = cmd_reload(server);
 	} else if (strcmp(command, "subscribe") == 0) {
