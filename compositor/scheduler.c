@@ -267,7 +267,7 @@ static bool serve_in_order(struct qw_scheduler *sched, struct wl_event_loop *loo
 		}
 	}
 	uint64_t now = sched_now_ns();
-	bool pending = sched_rt_pending(sched, now);
+	bool pending = sched_rt_pending(sched, now, &deadline);
 	sched_boost_set(sched, pending);
 	int ready = poll(sched->pfd, k, timeout_ms(deadline, now));
 	if (ready < 0 && errno != EINTR) {
@@ -339,7 +339,7 @@ void scheduler_run(struct qw_scheduler *sched) {
 				continue;
 			}
 		}
-		sched_boost_set(sched, sched_rt_pending(sched, now));
+		sched_boost_set(sched, sched_rt_pending(sched, now, &deadline));
 		sched_switch(sched, SCHED_OWNER_NEXT, NULL);
 		wl_event_loop_dispatch(loop, timeout_ms(deadline, now));
 	}

@@ -210,18 +210,24 @@ void sched_boost_poll_revoked(struct qw_scheduler *sched) {
 		BOOST_RTTIME_US / 1000, BOOST_PAUSE_NS / 1000000000ull);
 }
 
-bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now) {
+bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now, uint64_t *until) {
 	if (!sched->boost.available || !sched->n_realtime) {
 		return false;
 	}
+	bool pending = false;
 	struct sched_client *c;
 	wl_list_for_each(c, &sched->clients, link) {
 		if (c->awaiting && now - c->awaiting_ns > SCHED_AWAIT_MAX_NS && !c->committed) {
 			c->awaiting = false; /* it stopped drawing */
 		}
 		if (c->realtime && c->awaiting) {
-			return true;
+			pending = true;
+			/* Look again when it would expire, even if nothing wakes us. */
+			uint64_t end = c->awaiting_ns + SCHED_AWAIT_MAX_NS + 1;
+			if (until && !c->committed && (!*until || end < *until)) {
+				*until = end;
+			}
 		}
 	}
-	return false;
+	return pending;
 }

@@ -231,7 +231,7 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 	struct timespec when;
 	uint64_t now = sched_now_ns();
 	sched_switch(sched, SCHED_OWNER_SELF, NULL);
-	if (sched_rt_pending(sched, now)) {
+	if (sched_rt_pending(sched, now, NULL)) {
 		sched_boost_set(sched, true);
 	}
 	struct render_report *report = sched->accounting ? &output->report : NULL;
