@@ -103,8 +103,10 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 		c->realtime = p == QOS_POLICY_QOS || rt_policy || info.granted;
 		c->rt_priority = rt_policy ? info.params.priority : 0;
 		if (strcmp(c->reserve, info.name) != 0) {
+			/* A new reserve pays from now on, not for the old one's time. */
 			snprintf(c->reserve, sizeof(c->reserve), "%s", info.name);
 			c->reserve_exhausted = info.in_fallback;
+			c->unbilled_ns = 0;
 		}
 		if (c->limit) {
 			sched_limit_unref(sched, c->limit);

@@ -2,14 +2,14 @@
  * Whose time the compositor's main thread spends, and billing it.
  *
  * The main thread's CPU clock is read only where the client being served
- * changes: the protocol logger sees every request just before it runs and
- * every event as it is queued, each with its client. What lies between two
- * such points belongs to the earlier one, so a request handler's work is
- * its client's, and the events it sends to another client (input a virtual
- * pointer causes) are that client's. The loop's own bookkeeping (poll,
- * reading sockets) goes to whoever is served next, as the thesis's X server
- * did. Where many clients share one stretch of work, the stretch is split:
- * a frame's rendering by each client's damaged and visible area (its
+ * changes: the protocol logger sees every request, with its client, just
+ * before it runs, and the compositor's own handlers (input, IPC, timers,
+ * output frames) say when they start. What lies between two such points
+ * belongs to the earlier one, so a request handler's work, the events it
+ * sends included, is its client's. The loop's own bookkeeping (poll,
+ * reading sockets) goes to the next client served, as the thesis's X
+ * server did. Where many clients share one stretch of work, the stretch is
+ * split: a frame's rendering by each client's damaged visible area (its
  * decorations included), a batch of frame callbacks or a flush by the
  * events each client got.
  *
@@ -28,15 +28,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <wayland-server-protocol.h>
+#include <wlr/types/wlr_compositor.h>
+#include <wlr/types/wlr_surface.h>
 #include <wlr/util/log.h>
 
 #include "qos/qos.h"
 #include "render.h"
 #include "scheduler_internal.h"
 #include "server.h"
-
-/* wl_surface.commit's opcode (wayland.xml: the seventh request). */
-#define SURFACE_COMMIT 6
 
 uint64_t sched_thread_ns(void) {
 	struct timespec ts;
@@ -55,7 +54,9 @@ static void charge(struct qw_scheduler *sched, enum sched_owner owner,
 		break;
 	case SCHED_OWNER_CLIENT:
 		c->server_ns += ns;
-		c->unbilled_ns += ns;
+		if (c->reserve[0] || c->limit) {
+			c->unbilled_ns += ns; /* what it spent in none is nobody's bill */
+		}
 		if (!c->realtime) {
 			sched->be_cost_ns += ns;
 		}
@@ -87,16 +88,14 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 	if (!c) {
 		return;
 	}
-	if (type == WL_PROTOCOL_LOGGER_REQUEST && c->awaiting &&
-			message->message == &wl_surface_interface.methods[SURFACE_COMMIT]) {
-		c->committed = true; /* its next frame, on screen at the next draw */
-	}
 	if (sched->trace && type == WL_PROTOCOL_LOGGER_REQUEST &&
 			sched_client_exhausted(c, sched_now_ns())) {
 		sched_trace(sched, "request pid=%d %s.%s exhausted", (int)c->pid,
 			wl_resource_get_class(message->resource), message->message->name);
 	}
 	if (type == WL_PROTOCOL_LOGGER_EVENT) {
+		/* An event is queued by whoever is served: the sender's work.
+		 * It is written to the socket at the flush, split by events. */
 		c->flush_events++;
 		sched->flush_pending = true;
 		if (sched->trace && strcmp(message->message->name, "done") == 0) {
@@ -105,10 +104,63 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 		}
 		if (sched->batch_depth) {
 			c->batch_events++;
-			return;
 		}
+		return;
 	}
 	sched_switch(sched, SCHED_OWNER_CLIENT, c);
+}
+
+struct sched_surface {
+	struct qw_scheduler *sched;
+	struct wlr_surface *surface;
+	struct wl_listener commit;
+	struct wl_listener destroy;
+};
+
+static uint64_t region_px(const pixman_region32_t *region) {
+	int n;
+	pixman_box32_t *rects = pixman_region32_rectangles((pixman_region32_t *)region, &n);
+	uint64_t px = 0;
+	for (int i = 0; i < n; i++) {
+		px += (uint64_t)(rects[i].x2 - rects[i].x1) * (uint64_t)(rects[i].y2 - rects[i].y1);
+	}
+	return px;
+}
+
+/* A commit applied (held ones when released): the damage it brings. */
+static void handle_surface_commit(struct wl_listener *listener, void *data) {
+	struct sched_surface *ss = wl_container_of(listener, ss, commit);
+	struct sched_client *c = sched_client_of(ss->sched,
+		wl_resource_get_client(ss->surface->resource));
+	if (!c) {
+		return;
+	}
+	c->damage_px += region_px(&ss->surface->buffer_damage);
+	if (c->awaiting) {
+		c->committed = true; /* its next frame, on screen at the next draw */
+	}
+}
+
+static void handle_surface_destroy(struct wl_listener *listener, void *data) {
+	struct sched_surface *ss = wl_container_of(listener, ss, destroy);
+	wl_list_remove(&ss->commit.link);
+	wl_list_remove(&ss->destroy.link);
+	free(ss);
+}
+
+static void handle_new_surface(struct wl_listener *listener, void *data) {
+	struct qw_scheduler *sched = wl_container_of(listener, sched, new_surface);
+	struct wlr_surface *surface = data;
+	struct sched_surface *ss = calloc(1, sizeof(*ss));
+	if (!ss) {
+		return; /* its damage is not counted: the frame goes to the others */
+	}
+	ss->sched = sched;
+	ss->surface = surface;
+	ss->commit.notify = handle_surface_commit;
+	wl_signal_add(&surface->events.commit, &ss->commit);
+	ss->destroy.notify = handle_surface_destroy;
+	wl_signal_add(&surface->events.destroy, &ss->destroy);
 }
 
 bool sched_account_init(struct qw_scheduler *sched) {
@@ -123,6 +175,8 @@ bool sched_account_init(struct qw_scheduler *sched) {
 		wlr_log(WLR_ERROR, "scheduler: cannot add a protocol logger");
 		return false;
 	}
+	sched->new_surface.notify = handle_new_surface;
+	wl_signal_add(&sched->server->compositor->events.new_surface, &sched->new_surface);
 	return true;
 }
 
@@ -130,6 +184,10 @@ void sched_account_finish(struct qw_scheduler *sched) {
 	if (sched->logger) {
 		wl_protocol_logger_destroy(sched->logger);
 		sched->logger = NULL;
+	}
+	if (sched->new_surface.notify) {
+		wl_list_remove(&sched->new_surface.link);
+		sched->new_surface.notify = NULL;
 	}
 	struct sched_limit *limit, *tmp;
 	wl_list_for_each_safe(limit, tmp, &sched->limits, link) {
@@ -201,32 +259,31 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 	}
 	uint64_t now = sched_thread_ns();
 	uint64_t elapsed = now - sched->mark_ns;
+	/*
+	 * A frame draws what the clients damaged since the last one, and
+	 * whatever lies in that damage: a window on top of a redrawn one is
+	 * painted again because of the one below. So the frame is split by the
+	 * damage each client's commits produced, not by whose pixels were
+	 * drawn. A frame without client damage (a cursor, a titlebar button,
+	 * the output's tick) is the compositor's own.
+	 */
 	uint64_t total = 0;
-	/* By what each client had drawn; a frame with nothing to draw still
-	 * worked out what is covered for the clients shown. */
-	for (int pass = 0; pass < 2 && !total; pass++) {
-		for (size_t i = 0; i < report->len; i++) {
-			const struct render_shown *shown = &report->items[i];
-			uint64_t px = pass == 0 ? shown->damaged_px :
-				shown->surface ? shown->visible_px : 0;
-			struct sched_client *c = px ? sched_client_of(sched, shown->client) : NULL;
-			if (c) {
-				c->frame_px += px;
-				total += px;
-			}
+	struct sched_client *c;
+	if (report->drawn) {
+		wl_list_for_each(c, &sched->clients, link) {
+			total += c->damage_px;
 		}
 	}
 	uint64_t given = 0;
-	if (total) {
-		struct sched_client *c;
-		wl_list_for_each(c, &sched->clients, link) {
-			if (c->frame_px) {
-				uint64_t share = (uint64_t)((double)elapsed * (double)c->frame_px /
-					(double)total);
-				charge(sched, SCHED_OWNER_CLIENT, c, share);
-				given += share;
-				c->frame_px = 0;
-			}
+	wl_list_for_each(c, &sched->clients, link) {
+		if (total && c->damage_px) {
+			uint64_t share = (uint64_t)((double)elapsed * (double)c->damage_px /
+				(double)total);
+			charge(sched, SCHED_OWNER_CLIENT, c, share);
+			given += share;
+		}
+		if (report->drawn) {
+			c->damage_px = 0;
 		}
 	}
 	charge(sched, sched->owner, sched->owner_client, elapsed - given);
@@ -293,6 +350,7 @@ void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint
 	}
 	sched_limit_unref(sched, c->limit);
 	c->limit = limit;
+	c->unbilled_ns = 0;
 }
 
 /* A new window of the limit's period; what the last one overshot is owed. */
@@ -345,23 +403,21 @@ void sched_bill(struct qw_scheduler *sched, bool force) {
 		return;
 	}
 	struct qos_manager *qos = sched->server->qos;
-	enum sched_owner owner = sched->owner;
-	struct sched_client *owner_client = sched->owner_client;
-	bool billed = false;
 	uint64_t now = 0;
-	struct sched_client *c;
+	enum sched_owner owner = sched->owner;
+	struct sched_client *owner_client = sched->owner_client, *c;
 	wl_list_for_each(c, &sched->clients, link) {
 		if (c->unbilled_ns < 1000 || (!force && c->unbilled_ns < SCHED_BILL_EVERY_NS)) {
 			continue;
 		}
+		sched_switch(sched, SCHED_OWNER_SELF, NULL);
 		uint64_t us = c->unbilled_ns / 1000;
 		c->unbilled_ns -= us * 1000;
 		if (!sched->bill || (!c->reserve[0] && !c->limit)) {
 			continue;
 		}
-		/* Billing is work for this client too: its cost is in its next bill. */
-		sched_switch(sched, SCHED_OWNER_CLIENT, c);
-		billed = true;
+		/* The bill's own cost is the books', not the client's: charged to
+		 * it, it would be billed again at every frame, for ever. */
 		if (c->reserve[0] && qos) {
 			if (qos_manager_bill_pid(qos, c->pid, us) ||
 					qos_manager_bill(qos, c->reserve, us)) {
@@ -379,7 +435,5 @@ void sched_bill(struct qw_scheduler *sched, bool force) {
 			}
 		}
 	}
-	if (billed) {
-		sched_switch(sched, owner, owner_client);
-	}
+	sched_switch(sched, owner, owner_client);
 }

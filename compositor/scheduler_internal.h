@@ -64,7 +64,7 @@ struct sched_client {
 	uint64_t unbilled_ns;
 	uint32_t batch_events; /* events queued for it in the open batch */
 	uint32_t flush_events; /* events queued for it since the last flush */
-	uint64_t frame_px;     /* scratch: damaged pixels of it in one frame */
+	uint64_t damage_px;    /* damage its commits brought since the last frame */
 	uint64_t sample_ns, sample_server_ns; /* for the share over the last second */
 	double server_percent;
 
@@ -119,6 +119,7 @@ struct qw_scheduler {
 	struct wl_list limits;  /* sched_limit.link */
 	struct wl_listener client_created;
 	struct wl_protocol_logger *logger;
+	struct wl_listener new_surface;
 	FILE *trace; /* QOSWAY_SCHED_TRACE: one line per decision, for tests */
 
 	/* Accounting. */
@@ -200,8 +201,11 @@ uint64_t sched_gate_exhausted(struct qw_scheduler *sched, uint64_t now);
 void sched_boost_init(struct qw_scheduler *sched);
 void sched_boost_finish(struct qw_scheduler *sched);
 void sched_boost_set(struct qw_scheduler *sched, bool on);
-/* Whether real-time work is pending: a frame of a real-time client in flight. */
-bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now);
+/*
+ * Whether real-time work is pending: a frame of a real-time client in
+ * flight. *until (if not NULL) is lowered to when that could lapse.
+ */
+bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now, uint64_t *until);
 void sched_boost_poll_revoked(struct qw_scheduler *sched);
 
 /* scheduler_frame.c */
