@@ -69,10 +69,11 @@ def start_qosway(request, logdir):
     sanitizer report then fails the test."""
     started = []
 
-    def start(config=None, args=(), wait=True, env_extra=None, name=None):
+    def start(config=None, args=(), wait=True, env_extra=None, name=None, prefix=()):
         sub = os.path.join(logdir, name or "qosway-%d" % len(started))
         os.makedirs(sub, exist_ok=True)
-        comp = harness.Compositor(sub, config=config, args=args, env_extra=env_extra)
+        comp = harness.Compositor(sub, config=config, args=args, env_extra=env_extra,
+                                  prefix=prefix)
         started.append(comp)
         if wait:
             comp.wait_ready()

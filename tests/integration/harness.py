@@ -276,7 +276,7 @@ class Compositor:
     """One headless qosway process with its own XDG_RUNTIME_DIR."""
 
     def __init__(self, logdir, config=None, args=(), env_extra=None,
-                 use_config_flag=True):
+                 use_config_flag=True, prefix=()):
         self.logdir = logdir
         self.binary = qosway_bin()
         if not os.access(self.binary, os.X_OK):
@@ -290,7 +290,8 @@ class Compositor:
         self.home = os.path.join(self.runtime_dir, "home")
         os.makedirs(os.path.join(self.home, ".config"))
         self.config_path = None
-        argv = [self.binary]
+        # prefix: a command that execs the compositor (setpriv, say)
+        argv = list(prefix) + [self.binary]
         if config is not None and use_config_flag:
             self.config_path = os.path.join(logdir, "qosway.config")
             with open(self.config_path, "w") as fh:

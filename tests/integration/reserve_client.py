@@ -16,6 +16,8 @@ one ``<event> <json>`` line on stdout, flushed at once, like wlclient.py:
     overrun {"idx": I, "used_us":.., "billed_us":..}
     stats {"idx": I, "period_us":.., "used_us":.., "billed_us":.., "t": monotonic}
     thread {"tid": N}                       after "spawn_thread"
+    animated {"frames": N}                  (--window) after "animate": frame
+                                            callbacks it drew on
     busy_done {"tid": N, "cpu_ns": N, "wall_ns": N}   the thread's own CPU
                                             (time.thread_time_ns) while busy
     synced {"n": K}                         the compositor handled everything
@@ -39,6 +41,8 @@ Commands (one a line):
     feedback IDX MS      set_feedback
     destroy IDX          destroy the object
     destroy_manager      destroy the manager
+    animate SECONDS      (--window) redraw the whole window on every frame
+                         callback for SECONDS, then print "animated"
     spawn_thread         start an idle Python thread, print "thread {tid}"
     busy TID SECONDS [DUTY_PCT [PERIOD_MS]]
                          let that thread burn CPU for SECONDS of wall time:
@@ -214,6 +218,7 @@ class Client:
             deco.set_mode(2)
             self.keep.update((dm, deco))
         state = {"buf": None}
+        self.window_state = state
 
         def on_configure(xs, serial):
             xs.ack_configure(serial)
@@ -229,6 +234,27 @@ class Client:
         self.xdg_surface.dispatcher["configure"] = on_configure
         self.keep.add(state.get("buf"))
         self.surface.commit()
+
+    def animate(self, seconds):
+        """Full-damage redraws paced by frame callbacks, like a player."""
+        buf = self.window_state["buf"]
+        end = time.monotonic() + seconds
+        count = {"frames": 0}
+
+        def draw():
+            cb = self.surface.frame()
+            cb.dispatcher["done"] = done
+            self.surface.attach(buf.buffer, 0, 0)
+            self.surface.damage_buffer(0, 0, buf.width, buf.height)
+            self.surface.commit()
+
+        def done(cb, _time):
+            count["frames"] += 1
+            if time.monotonic() < end:
+                draw()
+            else:
+                emit("animated", frames=count["frames"])
+        draw()
 
     # -- reserve objects -----------------------------------------------------------
     def _ev(self, name, **data):
@@ -360,6 +386,8 @@ class Client:
         elif cmd == "destroy_manager":
             self.manager.destroy()
             self.manager = None
+        elif cmd == "animate":
+            self.animate(float(a[0]))
         elif cmd == "spawn_thread":
             w = Worker()
             self.workers[w.tid] = w

@@ -41,8 +41,12 @@ def test_player_auto_reserve_granted(qcomp, player):
     seen = {}
 
     def check(p):
-        st = harness.qos_state(p.pid)
-        seen["state"] = st
+        # The compositor bills the player's window to the reserve: a period
+        # whose slice that used up runs in the fallback (other) until its end.
+        def deadline():
+            st = harness.qos_state(p.pid)
+            return st if st["policy"] == harness.SCHED_DEADLINE else None
+        seen["state"] = wait_for(deadline, 5, interval=0.002, desc="the player in its reserve")
         seen["holding"] = reserves_holding(qcomp, p.pid)
     p, stats = run_player(qcomp, [player, "-n", "120", "-W", "320", "-H", "240",
                                   "-u", "1000", "-q", "20000:5000:other"], check)
@@ -62,7 +66,10 @@ def test_player_named_reserve_granted(qcomp, player):
 
     def check(p):
         seen["holding"] = reserves_holding(qcomp, p.pid)
-        seen["policy"] = harness.sched_attr(p.pid)["policy"]
+        # outside the periods its billed window used up (see above)
+        seen["policy"] = wait_for(
+            lambda: harness.sched_attr(p.pid)["policy"] == harness.SCHED_DEADLINE and
+            harness.SCHED_DEADLINE, 5, interval=0.002, desc="the player in its reserve")
     p, stats = run_player(qcomp, [player, "-n", "60", "-W", "160", "-H", "120",
                                   "-r", "audio"], check)
     assert "reserve audio: granted" in p.stderr_tail(), p.stderr_tail()
