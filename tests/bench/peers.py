@@ -353,7 +353,8 @@ class Qosway(Compositor):
                 text = f.read()
         except OSError:
             pass
-        return [ln.strip() for ln in text.splitlines()
+        # From the file name on: the temporary directory says nothing.
+        return [ln[ln.index("qosway.conf:"):].strip() for ln in text.splitlines()
                 if "qosway.conf:" in ln and word in ln]
 
     def qosctl(self, *args, timeout=15.0):
@@ -377,9 +378,9 @@ class Qosway(Compositor):
         r = self.qosctl("--json", *args)
         text = (r.stdout or "").strip()
         reply = None
-        if text:
+        if text.startswith("{"):
             try:
-                reply = json.loads(text.splitlines()[-1])
+                reply = json.loads(text)
             except ValueError:
                 reply = None
         if r.returncode == 0 and isinstance(reply, dict) and reply.get("success", True):
