@@ -451,6 +451,8 @@ def run(args):
     print(seconds)
     for name, note in notes.items():
         print(f"note: {name}: {note}")
+    if any("refused the scheduling line" in v for v in notes.values()):
+        text += " [this qosway has no scheduler: qosway-on ran its old behaviour]"
     print(f"Goal: {GOAL}: {text}")
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
