@@ -39,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
-from peers import REPO, RunFailed, SkipCompositor, tail  # noqa: E402
+from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
 RATIO_GOAL = 0.90
 AIM = (0.98, 1.02)
@@ -308,11 +308,7 @@ def write_chart(summary, setups, counts, path, subtitle, missing):
         ax.set_xticks(xs)
         ax.set_xticklabels([f"N={n}" for n in counts])
         ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Goal: {GOAL}\n{subtitle}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}")
 
 
 def parse_args(argv):
@@ -320,12 +316,7 @@ def parse_args(argv):
         description="Billing ratio of qosway's slave scheduler (clients' server_cpu_us / "
                     "compositor CPU) and the CPU its accounting costs (scheduling on vs "
                     "bill off vs off), N drawing qos-player clients.")
-    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
-                   help="qosway binary (default: build/compositor/qosway)")
-    p.add_argument("--qosctl", help="qosctl binary (default: build/ or build-bench/)")
-    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
-    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
-                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+    peers.add_program_args(p, qosctl=True)
     p.add_argument("--setups", default=",".join(SETUPS),
                    help="comma-separated subset of " + ",".join(SETUPS))
     p.add_argument("--clients", default="1,8,16", help="comma-separated client counts")
@@ -342,24 +333,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.warmup, args.measure, args.clients = 1, 1.0, 2.0, "1,8"
-    try:
-        args.clients = [int(n) for n in args.clients.split(",")]
-    except ValueError:
-        p.error("--clients wants integers separated by commas")
-    if any(n < 1 for n in args.clients):
-        p.error("--clients: every count must be at least 1")
-    try:
-        w, h = args.size.lower().split("x")
-        args.width, args.height = int(w), int(h)
-    except ValueError:
-        p.error("--size wants WIDTHxHEIGHT, e.g. 640x480")
-    if not (1 <= args.width <= 16384 and 1 <= args.height <= 16384):
-        p.error("--size: width and height must be 1 to 16384")
-    args.setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    unknown = [s for s in args.setups if s not in SETUPS]
-    if unknown or not args.setups:
-        p.error(f"--setups: unknown {', '.join(unknown) or '(none given)'} "
-                f"(choose from {', '.join(SETUPS)})")
+    args.clients = peers.parse_counts(p, args.clients)
+    args.width, args.height = peers.parse_size(p, args.size, "--size")
+    args.setups = peers.parse_subset(p, args.setups, list(SETUPS), "--setups")
     if args.runs < 1 or args.warmup < 0 or args.measure <= 0 or args.work_us < 0:
         p.error("--runs must be >= 1, --warmup >= 0, --measure > 0 and --work-us >= 0")
     return args
@@ -369,16 +345,11 @@ def run(args):
     player = peers.find_player(args.player, "billing")
     qosctl = peers.find_qosctl(args.qosctl, "billing")
     logdir = peers.out_dirs(args.out)
-    comps = {}
-    for s in args.setups:
-        comp = peers.Qosway(args.qosway, args.start_timeout, extra_config=SETUPS[s],
-                            qosctl=qosctl)
-        try:
-            comp.check()
-        except SkipCompositor as e:
-            print(f"SKIP: {e}")
-            return 1
-        comps[s] = comp
+    comps = peers.usable({s: peers.Qosway(args.qosway, args.start_timeout,
+                                          extra_config=SETUPS[s], qosctl=qosctl)
+                          for s in args.setups})
+    if not comps:
+        return 1
 
     total = len(comps) * len(args.clients) * args.runs
     print(f"qos-player: {player}")
@@ -393,14 +364,9 @@ def run(args):
         for n in args.clients:
             for s in list(comps):
                 tag = f"billing-{s}-n{n}-r{rep}"
-                try:
-                    r = measure(comps[s], player, n, logdir, tag, args)
-                except SkipCompositor as e:
-                    print(f"SKIP {s} from now on: {e}")
-                    del comps[s]
-                    continue
-                except RunFailed as e:
-                    print(f"{tag}: run failed: {e}")
+                r = peers.attempt(comps, s, tag, lambda: measure(
+                    comps[s], player, n, logdir, tag, args))
+                if r is None:
                     continue
                 results[s][n].append(r)
                 for key in ("config_complaints", "clients_missing", "scheduler_missing"):

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
-from peers import OUTPUT_MODE, REPO, RunFailed, SkipCompositor, tail  # noqa: E402
+from peers import OUTPUT_MODE, RunFailed, SkipCompositor, tail  # noqa: E402
 
 GOAL = "qosway CPU per frame no higher than sway at every N"
 CLIENT_SIZE = (640, 480)
@@ -204,22 +204,14 @@ def write_chart(summary, names, counts, path, subtitle):
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
     ax_fps.axhline(OUTPUT_MODE[2], color="grey", linestyle=":", linewidth=1)
-    fig.suptitle(f"Goal: {GOAL}\n{subtitle}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}", fontsize=10)
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Compositor CPU time per client frame for qosway, sway and weston "
                     "(headless, pixman, 1920x1080@60, N full-damage 640x480 clients).")
-    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
-                   help="qosway binary (default: build/compositor/qosway)")
-    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
-    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
-                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+    peers.add_program_args(p)
     p.add_argument("--compositors", default="qosway,sway,weston",
                    help="comma-separated subset of qosway,sway,weston")
     p.add_argument("--clients", default="1,8,16", help="comma-separated client counts")
@@ -242,17 +234,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.warmup, args.measure = 1, 1.0, 2.0
-    try:
-        args.clients = [int(n) for n in args.clients.split(",")]
-    except ValueError:
-        p.error("--clients wants integers separated by commas")
-    if any(n < 1 for n in args.clients):
-        p.error("--clients: every count must be at least 1")
-    args.compositors = [c.strip() for c in args.compositors.split(",") if c.strip()]
-    unknown = [c for c in args.compositors if c not in COMPOSITORS]
-    if unknown:
-        p.error(f"--compositors: unknown {', '.join(unknown)} "
-                f"(choose from {', '.join(COMPOSITORS)})")
+    args.clients = peers.parse_counts(p, args.clients)
+    args.compositors = peers.parse_subset(p, args.compositors, COMPOSITORS, "--compositors",
+                                          allow_empty=True)
     if args.runs < 1 or args.warmup < 0 or args.measure <= 0:
         p.error("--runs must be >= 1, --warmup >= 0 and --measure > 0")
     return args
@@ -262,14 +246,7 @@ def run(args):
     player = peers.find_player(args.player, "compositor_frame_cpu")
     logdir = peers.out_dirs(args.out)
 
-    comps = {}
-    for name in args.compositors:
-        comp = make_compositor(name, args)
-        try:
-            comp.check()
-            comps[name] = comp
-        except SkipCompositor as e:
-            print(f"SKIP {name}: {e}")
+    comps = peers.usable({name: make_compositor(name, args) for name in args.compositors})
     if not comps:
         print("no compositor could be benchmarked")
         return 1
@@ -285,14 +262,9 @@ def run(args):
         for n in args.clients:
             for name in list(comps):
                 tag = f"{name}-n{n}-r{rep}"
-                try:
-                    r = measure(comps[name], player, n, logdir, tag, args)
-                except SkipCompositor as e:
-                    print(f"SKIP {name} from now on: {e}")
-                    del comps[name]
-                    continue
-                except RunFailed as e:
-                    print(f"{tag}: run failed: {e}")
+                r = peers.attempt(comps, name, tag, lambda: measure(
+                    comps[name], player, n, logdir, tag, args))
+                if r is None:
                     continue
                 results[name][n].append(r)
                 print(f"{tag}: {r['cpu_ms_per_frame']:.3f} ms/frame, "

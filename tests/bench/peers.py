@@ -590,6 +590,77 @@ def player_report(proc, index, timeout, describe, after=None):
     return json.loads(lines[-1])
 
 
+# -- the scripts' common parts ----------------------------------------------------
+
+def add_program_args(p, qosctl=False):
+    """--qosway, (--qosctl,) --player and --out, as every script has them."""
+    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
+                   help="qosway binary (default: build/compositor/qosway)")
+    if qosctl:
+        p.add_argument("--qosctl", help="qosctl binary (default: build/ or build-bench/)")
+    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
+    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
+                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+
+
+def parse_counts(p, text, option="--clients"):
+    """"1,8,16" -> [1, 8, 16]; p.error() for anything else."""
+    try:
+        counts = [int(n) for n in text.split(",")]
+    except ValueError:
+        p.error(f"{option} wants integers separated by commas")
+    if any(n < 1 for n in counts):
+        p.error(f"{option}: every count must be at least 1")
+    return counts
+
+
+def parse_subset(p, text, choices, option, allow_empty=False):
+    """"a,b" -> ["a", "b"], each one of choices; p.error() names the others."""
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in choices]
+    if unknown or not (chosen or allow_empty):
+        p.error(f"{option}: unknown {', '.join(unknown) or '(none given)'} "
+                f"(choose from {', '.join(choices)})")
+    return chosen
+
+
+def parse_size(p, text, option):
+    """"640x480" -> (640, 480), both 1 to 16384; p.error() otherwise."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        p.error(f"{option} wants WIDTHxHEIGHT, e.g. 640x480")
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        p.error(f"{option}: width and height must be 1 to 16384")
+    return w, h
+
+
+def usable(candidates):
+    """The {name: compositor} whose check() passes; the others are named
+    with their reason on stdout."""
+    comps = {}
+    for name, comp in candidates.items():
+        try:
+            comp.check()
+            comps[name] = comp
+        except SkipCompositor as e:
+            print(f"SKIP {name}: {e}")
+    return comps
+
+
+def attempt(comps, name, tag, measure):
+    """measure() for one run; None (said on stdout) when it failed. A setup
+    that cannot run any more is dropped from comps."""
+    try:
+        return measure()
+    except SkipCompositor as e:
+        print(f"SKIP {name} from now on: {e}")
+        del comps[name]
+    except RunFailed as e:
+        print(f"{tag}: run failed: {e}")
+    return None
+
+
 # -- output ---------------------------------------------------------------------
 
 def pyplot():
@@ -602,6 +673,14 @@ def pyplot():
         print("chart: matplotlib is not installed (pip install matplotlib); no PNG written")
         return None
     return plt
+
+
+def save_figure(plt, fig, path, title, fontsize=9):
+    fig.suptitle(title, fontsize=fontsize)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def format_rows(head, rows):

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
-from peers import REPO, RunFailed, SkipCompositor, tail  # noqa: E402
+from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
 LIMIT_PCT = 20.0
 TOLERANCE_PCT = 2.0
@@ -54,7 +54,7 @@ CASES = {
 CGROUP_ROOT = "/sys/fs/cgroup"
 
 
-class CaseSkipped(Exception):
+class CaseSkipped(SkipCompositor):
     """This case cannot run here; the message says why."""
 
 
@@ -375,11 +375,7 @@ def write_chart(summary, path, subtitle, missing):
         subtitle += "\nserver_cpu_us not measured: " + missing
     ax.legend(fontsize=7, loc="upper left")
     ax.set_ylim(0, max(own[i] + server[i] for i in range(len(xs))) * 1.4 + 5)
-    fig.suptitle(f"Goal: {GOAL}\n{subtitle}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}")
 
 
 def parse_args(argv):
@@ -388,12 +384,7 @@ def parse_args(argv):
                     "buffer scaled to nearly full screen): its own CPU plus the compositor "
                     "time billed to it, in a reserve with billing on and off and in a "
                     "hand-limited cgroup.")
-    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
-                   help="qosway binary (default: build/compositor/qosway)")
-    p.add_argument("--qosctl", help="qosctl binary (default: build/ or build-bench/)")
-    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
-    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
-                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+    peers.add_program_args(p, qosctl=True)
     p.add_argument("--cases", default=",".join(CASES),
                    help="comma-separated subset of " + ",".join(CASES))
     p.add_argument("--runs", type=int, default=3, help="repetitions; medians are reported")
@@ -413,19 +404,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.warmup, args.measure = 1, 1.0, 3.0
-    try:
-        w, h = args.size.lower().split("x")
-        args.width, args.height = int(w), int(h)
-        vw, vh = (int(v) for v in args.view.lower().split("x"))
-    except ValueError:
-        p.error("--size and --view want WIDTHxHEIGHT, e.g. 320x240")
-    if not all(1 <= v <= 16384 for v in (args.width, args.height, vw, vh)):
-        p.error("--size, --view: width and height must be 1 to 16384")
-    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    unknown = [c for c in args.cases if c not in CASES]
-    if unknown or not args.cases:
-        p.error(f"--cases: unknown {', '.join(unknown) or '(none given)'} "
-                f"(choose from {', '.join(CASES)})")
+    args.width, args.height = peers.parse_size(p, args.size, "--size")
+    peers.parse_size(p, args.view, "--view")
+    args.cases = peers.parse_subset(p, args.cases, list(CASES), "--cases")
     if args.runs < 1 or args.warmup < 0 or args.measure <= 0 or args.work_us < 0:
         p.error("--runs must be >= 1, --warmup >= 0, --measure > 0 and --work-us >= 0")
     # The hand-made limit matches the reserve's 20% of a 50 ms period.
@@ -437,15 +418,11 @@ def run(args):
     player = peers.find_player(args.player, "server_limit")
     qosctl = peers.find_qosctl(args.qosctl, "server_limit")
     logdir = peers.out_dirs(args.out)
-    comps = {}
-    for case in args.cases:
-        comps[case] = peers.Qosway(args.qosway, args.start_timeout,
-                                   extra_config=CASES[case]["config"], qosctl=qosctl)
-        try:
-            comps[case].check()
-        except SkipCompositor as e:
-            print(f"SKIP: {e}")
-            return 1
+    comps = peers.usable({case: peers.Qosway(args.qosway, args.start_timeout,
+                                             extra_config=CASES[case]["config"], qosctl=qosctl)
+                          for case in args.cases})
+    if not comps:
+        return 1
     print(f"qos-player: {player}")
     print(f"{len(comps)} cases x {args.runs} runs of {args.warmup:g} s warm-up + "
           f"{args.measure:g} s window; the player draws {args.width}x{args.height} with "
@@ -456,18 +433,9 @@ def run(args):
     for rep in range(args.runs):
         for case in list(comps):
             tag = f"server_limit-{case}-r{rep}"
-            try:
-                r = measure(comps[case], case, player, logdir, tag, args)
-            except CaseSkipped as e:
-                print(f"SKIP {case}: {e}")
-                del comps[case]
-                continue
-            except SkipCompositor as e:
-                print(f"SKIP {case} from now on: {e}")
-                del comps[case]
-                continue
-            except RunFailed as e:
-                print(f"{tag}: run failed: {e}")
+            r = peers.attempt(comps, case, tag, lambda: measure(
+                comps[case], case, player, logdir, tag, args))
+            if r is None:
                 continue
             results[case].append(r)
             for key in ("config_complaints", "client_missing"):

@@ -28,6 +28,7 @@ tests/bench/README.md.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
-from peers import REPO, RunFailed, SkipCompositor, tail  # noqa: E402
+from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
 GOAL = ("qosway-on at N=16: prioritised <= 1.05x solo, "
         "others' ratio no worse than sway's")
@@ -314,11 +315,7 @@ def write_chart(summary, setups, counts, path, subtitle):
     ax_c.set_xticks(list(range(len(counts))))
     ax_c.set_xticklabels([f"N={n}" for n in counts])
     ax_c.legend(fontsize=7)
-    fig.suptitle(f"Goal: {GOAL}\n{subtitle}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}", fontsize=10)
 
 
 def parse_args(argv):
@@ -326,12 +323,7 @@ def parse_args(argv):
         description="Thesis Table 5.3 analogue: N qos-player clients play a clip together, "
                     "player 0 prioritised (qosway reserve with scheduling on/off, "
                     "SCHED_FIFO on sway and weston); times as ratios to solo.")
-    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
-                   help="qosway binary (default: build/compositor/qosway)")
-    p.add_argument("--qosctl", help="qosctl binary (default: build/ or build-bench/)")
-    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
-    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
-                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+    peers.add_program_args(p, qosctl=True)
     p.add_argument("--setups", default=",".join(SETUPS),
                    help="comma-separated subset of " + ",".join(SETUPS))
     p.add_argument("--clients", default="1,4,8,16",
@@ -356,24 +348,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.frames, args.clients = 1, 60, "1,4"
-    try:
-        args.clients = sorted({1} | {int(n) for n in args.clients.split(",")})
-    except ValueError:
-        p.error("--clients wants integers separated by commas")
-    if any(n < 1 for n in args.clients):
-        p.error("--clients: every count must be at least 1")
-    try:
-        w, h = args.size.lower().split("x")
-        args.width, args.height = int(w), int(h)
-    except ValueError:
-        p.error("--size wants WIDTHxHEIGHT, e.g. 640x480")
-    if not (1 <= args.width <= 16384 and 1 <= args.height <= 16384):
-        p.error("--size: width and height must be 1 to 16384")
-    args.setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    unknown = [s for s in args.setups if s not in SETUPS]
-    if unknown or not args.setups:
-        p.error(f"--setups: unknown {', '.join(unknown) or '(none given)'} "
-                f"(choose from {', '.join(SETUPS)})")
+    args.clients = sorted({1} | set(peers.parse_counts(p, args.clients)))
+    args.width, args.height = peers.parse_size(p, args.size, "--size")
+    args.setups = peers.parse_subset(p, args.setups, SETUPS, "--setups")
     if args.runs < 1 or args.frames < 1 or args.work_us < 0:
         p.error("--runs and --frames must be >= 1, --work-us >= 0")
     if not 1 <= args.fifo_priority <= 99:
@@ -386,16 +363,12 @@ def run(args):
     args.qosctl = peers.find_qosctl(args.qosctl, "table53")
     logdir = peers.out_dirs(args.out)
 
-    comps = {}
-    for name in args.setups:
-        comp = make_setup(name, args)
-        try:
-            comp.check()
-            if not name.startswith("qosway"):
-                peers.require_program("chrt", "chrt (util-linux)")
-            comps[name] = comp
-        except SkipCompositor as e:
-            print(f"SKIP {name}: {e}")
+    comps = peers.usable({name: make_setup(name, args) for name in args.setups})
+    fifo = [name for name in comps if not name.startswith("qosway")]
+    if fifo and shutil.which("chrt") is None:
+        print(f"SKIP {', '.join(fifo)}: chrt (util-linux) is not installed")
+        for name in fifo:
+            del comps[name]
     if not comps:
         print("no compositor could be benchmarked")
         return 1
@@ -413,14 +386,9 @@ def run(args):
         for n in args.clients:
             for name in list(comps):
                 tag = f"table53-{name}-n{n}-r{rep}"
-                try:
-                    r = measure(comps[name], name, player, n, logdir, tag, args)
-                except SkipCompositor as e:
-                    print(f"SKIP {name} from now on: {e}")
-                    del comps[name]
-                    continue
-                except RunFailed as e:
-                    print(f"{tag}: run failed: {e}")
+                r = peers.attempt(comps, name, tag, lambda: measure(
+                    comps[name], name, player, n, logdir, tag, args))
+                if r is None:
                     continue
                 if name.startswith("qosway") and name not in notes:
                     notes[name] = scheduling_note(comps[name], r)
