@@ -18,6 +18,8 @@ usage(FILE *f)
 		"  -n FRAMES   frames to play, 0 = until SIGINT/SIGTERM or close (default 300)\n"
 		"  -W WIDTH    buffer width in pixels (default 640)\n"
 		"  -H HEIGHT   buffer height in pixels (default 480)\n"
+		"  -V WxH      show the buffer scaled to W x H through wp_viewporter; the\n"
+		"              window is then W x H (without the global: unscaled)\n"
 		"  -u USEC     CPU time spent \"decoding\" each frame, in microseconds (default 0)\n"
 		"  -t TITLE    window title (default \"qos-player\")\n"
 		"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
@@ -58,6 +60,43 @@ parse_long(const char *arg, char opt, long min, long max, long *out)
 	}
 	*out = v;
 	return true;
+}
+
+/* -V WIDTHxHEIGHT: a wp_viewport destination, both sides within 1..MAX_DIMENSION. */
+static bool
+parse_view_size(const char *arg, struct options *opt)
+{
+	const char *x = strchr(arg, 'x');
+	if (x == NULL || x == arg || x[1] == '\0') {
+		goto bad;
+	}
+	char *end;
+	long size[2];
+	const char *part[2] = { arg, x + 1 };
+	for (int i = 0; i < 2; i++) {
+		if (part[i][0] < '0' || part[i][0] > '9') {
+			goto bad;
+		}
+		errno = 0;
+		size[i] = strtol(part[i], &end, 10);
+		if (errno == ERANGE) {
+			size[i] = LONG_MAX;
+		}
+		if (end != (i == 0 ? x : part[i] + strlen(part[i]))) {
+			goto bad;
+		}
+	}
+	if (size[0] < 1 || size[0] > MAX_DIMENSION || size[1] < 1 || size[1] > MAX_DIMENSION) {
+		fprintf(stderr, "qos-player: -V: '%s': width and height must be 1 to %d\n",
+			arg, MAX_DIMENSION);
+		return false;
+	}
+	opt->view_width = (int)size[0];
+	opt->view_height = (int)size[1];
+	return true;
+bad:
+	fprintf(stderr, "qos-player: -V: '%s' is not WIDTHxHEIGHT (e.g. 1800x1000)\n", arg);
+	return false;
 }
 
 /* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
@@ -114,7 +153,7 @@ player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code
 		.app_id = "qos-player",
 		.presentation = false,
 	};
-	while ((c = getopt(argc, argv, ":n:W:H:u:t:a:pr:q:h")) != -1) {
+	while ((c = getopt(argc, argv, ":n:W:H:V:u:t:a:pr:q:h")) != -1) {
 		switch (c) {
 		case 'n':
 			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
@@ -132,6 +171,11 @@ player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code
 				goto bad;
 			}
 			opt->height = (int)v;
+			break;
+		case 'V':
+			if (!parse_view_size(optarg, opt)) {
+				goto bad;
+			}
 			break;
 		case 'u':
 			if (!parse_long(optarg, 'u', 0, MAX_WORK_USEC, &opt->work_usec)) {

@@ -4,7 +4,9 @@
  * Every frame it spends a configurable amount of CPU time "decoding", draws a
  * full new W x H picture into a free shm buffer, damages the whole buffer and
  * commits, paced by wl_surface frame callbacks. It speaks core and stable
- * protocols, so it plays on any compositor (qosway, sway, weston). On qosway
+ * protocols, so it plays on any compositor (qosway, sway, weston); with -V
+ * the compositor scales the buffer (wp_viewporter), which costs it more
+ * compositing per frame than the client's own drawing. On qosway
  * it can also ask for a CPU reserve through qosway-reserve-v1 (-r, -q); where
  * that global is missing it just plays.
  *
@@ -29,6 +31,7 @@
 #include <wayland-client.h>
 
 #include "presentation-time-client-protocol.h"
+#include "viewporter-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
 
 #include "qos-player.h"
@@ -361,6 +364,9 @@ registry_global(void *data, struct wl_registry *registry, uint32_t name,
 			p->opt.presentation) {
 		p->presentation = wl_registry_bind(registry, name,
 			&wp_presentation_interface, 1);
+	} else if (strcmp(interface, wp_viewporter_interface.name) == 0 &&
+			p->opt.view_width > 0) {
+		p->viewporter = wl_registry_bind(registry, name, &wp_viewporter_interface, 1);
 	} else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0) {
 		player_bind_reserve_manager(p, registry, name);
 	}
@@ -585,6 +591,10 @@ connect_and_bind(struct player *p)
 		fprintf(stderr, "qos-player: -p: compositor lacks wp_presentation, "
 			"presented/discarded will be null\n");
 	}
+	if (p->opt.view_width > 0 && p->viewporter == NULL) {
+		fprintf(stderr, "qos-player: -V: compositor lacks wp_viewporter, "
+			"playing unscaled at %dx%d\n", p->opt.width, p->opt.height);
+	}
 	player_request_reserve(p);
 	/* The answer before the first frame: the reserve holds from the start. */
 	if (p->reserve_state == RESERVE_PENDING && wl_display_roundtrip(p->display) < 0) {
@@ -604,9 +614,17 @@ create_window(struct player *p)
 	xdg_toplevel_add_listener(p->toplevel, &toplevel_listener, p);
 	xdg_toplevel_set_title(p->toplevel, p->opt.title);
 	xdg_toplevel_set_app_id(p->toplevel, p->opt.app_id);
+	int width = p->opt.width, height = p->opt.height;
+	if (p->viewporter != NULL) {
+		/* The window is the destination size; every buffer is scaled to it. */
+		p->viewport = wp_viewporter_get_viewport(p->viewporter, p->surface);
+		width = p->opt.view_width;
+		height = p->opt.view_height;
+		wp_viewport_set_destination(p->viewport, width, height);
+	}
 	/* Fixed-size windows float in tiling compositors, like video players. */
-	xdg_toplevel_set_min_size(p->toplevel, p->opt.width, p->opt.height);
-	xdg_toplevel_set_max_size(p->toplevel, p->opt.width, p->opt.height);
+	xdg_toplevel_set_min_size(p->toplevel, width, height);
+	xdg_toplevel_set_max_size(p->toplevel, width, height);
 	wl_surface_commit(p->surface);
 }
 
@@ -619,6 +637,9 @@ destroy_window(struct player *p)
 	}
 	if (p->frame_cb != NULL) {
 		wl_callback_destroy(p->frame_cb);
+	}
+	if (p->viewport != NULL) {
+		wp_viewport_destroy(p->viewport);
 	}
 	if (p->toplevel != NULL) {
 		xdg_toplevel_destroy(p->toplevel);
@@ -637,6 +658,9 @@ destroy_globals(struct player *p)
 	player_reserve_finish(p);
 	if (p->presentation != NULL) {
 		wp_presentation_destroy(p->presentation);
+	}
+	if (p->viewporter != NULL) {
+		wp_viewporter_destroy(p->viewporter);
 	}
 	if (p->wm_base != NULL) {
 		xdg_wm_base_destroy(p->wm_base);

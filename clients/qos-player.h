@@ -37,6 +37,8 @@ struct feedback {
 struct options {
 	long frames;            /* 0 = until a signal or close */
 	int width, height;
+	/* -V: shown at this size through wp_viewporter; 0 = buffer size. */
+	int view_width, view_height;
 	long work_usec;
 	const char *title;
 	const char *app_id;
@@ -77,6 +79,7 @@ struct player {
 	struct wl_shm *shm;
 	struct xdg_wm_base *wm_base;
 	struct wp_presentation *presentation;
+	struct wp_viewporter *viewporter;
 	struct qosway_reserve_manager_v1 *reserve_manager;
 	struct qosway_reserve_v1 *reserve;
 	enum reserve_state reserve_state;
@@ -85,6 +88,7 @@ struct player {
 	struct wl_surface *surface;
 	struct xdg_surface *xdg_surface;
 	struct xdg_toplevel *toplevel;
+	struct wp_viewport *viewport;
 	struct wl_callback *frame_cb;
 
 	struct buffer buffers[NUM_BUFFERS];

@@ -26,402 +26,74 @@ verdict beside the table. See tests/bench/README.md.
 import argparse
 import json
 import os
-import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
+from peers import OUTPUT_MODE, RunFailed, SkipCompositor, tail  # noqa: E402
+
 GOAL = "qosway CPU per frame no higher than sway at every N"
-OUTPUT_MODE = (1920, 1080, 60)
 CLIENT_SIZE = (640, 480)
-NOBODY = 65534
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-SOCKET_RE = re.compile(r"^wayland-\d+$")
-SIGUSR1_BIT = 1 << (signal.SIGUSR1 - 1)
 
 
-class SkipCompositor(Exception):
-    """The compositor cannot be benchmarked here; the reason is the message."""
+def make_compositor(name, args):
+    if name == "qosway":
+        return peers.Qosway(args.qosway, args.start_timeout)
+    if name == "sway":
+        return peers.Sway(args.start_timeout, cascade=args.sway_cascade,
+                          titlebars=args.sway_titlebars, windows=max(args.clients))
+    return peers.Weston(args.start_timeout, repaint_window=args.weston_repaint_window)
 
 
-class RunFailed(Exception):
-    """One measurement went wrong; the compositor itself may still be fine."""
-
-
-# Every process and directory the script creates, so that cleanup on any exit
-# path (including Ctrl-C and SIGTERM) can find them.
-_live_groups = []   # Popen objects started in their own session
-_temp_dirs = []
-
-
-def _on_sigterm(signum, frame):
-    raise KeyboardInterrupt
-
-
-def spawn(argv, **kwargs):
-    # A session of its own keeps the terminal's Ctrl-C away from children,
-    # so they are stopped in order by cleanup instead of all at once.
-    proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL,
-                            **kwargs)
-    _live_groups.append(proc)
-    return proc
-
-
-def stop_group(proc, timeout=5.0):
-    """Stops the process group led by proc (compositors spawn helpers)."""
-    if proc in _live_groups:
-        _live_groups.remove(proc)
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-            # The leader is gone; helpers in its group may linger briefly.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            break
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def make_temp_dir(prefix):
-    path = tempfile.mkdtemp(prefix=prefix)
-    _temp_dirs.append(path)
-    return path
-
-
-def cleanup():
-    for proc in list(reversed(_live_groups)):
-        stop_group(proc, timeout=2.0)
-    for path in _temp_dirs:
-        shutil.rmtree(path, ignore_errors=True)
-    _temp_dirs.clear()
-
-
-def proc_cpu_s(pid):
-    """utime+stime in 10 ms ticks, kept in the results as a cross-check."""
-    with open(f"/proc/{pid}/stat") as f:
-        stat = f.read()
-    # comm may contain spaces and parentheses; fields resume after the last ')'.
-    fields = stat[stat.rindex(")") + 2:].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return (utime + stime) / CLK_TCK
-
-
-def machine_busy_ticks():
-    """(busy, total) jiffies over all CPUs, to show how loaded the machine
-    was during a window: other work on a 2-core box skews a run."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:]]
-    idle = values[3] + values[4]  # idle + iowait
-    total = sum(values[:8])       # guest time is already in user
-    return total - idle, total
-
-
-def proc_runtime_s(pid):
-    """Nanosecond-precise CPU time of all live threads (schedstat): the
-    metric. Compositor threads live as long as the process."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total / 1e9
-
-
-def blocks_sigusr1(pid):
-    """True once qos-player has set up its signals (it blocks them for a
-    signalfd); SIGUSR1 sent earlier would kill it with the default action."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("SigBlk:"):
-                    return int(line.split()[1], 16) & SIGUSR1_BIT != 0
-    except FileNotFoundError:
-        pass
-    return False
-
-
-def tail(path, lines=15):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:]).rstrip() or "(empty log)"
-    except OSError:
-        return "(no log)"
-
-
-class Compositor:
-    name = "?"
-    # Whether the compositor must not run as root (it is then run as nobody).
-    drops_root = False
-
-    def __init__(self, args):
-        self.args = args
-        self.proc = None
-        self.rundir = None
-        self.log = None
-
-    def check(self):
-        """Raises SkipCompositor if the compositor cannot run here at all."""
-        raise NotImplementedError
-
-    def command(self):
-        raise NotImplementedError
-
-    def env(self):
-        return {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "XDG_RUNTIME_DIR": self.rundir,
-            "HOME": self.rundir,
-            "XDG_CONFIG_HOME": os.path.join(self.rundir, "config"),
-            "LANG": "C.UTF-8",
-        }
-
-    def prepare(self):
-        """Writes config files into self.rundir."""
-
-    def start(self, logdir, tag):
-        self.rundir = make_temp_dir(f"qosbench-{self.name}-")
-        os.chmod(self.rundir, 0o700)
-        self.prepare()
-        as_nobody = self.drops_root and os.geteuid() == 0
-        if as_nobody:
-            os.chown(self.rundir, NOBODY, NOBODY)
-        argv = self.command()
-        if as_nobody:
-            argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                    "--clear-groups"] + argv
-        self.log = os.path.join(logdir, f"{tag}.log")
-        with open(self.log, "w") as log:
-            self.proc = spawn(argv, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-                              cwd=self.rundir)
-        deadline = time.monotonic() + self.args.start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SkipCompositor(f"{self.name} exited with status {self.proc.returncode} "
-                                     f"during start-up; log tail:\n{tail(self.log)}")
-            sockets = sorted(s for s in os.listdir(self.rundir) if SOCKET_RE.match(s))
-            if sockets:
-                # The socket appears at bind time; outputs and globals may
-                # still be coming up, and clients must not race that.
-                time.sleep(0.5)
-                if self.proc.poll() is not None:
-                    continue
-                return sockets[0]
-            time.sleep(0.05)
-        raise SkipCompositor(f"{self.name} created no wayland-* socket in "
-                             f"{self.args.start_timeout:.0f} s; log tail:\n{tail(self.log)}")
-
-    def stop(self):
-        if self.proc is not None:
-            stop_group(self.proc)
-            self.proc = None
-        if self.rundir is not None:
-            shutil.rmtree(self.rundir, ignore_errors=True)
-            _temp_dirs.remove(self.rundir)
-            self.rundir = None
-
-
-def require_program(path, what):
-    if os.path.sep in path:
-        if not os.access(path, os.X_OK):
-            raise SkipCompositor(f"{what} not found at {path}")
-        # Compositors start inside their runtime dir.
-        return os.path.abspath(path)
-    found = shutil.which(path)
-    if found is None:
-        raise SkipCompositor(f"{what} ({path}) is not installed")
-    return found
-
-
-def wlroots_env(base):
-    base.update({
-        "WLR_BACKENDS": "headless",
-        "WLR_RENDERER": "pixman",
-        "WLR_LIBINPUT_NO_DEVICES": "1",
-    })
-    return base
-
-
-class Qosway(Compositor):
-    name = "qosway"
-
-    def check(self):
-        self.binary = require_program(self.args.qosway, "qosway")
-
-    def prepare(self):
-        # The shipped default (theme, titlebar, cascade) is what users run;
-        # the appended line pins the mode, as later lines override earlier.
-        w, h, hz = OUTPUT_MODE
-        self.config = os.path.join(self.rundir, "qosway.conf")
-        shipped = os.path.join(REPO, "config", "config")
-        with open(self.config, "w") as f:
-            if os.path.isfile(shipped):
-                with open(shipped) as src:
-                    f.write(src.read().rstrip("\n") + "\n")
-            f.write(f"output-mode {w}x{h}@{hz}\n")
-
-    def env(self):
-        return wlroots_env(super().env())
-
-    def command(self):
-        return [self.binary, "-c", self.config]
-
-
-class Sway(Compositor):
-    name = "sway"
-    drops_root = True
-
-    def check(self):
-        self.binary = require_program("sway", "sway")
-        if os.geteuid() == 0:
-            require_program("setpriv", "setpriv (util-linux), to run sway as nobody")
-            # nobody must be able to reach its runtime dir under the temp dir.
-            parent = tempfile.gettempdir()
-            while True:
-                if os.stat(parent).st_mode & 0o001 == 0:
-                    raise SkipCompositor(f"sway runs as nobody, which cannot enter {parent}; "
-                                         "point TMPDIR at a world-searchable directory")
-                if parent == os.path.dirname(parent):
-                    break
-                parent = os.path.dirname(parent)
-
-    def prepare(self):
-        w, h, hz = OUTPUT_MODE
-        self.config = os.path.join(self.rundir, "sway.conf")
-        with open(self.config, "w") as f:
-            # qos-player asks for min == max size, which sway floats anyway;
-            # the rule makes sure all compositors stack whole 640x480 windows
-            # instead of sway scaling tiles.
-            f.write(f"output HEADLESS-1 resolution {w}x{h}@{hz}Hz position 0 0\n"
-                    "for_window [app_id=\"^qos-player$\"] floating enable\n")
-            # sway centres every floating window on the same spot, which
-            # keeps its damage to one window's area; cascading like qosway
-            # tells placement apart from per-frame overhead.
-            if self.args.sway_titlebars:
-                # qos-player does not ask for server-side decorations, so sway
-                # leaves them to the client; qosway always draws titlebars.
-                f.write("for_window [app_id=\"^qos-player$\"] border normal 2\n")
-            step = self.args.sway_cascade
-            if step > 0:
-                for i in range(max(self.args.clients)):
-                    f.write(f"for_window [title=\"^qos-player {i}$\"] "
-                            f"move position {i * step} {i * step}\n")
-        os.chmod(self.config, 0o644)
-
-    def env(self):
-        return wlroots_env(super().env())
-
-    def command(self):
-        return [self.binary, "-c", self.config]
-
-
-class Weston(Compositor):
-    name = "weston"
-
-    def check(self):
-        self.binary = require_program("weston", "weston")
-        out = subprocess.run([self.binary, "--help"], capture_output=True, text=True)
-        if "headless-backend.so" not in out.stdout + out.stderr:
-            raise SkipCompositor("weston has no headless backend")
-
-    def prepare(self):
-        self.config = os.path.join(self.rundir, "weston.ini")
-        with open(self.config, "w") as f:
-            # The headless backend starts the next repaint one repaint window
-            # before a "vblank" it only computes after its 16 ms frame timer;
-            # with the default 7 ms window it cycles at ~39 Hz. A window just
-            # under the refresh period makes it ~58 Hz like a 60 Hz output.
-            # idle-time=0 stops the output from blanking mid-benchmark.
-            f.write("[core]\n"
-                    "idle-time=0\n"
-                    f"repaint-window={self.args.weston_repaint_window}\n"
-                    "[shell]\n"
-                    "panel-position=none\n"
-                    "background-color=0xff203040\n")
-
-    def command(self):
-        w, h, _ = OUTPUT_MODE
-        return [self.binary, f"--config={self.config}", "--backend=headless-backend.so",
-                "--use-pixman", f"--width={w}", f"--height={h}"]
-
-
-COMPOSITORS = {"qosway": Qosway, "sway": Sway, "weston": Weston}
+COMPOSITORS = ("qosway", "sway", "weston")
 
 
 def measure(comp, player, n_clients, logdir, tag, args):
     """One measurement: fresh compositor, n clients, warm-up, window."""
-    display = comp.start(logdir, tag)
+    comp.start(logdir, tag)
     clients = []
+
+    def client_err(i):
+        return tail(os.path.join(logdir, f"{tag}.client{i}.err"))
     try:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "XDG_RUNTIME_DIR": comp.rundir,
-            "WAYLAND_DISPLAY": display,
-        }
+        env = comp.client_env()
         w, h = CLIENT_SIZE
         for i in range(n_clients):
-            err = open(os.path.join(logdir, f"{tag}.client{i}.err"), "w")
-            proc = spawn([player, "-n", "0", "-W", str(w), "-H", str(h),
-                          "-t", f"qos-player {i}"],
-                         env=env, stdout=subprocess.PIPE, stderr=err, text=True)
-            err.close()
-            clients.append(proc)
+            with open(os.path.join(logdir, f"{tag}.client{i}.err"), "w") as err:
+                clients.append(peers.spawn([player, "-n", "0", "-W", str(w), "-H", str(h),
+                                            "-t", f"qos-player {i}"],
+                                           env=env, stdout=subprocess.PIPE, stderr=err,
+                                           text=True))
 
         time.sleep(args.warmup)
-        deadline = time.monotonic() + 5.0
-        while not all(blocks_sigusr1(c.pid) for c in clients):
-            if time.monotonic() > deadline or any(c.poll() is not None for c in clients):
-                dead = [i for i, c in enumerate(clients) if c.poll() is not None]
-                detail = ""
-                if dead:
-                    detail = "; client stderr:\n" + tail(
-                        os.path.join(logdir, f"{tag}.client{dead[0]}.err"))
-                raise RunFailed(f"clients {dead or 'not ready'} after warm-up{detail}")
-            time.sleep(0.05)
+        peers.wait_sigusr1_ready(clients, 5.0, client_err)
         if comp.proc.poll() is not None:
             raise SkipCompositor(f"{comp.name} died during warm-up; log tail:\n"
                                  f"{tail(comp.log)}")
 
-        cpu0 = proc_cpu_s(comp.proc.pid)
-        rt0 = proc_runtime_s(comp.proc.pid)
-        busy0, total0 = machine_busy_ticks()
+        cpu0 = peers.proc_cpu_s(comp.proc.pid)
+        rt0 = peers.proc_runtime_s(comp.proc.pid)
+        busy0, total0 = peers.machine_busy_ticks()
         t0 = time.monotonic()
         for c in clients:
             c.send_signal(signal.SIGUSR1)
         time.sleep(args.measure)
-        cpu1 = proc_cpu_s(comp.proc.pid)
-        rt1 = proc_runtime_s(comp.proc.pid)
-        busy1, total1 = machine_busy_ticks()
+        cpu1 = peers.proc_cpu_s(comp.proc.pid)
+        rt1 = peers.proc_runtime_s(comp.proc.pid)
+        busy1, total1 = peers.machine_busy_ticks()
         t1 = time.monotonic()
         for c in clients:
             c.send_signal(signal.SIGTERM)
 
-        reports = []
-        for i, c in enumerate(clients):
-            try:
-                out, _ = c.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                raise RunFailed(f"client {i} did not exit on SIGTERM")
-            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-            if not lines:
-                raise RunFailed(f"client {i} printed no statistics (status {c.returncode}); "
-                                "stderr:\n" + tail(os.path.join(logdir, f"{tag}.client{i}.err")))
-            reports.append(json.loads(lines[-1]))
+        reports = [peers.player_report(c, i, 10, client_err, after="on SIGTERM")
+                   for i, c in enumerate(clients)]
     finally:
         for c in clients:
-            stop_group(c)
+            peers.stop_group(c)
         comp.stop()
 
     frames = sum(r["frames"] for r in reports)
@@ -444,21 +116,6 @@ def measure(comp, player, n_clients, logdir, tag, args):
         "client_cpu_s": sum(r["cpu_s"] for r in reports),
         "machine_busy": (busy1 - busy0) / max(total1 - total0, 1),
     }
-
-
-def find_player(path):
-    if path:
-        candidates = [path]
-    else:
-        candidates = [os.path.join(REPO, d, "clients", "qos-player")
-                      for d in ("build", "build-bench")]
-    for c in candidates:
-        if os.access(c, os.X_OK):
-            return os.path.abspath(c)
-    sys.exit("compositor_frame_cpu: qos-player not found (tried "
-             + ", ".join(candidates) + "); build it with\n"
-             "  meson setup build && meson compile -C build qos-player\n"
-             "or pass --player PATH")
 
 
 def median_of(runs, key):
@@ -525,15 +182,11 @@ def format_table(summary, names, counts):
 
 
 def write_chart(summary, names, counts, path, subtitle):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("chart: matplotlib is not installed (pip install matplotlib); no PNG written")
+    plt = peers.pyplot()
+    if plt is None:
         return None
     cols = [n for n in names if summary.get(n)]
-    colors = {"qosway": "#2a7ab9", "sway": "#e08a1e", "weston": "#5a9e4b"}
+    colors = peers.COLORS
     fig, (ax_cpu, ax_fps) = plt.subplots(1, 2, figsize=(11, 4.5))
     width = 0.8 / max(len(cols), 1)
     xs = range(len(counts))
@@ -551,22 +204,14 @@ def write_chart(summary, names, counts, path, subtitle):
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
     ax_fps.axhline(OUTPUT_MODE[2], color="grey", linestyle=":", linewidth=1)
-    fig.suptitle(f"Goal: {GOAL}\n{subtitle}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}", fontsize=10)
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Compositor CPU time per client frame for qosway, sway and weston "
                     "(headless, pixman, 1920x1080@60, N full-damage 640x480 clients).")
-    p.add_argument("--qosway", default=os.path.join(REPO, "build", "compositor", "qosway"),
-                   help="qosway binary (default: build/compositor/qosway)")
-    p.add_argument("--player", help="qos-player binary (default: build/ or build-bench/)")
-    p.add_argument("--out", default=os.path.join(REPO, "build", "bench"),
-                   help="directory for the PNG, results JSON and logs (default: build/bench)")
+    peers.add_program_args(p)
     p.add_argument("--compositors", default="qosway,sway,weston",
                    help="comma-separated subset of qosway,sway,weston")
     p.add_argument("--clients", default="1,8,16", help="comma-separated client counts")
@@ -589,36 +234,19 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs, args.warmup, args.measure = 1, 1.0, 2.0
-    try:
-        args.clients = [int(n) for n in args.clients.split(",")]
-    except ValueError:
-        p.error("--clients wants integers separated by commas")
-    if any(n < 1 for n in args.clients):
-        p.error("--clients: every count must be at least 1")
-    args.compositors = [c.strip() for c in args.compositors.split(",") if c.strip()]
-    unknown = [c for c in args.compositors if c not in COMPOSITORS]
-    if unknown:
-        p.error(f"--compositors: unknown {', '.join(unknown)} "
-                f"(choose from {', '.join(COMPOSITORS)})")
+    args.clients = peers.parse_counts(p, args.clients)
+    args.compositors = peers.parse_subset(p, args.compositors, COMPOSITORS, "--compositors",
+                                          allow_empty=True)
     if args.runs < 1 or args.warmup < 0 or args.measure <= 0:
         p.error("--runs must be >= 1, --warmup >= 0 and --measure > 0")
     return args
 
 
 def run(args):
-    player = find_player(args.player)
-    os.makedirs(args.out, exist_ok=True)
-    logdir = os.path.join(args.out, "logs")
-    os.makedirs(logdir, exist_ok=True)
+    player = peers.find_player(args.player, "compositor_frame_cpu")
+    logdir = peers.out_dirs(args.out)
 
-    comps = {}
-    for name in args.compositors:
-        comp = COMPOSITORS[name](args)
-        try:
-            comp.check()
-            comps[name] = comp
-        except SkipCompositor as e:
-            print(f"SKIP {name}: {e}")
+    comps = peers.usable({name: make_compositor(name, args) for name in args.compositors})
     if not comps:
         print("no compositor could be benchmarked")
         return 1
@@ -634,14 +262,9 @@ def run(args):
         for n in args.clients:
             for name in list(comps):
                 tag = f"{name}-n{n}-r{rep}"
-                try:
-                    r = measure(comps[name], player, n, logdir, tag, args)
-                except SkipCompositor as e:
-                    print(f"SKIP {name} from now on: {e}")
-                    del comps[name]
-                    continue
-                except RunFailed as e:
-                    print(f"{tag}: run failed: {e}")
+                r = peers.attempt(comps, name, tag, lambda: measure(
+                    comps[name], player, n, logdir, tag, args))
+                if r is None:
                     continue
                 results[name][n].append(r)
                 print(f"{tag}: {r['cpu_ms_per_frame']:.3f} ms/frame, "
@@ -684,18 +307,7 @@ def run(args):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    # Explicit because a shell starting us in the background ignores SIGINT.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGHUP, _on_sigterm)
-    try:
-        return run(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted; stopping everything started", file=sys.stderr)
-        return 130
-    finally:
-        cleanup()
+    return peers.main(run, parse_args(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":
