@@ -8,8 +8,11 @@
  * covers. The scene graph still tracks damage, textures and each surface's
  * primary output; only the drawing is ours.
  */
+#include <drm_fourcc.h>
 #include <stdlib.h>
+#include <wlr/render/pixman.h>
 #include <wlr/render/wlr_renderer.h>
+#include <wlr/types/wlr_buffer.h>
 #include <wlr/render/wlr_texture.h>
 #include <wlr/types/wlr_matrix.h>
 #include <wlr/types/wlr_output.h>
@@ -170,6 +173,96 @@ static void scissor(struct wlr_output *output, const pixman_box32_t *rect) {
 	wlr_renderer_scissor(output->renderer, &box);
 }
 
+static pixman_format_code_t pixman_format_of(uint32_t drm_format) {
+	switch (drm_format) {
+	case DRM_FORMAT_XRGB8888:
+		return PIXMAN_x8r8g8b8;
+	case DRM_FORMAT_ARGB8888:
+		return PIXMAN_a8r8g8b8;
+	case DRM_FORMAT_XBGR8888:
+		return PIXMAN_x8b8g8r8;
+	case DRM_FORMAT_ABGR8888:
+		return PIXMAN_a8b8g8r8;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * wlroots 0.15's pixman renderer draws every texture as a transformed
+ * composite with a solid mask over the whole output, clipped to the
+ * scissor: about four times the cost of a plain copy for what every
+ * unscaled window is. Such a buffer is copied (opaque) or blended (with
+ * alpha) rectangle by rectangle straight into the output's image. False:
+ * not such a case, draw it the wlroots way.
+ */
+static bool blit_item(struct render_item *item, struct wlr_output *output,
+		struct wlr_buffer *buffer, enum wl_output_transform transform,
+		const struct wlr_fbox *src) {
+	struct wlr_renderer *renderer = output->renderer;
+	if (!buffer || !wlr_renderer_is_pixman(renderer) || output->scale != 1.0f ||
+			output->transform != WL_OUTPUT_TRANSFORM_NORMAL ||
+			transform != WL_OUTPUT_TRANSFORM_NORMAL ||
+			item->box.width != buffer->width || item->box.height != buffer->height ||
+			(!wlr_fbox_empty(src) && (src->x != 0 || src->y != 0 ||
+			src->width != buffer->width || src->height != buffer->height))) {
+		return false;
+	}
+	pixman_image_t *dst = wlr_pixman_renderer_get_current_image(renderer);
+	void *data;
+	uint32_t format;
+	size_t stride;
+	if (!dst || !wlr_buffer_begin_data_ptr_access(buffer, WLR_BUFFER_DATA_PTR_ACCESS_READ,
+			&data, &format, &stride)) {
+		return false;
+	}
+	pixman_format_code_t pformat = pixman_format_of(format);
+	pixman_image_t *image = pformat ? pixman_image_create_bits_no_clear(pformat,
+		buffer->width, buffer->height, data, (int)stride) : NULL;
+	if (!image) {
+		wlr_buffer_end_data_ptr_access(buffer);
+		return false;
+	}
+	pixman_op_t op = PIXMAN_FORMAT_A(pformat) ? PIXMAN_OP_OVER : PIXMAN_OP_SRC;
+	/* The wlroots renderer leaves the last scissor on the image. */
+	pixman_image_set_clip_region32(dst, NULL);
+	int nrects;
+	pixman_box32_t *rects = pixman_region32_rectangles(&item->visible, &nrects);
+	for (int i = 0; i < nrects; i++) {
+		pixman_image_composite32(op, image, NULL, dst,
+			rects[i].x1 - item->box.x, rects[i].y1 - item->box.y, 0, 0,
+			rects[i].x1, rects[i].y1, rects[i].x2 - rects[i].x1, rects[i].y2 - rects[i].y1);
+	}
+	pixman_image_unref(image);
+	wlr_buffer_end_data_ptr_access(buffer);
+	return true;
+}
+
+/* An opaque rectangle: filled straight into the output's image (see above). */
+static bool fill_item(struct render_item *item, struct wlr_output *output,
+		const float color[static 4]) {
+	struct wlr_renderer *renderer = output->renderer;
+	if (color[3] < 1.0f || !wlr_renderer_is_pixman(renderer) ||
+			output->transform != WL_OUTPUT_TRANSFORM_NORMAL) {
+		return false;
+	}
+	pixman_image_t *dst = wlr_pixman_renderer_get_current_image(renderer);
+	if (!dst) {
+		return false;
+	}
+	pixman_color_t pc = {
+		.red = (uint16_t)(color[0] * 0xffff),
+		.green = (uint16_t)(color[1] * 0xffff),
+		.blue = (uint16_t)(color[2] * 0xffff),
+		.alpha = 0xffff,
+	};
+	pixman_image_set_clip_region32(dst, NULL);
+	int nrects;
+	pixman_box32_t *rects = pixman_region32_rectangles(&item->visible, &nrects);
+	pixman_image_fill_boxes(PIXMAN_OP_SRC, dst, &pc, nrects, rects);
+	return true;
+}
+
 static void draw_item(struct render_item *item, struct wlr_scene_output *scene_output) {
 	struct wlr_output *output = scene_output->output;
 	struct wlr_renderer *renderer = output->renderer;
@@ -186,6 +279,10 @@ static void draw_item(struct render_item *item, struct wlr_scene_output *scene_o
 		texture = wlr_surface_get_texture(surface);
 		transform = wlr_output_transform_invert(surface->current.transform);
 		wlr_surface_get_buffer_source_box(surface, &src);
+		if (texture && surface->buffer && blit_item(item, output,
+				surface->buffer->source, transform, &src)) {
+			return;
+		}
 		break;
 	}
 	case WLR_SCENE_NODE_BUFFER: {
@@ -193,10 +290,16 @@ static void draw_item(struct render_item *item, struct wlr_scene_output *scene_o
 		texture = buffer->texture;
 		transform = wlr_output_transform_invert(buffer->transform);
 		src = buffer->src_box;
+		if (texture && blit_item(item, output, buffer->buffer, transform, &src)) {
+			return;
+		}
 		break;
 	}
 	case WLR_SCENE_NODE_RECT:
 		color = ((struct wlr_scene_rect *)node)->color;
+		if (fill_item(item, output, color)) {
+			return;
+		}
 		break;
 	default:
 		return;
