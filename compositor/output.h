@@ -25,6 +25,7 @@ struct qw_output {
 	struct render_report report; /* what the last frame showed, per node */
 	struct wl_event_source *draw_idle; /* a frame to draw (scheduler_frame.c) */
 	uint64_t hidden_sent_ns; /* last callbacks to its covered surfaces */
+	uint64_t drawn_ns; /* when a frame was last committed (scheduler) */
 
 	struct wl_listener frame;
 	struct wl_listener destroy;

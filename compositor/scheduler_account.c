@@ -275,6 +275,15 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 		}
 	}
 	uint64_t given = 0;
+	if (sched->trace && report->drawn) {
+		uint64_t drawn = 0;
+		for (size_t i = 0; i < report->len; i++) {
+			drawn += report->items[i].damaged_px;
+		}
+		sched_trace(sched, "render us=%llu damage=%llu drawn=%llu",
+			(unsigned long long)(elapsed / 1000), (unsigned long long)total,
+			(unsigned long long)drawn);
+	}
 	wl_list_for_each(c, &sched->clients, link) {
 		if (total && c->damage_px) {
 			uint64_t share = (uint64_t)((double)elapsed * (double)c->damage_px /

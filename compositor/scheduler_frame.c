@@ -235,7 +235,9 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 		sched_boost_set(sched, true);
 	}
 	struct render_report *report = sched->accounting ? &output->report : NULL;
-	output_draw(output, report, &when);
+	if (output_draw(output, report, &when)) {
+		output->drawn_ns = now;
+	}
 	if (report) {
 		sched_account_render(sched, report);
 	}
@@ -284,6 +286,17 @@ void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output
 	scheduler_own(sched);
 	if (!sched->serve) {
 		sched_frame_draw(sched, output);
+		return;
+	}
+	/*
+	 * A display shows a frame a refresh period; wlroots' headless backend
+	 * also sends a frame event at once for damage after a tick that drew
+	 * nothing. Such an early frame is left to the next tick: drawing
+	 * between ticks only adds frames (and their fixed cost) nobody sees.
+	 */
+	uint64_t now = sched_now_ns();
+	if (output->synthesize_present && output->drawn_ns &&
+			now - output->drawn_ns < refresh_ns(output) * 3 / 4) {
 		return;
 	}
 	if (!output->draw_idle) {
