@@ -364,6 +364,18 @@ struct qw_scheduler *scheduler_create(struct qw_server *server) {
 	sched->accounting = sched->serve || sched->bill;
 	sched->divisor = 1;
 	sched->gating = sched->serve;
+	/* For tests: pace best effort from a smaller per-frame budget. */
+	const char *budget = getenv("QOSWAY_SCHED_BE_BUDGET_US");
+	if (budget && budget[0]) {
+		char *end;
+		unsigned long long us = strtoull(budget, &end, 10);
+		if (*end || us == 0 || us > 1000000) {
+			wlr_log(WLR_ERROR, "scheduler: QOSWAY_SCHED_BE_BUDGET_US=%s is not 1 to "
+				"1000000 (us); ignored", budget);
+		} else {
+			sched->be_budget_ns = us * 1000;
+		}
+	}
 	const char *trace = getenv("QOSWAY_SCHED_TRACE");
 	if (trace && trace[0]) {
 		sched->trace = fopen(trace, "we");

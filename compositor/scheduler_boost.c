@@ -217,7 +217,7 @@ bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now, uint64_t *until)
 	bool pending = false;
 	struct sched_client *c;
 	wl_list_for_each(c, &sched->clients, link) {
-		if (c->awaiting && now - c->awaiting_ns > SCHED_AWAIT_MAX_NS && !c->committed) {
+		if (c->awaiting && now > c->awaiting_ns + SCHED_AWAIT_MAX_NS && !c->committed) {
 			c->awaiting = false; /* it stopped drawing */
 		}
 		if (c->realtime && c->awaiting) {

@@ -34,6 +34,12 @@
 
 /* Frames over which the best-effort cost is averaged before the divisor moves. */
 #define PACING_WINDOW_FRAMES 30
+/* Best effort is paced only while a real-time client drew this recently. */
+#define RT_ACTIVE_NS 1000000000ull
+
+static bool rt_active(struct qw_scheduler *sched, uint64_t now) {
+	return sched->rt_drawn_ns && now < sched->rt_drawn_ns + RT_ACTIVE_NS;
+}
 
 static bool client_paused(struct wl_client *client) {
 	struct client_identity *id = client_identity_find(client);
@@ -47,7 +53,7 @@ static uint64_t refresh_ns(struct qw_output *output) {
 
 static bool hidden_due(struct qw_scheduler *sched, uint64_t *last, uint64_t now) {
 	unsigned int hz = sched->server->config.scheduling.hidden_frame_rate;
-	if (now - *last < 1000000000ull / hz) {
+	if (now < *last + 1000000000ull / hz) {
 		return false;
 	}
 	*last = now;
@@ -60,7 +66,7 @@ static void send_callbacks(struct qw_scheduler *sched, struct qw_output *output,
 	struct render_report *report = &output->report;
 	uint64_t now = sched_now_ns();
 	bool hidden = hidden_due(sched, &output->hidden_sent_ns, now);
-	bool be_frame = sched->n_realtime == 0 || sched->frames % sched->divisor == 0;
+	bool be_frame = !rt_active(sched, now) || sched->frames % sched->divisor == 0;
 	sched_batch_begin(sched);
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < report->len; i++) {
@@ -80,6 +86,9 @@ static void send_callbacks(struct qw_scheduler *sched, struct qw_output *output,
 				continue;
 			}
 			wlr_surface_send_frame_done(shown->surface, when);
+			if (rt) {
+				sched->rt_drawn_ns = now;
+			}
 			if (rt && !c->awaiting) {
 				c->awaiting = true;
 				c->committed = false;
@@ -104,7 +113,7 @@ static void send_callbacks(struct qw_scheduler *sched, struct qw_output *output,
 }
 
 /* The divisor for best effort, from what it cost over the last frames. */
-static void update_pacing(struct qw_scheduler *sched, struct qw_output *output) {
+static void update_pacing(struct qw_scheduler *sched, struct qw_output *output, uint64_t now) {
 	if (++sched->window_frames < PACING_WINDOW_FRAMES) {
 		return;
 	}
@@ -114,9 +123,10 @@ static void update_pacing(struct qw_scheduler *sched, struct qw_output *output) 
 	sched->window_frames = 0;
 	sched->be_frames = 0;
 	unsigned int divisor = 1;
-	if (sched->n_realtime > 0) {
+	if (rt_active(sched, now)) {
 		uint64_t period = refresh_ns(output);
-		double budget = (double)period * SCHED_BE_BUDGET_SHARE;
+		double budget = sched->be_budget_ns ? (double)sched->be_budget_ns :
+			(double)period * SCHED_BE_BUDGET_SHARE;
 		double per_be_frame = (double)cost / be_frames;
 		unsigned int max = (unsigned int)(1000000000ull / period / 2);
 		divisor = sched->divisor;
@@ -256,14 +266,14 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 	}
 	mark_shown(sched, output);
 	send_callbacks(sched, output, &when);
-	update_pacing(sched, output);
-	bool hold = sched->n_realtime > 0 && sched->divisor > 1;
+	update_pacing(sched, output, now);
+	bool hold = rt_active(sched, now) && sched->divisor > 1;
 	if (hold != sched->hold) {
 		sched_trace(sched, "hold %s", hold ? "on" : "off");
 		sched->hold = hold;
 	}
 	if (sched->hold || !wl_list_empty(&sched->holds)) {
-		if (sched->n_realtime == 0 || sched->frames % sched->divisor == 0 || !sched->hold) {
+		if (!sched->hold || sched->frames % sched->divisor == 0) {
 			release_holds(sched);
 		}
 	}
@@ -296,7 +306,7 @@ void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output
 	 */
 	uint64_t now = sched_now_ns();
 	if (output->synthesize_present && output->drawn_ns &&
-			now - output->drawn_ns < refresh_ns(output) * 3 / 4) {
+			now < output->drawn_ns + refresh_ns(output) * 3 / 4) {
 		return;
 	}
 	if (!output->draw_idle) {

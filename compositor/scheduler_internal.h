@@ -151,10 +151,12 @@ struct qw_scheduler {
 	struct sched_boost boost;
 
 	/* Frames. */
+	uint64_t be_budget_ns;    /* 0: SCHED_BE_BUDGET_SHARE of the refresh period */
 	unsigned int divisor;     /* best effort gets callbacks every divisor-th frame */
 	uint64_t be_cost_ns;      /* best-effort time in the current window */
 	uint64_t be_last_ns;      /* be total at the window's start */
 	unsigned int window_frames, be_frames;
+	uint64_t rt_drawn_ns;     /* last frame callback to a real-time client */
 	uint64_t frames;
 	bool hold;                /* best-effort commits are held */
 	struct wl_list holds;     /* sched_hold.link */
