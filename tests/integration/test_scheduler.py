@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 
 import pytest
@@ -352,3 +353,62 @@ def test_client_in_a_limited_cgroup_is_billed_to_its_limit(start_qosway, tmp_pat
             fh.write(str(wl.pid))
         wait_for(lambda: not open(os.path.join(group, "cgroup.procs")).read().strip(), 10)
         os.rmdir(group)
+
+
+def test_best_effort_is_paced_and_held_while_a_realtime_client_draws(start_qosway, tmp_path):
+    """Best effort over its per-frame budget (made tiny here through the
+    test hook) gets callbacks at a divisor of the refresh and its commits
+    are held while a real-time client draws; never below 2 Hz, and back to
+    full rate once the real-time client stops."""
+    path = str(tmp_path / "sched.trace")
+    comp = start_qosway(config=harness.qos_test_config(),
+                        env_extra={"QOSWAY_SCHED_TRACE": path,
+                                   "QOSWAY_SCHED_BE_BUDGET_US": "20"})
+    be = comp.spawn_wlclient(title="Best effort", width=400, height=300)
+    be.wait_event("mapped", timeout=30)
+    rc = RClient(comp, window="Real-time")
+    grant_auto(rc, period=20000, slice_=8000)
+    m = rc.mark()
+    rc.send("animate 4")
+    mb = be.mark()
+    be.send("present 3")
+    seen = wait_for(lambda: (lambda s: s if s["best_effort_divisor"] > 1 and
+                             s["holding_commits"] else None)(scheduler(comp)), 20,
+                    desc="best effort paced and held")
+    print(seen)
+    paced = be.wait_event("presentation", start=mb, timeout=40)["frames_done"]
+    drawn = rc.p.wait_event("animated", start=m, timeout=40)["frames"]
+    print("real-time %d frames in 4 s, best effort %d in 3 s" % (drawn, paced))
+    assert paced >= 4, paced  # about 2 Hz at the least (the divisor tops out at 30)
+    assert paced * 2 < drawn * 3 / 4, (paced, drawn)
+    lines = trace_lines(path)
+    assert "hold on" in lines and any(x.startswith("divisor ") for x in lines), lines[-20:]
+    # no real-time client drawing: full rate and nothing held
+    wait_for(lambda: (lambda s: s["best_effort_divisor"] == 1 and
+                      not s["holding_commits"])(scheduler(comp)), 20,
+             desc="pacing ended")
+    assert animate(be, 2) > 2 * paced / 3 * 2
+
+
+def test_sigxcpu_takes_the_boost_back_and_the_compositor_lives(qcomp):
+    """What the kernel sends at the RLIMIT_RTTIME soft limit: the handler
+    demotes the boosted thread, which is not boosted again for a while."""
+    if not scheduler(qcomp)["boost_available"]:
+        pytest.skip("no boost here (needs CAP_SYS_NICE)")
+    rc = RClient(qcomp, window="Player")
+    grant_auto(rc, period=20000, slice_=8000)
+    rc.send("animate 8")
+    wait_for(lambda: harness.sched_attr(qcomp.pid)["policy"] == harness.SCHED_FIFO, 10,
+             interval=0.002, desc="the compositor boosted")
+    os.kill(qcomp.pid, signal.SIGXCPU)
+    wait_for(lambda: scheduler(qcomp)["boost_revocations"] == 1, 10,
+             desc="the revocation counted")
+    assert "SIGXCPU took the boost back" in qcomp.log_text()
+    # the pause: sampled for a second, never real-time
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        assert harness.sched_attr(qcomp.pid)["policy"] == harness.SCHED_OTHER
+    # and boosted again once it is over, the real-time client still drawing
+    wait_for(lambda: harness.sched_attr(qcomp.pid)["policy"] == harness.SCHED_FIFO, 15,
+             interval=0.002, desc="boosted again after the pause")
+    assert qcomp.alive()
