@@ -369,10 +369,12 @@ static void limit_new_window(struct sched_limit *limit, uint64_t now, uint64_t u
 	if (limit->window_end_ns) {
 		uint64_t used = (usage_us > limit->usage_start_us ?
 			usage_us - limit->usage_start_us : 0) + limit->server_us;
-		/* Debt is only what the compositor's part made the group go
-		 * over: the kernel already held its own use to the quota. */
+		/* What the window went over is taken from the next: a client
+		 * stopped at its allowance still finishes the frame it was
+		 * drawing. At most a quota, so one bad window cannot starve
+		 * the group for long. */
 		uint64_t over = used > allowance ? used - allowance : 0;
-		limit->debt_us = over < limit->server_us ? over : limit->server_us;
+		limit->debt_us = over < limit->cg.quota_us ? over : limit->cg.quota_us;
 	}
 	uint64_t period_ns = limit->cg.period_us * 1000;
 	limit->window_end_ns = now + period_ns;
