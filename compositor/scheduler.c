@@ -46,6 +46,11 @@ void sched_trace(struct qw_scheduler *sched, const char *fmt, ...) {
 	va_end(ap);
 }
 
+static size_t client_slot(const struct wl_client *client) {
+	uintptr_t p = (uintptr_t)client;
+	return (size_t)((p >> 4) ^ (p >> 12)) % SCHED_CLIENT_SLOTS;
+}
+
 static void handle_client_destroy(struct wl_listener *listener, void *data) {
 	struct sched_client *c = wl_container_of(listener, c, destroy);
 	struct qw_scheduler *sched = c->sched;
@@ -56,9 +61,9 @@ static void handle_client_destroy(struct wl_listener *listener, void *data) {
 	if (c->realtime && sched->n_realtime > 0) {
 		sched->n_realtime--;
 	}
-	if (sched->cache == c) {
-		sched->cache = NULL;
-		sched->cache_client = NULL;
+	size_t slot = client_slot(c->client);
+	if (sched->by_client[slot] == c) {
+		sched->by_client[slot] = NULL;
 	}
 	sched_trace(sched, "gone pid=%d", (int)c->pid);
 	wl_list_remove(&c->destroy.link);
@@ -66,20 +71,25 @@ static void handle_client_destroy(struct wl_listener *listener, void *data) {
 	free(c);
 }
 
+/*
+ * Every request and event asks this: a direct-mapped table in front of
+ * libwayland's walk of the client's destroy listeners.
+ */
 struct sched_client *sched_client_of(struct qw_scheduler *sched, struct wl_client *client) {
 	if (!client) {
 		return NULL;
 	}
-	if (client == sched->cache_client) {
-		return sched->cache;
+	size_t slot = client_slot(client);
+	struct sched_client *c = sched->by_client[slot];
+	if (c && c->client == client) {
+		return c;
 	}
 	struct wl_listener *l = wl_client_get_destroy_listener(client, handle_client_destroy);
 	if (!l) {
 		return NULL;
 	}
-	struct sched_client *c = wl_container_of(l, c, destroy);
-	sched->cache_client = client;
-	sched->cache = c;
+	c = wl_container_of(l, c, destroy);
+	sched->by_client[slot] = c;
 	return c;
 }
 
@@ -271,7 +281,9 @@ static bool serve_in_order(struct qw_scheduler *sched, struct wl_event_loop *loo
 	uint64_t now = sched_now_ns();
 	bool pending = sched_rt_pending(sched, now, &deadline);
 	sched_boost_set(sched, pending);
+	sched_pause(sched);
 	int ready = poll(sched->pfd, k, timeout_ms(deadline, now));
+	sched_resume(sched);
 	if (ready < 0 && errno != EINTR) {
 		return false;
 	}
@@ -342,10 +354,19 @@ void scheduler_run(struct qw_scheduler *sched) {
 			}
 		}
 		sched_boost_set(sched, sched_rt_pending(sched, now, &deadline));
-		sched_switch(sched, SCHED_OWNER_NEXT, NULL);
-		wl_event_loop_dispatch(loop, timeout_ms(deadline, now));
+		if (sched->accounting) {
+			/* The books' CPU time is taken while awake: sleep apart. */
+			struct pollfd pfd = { .fd = wl_event_loop_get_fd(loop), .events = POLLIN };
+			sched_pause(sched);
+			poll(&pfd, 1, timeout_ms(deadline, now));
+			sched_resume(sched);
+			wl_event_loop_dispatch(loop, 0);
+		} else {
+			wl_event_loop_dispatch(loop, timeout_ms(deadline, now));
+		}
 	}
 	sched_boost_set(sched, false);
+	sched_settle(sched);
 }
 
 struct qw_scheduler *scheduler_create(struct qw_server *server) {
@@ -448,8 +469,8 @@ struct json_object *scheduler_json_clients(struct qw_scheduler *sched) {
 	struct json_object *list = json_object_new_array();
 	uint64_t now = sched_now_ns();
 	struct sched_client *c;
-	/* The open interval belongs to its owner already. */
-	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	/* What is not charged yet goes to its owners first. */
+	sched_settle(sched);
 	wl_list_for_each(c, &sched->clients, link) {
 		struct json_object *o = json_object_new_object();
 		json_object_object_add(o, "pid", json_object_new_int(c->pid));
@@ -480,7 +501,7 @@ uint64_t scheduler_client_server_us(struct qw_scheduler *sched, struct wl_client
 	if (!c) {
 		return 0;
 	}
-	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	sched_settle(sched);
 	uint64_t now = sched_now_ns();
 	if (!c->sample_ns) {
 		c->sample_ns = now;
@@ -497,7 +518,7 @@ uint64_t scheduler_client_server_us(struct qw_scheduler *sched, struct wl_client
 
 struct json_object *scheduler_json(struct qw_scheduler *sched) {
 	struct json_object *o = json_object_new_object();
-	sched_switch(sched, SCHED_OWNER_SELF, NULL);
+	sched_settle(sched);
 	uint64_t clients_ns = sched->gone_ns;
 	struct sched_client *c;
 	size_t n = 0, exhausted = 0, gated = 0;
@@ -532,6 +553,9 @@ struct json_object *scheduler_json(struct qw_scheduler *sched) {
 	json_object_object_add(o, "clients_us", json_object_new_int64((int64_t)(clients_ns / 1000)));
 	json_object_object_add(o, "own_us", json_object_new_int64((int64_t)(
 		(sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "books_us", json_object_new_int64((int64_t)(sched->books_ns / 1000)));
+	json_object_object_add(o, "bills_us", json_object_new_int64((int64_t)(sched->bills_ns / 1000)));
+	json_object_object_add(o, "bills", json_object_new_int64((int64_t)sched->bills));
 	json_object_object_add(o, "thread_cpu_us",
 		json_object_new_int64((int64_t)(sched_thread_ns() / 1000)));
 	json_object_object_add(o, "clients", json_object_new_int((int)n));

@@ -1,46 +1,73 @@
 /*
- * Whose time the compositor's main thread spends, and billing it.
+ * The books: whose time the compositor's main thread spends.
  *
- * The main thread's CPU clock is read only where the client being served
- * changes: the protocol logger sees every request, with its client, just
- * before it runs, and the compositor's own handlers (input, IPC, timers,
- * output frames) say when they start. What lies between two such points
- * belongs to the earlier one, so a request handler's work, the events it
- * sends included, is its client's. The loop's own bookkeeping (poll,
- * reading sockets) goes to the next client served, as the thesis's X
- * server did. Where many clients share one stretch of work, the stretch is
- * split: a frame's rendering by each client's damaged visible area (its
- * decorations included), a batch of frame callbacks or a flush by the
- * events each client got.
+ * The owner changes where the client being served changes: the protocol
+ * logger sees every request, with its client, just before it runs, and the
+ * compositor's own handlers (input, IPC, timers, output frames) say when
+ * they start. What lies between two such points belongs to the earlier
+ * one, so a request handler's work, the events it sends included, is its
+ * client's. The loop's own bookkeeping (poll, reading sockets) goes to the
+ * next client served, as the thesis's X server did. Where many clients
+ * share one stretch of work, the stretch is split: a frame's rendering by
+ * the damage each client's commits brought, a batch of frame callbacks or a
+ * flush by the events each client got.
  *
- * Billing (thesis 5.4.5): a client's time goes to its reserve
- * (qos_manager_bill_pid) once 500 us of it are unbilled, and at every output
- * frame. A client in no reserve whose own cgroup has a CPU limit has its
- * time counted against that limit instead: the kernel cannot be told to
- * charge it, so the group's own usage (cpu.stat) plus what the compositor
- * spent for it are compared with the quota over windows of the limit's
- * period, and the client is not served for the rest of a window once they
- * pass it; what a window overshot is taken from the next.
+ * Reading the thread's CPU clock is a system call (1-5 us here, under
+ * load), too dear at every owner change. The stretches are timed on the
+ * monotonic clock (vDSO, some 25 ns) as segments, with the clock stopped
+ * while the thread sleeps in poll, and every few milliseconds of them (and
+ * at each frame, before bills) the CPU time the thread really used since
+ * the last time is shared out over the segments by their length: the total
+ * is exact, only a preemption can tilt the split between the segments of
+ * those few milliseconds.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <wayland-server-protocol.h>
 #include <wlr/types/wlr_compositor.h>
 #include <wlr/types/wlr_surface.h>
 #include <wlr/util/log.h>
 
-#include "qos/qos.h"
 #include "render.h"
 #include "scheduler_internal.h"
 #include "server.h"
+
+/* One in this many of the books' operations is timed to report their cost. */
+#define BOOKS_SAMPLE 16
+/* Segments are settled once they cover this much awake time. */
+#define SETTLE_EVERY_NS 4000000ull
 
 uint64_t sched_thread_ns(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The books' own cost, sampled: timing every operation would double it. */
+static uint64_t books_enter(struct qw_scheduler *sched) {
+	return ++sched->books_ops % BOOKS_SAMPLE == 0 ? sched_now_ns() : 0;
+}
+
+static void books_leave(struct qw_scheduler *sched, uint64_t start) {
+	if (start) {
+		/* Less what the two clock reads of the sample cost themselves. */
+		uint64_t spent = sched_now_ns() - start;
+		spent = spent > sched->clock_read_ns ? spent - sched->clock_read_ns : 0;
+		sched->books_ns += spent * BOOKS_SAMPLE;
+	}
+}
+
+/* The cost of a monotonic clock read, the least of a few tries. */
+static uint64_t calibrate_clock(void) {
+	uint64_t least = UINT64_MAX;
+	for (int i = 0; i < 64; i++) {
+		uint64_t a = sched_now_ns(), b = sched_now_ns();
+		least = b - a < least ? b - a : least;
+	}
+	return least;
 }
 
 static void charge(struct qw_scheduler *sched, enum sched_owner owner,
@@ -53,6 +80,12 @@ static void charge(struct qw_scheduler *sched, enum sched_owner owner,
 		sched->next_ns += ns;
 		break;
 	case SCHED_OWNER_CLIENT:
+		if (sched->next_ns) {
+			/* Bookkeeping waits for a client: the compositor's own
+			 * handlers in between do not take it. */
+			ns += sched->next_ns;
+			sched->next_ns = 0;
+		}
 		c->server_ns += ns;
 		if (c->reserve[0] || c->limit) {
 			c->unbilled_ns += ns; /* what it spent in none is nobody's bill */
@@ -64,19 +97,92 @@ static void charge(struct qw_scheduler *sched, enum sched_owner owner,
 	}
 }
 
+/* A stretch of wall time for one owner, to be charged at the next settle. */
+static void push(struct qw_scheduler *sched, enum sched_owner owner, struct sched_client *c,
+		uint64_t wall_ns) {
+	if (!wall_ns) {
+		return;
+	}
+	sched->segments_wall_ns += wall_ns;
+	if (sched->n_segments == sched->cap_segments) {
+		size_t cap = sched->cap_segments ? sched->cap_segments * 2 : 256;
+		struct sched_segment *grown = realloc(sched->segments, cap * sizeof(*grown));
+		if (!grown) {
+			/* No room: it merges into the last one, whoever's, or is
+			 * lost and its time goes to the others at the settle. */
+			if (sched->n_segments) {
+				sched->segments[sched->n_segments - 1].wall_ns += wall_ns;
+			}
+			return;
+		}
+		sched->segments = grown;
+		sched->cap_segments = cap;
+	}
+	sched->segments[sched->n_segments++] = (struct sched_segment){
+		.owner = owner, .client = c, .wall_ns = wall_ns,
+	};
+	if (c && (c->reserve[0] || c->limit)) {
+		sched->billable_pending = true;
+	}
+}
+
+void sched_settle(struct qw_scheduler *sched) {
+	if (!sched->accounting) {
+		return;
+	}
+	uint64_t start = books_enter(sched);
+	if (sched->segment_ns) {
+		uint64_t now = sched_now_ns();
+		push(sched, sched->owner, sched->owner_client, now - sched->segment_ns);
+		sched->segment_ns = now;
+	}
+	uint64_t cpu = sched_thread_ns();
+	uint64_t used = cpu - sched->cpu_ns;
+	sched->cpu_ns = cpu;
+	uint64_t wall = 0;
+	for (size_t i = 0; i < sched->n_segments; i++) {
+		wall += sched->segments[i].wall_ns;
+	}
+	if (!wall) {
+		charge(sched, sched->owner, sched->owner_client, used);
+	}
+	uint64_t given = 0;
+	for (size_t i = 0; wall && i < sched->n_segments; i++) {
+		struct sched_segment *seg = &sched->segments[i];
+		uint64_t share = i + 1 == sched->n_segments ? used - given :
+			(uint64_t)((double)used * (double)seg->wall_ns / (double)wall);
+		charge(sched, seg->owner, seg->client, share);
+		given += share;
+	}
+	sched->n_segments = 0;
+	sched->segments_wall_ns = 0;
+	sched->billable_pending = false;
+	books_leave(sched, start);
+}
+
+void sched_pause(struct qw_scheduler *sched) {
+	if (!sched->accounting) {
+		return;
+	}
+	uint64_t now = sched_now_ns();
+	push(sched, sched->owner, sched->owner_client, now - sched->segment_ns);
+	sched->segment_ns = 0;
+	if (sched->segments_wall_ns >= SETTLE_EVERY_NS) {
+		sched_settle(sched);
+	}
+}
+
+void sched_resume(struct qw_scheduler *sched) {
+	sched->segment_ns = sched_now_ns();
+}
+
 void sched_switch(struct qw_scheduler *sched, enum sched_owner owner, struct sched_client *c) {
 	if (!sched->accounting || (owner == sched->owner && c == sched->owner_client)) {
 		return;
 	}
-	uint64_t now = sched_thread_ns();
-	charge(sched, sched->owner, sched->owner_client, now - sched->mark_ns);
-	if (owner == SCHED_OWNER_CLIENT && sched->next_ns) {
-		/* Bookkeeping waits for a client: the compositor's own handlers
-		 * in between do not take it. */
-		charge(sched, owner, c, sched->next_ns);
-		sched->next_ns = 0;
-	}
-	sched->mark_ns = now;
+	uint64_t now = sched_now_ns();
+	push(sched, sched->owner, sched->owner_client, now - sched->segment_ns);
+	sched->segment_ns = now;
 	sched->owner = owner;
 	sched->owner_client = c;
 }
@@ -84,8 +190,10 @@ void sched_switch(struct qw_scheduler *sched, enum sched_owner owner, struct sch
 static void handle_log(void *data, enum wl_protocol_logger_type type,
 		const struct wl_protocol_logger_message *message) {
 	struct qw_scheduler *sched = data;
+	uint64_t start = books_enter(sched);
 	struct sched_client *c = sched_client_of(sched, wl_resource_get_client(message->resource));
 	if (!c) {
+		books_leave(sched, start);
 		return;
 	}
 	if (sched->trace && type == WL_PROTOCOL_LOGGER_REQUEST &&
@@ -105,9 +213,28 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 		if (sched->batch_depth) {
 			c->batch_events++;
 		}
+	} else {
+		sched_switch(sched, SCHED_OWNER_CLIENT, c);
+	}
+	books_leave(sched, start);
+}
+
+/*
+ * Before a client goes: what it is owed is charged now, since the segments
+ * that name it would outlive it.
+ */
+void sched_forget(struct qw_scheduler *sched, struct sched_client *c) {
+	if (!sched->accounting) {
 		return;
 	}
-	sched_switch(sched, SCHED_OWNER_CLIENT, c);
+	bool named = sched->owner_client == c;
+	for (size_t i = 0; i < sched->n_segments && !named; i++) {
+		named = sched->segments[i].client == c;
+	}
+	if (named) {
+		sched_switch(sched, SCHED_OWNER_SELF, NULL);
+		sched_settle(sched);
+	}
 }
 
 struct sched_surface {
@@ -132,12 +259,11 @@ static void handle_surface_commit(struct wl_listener *listener, void *data) {
 	struct sched_surface *ss = wl_container_of(listener, ss, commit);
 	struct sched_client *c = sched_client_of(ss->sched,
 		wl_resource_get_client(ss->surface->resource));
-	if (!c) {
-		return;
-	}
-	c->damage_px += region_px(&ss->surface->buffer_damage);
-	if (c->awaiting) {
-		c->committed = true; /* its next frame, on screen at the next draw */
+	if (c) {
+		c->damage_px += region_px(&ss->surface->buffer_damage);
+		if (c->awaiting) {
+			c->committed = true; /* its next frame, on screen at the next draw */
+		}
 	}
 }
 
@@ -165,7 +291,9 @@ static void handle_new_surface(struct wl_listener *listener, void *data) {
 
 bool sched_account_init(struct qw_scheduler *sched) {
 	sched->owner = SCHED_OWNER_SELF;
-	sched->mark_ns = sched_thread_ns();
+	sched->clock_read_ns = calibrate_clock();
+	sched->cpu_ns = sched_thread_ns();
+	sched->segment_ns = sched_now_ns();
 	if (!sched->accounting && !sched->trace) {
 		return true;
 	}
@@ -189,11 +317,9 @@ void sched_account_finish(struct qw_scheduler *sched) {
 		wl_list_remove(&sched->new_surface.link);
 		sched->new_surface.notify = NULL;
 	}
-	struct sched_limit *limit, *tmp;
-	wl_list_for_each_safe(limit, tmp, &sched->limits, link) {
-		wl_list_remove(&limit->link);
-		free(limit);
-	}
+	free(sched->segments);
+	sched->segments = NULL;
+	sched->n_segments = sched->cap_segments = 0;
 }
 
 void sched_batch_begin(struct qw_scheduler *sched) {
@@ -209,29 +335,29 @@ void sched_batch_end(struct qw_scheduler *sched) {
 	if (!sched->accounting || --sched->batch_depth > 0) {
 		return;
 	}
-	uint64_t now = sched_thread_ns();
-	uint64_t elapsed = now - sched->mark_ns;
+	uint64_t start = books_enter(sched);
+	uint64_t now = sched_now_ns();
+	uint64_t elapsed = now - sched->segment_ns;
 	uint64_t events = 0;
 	struct sched_client *c;
 	wl_list_for_each(c, &sched->clients, link) {
 		events += c->batch_events;
 	}
 	uint64_t given = 0;
-	if (events) {
-		wl_list_for_each(c, &sched->clients, link) {
-			if (c->batch_events) {
-				uint64_t share = elapsed * c->batch_events / events;
-				charge(sched, SCHED_OWNER_CLIENT, c, share);
-				given += share;
-				c->batch_events = 0;
-			}
+	wl_list_for_each(c, &sched->clients, link) {
+		if (c->batch_events) {
+			uint64_t share = elapsed * c->batch_events / events;
+			push(sched, SCHED_OWNER_CLIENT, c, share);
+			given += share;
+			c->batch_events = 0;
 		}
 	}
-	sched->own_ns += elapsed - given;
-	sched->mark_ns = now;
+	push(sched, SCHED_OWNER_SELF, NULL, elapsed - given);
+	sched->segment_ns = now;
 	/* What follows the batch is whoever's it was before. */
 	sched->owner = sched->batch_owner;
 	sched->owner_client = sched->batch_owner_client;
+	books_leave(sched, start);
 }
 
 void sched_flush_clients(struct qw_scheduler *sched) {
@@ -257,8 +383,9 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 	if (!sched->accounting) {
 		return;
 	}
-	uint64_t now = sched_thread_ns();
-	uint64_t elapsed = now - sched->mark_ns;
+	uint64_t start = books_enter(sched);
+	uint64_t now = sched_now_ns();
+	uint64_t elapsed = now - sched->segment_ns;
 	/*
 	 * A frame draws what the clients damaged since the last one, and
 	 * whatever lies in that damage: a window on top of a redrawn one is
@@ -274,7 +401,6 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 			total += c->damage_px;
 		}
 	}
-	uint64_t given = 0;
 	if (sched->trace && report->drawn) {
 		uint64_t drawn = 0;
 		for (size_t i = 0; i < report->len; i++) {
@@ -284,167 +410,19 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 			(unsigned long long)(elapsed / 1000), (unsigned long long)total,
 			(unsigned long long)drawn);
 	}
+	uint64_t given = 0;
 	wl_list_for_each(c, &sched->clients, link) {
 		if (total && c->damage_px) {
 			uint64_t share = (uint64_t)((double)elapsed * (double)c->damage_px /
 				(double)total);
-			charge(sched, SCHED_OWNER_CLIENT, c, share);
+			push(sched, SCHED_OWNER_CLIENT, c, share);
 			given += share;
 		}
 		if (report->drawn) {
 			c->damage_px = 0;
 		}
 	}
-	charge(sched, sched->owner, sched->owner_client, elapsed - given);
-	sched->mark_ns = now;
-}
-
-void sched_client_account_gone(struct qw_scheduler *sched, struct sched_client *c) {
-	if (sched->owner_client == c) {
-		sched_switch(sched, SCHED_OWNER_SELF, NULL);
-	}
-	/* The last of it: the reserve outlives the connection. */
-	struct qos_manager *qos = sched->server->qos;
-	uint64_t us = c->unbilled_ns / 1000;
-	if (sched->bill && us && c->reserve[0] && qos && qos_manager_bill(qos, c->reserve, us)) {
-		c->billed_ns += us * 1000;
-	}
-	sched->gone_ns += c->server_ns;
-	sched->gone_billed_ns += c->billed_ns;
-}
-
-static struct sched_limit *limit_find(struct qw_scheduler *sched, const struct qos_cglimit *cg) {
-	struct sched_limit *limit;
-	wl_list_for_each(limit, &sched->limits, link) {
-		if (strcmp(limit->cg.dir, cg->dir) == 0) {
-			limit->cg = *cg; /* its quota may have changed */
-			return limit;
-		}
-	}
-	limit = calloc(1, sizeof(*limit));
-	if (!limit) {
-		return NULL;
-	}
-	limit->cg = *cg;
-	wl_list_insert(&sched->limits, &limit->link);
-	return limit;
-}
-
-void sched_limit_unref(struct qw_scheduler *sched, struct sched_limit *limit) {
-	if (limit && --limit->refs <= 0) {
-		wl_list_remove(&limit->link);
-		free(limit);
-	}
-}
-
-void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint64_t now) {
-	if (!sched->bill || c->pid <= 0 || (c->limit_looked_ns &&
-			now - c->limit_looked_ns < 1000000000ull)) {
-		return;
-	}
-	c->limit_looked_ns = now;
-	struct qos_cglimit cg;
-	struct sched_limit *limit = NULL;
-	if (qos_cglimit_of(NULL, c->pid, getpid(), &cg)) {
-		limit = limit_find(sched, &cg);
-	}
-	if (limit == c->limit) {
-		return;
-	}
-	if (limit) {
-		limit->refs++;
-		sched_trace(sched, "limit pid=%d %s %llu/%llu", (int)c->pid, limit->cg.dir,
-			(unsigned long long)limit->cg.quota_us,
-			(unsigned long long)limit->cg.period_us);
-	}
-	sched_limit_unref(sched, c->limit);
-	c->limit = limit;
-	c->unbilled_ns = 0;
-}
-
-/* A new window of the limit's period; what the last one overshot is owed. */
-static void limit_new_window(struct sched_limit *limit, uint64_t now, uint64_t usage_us) {
-	uint64_t allowance = limit->cg.quota_us > limit->debt_us ?
-		limit->cg.quota_us - limit->debt_us : 0;
-	if (limit->window_end_ns) {
-		uint64_t used = (usage_us > limit->usage_start_us ?
-			usage_us - limit->usage_start_us : 0) + limit->server_us;
-		/* What the window went over is taken from the next: a client
-		 * stopped at its allowance still finishes the frame it was
-		 * drawing. At most a quota, so one bad window cannot starve
-		 * the group for long. */
-		uint64_t over = used > allowance ? used - allowance : 0;
-		limit->debt_us = over < limit->cg.quota_us ? over : limit->cg.quota_us;
-	}
-	uint64_t period_ns = limit->cg.period_us * 1000;
-	limit->window_end_ns = now + period_ns;
-	limit->usage_start_us = usage_us;
-	limit->server_us = 0;
-	limit->exhausted = false;
-}
-
-static void limit_check(struct sched_limit *limit, uint64_t now) {
-	uint64_t usage;
-	if (!qos_cglimit_usage_us(&limit->cg, &usage)) {
-		return;
-	}
-	if (usage < limit->usage_start_us) {
-		limit->usage_start_us = usage; /* a thread that ran here has exited */
-	}
-	if (!limit->window_end_ns || now >= limit->window_end_ns) {
-		limit_new_window(limit, now, usage);
-	}
-	uint64_t allowance = limit->cg.quota_us > limit->debt_us ?
-		limit->cg.quota_us - limit->debt_us : 0;
-	uint64_t used = usage - limit->usage_start_us + limit->server_us;
-	limit->exhausted = used >= allowance;
-}
-
-void sched_limits_tick(struct qw_scheduler *sched, uint64_t now) {
-	struct sched_limit *limit;
-	wl_list_for_each(limit, &sched->limits, link) {
-		if (limit->window_end_ns && now >= limit->window_end_ns) {
-			limit_check(limit, now);
-		}
-	}
-}
-
-void sched_bill(struct qw_scheduler *sched, bool force) {
-	if (!sched->accounting) {
-		return;
-	}
-	struct qos_manager *qos = sched->server->qos;
-	uint64_t now = 0;
-	enum sched_owner owner = sched->owner;
-	struct sched_client *owner_client = sched->owner_client, *c;
-	wl_list_for_each(c, &sched->clients, link) {
-		if (c->unbilled_ns < 1000 || (!force && c->unbilled_ns < SCHED_BILL_EVERY_NS)) {
-			continue;
-		}
-		sched_switch(sched, SCHED_OWNER_SELF, NULL);
-		uint64_t us = c->unbilled_ns / 1000;
-		c->unbilled_ns -= us * 1000;
-		if (!sched->bill || (!c->reserve[0] && !c->limit)) {
-			continue;
-		}
-		/* The bill's own cost is the books', not the client's: charged to
-		 * it, it would be billed again at every frame, for ever. */
-		if (c->reserve[0] && qos) {
-			if (qos_manager_bill_pid(qos, c->pid, us) ||
-					qos_manager_bill(qos, c->reserve, us)) {
-				c->billed_ns += us * 1000;
-			}
-		} else if (c->limit) {
-			if (!now) {
-				now = sched_now_ns();
-			}
-			c->limit->server_us += us;
-			c->billed_ns += us * 1000;
-			limit_check(c->limit, now);
-			if (c->limit->exhausted) {
-				sched_trace(sched, "exhausted pid=%d cgroup", (int)c->pid);
-			}
-		}
-	}
-	sched_switch(sched, owner, owner_client);
+	push(sched, sched->owner, sched->owner_client, elapsed - given);
+	sched->segment_ns = now;
+	books_leave(sched, start);
 }

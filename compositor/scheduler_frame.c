@@ -261,6 +261,9 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 		if (report) {
 			mark_shown(sched, output);
 		}
+		if (sched->billable_pending) {
+			sched_settle(sched);
+		}
 		sched_bill(sched, true);
 		return;
 	}
@@ -276,6 +279,10 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 		if (!sched->hold || sched->frames % sched->divisor == 0) {
 			release_holds(sched);
 		}
+	}
+	/* Bills go out each frame: what the books hold for reserves first. */
+	if (sched->billable_pending) {
+		sched_settle(sched);
 	}
 	sched_bill(sched, true);
 }

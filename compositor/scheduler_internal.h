@@ -1,7 +1,8 @@
 /*
  * The scheduler's parts (scheduler.h), each in a file of its own:
  *   scheduler.c          clients, their classes, the loop, IPC views
- *   scheduler_account.c  whose time the main thread spends, and billing it
+ *   scheduler_account.c  whose time the main thread spends (the books)
+ *   scheduler_bill.c     billing it to reserves and cgroup limits
  *   scheduler_gate.c     holding a client's requests back (libwayland sources)
  *   scheduler_boost.c    the main thread's borrowed real-time priority
  *   scheduler_frame.c    frames: drawing, callbacks in order, held commits
@@ -31,11 +32,21 @@
  * within this long no longer keeps the compositor boosted. */
 #define SCHED_AWAIT_MAX_NS 50000000ull
 
+/* Slots of the table from wl_client to sched_client. */
+#define SCHED_CLIENT_SLOTS 256
+
 /* Whom the main thread's time goes to. */
 enum sched_owner {
 	SCHED_OWNER_SELF,   /* the compositor itself */
 	SCHED_OWNER_NEXT,   /* loop bookkeeping, charged to the next one served */
 	SCHED_OWNER_CLIENT, /* sched->owner_client */
+};
+
+/* A stretch of the main thread's wall time for one owner (scheduler_account.c). */
+struct sched_segment {
+	enum sched_owner owner;
+	struct sched_client *client;
+	uint64_t wall_ns;
 };
 
 /* A cgroup CPU limit shared by the clients in it, and its running window. */
@@ -125,7 +136,12 @@ struct qw_scheduler {
 	/* Accounting. */
 	enum sched_owner owner;
 	struct sched_client *owner_client;
-	uint64_t mark_ns;  /* main thread CPU time when the owner last changed */
+	uint64_t segment_ns; /* monotonic time the current segment began; 0: asleep */
+	uint64_t segments_wall_ns; /* their length in all */
+	bool billable_pending;     /* one of them is a client's with a reserve or limit */
+	uint64_t cpu_ns;     /* main thread CPU time at the last settle */
+	struct sched_segment *segments; /* since the last settle */
+	size_t n_segments, cap_segments;
 	uint64_t next_ns;  /* bookkeeping waiting for the next client served */
 	uint64_t own_ns;
 	uint64_t gone_ns, gone_billed_ns; /* of clients since disconnected */
@@ -133,8 +149,10 @@ struct qw_scheduler {
 	enum sched_owner batch_owner; /* before the batch, and after it */
 	struct sched_client *batch_owner_client;
 	bool flush_pending;
-	struct wl_client *cache_client;
-	struct sched_client *cache;
+	uint64_t books_ops, books_ns; /* the books' own cost (sampled) */
+	uint64_t clock_read_ns;       /* what a monotonic clock read costs */
+	uint64_t bills_ns, bills;          /* billing's */
+	struct sched_client *by_client[SCHED_CLIENT_SLOTS]; /* sched_client_of's table */
 
 	/* Classes. */
 	bool classes_dirty;
@@ -176,14 +194,26 @@ void sched_trace(struct qw_scheduler *sched, const char *fmt, ...)
 /* scheduler_account.c */
 bool sched_account_init(struct qw_scheduler *sched);
 void sched_account_finish(struct qw_scheduler *sched);
+/* From now on the main thread works for owner (c: the client). */
 void sched_switch(struct qw_scheduler *sched, enum sched_owner owner, struct sched_client *c);
+/* Charges the segments with the CPU time really used since the last time. */
+void sched_settle(struct qw_scheduler *sched);
+/* Before sleeping: the clock stops (and the books settle every few ms)... */
+void sched_pause(struct qw_scheduler *sched);
+/* ... and after: the current segment starts now. */
+void sched_resume(struct qw_scheduler *sched);
+/* Settles whatever names c, which is going away. */
+void sched_forget(struct qw_scheduler *sched, struct sched_client *c);
 void sched_batch_begin(struct qw_scheduler *sched);
 void sched_batch_end(struct qw_scheduler *sched);
 void sched_flush_clients(struct qw_scheduler *sched);
-/* Splits the time since sched_switch(SELF) over the report's damaged area. */
+/* Splits the time since sched_switch(SELF) by the damage clients brought. */
 void sched_account_render(struct qw_scheduler *sched, const struct render_report *report);
+
+/* scheduler_bill.c */
 /* Bills what is due (force: everything unbilled, at each output frame). */
 void sched_bill(struct qw_scheduler *sched, bool force);
+/* A client's last bill, as it goes. */
 void sched_client_account_gone(struct qw_scheduler *sched, struct sched_client *c);
 /* The client's own cgroup limit, looked up again at most once a second. */
 void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint64_t now);
