@@ -112,10 +112,12 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 		bool rt_policy = p == QOS_POLICY_FIFO || p == QOS_POLICY_RR;
 		c->realtime = p == QOS_POLICY_QOS || rt_policy || info.granted;
 		c->rt_priority = rt_policy ? info.params.priority : 0;
+		c->period_ns = info.params.period_us * 1000;
 		if (strcmp(c->reserve, info.name) != 0) {
 			/* A new reserve pays from now on, not for the old one's time. */
 			snprintf(c->reserve, sizeof(c->reserve), "%s", info.name);
-			c->reserve_exhausted = info.in_fallback;
+			c->exhausted_until_ns = info.in_fallback && c->period_ns ?
+				now + c->period_ns : 0;
 			c->unbilled_ns = 0;
 		}
 		if (c->limit) {
@@ -126,7 +128,7 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 		c->realtime = false;
 		c->rt_priority = 0;
 		c->reserve[0] = '\0';
-		c->reserve_exhausted = false;
+		c->exhausted_until_ns = 0;
 		sched_limit_update(sched, c, now);
 	}
 	if (c->realtime != was_rt) {
@@ -157,7 +159,7 @@ void scheduler_refresh_classes(struct qw_scheduler *sched) {
 }
 
 bool sched_client_exhausted(const struct sched_client *c, uint64_t now) {
-	return c->reserve_exhausted || (c->limit && c->limit->exhausted &&
+	return now < c->exhausted_until_ns || (c->limit && c->limit->exhausted &&
 		now < c->limit->window_end_ns);
 }
 
@@ -173,14 +175,23 @@ void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *eve
 	if (!event->reserve) {
 		return;
 	}
+	/*
+	 * Exhausted until the restore, or the end of the period at the most:
+	 * the manager keeps the books of a reserve whose members all sleep
+	 * lazily and may only say it is restored once one runs, which a
+	 * client waiting for its frame callback never would.
+	 */
 	bool exhausted = event->type == QOS_EVENT_OVERRUN;
+	uint64_t now = sched_now_ns();
 	struct sched_client *c;
 	wl_list_for_each(c, &sched->clients, link) {
-		if (strcmp(c->reserve, event->reserve) == 0 && c->reserve_exhausted != exhausted) {
-			c->reserve_exhausted = exhausted;
-			sched_trace(sched, "%s pid=%d reserve=%s", exhausted ? "exhausted" :
-				"restored", (int)c->pid, c->reserve);
+		if (strcmp(c->reserve, event->reserve) != 0 ||
+				sched_client_exhausted(c, now) == exhausted) {
+			continue;
 		}
+		c->exhausted_until_ns = exhausted && c->period_ns ? now + c->period_ns : 0;
+		sched_trace(sched, "%s pid=%d reserve=%s", exhausted ? "exhausted" : "restored",
+			(int)c->pid, c->reserve);
 	}
 }
 

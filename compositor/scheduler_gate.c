@@ -150,7 +150,8 @@ uint64_t sched_gate_exhausted(struct qw_scheduler *sched, uint64_t now) {
 			sched_gate(c, false);
 		}
 		if (exhausted) {
-			uint64_t end = c->limit && c->limit->exhausted ? c->limit->window_end_ns : 0;
+			uint64_t end = c->limit && c->limit->exhausted ? c->limit->window_end_ns :
+				c->exhausted_until_ns;
 			if (end && end < due) {
 				due = end;
 			}

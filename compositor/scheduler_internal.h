@@ -83,7 +83,9 @@ struct sched_client {
 	bool realtime;
 	int rt_priority; /* fifo/rr; 0 for qos and best effort */
 	char reserve[QOS_NAME_MAX + 1]; /* "" when in none */
-	bool reserve_exhausted; /* own + billed time used its slice this period */
+	uint64_t period_ns;     /* its reserve's period */
+	uint64_t exhausted_until_ns; /* its reserve used its slice: till the restore,
+	                              * the period's end at the most */
 	struct sched_limit *limit; /* its own cgroup's limit when in no reserve */
 	uint64_t limit_looked_ns;
 
