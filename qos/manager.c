@@ -468,6 +468,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
 		.used_us = qos_police_used_us(&r->police),
 		.billed_us = r->police.billed_us,
 		.last_used_us = r->police.last_used_us,
+		.last_billed_us = r->police.last_billed_us,
 		.periods = r->police.periods,
 		.overruns = r->police.overruns,
 	};

@@ -28,6 +28,7 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 {
 	bool fb = p->in_fallback;
 	uint64_t periods = p->periods, overruns = p->overruns, last = p->last_used_us;
+	uint64_t last_billed = p->last_billed_us;
 	unsigned parallel = p->parallel;
 	bool notified = p->notified;
 	qos_police_start(p, period_us, slice_us, now_us, own_cumulative_us);
@@ -35,6 +36,7 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 	p->periods = periods;
 	p->overruns = overruns;
 	p->last_used_us = last;
+	p->last_billed_us = last_billed;
 	p->parallel = parallel;
 	p->notified = notified;
 }
@@ -105,6 +107,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		uint64_t used = qos_police_used_us(p);
 		/* Not checked for several periods (lazy accounting): their average. */
 		p->last_used_us = used / elapsed;
+		p->last_billed_us = p->billed_us / elapsed;
 		uint64_t allowed = p->slice_us * elapsed;
 		uint64_t owed = used;
 		if (p->in_fallback && p->own_us > p->fb_own_us) {

@@ -33,6 +33,7 @@ struct qos_police {
 	uint64_t billed_us;       /* billed time charged in this period */
 	uint64_t last_used_us;    /* own + billed of the previous period (the average
 	                           * per period when several passed unchecked) */
+	uint64_t last_billed_us;  /* the billed part of last_used_us (averaged alike) */
 	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
 	/*
 	 * Tick-notified policing (cputimer.h): the kernel reports an overrun

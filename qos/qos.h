@@ -227,9 +227,11 @@ struct qos_reserve_info {
 	bool granted;          /* holds admitted qos capacity */
 	bool in_fallback;
 	size_t n_members;
-	uint64_t used_us;      /* own + billed in the current period */
-	uint64_t billed_us;    /* billed part of used_us */
-	uint64_t last_used_us; /* previous period */
+	uint64_t used_us;      /* own + billed in the current period, + what earlier ones left owed */
+	uint64_t billed_us;    /* billed part of used_us, billed in the current period */
+	uint64_t last_used_us; /* the same for the previous period (the average per period
+	                        * when several passed without a look: lazily accounted) */
+	uint64_t last_billed_us; /* billed part of last_used_us (averaged alike) */
 	uint64_t periods, overruns;
 };
 

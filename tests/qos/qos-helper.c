@@ -136,10 +136,11 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		char params[256];
 		qos_params_format(&info.params, params, sizeof(params));
 		printf("ok name=%s members=%zu granted=%d fallback=%d used=%llu billed=%llu "
-			"last=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n", info.name,
-			info.n_members, info.granted, info.in_fallback,
+			"last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n",
+			info.name, info.n_members, info.granted, info.in_fallback,
 			(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
-			(unsigned long long)info.last_used_us, (unsigned long long)info.periods,
+			(unsigned long long)info.last_used_us,
+			(unsigned long long)info.last_billed_us, (unsigned long long)info.periods,
 			(unsigned long long)info.overruns, info.owner, info.is_auto, params);
 		fflush(stdout);
 		return;

@@ -396,6 +396,30 @@ static void test_early_overrun_and_hold(void)
 	CHECK_EQ_U(qos_police_used_us(&p), 50);
 }
 
+/*
+ * The billed part of the previous period's use, beside it; averaged alike
+ * over periods passed without a look.
+ */
+static void test_last_billed(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 5000, 0, 0);
+	CHECK(qos_police_update(&p, 1000, 1000, &next) == QOS_POLICE_NONE);
+	qos_police_bill(&p, 1500);
+	CHECK(qos_police_update(&p, 10000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.last_used_us, 3500);
+	CHECK_EQ_U(p.last_billed_us, 1500);
+	qos_police_bill(&p, 3000);
+	CHECK(qos_police_update(&p, 40000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	CHECK_EQ_U(p.last_billed_us, 1000);
+	/* A change of limit keeps both, as it keeps the counts. */
+	qos_police_set_limit(&p, 20000, 5000, 41000, 2000);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	CHECK_EQ_U(p.last_billed_us, 1000);
+}
+
 int main(void)
 {
 	test_ceiling_cycle();
@@ -409,5 +433,6 @@ int main(void)
 	test_fallback_end_skips_boundaries();
 	test_notified_quiet_periods();
 	test_early_overrun_and_hold();
+	test_last_billed();
 	return check_report("test_police");
 }
