@@ -43,9 +43,13 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 
 void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
 {
-	/* The held stretch since the boundary is no period of its own; what is
-	 * still owed (billed time past the slice) is owed all the same. */
-	uint64_t debt = p->debt_us;
+	/*
+	 * The held stretch since the boundary is no period of its own; what is
+	 * still owed (billed time past the slice) is owed all the same, and so
+	 * is what was billed in the stretch: the members were in their
+	 * fallback, as after an overrun, where a bill carries too.
+	 */
+	uint64_t debt = add_sat(p->debt_us, p->billed_us);
 	qos_police_set_limit(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
 	p->debt_us = debt;
 	p->in_fallback = false;

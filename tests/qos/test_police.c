@@ -420,6 +420,29 @@ static void test_last_billed(void)
 	CHECK_EQ_U(p.last_billed_us, 1000);
 }
 
+/*
+ * Bills in a held fallback (optimistic threads waiting for their return)
+ * are owed once the threads are back, like bills in any fallback.
+ */
+static void test_billed_while_held(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 500, 1000, &next) == QOS_POLICE_OVERRUN);
+	p.hold_fallback = true;
+	CHECK(qos_police_update(&p, 10000, 1000, &next) == QOS_POLICE_NONE);
+	CHECK(p.held);
+	qos_police_bill(&p, 700);
+	qos_police_resume(&p, 12000, 1000);
+	CHECK_EQ_U(p.debt_us, 700);
+	p.hold_fallback = false;
+	CHECK(qos_police_update(&p, 12100, 1100, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 800);
+	CHECK(qos_police_update(&p, 12200, 1300, &next) == QOS_POLICE_OVERRUN);
+}
+
 int main(void)
 {
 	test_ceiling_cycle();
@@ -434,5 +457,6 @@ int main(void)
 	test_notified_quiet_periods();
 	test_early_overrun_and_hold();
 	test_last_billed();
+	test_billed_while_held();
 	return check_report("test_police");
 }
