@@ -35,7 +35,8 @@ enum qos_event_type {
 	QOS_EVENT_MEMBER_EXITED,
 	QOS_EVENT_ADMISSION_GRANTED,
 	QOS_EVENT_ADMISSION_REFUSED, /* message holds the reason for the user */
-	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end */
+	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end
+	                              * (kernel-capped reserves: qos_manager_watch_overruns) */
 	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
 	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted; or a
 	                              * reload's real-time definition waits for the
@@ -217,6 +218,40 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
 /* Same, naming the reserve through one of its members. */
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
+
+/*
+ * Per-period OVERRUN and RESTORED events for a reserve whose limit the
+ * kernel holds by itself: qos with fallback pause (the deadline runtime),
+ * other or idle with a ceiling the CFS quota takes (fallback pause, cpu
+ * controller), fifo or rr with fallback pause where real-time groups exist,
+ * and qos where the kernel does not show deadline state (held as hard).
+ * Unwatched, such a reserve is accounted lazily, at the 1 s housekeeping
+ * pass (its per-period figures are averages over it) and raises these
+ * events only for bills; watched, it is looked at as periods pass:
+ *  - OVERRUN (used_us: own + billed in the period) once per period in which
+ *    the slice is used up, and RESTORED (used_us: that period's use) when
+ *    the next one starts.  No fallback is applied: the kernel holds the
+ *    members (a freeze only for billed time).
+ *  - The members' CPU timers (process members; thread members are polled)
+ *    fire a tick before the slice ends, and the overrun comes when it is
+ *    used.  Where the kernel's throttle at that very tick holds the notice
+ *    back, or its window (a deadline reservation's starts where the member
+ *    woke) straddles the period's end, the overrun is seen at the end of the
+ *    period, and RESTORED follows at once (message "... used by the end of
+ *    the period").
+ * Reserves the manager polices itself (cut to idle, optimistic qos, fifo or
+ * rr falling back to other, ceilings outside the kernel's range) raise
+ * these events anyway, and ones without a limit never: for them the watch
+ * changes nothing.  A watched reserve whose members run wakes the manager
+ * up to three times a period (the timer a tick before the slice ends, the
+ * look when it is used, the period's end), tens of microseconds of CPU each
+ * (docs/qos-kernel-mapping.md, "Watched reserves the kernel caps"); one
+ * whose members sleep costs nothing.  The watch stays with the reserve
+ * (parameter changes, an automatic reserve's renaming) until it is
+ * deleted; it is no count (one call with on false ends it).  False when
+ * there is no such reserve, or from the event callback.
+ */
+bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on);
 
 struct qos_reserve_info {
 	char name[QOS_NAME_MAX + 1];

@@ -8,6 +8,7 @@
  *   forked PARENT CHILD         as the process-event connector reports a fork
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *   watch NAME on|off           per-period overrun events (qos_manager_watch_overruns)
  *   feed                        canary heartbeat (--external-canary)
  *   hold SECONDS                a child that keeps our descriptors (no exec), as
  *                               an embedder's child may: prints its pid
@@ -124,6 +125,12 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 			goto fail;
 	} else if (sscanf(line, "bill %127s %llu", name, &usec) == 2) {
 		if (!qos_manager_bill(mgr, name, usec)) {
+			snprintf(err, sizeof(err), "no such reserve");
+			goto fail;
+		}
+	} else if (sscanf(line, "watch %127s %n", name, &off) == 1 &&
+			(!strcmp(line + off, "on") || !strcmp(line + off, "off"))) {
+		if (!qos_manager_watch_overruns(mgr, name, !strcmp(line + off, "on"))) {
 			snprintf(err, sizeof(err), "no such reserve");
 			goto fail;
 		}
