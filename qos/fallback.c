@@ -657,6 +657,29 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	}
 }
 
+/* r has members. */
+static bool bill(struct qos_reserve *r, uint64_t usec)
+{
+	if (!usec)
+		return true;
+	uint64_t now = qos_sys_now_us();
+	/*
+	 * Up to date first where a period ended since the last look (a reserve
+	 * the kernel caps is looked at lazily): the bill belongs to the period
+	 * running now, not to one long ended.  Within the period the police's
+	 * figures are the period's already.
+	 */
+	if (now >= qos_police_period_end_us(&r->police))
+		qos_reserve_check(r, now);
+	qos_police_bill(&r->police, usec);
+	/* Without a limit the bill is only reported: there is nothing to decide. */
+	if (qos_params_has_limit(&r->params)) {
+		qos_reserve_check(r, now);
+		qos_manager_rearm(r->mgr);
+	}
+	return true;
+}
+
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 {
 	if (!name || qos_refuse_reentry(mgr, NULL, 0))
@@ -665,29 +688,16 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 	/* Without members no period runs: the first join starts the books afresh. */
 	if (!r || r->n_members == 0)
 		return false;
-	/* Up to date first: a reserve the kernel caps is looked at lazily, and
-	 * the bill belongs to the period running now, not to one long ended. */
-	qos_reserve_check(r, qos_sys_now_us());
-	qos_police_bill(&r->police, usec);
-	qos_reserve_check(r, qos_sys_now_us());
-	qos_manager_rearm(mgr);
-	return true;
+	return bill(r, usec);
 }
 
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
 {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return false;
+	/* Whole processes only: see qos.h for a process some threads of which are members. */
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
-	if (!m) {
-		for (struct qos_reserve *r = mgr->reserves; r && !m; r = r->next) {
-			for (size_t i = 0; i < r->n_members && !m; i++) {
-				if (r->members[i]->pid == pid)
-					m = r->members[i];
-			}
-		}
-	}
-	return m && qos_manager_bill(mgr, m->reserve->name, usec);
+	return m && bill(m->reserve, usec);
 }
 
 bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on)

@@ -8,6 +8,7 @@
  *   forked PARENT CHILD         as the process-event connector reports a fork
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *   bill-pid PID USEC           bill the reserve PID is in as a whole process
  *   watch NAME on|off           per-period overrun events (qos_manager_watch_overruns)
  *   feed                        canary heartbeat (--external-canary)
  *   hold SECONDS                a child that keeps our descriptors (no exec), as
@@ -123,6 +124,11 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 	} else if (sscanf(line, "delete %127s", name) == 1) {
 		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
 			goto fail;
+	} else if (sscanf(line, "bill-pid %d %llu", &pid, &usec) == 2) {
+		if (!qos_manager_bill_pid(mgr, pid, usec)) {
+			snprintf(err, sizeof(err), "not a process member");
+			goto fail;
+		}
 	} else if (sscanf(line, "bill %127s %llu", name, &usec) == 2) {
 		if (!qos_manager_bill(mgr, name, usec)) {
 			snprintf(err, sizeof(err), "no such reserve");

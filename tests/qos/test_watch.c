@@ -6,8 +6,11 @@
  * (qos_manager_watch_overruns); watched, it raises OVERRUN once in the
  * period its slice is used and RESTORED at the next, and freezes nothing
  * (the kernel holds it).  A bill past the slice raises OVERRUN at once and
- * freezes the group until the debt is paid, watched or not.
+ * freezes the group until the debt is paid, watched or not.  bill_pid
+ * charges whole processes only.
  */
+#include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +124,43 @@ static bool wait_for(struct qos_manager *mgr, struct seen *s, enum qos_event_typ
 	return false;
 }
 
+static void *sleep_forever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A child with a second thread; its tid in *tid. */
+static pid_t two_threads(pid_t *tid)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, sleep_forever, NULL) != 0)
+			_exit(1);
+		sleep_forever(NULL);
+	}
+	*tid = 0;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	for (int i = 0; i < 500 && !*tid; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			pid_t t = atoi(e->d_name);
+			if (t > 0 && t != pid)
+				*tid = t;
+		}
+		if (d)
+			closedir(d);
+		if (!*tid)
+			usleep(2000);
+	}
+	return pid;
+}
+
 static struct qos_params ceiling(void)
 {
 	struct qos_params p;
@@ -143,7 +183,9 @@ int main(void)
 	cfg.event = record;
 	cfg.event_data = &s;
 	char err[256];
-	pid_t a = fake_tree_sleeper(), b = fake_tree_sleeper(), d = fake_tree_sleeper();
+	pid_t tid = 0;
+	pid_t a = fake_tree_sleeper(), b = fake_tree_sleeper(), c = two_threads(&tid);
+	pid_t d = fake_tree_sleeper();
 	struct qos_manager *mgr = qos_manager_create(&cfg, err, sizeof(err));
 	CHECK(mgr != NULL);
 	if (!mgr) {
@@ -208,6 +250,8 @@ int main(void)
 	CHECK(!qos_manager_bill(mgr, "billed", 1000)); /* no members: no period runs */
 	CHECK(qos_manager_join(mgr, "billed", b, 0, err, sizeof(err)));
 	set_usage(mgr, "billed", 0);
+	CHECK(qos_manager_bill(mgr, "billed", 0));
+	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "billed"), 0);
 	CHECK(qos_manager_bill_pid(mgr, b, 120000));
 	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "billed"), 0);
 	CHECK(qos_manager_bill(mgr, "billed", 130000));
@@ -226,6 +270,22 @@ int main(void)
 	CHECK_EQ_U(info.used_us, 50000); /* owed: 250 ms billed against a 200 ms slice */
 	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "billed"), 1);
 
+	/*
+	 * A process only a thread of which is a member is billed nothing
+	 * through its pid: the work may have been for its other threads.  By
+	 * name, the thread's reserve is billed; as a whole process, by pid.
+	 */
+	struct qos_params other;
+	qos_params_init(&other);
+	CHECK(qos_reserve_set(mgr, "threads", &other, true, false, err, sizeof(err)));
+	CHECK(tid > 0 && qos_manager_join(mgr, "threads", c, tid, err, sizeof(err)));
+	CHECK(!qos_manager_bill_pid(mgr, c, 1000));
+	CHECK(qos_manager_bill(mgr, "threads", 1000));
+	CHECK(qos_manager_join(mgr, "threads", c, 0, err, sizeof(err)));
+	CHECK(qos_manager_bill_pid(mgr, c, 2000));
+	CHECK(qos_manager_reserve_info(mgr, "threads", &info) && info.billed_us == 3000);
+	CHECK(!qos_manager_bill_pid(mgr, d, 1000));
+
 	/* A pause reserve (no limit) only reports a bill. */
 	struct qos_params pause;
 	qos_params_init(&pause);
@@ -242,9 +302,11 @@ int main(void)
 out:
 	kill(a, SIGKILL);
 	kill(b, SIGKILL);
+	kill(c, SIGKILL);
 	kill(d, SIGKILL);
 	waitpid(a, NULL, 0);
 	waitpid(b, NULL, 0);
+	waitpid(c, NULL, 0);
 	waitpid(d, NULL, 0);
 	fake_tree_remove(base);
 	return check_report("test_watch");
