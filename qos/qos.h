@@ -245,8 +245,9 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
  * controller), fifo or rr with fallback pause where real-time groups exist,
  * and qos where the kernel does not show deadline state (held as hard).
  * Unwatched, such a reserve is accounted lazily, at the 1 s housekeeping
- * pass (its per-period figures are averages over it) and raises these
- * events only for bills; watched, it is looked at as periods pass:
+ * pass (its per-period figures are averages over it), and raises these
+ * events only where a bill, or a query that happens to look at it, finds
+ * a slice used up; watched, it is looked at as periods pass:
  *  - OVERRUN (used_us: own + billed in the period) once per period in which
  *    the slice is used up, and RESTORED (used_us: that period's use) when
  *    the next one starts.  No fallback is applied: the kernel holds the
