@@ -61,8 +61,9 @@ def _watch_busy(helper, procs, name, params, slice_us, seconds=2.0):
     assert seen, diag
     assert len(seen) == overruns, diag
     assert all(used >= slice_us for _, used, _ in seen), diag
-    # ...at most once per period: each restored before the next.
-    assert overruns <= periods, diag
+    # ...at most once per period (the one running at the second read may
+    # have had its own already): each restored before the next.
+    assert overruns <= periods + 1, diag
     kinds = [e[0] for e in events]
     assert all(a != b for a, b in zip(kinds, kinds[1:])), diag
     # The kernel holds the limit: the manager froze nothing.
