@@ -85,6 +85,7 @@ struct qos_reserve {
 	uint64_t next_check_us;
 	bool fb_applied;      /* the manager switched members to the fallback */
 	bool fb_threads;      /* ... thread by thread (not the group's cpu.idle alone) */
+	bool watched;         /* qos_manager_watch_overruns: per-period events wanted */
 	uint64_t retired_us;  /* CPU time of thread members that left */
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */

@@ -468,6 +468,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
 		.used_us = qos_police_used_us(&r->police),
 		.billed_us = r->police.billed_us,
 		.last_used_us = r->police.last_used_us,
+		.last_billed_us = r->police.last_billed_us,
 		.periods = r->police.periods,
 		.overruns = r->police.overruns,
 	};
@@ -492,8 +493,12 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r)
 		return false;
-	/* Bring the current-period figures up to date before reporting them. */
-	if (r->n_members) {
+	/*
+	 * Bring the current-period figures up to date before reporting them;
+	 * from the event callback they are (a check of this very reserve may
+	 * be what called it, in the middle of applying its result).
+	 */
+	if (r->n_members && !mgr->emitting) {
 		qos_reserve_check(r, qos_sys_now_us());
 		qos_manager_rearm(mgr);
 	}

@@ -28,6 +28,7 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 {
 	bool fb = p->in_fallback;
 	uint64_t periods = p->periods, overruns = p->overruns, last = p->last_used_us;
+	uint64_t last_billed = p->last_billed_us;
 	unsigned parallel = p->parallel;
 	bool notified = p->notified;
 	qos_police_start(p, period_us, slice_us, now_us, own_cumulative_us);
@@ -35,15 +36,20 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 	p->periods = periods;
 	p->overruns = overruns;
 	p->last_used_us = last;
+	p->last_billed_us = last_billed;
 	p->parallel = parallel;
 	p->notified = notified;
 }
 
 void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
 {
-	/* The held stretch since the boundary is no period of its own; what is
-	 * still owed (billed time past the slice) is owed all the same. */
-	uint64_t debt = p->debt_us;
+	/*
+	 * The held stretch since the boundary is no period of its own; what is
+	 * still owed (billed time past the slice) is owed all the same, and so
+	 * is what was billed in the stretch: the members were in their
+	 * fallback, as after an overrun, where a bill carries too.
+	 */
+	uint64_t debt = add_sat(p->debt_us, p->billed_us);
 	qos_police_set_limit(p, p->period_us, p->slice_us, now_us, own_cumulative_us);
 	p->debt_us = debt;
 	p->in_fallback = false;
@@ -68,7 +74,7 @@ uint64_t qos_police_fallback_end_us(const struct qos_police *p)
 {
 	uint64_t end = qos_police_period_end_us(p);
 	if (!p->in_fallback || !p->notified || !p->slice_us || p->hold_fallback ||
-			p->fb_grace_left_us || p->billed_us)
+			p->fb_grace_left_us || p->billed_us || p->kernel_enforced)
 		return end;
 	/* What the next boundary settles; each repays a slice. */
 	uint64_t owed = p->fb_own_us + p->debt_us;
@@ -80,6 +86,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	uint64_t own_cumulative_us, uint64_t *next_check_us)
 {
 	enum qos_police_transition t = QOS_POLICE_NONE;
+	p->late_overrun = false;
 	/* A counter can go backwards when a member leaves; rebase instead of wrapping. */
 	if (own_cumulative_us < p->base_own_us)
 		p->base_own_us = own_cumulative_us > p->own_us ? own_cumulative_us - p->own_us : 0;
@@ -105,9 +112,10 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		uint64_t used = qos_police_used_us(p);
 		/* Not checked for several periods (lazy accounting): their average. */
 		p->last_used_us = used / elapsed;
+		p->last_billed_us = p->billed_us / elapsed;
 		uint64_t allowed = p->slice_us * elapsed;
 		uint64_t owed = used;
-		if (p->in_fallback && p->own_us > p->fb_own_us) {
+		if (p->in_fallback && !p->kernel_enforced && p->own_us > p->fb_own_us) {
 			uint64_t fb = p->own_us - p->fb_own_us;
 			owed -= fb > p->fb_grace_left_us ? fb - p->fb_grace_left_us : 0;
 		}
@@ -118,10 +126,20 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		 * what it still owed, carry all the same.
 		 */
 		uint64_t charged = add_sat(p->billed_us, p->debt_us);
-		p->debt_us = p->notified || excess < charged ? excess : charged;
-		if (p->notified && p->in_fallback && !p->hold_fallback && p->slice_us && elapsed > 1) {
+		p->debt_us = (p->notified && !p->kernel_enforced) || excess < charged ? excess :
+			charged;
+		/* One period, so the use is all its own (after several, it is not
+		 * known when in them it came). */
+		p->late_overrun = p->kernel_enforced && p->slice_us && !p->in_fallback &&
+			elapsed == 1 && used >= p->slice_us;
+		if (p->late_overrun)
+			p->overruns++;
+		if (p->notified && p->in_fallback && !p->hold_fallback && !p->kernel_enforced &&
+				p->slice_us && elapsed > 1) {
 			/* Boundaries passed unchecked where the debt left kept it
-			 * in the fallback (qos_police_fallback_end_us): overruns. */
+			 * in the fallback (qos_police_fallback_end_us): overruns.
+			 * Not where the kernel enforces the limit: what ran there
+			 * is no debt, and such a fallback ends at every boundary. */
 			uint64_t held = owed / p->slice_us;
 			held = held > 1 ? held - 1 : 0;
 			p->overruns += held < elapsed - 1 ? held : elapsed - 1;
@@ -137,7 +155,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 			/* Still in the fallback: what it runs there is no use of the slice. */
 			p->fb_own_us = p->own_us;
 			p->held = true;
-		} else if (p->in_fallback) {
+		} else if (p->in_fallback || p->late_overrun) {
 			p->in_fallback = false;
 			p->held = false;
 			t = QOS_POLICE_RESTORE;
@@ -163,7 +181,7 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		if (left <= p->margin_us)
 			early = true;
 		else
-			p->switch_at_us = now_us + (left - p->margin_us) / parallel;
+			p->switch_at_us = now_us + (left - p->margin_us + parallel - 1) / parallel;
 	}
 	if (p->slice_us && !p->in_fallback && (used >= p->slice_us || early)) {
 		p->in_fallback = true;

@@ -33,6 +33,7 @@ struct qos_police {
 	uint64_t billed_us;       /* billed time charged in this period */
 	uint64_t last_used_us;    /* own + billed of the previous period (the average
 	                           * per period when several passed unchecked) */
+	uint64_t last_billed_us;  /* the billed part of last_used_us (averaged alike) */
 	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
 	/*
 	 * Tick-notified policing (cputimer.h): the kernel reports an overrun
@@ -85,6 +86,25 @@ struct qos_police {
 	uint64_t projected_us;
 	uint64_t margin_us;
 	uint64_t switch_at_us;
+	/*
+	 * Set by the caller: the kernel holds the members to the slice by
+	 * itself (a deadline runtime, a CFS or real-time group quota), in a
+	 * window of its own, and an overrun of their own time needs no act of
+	 * the caller.  Then
+	 *  - what they run after an overrun counts as use (no fallback stops
+	 *    them; the kernel does, in its window);
+	 *  - their own time past the slice is not carried: the kernel's window
+	 *    pays it back by itself.  Billed time, which the kernel never
+	 *    sees, is, as for a polled reserve;
+	 *  - a period that ends used up with no overrun seen in it (the
+	 *    kernel throttled the members at the very tick that would have
+	 *    told the caller, which then hears of it only once they run
+	 *    again) counts as one at its end: the update sets late_overrun
+	 *    and returns the restore of the new period, or, used up again at
+	 *    once (billed time owed), no transition with in_fallback set.
+	 */
+	bool kernel_enforced;
+	bool late_overrun;
 	bool in_fallback;
 	uint64_t periods;         /* completed periods */
 	uint64_t overruns;        /* periods in which the slice ran out */

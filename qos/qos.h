@@ -35,7 +35,8 @@ enum qos_event_type {
 	QOS_EVENT_MEMBER_EXITED,
 	QOS_EVENT_ADMISSION_GRANTED,
 	QOS_EVENT_ADMISSION_REFUSED, /* message holds the reason for the user */
-	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end */
+	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end
+	                              * (kernel-capped reserves: qos_manager_watch_overruns) */
 	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
 	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted; or a
 	                              * reload's real-time definition waits for the
@@ -210,13 +211,67 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 /*
  * Charges usec of CPU time spent on the reserve's behalf (e.g. compositor work
  * for a client).  It counts against slice and limit exactly like own time and
- * may trigger the fallback at once.  Returns false when there is no such
- * reserve or it has no members: no period runs then, and the first member's
- * join starts the books afresh.
+ * may trigger the fallback at once: an OVERRUN event from inside the call
+ * when it uses the slice up, watched or not, and for a reserve the kernel
+ * caps a freeze (fallback pause), since the kernel never sees the bill.
+ * Billed time past the slice is owed in the next periods.  Returns false
+ * when there is no such reserve or it has no members: no period runs then,
+ * and the first member's join starts the books afresh.  A reserve without a
+ * limit (a pause reserve among them) only reports the bill.  0 changes
+ * nothing.
+ *
+ * Cost: one look at the reserve (a CPU-clock read and at most a CPU-timer
+ * re-arm per member process, or a schedstat read per thread member), and
+ * one more only when a period ended since the last; without a limit, none.
+ * Timed on the 2-vCPU test VM: 1-2 us a call for a limited reserve with one
+ * member process, 0.1 us without a limit (docs/qos-kernel-mapping.md).
  */
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
-/* Same, naming the reserve through one of its members. */
+/*
+ * Same, for the reserve pid is in as a whole process (the one
+ * qos_manager_reserve_of(mgr, pid, 0) names).  A process only some threads of
+ * which are members is billed nothing (false): the caller knows its work was
+ * for the process, not for which thread, and charging the reserve of one
+ * thread (an audio thread's fifo reserve, say) for work done for the others
+ * would push that thread into its fallback.  Bill such a reserve by name
+ * where the work is known to be its thread's.
+ */
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
+
+/*
+ * Per-period OVERRUN and RESTORED events for a reserve whose limit the
+ * kernel holds by itself: qos with fallback pause (the deadline runtime),
+ * other or idle with a ceiling the CFS quota takes (fallback pause, cpu
+ * controller), fifo or rr with fallback pause where real-time groups exist,
+ * and qos where the kernel does not show deadline state (held as hard).
+ * Unwatched, such a reserve is accounted lazily, at the 1 s housekeeping
+ * pass (its per-period figures are averages over it), and raises these
+ * events only where a bill, or a query that happens to look at it, finds
+ * a slice used up; watched, it is looked at as periods pass:
+ *  - OVERRUN (used_us: own + billed in the period) once per period in which
+ *    the slice is used up, and RESTORED (used_us: that period's use) when
+ *    the next one starts.  No fallback is applied: the kernel holds the
+ *    members (a freeze only for billed time).
+ *  - The members' CPU timers (process members; thread members are polled)
+ *    fire a tick before the slice ends, and the overrun comes when it is
+ *    used.  Where the kernel's throttle at that very tick holds the notice
+ *    back, or its window (a deadline reservation's starts where the member
+ *    woke) straddles the period's end, the overrun is seen at the end of the
+ *    period, and RESTORED follows at once (message "... used by the end of
+ *    the period").
+ * Reserves the manager polices itself (cut to idle, optimistic qos, fifo or
+ * rr falling back to other, ceilings outside the kernel's range) raise
+ * these events anyway, and ones without a limit never: for them the watch
+ * changes nothing.  A watched reserve whose members run wakes the manager
+ * up to three times a period (the timer a tick before the slice ends, the
+ * look when it is used, the period's end), tens of microseconds of CPU each
+ * (docs/qos-kernel-mapping.md, "Watched reserves the kernel caps"); one
+ * whose members sleep costs nothing.  The watch stays with the reserve
+ * (parameter changes, an automatic reserve's renaming) until it is
+ * deleted; it is no count (one call with on false ends it).  False when
+ * there is no such reserve, or from the event callback.
+ */
+bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on);
 
 struct qos_reserve_info {
 	char name[QOS_NAME_MAX + 1];
@@ -227,9 +282,11 @@ struct qos_reserve_info {
 	bool granted;          /* holds admitted qos capacity */
 	bool in_fallback;
 	size_t n_members;
-	uint64_t used_us;      /* own + billed in the current period */
-	uint64_t billed_us;    /* billed part of used_us */
-	uint64_t last_used_us; /* previous period */
+	uint64_t used_us;      /* own + billed in the current period, + what earlier ones left owed */
+	uint64_t billed_us;    /* billed part of used_us, billed in the current period */
+	uint64_t last_used_us; /* the same for the previous period (the average per period
+	                        * when several passed without a look: lazily accounted) */
+	uint64_t last_billed_us; /* billed part of last_used_us (averaged alike) */
 	uint64_t periods, overruns;
 };
 

@@ -8,6 +8,8 @@
  *   forked PARENT CHILD         as the process-event connector reports a fork
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *   bill-pid PID USEC           bill the reserve PID is in as a whole process
+ *   watch NAME on|off           per-period overrun events (qos_manager_watch_overruns)
  *   feed                        canary heartbeat (--external-canary)
  *   hold SECONDS                a child that keeps our descriptors (no exec), as
  *                               an embedder's child may: prints its pid
@@ -122,8 +124,19 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 	} else if (sscanf(line, "delete %127s", name) == 1) {
 		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
 			goto fail;
+	} else if (sscanf(line, "bill-pid %d %llu", &pid, &usec) == 2) {
+		if (!qos_manager_bill_pid(mgr, pid, usec)) {
+			snprintf(err, sizeof(err), "not a process member");
+			goto fail;
+		}
 	} else if (sscanf(line, "bill %127s %llu", name, &usec) == 2) {
 		if (!qos_manager_bill(mgr, name, usec)) {
+			snprintf(err, sizeof(err), "no such reserve");
+			goto fail;
+		}
+	} else if (sscanf(line, "watch %127s %n", name, &off) == 1 &&
+			(!strcmp(line + off, "on") || !strcmp(line + off, "off"))) {
+		if (!qos_manager_watch_overruns(mgr, name, !strcmp(line + off, "on"))) {
 			snprintf(err, sizeof(err), "no such reserve");
 			goto fail;
 		}
@@ -136,10 +149,11 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		char params[256];
 		qos_params_format(&info.params, params, sizeof(params));
 		printf("ok name=%s members=%zu granted=%d fallback=%d used=%llu billed=%llu "
-			"last=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n", info.name,
-			info.n_members, info.granted, info.in_fallback,
+			"last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n",
+			info.name, info.n_members, info.granted, info.in_fallback,
 			(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
-			(unsigned long long)info.last_used_us, (unsigned long long)info.periods,
+			(unsigned long long)info.last_used_us,
+			(unsigned long long)info.last_billed_us, (unsigned long long)info.periods,
 			(unsigned long long)info.overruns, info.owner, info.is_auto, params);
 		fflush(stdout);
 		return;

@@ -1,8 +1,9 @@
 """Who may join a reserve, with real processes (root; skipped otherwise with
 test_kernel's reason): never the manager or its guardian, never a pid that
 is a thread or a task that has exited, and never a thread whose process is
-a member of another reserve as a whole.  Billing needs members, and an
-automatic reserve passes to a member process, or to no one."""
+a member of another reserve as a whole.  Billing needs members (by pid: a
+member process), and an automatic reserve passes to a member process, or to
+no one."""
 import os
 import resource
 import subprocess
@@ -113,6 +114,24 @@ def test_bill_needs_members(helper, procs):
     # no member, no period: not shown in a fallback it is not in
     helper.ok("leave %d" % p.pid)
     assert "members=0" in helper.ok("info e") and "fallback=0" in helper.ok("info e")
+
+
+def test_bill_pid_bills_whole_processes_only(helper, procs):
+    """The compositor bills by the client's process.  A process only a thread
+    of which is a member is billed nothing that way (false: the work may have
+    been for its other threads, and would push that thread into its
+    fallback); by name the thread's reserve is billed, and the process as a
+    whole by its pid."""
+    owner, (tid,) = thread_owner(procs)
+    helper.ok("reserve t policy=other nice=2")
+    helper.ok("join t %d %d" % (owner.pid, tid))
+    err(helper, "bill-pid %d 1000" % owner.pid)
+    helper.ok("bill t 1000")
+    helper.ok("join t %d" % owner.pid)
+    helper.ok("bill-pid %d 2000" % owner.pid)
+    assert "billed=3000" in helper.ok("info t")
+    other = procs(["sleep", "30"])
+    err(helper, "bill-pid %d 1000" % other.pid)
 
 
 def test_automatic_reserve_passes_to_a_process_member(helper, procs):

@@ -396,6 +396,172 @@ static void test_early_overrun_and_hold(void)
 	CHECK_EQ_U(qos_police_used_us(&p), 50);
 }
 
+/*
+ * A limit the kernel holds by itself (qos_police.kernel_enforced): the
+ * police only watches.  Own time past the slice is the kernel's to pay back,
+ * billed time is carried, time run after the overrun is use, and a period
+ * that ends used up unseen counts as an overrun at its end.
+ */
+static void test_kernel_enforced(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	/*
+	 * 100 ms / 20 ms; the overrun is seen a tick late, 3 ms past the slice,
+	 * and the members run 2 ms more in the kernel's window.
+	 */
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	p.notified = true;
+	p.kernel_enforced = true;
+	CHECK(qos_police_update(&p, 23000, 23000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(!p.late_overrun);
+	CHECK(qos_police_update(&p, 30000, 25000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 25000); /* all of it is use */
+	CHECK_EQ_U(qos_police_fallback_end_us(&p), 100000);
+	CHECK(qos_police_update(&p, 100000, 25000, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.last_used_us, 25000);
+	CHECK_EQ_U(p.debt_us, 0); /* the kernel's window pays it back */
+	CHECK_EQ_U(p.overruns, 1);
+	/* Not kernel-enforced (a fallback the caller applies), the 3 ms are carried. */
+	struct qos_police q;
+	qos_police_start(&q, 100000, 20000, 0, 0);
+	q.notified = true;
+	CHECK(qos_police_update(&q, 23000, 23000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&q, 30000, 25000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_fallback_end_us(&q), 100000);
+	CHECK(qos_police_update(&q, 100000, 25000, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(q.debt_us, 3000);
+
+	/*
+	 * The kernel throttled the member at the tick that would have told us:
+	 * the next look is at the boundary, which reports the overrun of the
+	 * period that ended and the restore of the new one, once.
+	 */
+	CHECK(qos_police_update(&p, 150000, 25000 + 19000, &next) == QOS_POLICE_NONE);
+	CHECK(qos_police_update(&p, 200000, 25000 + 20500, &next) == QOS_POLICE_RESTORE);
+	CHECK(p.late_overrun);
+	CHECK(!p.in_fallback);
+	CHECK_EQ_U(p.last_used_us, 20500);
+	CHECK_EQ_U(p.overruns, 2);
+	CHECK_EQ_U(p.periods, 2);
+	/* A period within its slice: no late overrun. */
+	CHECK(qos_police_update(&p, 300000, 45500 + 19999, &next) == QOS_POLICE_NONE);
+	CHECK(!p.late_overrun);
+	CHECK_EQ_U(p.overruns, 2);
+	/* Seen in the period already: not again at its end. */
+	CHECK(qos_police_update(&p, 310000, 65499 + 20000, &next) == QOS_POLICE_OVERRUN);
+	CHECK(qos_police_update(&p, 400000, 65499 + 20000, &next) == QOS_POLICE_RESTORE);
+	CHECK(!p.late_overrun);
+	CHECK_EQ_U(p.overruns, 3);
+	/* Several periods without a look (lazy): not known when, so no overrun. */
+	CHECK(qos_police_update(&p, 700000, 85499 + 60000, &next) == QOS_POLICE_NONE);
+	CHECK(!p.late_overrun);
+	CHECK_EQ_U(p.overruns, 3);
+	CHECK_EQ_U(p.last_used_us, 20000);
+
+	/*
+	 * Billed time the kernel never sees carries (what the caller enforces
+	 * by freezing); a period that ends used up by a bill and with more
+	 * still owed stays exhausted: the late overrun and no restore.
+	 */
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	p.notified = true;
+	p.kernel_enforced = true;
+	CHECK(qos_police_update(&p, 1000, 5000, &next) == QOS_POLICE_NONE);
+	qos_police_bill(&p, 50000);
+	CHECK(qos_police_update(&p, 1000, 5000, &next) == QOS_POLICE_OVERRUN);
+	CHECK_EQ_U(p.billed_us, 50000);
+	CHECK(qos_police_update(&p, 100000, 8000, &next) == QOS_POLICE_NONE);
+	CHECK(p.in_fallback);
+	CHECK_EQ_U(p.debt_us, 38000); /* 58 ms used, 20 allowed, all of it billed */
+	CHECK_EQ_U(p.last_used_us, 58000);
+	CHECK_EQ_U(p.last_billed_us, 50000);
+	CHECK_EQ_U(p.billed_us, 0);
+	/* 18 ms still owed: restored, with that much of the new slice gone. */
+	CHECK(qos_police_update(&p, 200000, 8000, &next) == QOS_POLICE_RESTORE);
+	CHECK_EQ_U(p.debt_us, 18000);
+	CHECK_EQ_U(p.last_billed_us, 0);
+	CHECK(qos_police_update(&p, 201000, 10000, &next) == QOS_POLICE_OVERRUN);
+	/* The same with the overrun unseen in its period. */
+	qos_police_start(&p, 100000, 20000, 0, 0);
+	p.kernel_enforced = true;
+	CHECK(qos_police_update(&p, 1000, 0, &next) == QOS_POLICE_NONE);
+	qos_police_bill(&p, 45000);
+	CHECK(qos_police_update(&p, 100000, 0, &next) == QOS_POLICE_NONE);
+	CHECK(p.late_overrun);
+	CHECK(p.in_fallback);
+	CHECK_EQ_U(p.debt_us, 25000);
+	CHECK(qos_police_update(&p, 200000, 0, &next) == QOS_POLICE_RESTORE);
+	CHECK(!p.late_overrun); /* it was seen in its fallback */
+	CHECK_EQ_U(p.debt_us, 5000);
+}
+
+/*
+ * The billed part of the previous period's use, beside it; averaged alike
+ * over periods passed without a look.
+ */
+static void test_last_billed(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 5000, 0, 0);
+	CHECK(qos_police_update(&p, 1000, 1000, &next) == QOS_POLICE_NONE);
+	qos_police_bill(&p, 1500);
+	CHECK(qos_police_update(&p, 10000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.last_used_us, 3500);
+	CHECK_EQ_U(p.last_billed_us, 1500);
+	qos_police_bill(&p, 3000);
+	CHECK(qos_police_update(&p, 40000, 2000, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	CHECK_EQ_U(p.last_billed_us, 1000);
+	/* A change of limit keeps both, as it keeps the counts. */
+	qos_police_set_limit(&p, 20000, 5000, 41000, 2000);
+	CHECK_EQ_U(p.last_used_us, 1000);
+	CHECK_EQ_U(p.last_billed_us, 1000);
+}
+
+/*
+ * Bills in a held fallback (optimistic threads waiting for their return)
+ * are owed once the threads are back, like bills in any fallback.
+ */
+static void test_billed_while_held(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 10000, 1000, 0, 0);
+	p.notified = true;
+	CHECK(qos_police_update(&p, 500, 1000, &next) == QOS_POLICE_OVERRUN);
+	p.hold_fallback = true;
+	CHECK(qos_police_update(&p, 10000, 1000, &next) == QOS_POLICE_NONE);
+	CHECK(p.held);
+	qos_police_bill(&p, 700);
+	qos_police_resume(&p, 12000, 1000);
+	CHECK_EQ_U(p.debt_us, 700);
+	p.hold_fallback = false;
+	CHECK(qos_police_update(&p, 12100, 1100, &next) == QOS_POLICE_NONE);
+	CHECK_EQ_U(qos_police_used_us(&p), 800);
+	CHECK(qos_police_update(&p, 12200, 1300, &next) == QOS_POLICE_OVERRUN);
+}
+
+/* With no margin (nothing to switch), the look comes when the slice will be used. */
+static void test_no_margin(void)
+{
+	struct qos_police p;
+	uint64_t next;
+	qos_police_start(&p, 20000, 6000, 0, 0);
+	p.notified = true;
+	p.kernel_enforced = true;
+	p.early_us = 4000;
+	p.parallel = 2;
+	p.running = true;
+	CHECK(qos_police_update(&p, 2100, 2101, &next) == QOS_POLICE_NONE);
+	/* 3899 us left on two CPUs: rounded up, so the look finds it used. */
+	CHECK_EQ_U(p.switch_at_us, 2100 + 1950);
+	p.running = false;
+	p.projected_us = 3900;
+	CHECK(qos_police_update(&p, 4050, 2101, &next) == QOS_POLICE_OVERRUN);
+}
+
 int main(void)
 {
 	test_ceiling_cycle();
@@ -409,5 +575,9 @@ int main(void)
 	test_fallback_end_skips_boundaries();
 	test_notified_quiet_periods();
 	test_early_overrun_and_hold();
+	test_kernel_enforced();
+	test_last_billed();
+	test_billed_while_held();
+	test_no_margin();
 	return check_report("test_police");
 }
