@@ -405,6 +405,8 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	}
 	obj->params = p;
 	obj->have_params = true;
+	/* Its overrun events come even where the kernel holds the limit. */
+	qos_manager_watch_overruns(server->qos, name, true);
 	qos_link_schedule_refresh(server);
 	/* params goes to every object on this reserve from the manager event. */
 	qosway_reserve_v1_send_granted(obj->resource);
@@ -514,6 +516,7 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 		return;
 	}
 	remember_join(obj, (pid_t)tid);
+	qos_manager_watch_overruns(server->qos, name, true);
 	qosway_reserve_v1_send_granted(obj->resource);
 }
 
@@ -567,9 +570,12 @@ static int handle_feedback_timer(void *data) {
 	struct qos_reserve_info info;
 	if (server->qos && !object_frozen(obj) && qos_manager_reserve_info(server->qos,
 			reserve_name(obj, buf, sizeof(buf)), &info)) {
+		/* The last period's use, own and billed apart. */
 		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
-		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period,
-			(uint32_t)info.last_used_us, (uint32_t)info.billed_us);
+		uint64_t own = info.last_used_us > info.last_billed_us ?
+			info.last_used_us - info.last_billed_us : 0;
+		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period, (uint32_t)own,
+			(uint32_t)info.last_billed_us);
 	}
 	wl_event_source_timer_update(obj->feedback_timer, obj->feedback_ms);
 	return 0;
@@ -782,10 +788,12 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			break;
 		case QOS_EVENT_OVERRUN:
 			if (same_reserve && !object_frozen(obj)) {
+				/* The event's use is own plus billed; the wire has them apart. */
 				struct qos_reserve_info info;
 				uint64_t billed = server->qos &&
 					qos_manager_reserve_info(server->qos, name, &info) ? info.billed_us : 0;
-				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)event->used_us,
+				uint64_t own = event->used_us > billed ? event->used_us - billed : 0;
+				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)own,
 					(uint32_t)billed);
 			}
 			break;

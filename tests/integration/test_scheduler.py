@@ -14,7 +14,7 @@ import pytest
 
 import harness
 from harness import wait_for
-from test_protocol_reserve import RClient, grant_auto, reserves
+from test_protocol_reserve import RClient, grant_auto, request_granted, reserves
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
 from vinput import KEY_A, KEY_LEFTMETA, VirtualInput
 
@@ -412,3 +412,27 @@ def test_sigxcpu_takes_the_boost_back_and_the_compositor_lives(qcomp):
     wait_for(lambda: harness.sched_attr(qcomp.pid)["policy"] == harness.SCHED_FIFO, 15,
              interval=0.002, desc="boosted again after the pause")
     assert qcomp.alive()
+
+
+def test_overrun_events_for_a_reserve_the_kernel_caps(qcomp):
+    """A qos reserve falling back to pause is held by the kernel itself (the
+    deadline runtime): the compositor asks the manager to watch it, so the
+    app still gets one overrun a period, with its own CPU apart from what
+    was billed, and stats that pair the two of the same period."""
+    rc = RClient(qcomp)
+    tid = rc.spawn_thread()
+    idx = rc.get("capped")
+    m = request_granted(rc, idx, ["params %d qos pause 20000 4000 0 0" % idx,
+                                  "join %d %d" % (idx, tid)])
+    rc.send("feedback %d 100" % idx)
+    rc.send("busy %d 1.5" % tid)
+    rc.p.wait_event("busy_done", start=m, timeout=30)
+    rc.sync()
+    overruns = [d for _, d in rc.events("overrun", idx, start=m)]
+    stats = [d for _, d in rc.events("stats", idx, start=m)]
+    print("%d overruns, e.g. %r; stats %r" % (len(overruns), overruns[:3], stats[:3]))
+    # 1.5 s of 20 ms periods, all used up: most of them reported
+    assert len(overruns) >= 20, overruns
+    assert all(d["used_us"] + d["billed_us"] >= 4000 for d in overruns), overruns
+    assert any(d["used_us"] >= 3000 for d in stats), stats
+    assert not harness.qos_state(rc.pid)["frozen"]
