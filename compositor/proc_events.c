@@ -11,33 +11,14 @@
 #include <wlr/util/log.h>
 
 #include "proc_events.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_link.h"
-
-/* The real uid of pid, or (uid_t)-1. */
-static uid_t process_uid(pid_t pid) {
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return (uid_t)-1;
-	}
-	uid_t uid = (uid_t)-1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int real;
-		if (sscanf(line, "Uid: %u", &real) == 1) {
-			uid = real;
-			break;
-		}
-	}
-	fclose(f);
-	return uid;
-}
 
 static void handle_exec(struct qw_server *server, pid_t pid) {
 	/* Only the session user's processes, and only those not already
 	 * placed (our own children were settled before their exec). */
-	if (pid <= 0 || process_uid(pid) != getuid() || qos_link_reserve_of(server, pid)) {
+	if (pid <= 0 || qos_proc_uid(pid) != getuid() || qos_link_reserve_of(server, pid)) {
 		return;
 	}
 	qos_link_apply_rules(server, pid, NULL);

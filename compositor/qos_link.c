@@ -11,6 +11,7 @@
 
 #include "client_identity.h"
 #include "ipc.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_link.h"
 #include "reserve_protocol.h"
@@ -311,25 +312,15 @@ void qos_link_finish(struct qw_server *server) {
 	}
 }
 
-void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	ssize_t n = readlink(path, exe, exe_len - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	cmd[0] = '\0';
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return;
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
+		const char *app_id, struct qos_app_limits *limits) {
+	char exe[PATH_MAX], cmd[4096];
+	const char *e = qos_proc_exe(pid, exe, sizeof(exe)) ? exe : NULL;
+	const char *c = qos_proc_cmdline(pid, cmd, sizeof(cmd)) ? cmd : NULL;
+	if (limits) {
+		qos_rules_app_limits(server->qos_rules, e, c, app_id, limits);
 	}
-	size_t len = fread(cmd, 1, cmd_len - 1, f);
-	fclose(f);
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (cmd[i] == '\0') {
-			cmd[i] = ' ';
-		}
-	}
-	cmd[len] = '\0';
+	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, app_id) : NULL;
 }
 
 /* A qosrc rule that names a real-time reserve for this process, if any:
@@ -337,13 +328,7 @@ void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size
  * its contract" (thesis 8.5.4), including rules with auto=no. */
 static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
 		const char *app_id) {
-	if (!server->qos_rules) {
-		return NULL;
-	}
-	char exe[PATH_MAX], cmd[4096];
-	qos_link_read_process(pid, exe, sizeof(exe), cmd, sizeof(cmd));
-	const struct qos_rule *rule = qos_rules_match(server->qos_rules,
-		exe[0] ? exe : NULL, cmd[0] ? cmd : NULL, app_id);
+	const struct qos_rule *rule = qos_link_match_rule(server, pid, app_id, NULL);
 	if (!rule || !rule->reserve[0]) {
 		return NULL;
 	}
@@ -365,35 +350,14 @@ const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 	return NULL;
 }
 
-static pid_t parent_of(pid_t pid) {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return -1;
-	}
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *end = strrchr(buf, ')');
-	int ppid;
-	return end && sscanf(end + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
-}
-
 /* The QoS manager's guard is a fork of the compositor: our child, our exe. */
 static bool is_our_guard(pid_t pid) {
-	if (parent_of(pid) != getpid()) {
+	if (qos_proc_parent(pid) != getpid()) {
 		return false;
 	}
-	char self[PATH_MAX], other[PATH_MAX], path[64];
-	ssize_t a = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	ssize_t b = readlink(path, other, sizeof(other) - 1);
-	if (a <= 0 || b <= 0) {
-		return false;
-	}
-	self[a] = other[b] = '\0';
-	return strcmp(self, other) == 0;
+	char self[PATH_MAX], other[PATH_MAX];
+	return qos_proc_exe(getpid(), self, sizeof(self)) &&
+		qos_proc_exe(pid, other, sizeof(other)) && strcmp(self, other) == 0;
 }
 
 bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
@@ -414,7 +378,7 @@ bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool 
 		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
 		return false;
 	}
-	for (pid_t p = getppid(); p > 1; p = parent_of(p)) {
+	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
 		if (p == pid) {
 			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
 				"compositor under it", (int)pid);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "qos/params.h"
+#include "qos/rules.h"
 #include "server.h"
 #include "view.h"
 
@@ -66,8 +67,12 @@ void qos_link_schedule_refresh(struct qw_server *server);
  * match on. */
 const char *qos_link_app_id_of(struct qw_server *server, pid_t pid);
 
-/* What qosrc rules match on: pid's executable path and its space-joined
- * argv ("" for what cannot be read). */
-void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len);
+/*
+ * The qosrc rule that places pid (matched on its executable, its arguments
+ * and app_id, which may be NULL), or NULL; with limits, also what the rules
+ * let that application ask for itself.
+ */
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
+	const char *app_id, struct qos_app_limits *limits);
 
 #endif

@@ -14,6 +14,7 @@
 #include <wlr/util/log.h>
 
 #include "client_identity.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_link.h"
 #include "qosway-reserve-v1-protocol.h"
@@ -162,12 +163,6 @@ static enum qosway_reserve_v1_refusal refusal_of(struct qw_server *server) {
 		QOSWAY_RESERVE_V1_REFUSAL_CAPACITY : QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
 }
 
-static bool tid_of_process(pid_t pid, uint32_t tid) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%u", (int)pid, tid);
-	return access(path, F_OK) == 0;
-}
-
 /*
  * What qosrc says about this client's program: the rule that places it (NULL
  * if none) and what it may ask for itself.
@@ -175,14 +170,10 @@ static bool tid_of_process(pid_t pid, uint32_t tid) {
 static const struct qos_rule *app_rule(struct reserve_object *obj,
 		struct qos_app_limits *limits) {
 	struct qw_server *server = obj->server;
-	char exe[512], cmd[1024];
-	qos_link_read_process(obj->pid, exe, sizeof(exe), cmd, sizeof(cmd));
-	const char *e = exe[0] ? exe : NULL, *c = cmd[0] ? cmd : NULL;
 	/* The app id is the client's own claim, as an exe path is the user's:
 	 * a rule the user wrote for it is honoured either way. */
-	const char *app_id = qos_link_app_id_of(server, obj->pid);
-	qos_rules_app_limits(server->qos_rules, e, c, app_id, limits);
-	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, app_id) : NULL;
+	return qos_link_match_rule(server, obj->pid, qos_link_app_id_of(server, obj->pid),
+		limits);
 }
 
 /*
@@ -447,7 +438,7 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	if (!obj) {
 		return;
 	}
-	if (tid != 0 && (tid > INT32_MAX || !tid_of_process(obj->pid, tid))) {
+	if (tid != 0 && (tid > INT32_MAX || !qos_proc_has_thread(obj->pid, (pid_t)tid))) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_TID,
 			"%u is not a thread of the client's process", tid);
 		return;
