@@ -246,14 +246,14 @@ static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 	if (!reserve || !qos_name_valid(reserve, err, sizeof(err))) {
 		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
 	}
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	if (!qos_link_may_change(server, pid, peer_pid,
 			qos_link_reserve_freezes(server, reserve), err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
-	bool ok = qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err));
+	bool ok = qos_manager_join(qos_link_manager(server), reserve, pid, 0, err, sizeof(err));
 	qos_link_schedule_refresh(server);
 	if (!ok) {
 		return ipc_reply_error("%s", err);
@@ -269,7 +269,7 @@ static bool reserve_params_valid(struct qw_server *server, struct qos_params *pa
 		return false;
 	}
 	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
+	qos_manager_get_info(qos_link_manager(server), &info);
 	uint64_t util = qos_params_util_ppm(params);
 	if (params->policy == QOS_POLICY_QOS && util > info.capacity_ppm) {
 		snprintf(err, len, "a guarantee of %.1f%% of a CPU exceeds the reservable "
@@ -301,8 +301,8 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 	if (qos_name_is_auto(name)) {
 		return ipc_reply_error("names starting with '" QOS_AUTO_PREFIX "' are automatic reserves");
 	}
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	/* The same key=value grammar as qosrc, parsed by the same code; the name
 	 * (checked above, and it may hold spaces) is not part of the line. */
@@ -322,8 +322,8 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 		reply = ipc_reply_error("bad parameters: %s", err);
 	} else if (!qos_link_members_may_take(server, name, &parsed->reserves[0].params,
 			peer_pid, err, sizeof(err)) ||
-			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
-			err, sizeof(err))) {
+			!qos_reserve_set(qos_link_manager(server), name, &parsed->reserves[0].params,
+			true, true, err, sizeof(err))) {
 		reply = ipc_reply_error("%s", err);
 	} else {
 		reply = reply_ok();
@@ -334,15 +334,17 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 }
 
 static struct json_object *cmd_reserves(struct qw_server *server) {
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	struct qos_manager *qos = qos_link_manager(server);
+	char err[256];
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
-	size_t n = qos_manager_reserve_count(server->qos);
+	size_t n = qos_manager_reserve_count(qos);
 	for (size_t i = 0; i < n; i++) {
 		struct qos_reserve_info info;
-		if (!qos_manager_reserve_at(server->qos, i, &info)) {
+		if (!qos_manager_reserve_at(qos, i, &info)) {
 			continue;
 		}
 		char params[256];
@@ -362,7 +364,7 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 		json_object_object_add(obj, "last_used_us", json_object_new_int64(info.last_used_us));
 		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
 		struct qos_member_info members[64];
-		ssize_t count = qos_manager_members(server->qos, info.name, members, 64);
+		ssize_t count = qos_manager_members(qos, info.name, members, 64);
 		struct json_object *mlist = json_object_new_array();
 		for (ssize_t m = 0; m < count && m < 64; m++) {
 			struct json_object *mo = json_object_new_object();
@@ -378,11 +380,12 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 }
 
 static struct json_object *cmd_capacity(struct qw_server *server) {
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	char err[256];
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
+	qos_manager_get_info(qos_link_manager(server), &info);
 	struct json_object *reply = reply_ok();
 	json_object_object_add(reply, "ncpus", json_object_new_int(info.ncpus));
 	json_object_object_add(reply, "total_ppm", json_object_new_int64(info.capacity_ppm));

@@ -1,9 +1,10 @@
 /*
- * The QoS manager inside the compositor: it runs on the compositor's event
- * loop (its one fd), loads the layered qosrc rules, and is the only place that
- * turns a user's request for a window class into scheduling changes. Window
- * classes shown on the titlebars are read back from the manager, so they show
- * what it confirmed, whoever asked (button, qosctl, AutoQOS, the app).
+ * The QoS manager inside the compositor (server->qos_link): it runs on the
+ * compositor's event loop (its one fd), loads the layered qosrc rules, and
+ * is the only place that turns a user's request for a window class into
+ * scheduling changes. Window classes shown on the titlebars are read back
+ * from the manager, so they show what it confirmed, whoever asked (button,
+ * qosctl, AutoQOS, the app).
  */
 #ifndef QOSWAY_QOS_LINK_H
 #define QOSWAY_QOS_LINK_H
@@ -17,10 +18,27 @@
 #include "server.h"
 #include "view.h"
 
-/* Start the manager. Without it (no cgroup access) the session still runs
- * and every request is refused with the reason kept in server->qos_error. */
-void qos_link_init(struct qw_server *server);
-void qos_link_finish(struct qw_server *server);
+struct qos_link;
+struct qos_manager;
+
+/*
+ * Start the manager and set server->qos_link. Without a manager (no cgroup
+ * access) the session still runs and every request is refused with the
+ * reason (qos_link_error); false only without memory for the link.
+ */
+bool qos_link_create(struct qw_server *server);
+/* Give every process back its own class and cgroup; NULL is fine. */
+void qos_link_destroy(struct qos_link *link);
+
+/* The manager, NULL when it is unavailable (also without a link). */
+struct qos_manager *qos_link_manager(struct qw_server *server);
+/* The qosrc rules the manager has loaded (it owns them), or NULL. */
+const struct qos_rules *qos_link_rules(struct qw_server *server);
+/* Why there is no manager. */
+const char *qos_link_error(struct qw_server *server);
+/* Whether the manager runs; if not, false and "QoS manager unavailable:
+ * <why>" in err. */
+bool qos_link_ready(struct qw_server *server, char *err, size_t err_len);
 
 /* Reload the qosrc layers; on total failure the old rules stay. */
 bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);

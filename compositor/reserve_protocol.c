@@ -118,18 +118,20 @@ static bool from_wire(uint32_t w, enum qos_policy *p) {
 /* The parameters this object's client should see now. */
 static void current_params(struct reserve_object *obj, struct qos_params *out) {
 	struct qw_server *server = obj->server;
+	struct qos_manager *qos = qos_link_manager(server);
+	const struct qos_rules *rules = qos_link_rules(server);
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
 	qos_params_init(out);
-	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
+	if (qos && qos_manager_reserve_info(qos, name, &info)) {
 		*out = info.params;
 	} else if (obj->have_params && obj->n_joined == 0) {
 		/* Asked for but not created yet (an automatic reserve is created
 		 * by join 0). Once it existed and is gone, the user took over. */
 		*out = obj->params;
-	} else if (!obj->automatic && server->qos_rules) {
-		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
+	} else if (!obj->automatic && rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(rules, name);
 		if (def) {
 			*out = def->params;
 		}
@@ -159,7 +161,7 @@ static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refu
 /* The manager's refusal, on the wire: capacity if admission control or the
  * kernel's bandwidth bound said no, else forbidden. */
 static enum qosway_reserve_v1_refusal refusal_of(struct qw_server *server) {
-	return qos_manager_last_refusal(server->qos) == QOS_REFUSAL_CAPACITY ?
+	return qos_manager_last_refusal(qos_link_manager(server)) == QOS_REFUSAL_CAPACITY ?
 		QOSWAY_RESERVE_V1_REFUSAL_CAPACITY : QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
 }
 
@@ -182,6 +184,7 @@ static const struct qos_rule *app_rule(struct reserve_object *obj,
  * and those it joined threads to, at their current parameters.
  */
 static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
+	struct qos_manager *qos = qos_link_manager(obj->server);
 	struct reserve_protocol *proto = obj->server->reserve_protocol;
 	char seen[MAX_OBJECTS_PER_CLIENT][QOS_NAME_MAX + 1];
 	size_t n_seen = 0;
@@ -195,9 +198,8 @@ static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
 			continue;
 		}
 		struct qos_reserve_info info;
-		const struct qos_params *p = obj->server->qos &&
-			qos_manager_reserve_info(obj->server->qos, name, &info) ? &info.params :
-			o->have_params ? &o->params : NULL;
+		const struct qos_params *p = qos && qos_manager_reserve_info(qos, name, &info) ?
+			&info.params : o->have_params ? &o->params : NULL;
 		if (!p || p->policy != QOS_POLICY_QOS) {
 			continue;
 		}
@@ -230,7 +232,7 @@ static bool class_allowed(struct reserve_object *obj, const char *name,
 	qos_params_init(&granted);
 	if (rule && !(limits.set & (QOS_APP_LIMIT_ALLOW | QOS_APP_LIMIT_MAX_CPU))) {
 		const struct qos_reserve_def *def = rule->reserve[0] ?
-			qos_rules_find_reserve(obj->server->qos_rules, rule->reserve) : NULL;
+			qos_rules_find_reserve(qos_link_rules(obj->server), rule->reserve) : NULL;
 		granted = def ? def->params : rule->params;
 	}
 	if (!(limits.allow & (1u << p->policy)) && granted.policy != p->policy) {
@@ -258,7 +260,7 @@ static bool class_allowed(struct reserve_object *obj, const char *name,
 /* Whether a process other than pid is in the reserve name. */
 static bool others_in(struct qw_server *server, const char *name, pid_t pid) {
 	struct qos_member_info members[64];
-	ssize_t n = qos_manager_members(server->qos, name, members,
+	ssize_t n = qos_manager_members(qos_link_manager(server), name, members,
 		sizeof(members) / sizeof(members[0]));
 	if (n > (ssize_t)(sizeof(members) / sizeof(members[0]))) {
 		return true; /* more than we looked at: assume so */
@@ -283,8 +285,8 @@ static bool policy_allows(struct reserve_object *obj, const char *name,
 	if (!class_allowed(obj, name, p, &limits, why, len)) {
 		return false;
 	}
-	if (!obj->automatic && !limits.redefine && obj->server->qos_rules &&
-			qos_rules_find_reserve(obj->server->qos_rules, obj->name)) {
+	if (!obj->automatic && !limits.redefine && qos_link_rules(obj->server) &&
+			qos_rules_find_reserve(qos_link_rules(obj->server), obj->name)) {
 		snprintf(why, len, "reserve '%s' is defined by the user", obj->name);
 		return false;
 	}
@@ -307,7 +309,7 @@ static bool admissible(struct qw_server *server, const struct qos_params *p,
 		return true;
 	}
 	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
+	qos_manager_get_info(qos_link_manager(server), &info);
 	uint64_t need = qos_params_util_ppm(p);
 	uint64_t free_ppm = info.capacity_ppm > info.granted_ppm ?
 		info.capacity_ppm - info.granted_ppm : 0;
@@ -361,9 +363,10 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		return;
 	}
 	struct qw_server *server = obj->server;
+	struct qos_manager *qos = qos_link_manager(server);
 	char err[256];
-	if (!server->qos) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
+	if (!qos) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, qos_link_error(server));
 		return;
 	}
 	char buf[QOS_NAME_MAX + 1];
@@ -374,7 +377,7 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		return;
 	}
 	struct qos_reserve_info info;
-	bool exists = qos_manager_reserve_info(server->qos, name, &info);
+	bool exists = qos_manager_reserve_info(qos, name, &info);
 	bool has_members = exists && info.n_members > 0;
 	if (!has_members && !admissible(server, &p, err, sizeof(err))) {
 		/* Admission is decided at the first join; tell now what it
@@ -390,7 +393,7 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		qosway_reserve_v1_send_granted(obj->resource);
 		return;
 	}
-	if (!qos_reserve_set(server->qos, name, &p, true, true, err, sizeof(err))) {
+	if (!qos_reserve_set(qos, name, &p, true, true, err, sizeof(err))) {
 		send_refused(obj, refusal_of(server), err);
 		return;
 	}
@@ -444,9 +447,10 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 		return;
 	}
 	struct qw_server *server = obj->server;
+	struct qos_manager *qos = qos_link_manager(server);
 	char err[256];
-	if (!server->qos) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
+	if (!qos) {
+		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, qos_link_error(server));
 		return;
 	}
 	if (client_identity_pid(client_identity_get(client)) != obj->pid) {
@@ -462,9 +466,9 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
-	bool exists = qos_manager_reserve_info(server->qos, name, &info);
-	const struct qos_reserve_def *def = server->qos_rules ?
-		qos_rules_find_reserve(server->qos_rules, name) : NULL;
+	bool exists = qos_manager_reserve_info(qos, name, &info);
+	const struct qos_rules *rules = qos_link_rules(server);
+	const struct qos_reserve_def *def = rules ? qos_rules_find_reserve(rules, name) : NULL;
 	if (!obj->automatic) {
 		/*
 		 * Joining takes the reserve's class as it is, so the application
@@ -491,13 +495,13 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 				"set_params first");
 			return;
 		}
-		ok = qos_manager_set_class(server->qos, obj->pid, &obj->params, err, sizeof(err));
+		ok = qos_manager_set_class(qos, obj->pid, &obj->params, err, sizeof(err));
 	} else if (!exists && !def) {
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
 			"no such reserve: set_params defines it");
 		return;
 	} else {
-		ok = qos_manager_join(server->qos, name, obj->pid, (pid_t)tid, err, sizeof(err));
+		ok = qos_manager_join(qos, name, obj->pid, (pid_t)tid, err, sizeof(err));
 	}
 	qos_link_schedule_refresh(server);
 	if (!ok) {
@@ -520,15 +524,16 @@ static bool joined_here(struct reserve_object *obj, pid_t tid) {
 
 static void handle_leave(struct wl_client *client, struct wl_resource *resource, uint32_t tid) {
 	struct reserve_object *obj = object_from_resource(resource);
-	if (!obj || !obj->server->qos) {
+	struct qos_manager *qos = obj ? qos_link_manager(obj->server) : NULL;
+	if (!qos) {
 		return;
 	}
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
-	const char *in = qos_manager_reserve_of(obj->server->qos, obj->pid, (pid_t)tid);
+	const char *in = qos_manager_reserve_of(qos, obj->pid, (pid_t)tid);
 	/* Only what sits in this object's reserve: never another app's. */
 	if (in && strcmp(in, name) == 0) {
-		qos_manager_leave(obj->server->qos, obj->pid, (pid_t)tid);
+		qos_manager_leave(qos, obj->pid, (pid_t)tid);
 		qos_link_schedule_refresh(obj->server);
 	}
 	forget_join(obj, (pid_t)tid);
@@ -545,19 +550,21 @@ static bool object_frozen(struct reserve_object *obj) {
 		return true;
 	}
 	struct qw_server *server = obj->server;
-	const char *in = server->qos ? qos_manager_reserve_of(server->qos, obj->pid, 0) : NULL;
+	struct qos_manager *qos = qos_link_manager(server);
+	const char *in = qos ? qos_manager_reserve_of(qos, obj->pid, 0) : NULL;
 	struct qos_reserve_info info;
-	return in && qos_manager_reserve_info(server->qos, in, &info) &&
+	return in && qos_manager_reserve_info(qos, in, &info) &&
 		info.params.policy == QOS_POLICY_PAUSE;
 }
 
 static int handle_feedback_timer(void *data) {
 	struct reserve_object *obj = data;
 	struct qw_server *server = obj->server;
+	struct qos_manager *qos = qos_link_manager(server);
 	char buf[QOS_NAME_MAX + 1];
 	struct qos_reserve_info info;
-	if (server->qos && !object_frozen(obj) && qos_manager_reserve_info(server->qos,
-			reserve_name(obj, buf, sizeof(buf)), &info)) {
+	if (qos && !object_frozen(obj) &&
+			qos_manager_reserve_info(qos, reserve_name(obj, buf, sizeof(buf)), &info)) {
 		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
 		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period,
 			(uint32_t)info.last_used_us, (uint32_t)info.billed_us);
@@ -596,12 +603,13 @@ static void object_destroy(struct reserve_object *obj) {
 	}
 	/* Everything joined through this object returns to the default class. */
 	struct qw_server *server = obj->server;
+	struct qos_manager *qos = qos_link_manager(server);
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
-	for (size_t i = 0; server->qos && i < obj->n_joined; i++) {
-		const char *in = qos_manager_reserve_of(server->qos, obj->pid, obj->joined[i]);
+	for (size_t i = 0; qos && i < obj->n_joined; i++) {
+		const char *in = qos_manager_reserve_of(qos, obj->pid, obj->joined[i]);
 		if (in && strcmp(in, name) == 0) {
-			qos_manager_leave(server->qos, obj->pid, obj->joined[i]);
+			qos_manager_leave(qos, obj->pid, obj->joined[i]);
 		}
 	}
 	if (obj->n_joined) {
@@ -737,6 +745,7 @@ bool reserve_protocol_create(struct qw_server *server) {
 }
 
 void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event) {
+	struct qos_manager *qos = qos_link_manager(server);
 	struct reserve_protocol *proto = server->reserve_protocol;
 	if (!proto) {
 		return;
@@ -774,8 +783,8 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 		case QOS_EVENT_OVERRUN:
 			if (same_reserve && !object_frozen(obj)) {
 				struct qos_reserve_info info;
-				uint64_t billed = server->qos &&
-					qos_manager_reserve_info(server->qos, name, &info) ? info.billed_us : 0;
+				uint64_t billed = qos && qos_manager_reserve_info(qos, name, &info) ?
+					info.billed_us : 0;
 				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)event->used_us,
 					(uint32_t)billed);
 			}
