@@ -13,6 +13,7 @@
 #include "ipc.h"
 #include "qos/proc.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_protocol.h"
 
@@ -34,6 +35,12 @@ struct qos_link {
 
 struct qos_manager *qos_link_manager(struct qw_server *server) {
 	return server->qos_link ? server->qos_link->manager : NULL;
+}
+
+bool qos_link_reserve_info(struct qw_server *server, const char *name,
+		struct qos_reserve_info *info) {
+	struct qos_manager *qos = qos_link_manager(server);
+	return qos && qos_manager_reserve_info(qos, name, info);
 }
 
 const struct qos_rules *qos_link_rules(struct qw_server *server) {
@@ -291,7 +298,7 @@ static bool claim_root(struct qos_link *link, char *name, size_t len) {
 static bool reload_may_redefine(void *data, const char *name, const struct qos_params *params,
 		char *err, size_t len) {
 	struct qos_link *link = data;
-	return qos_link_members_may_take(link->server, name, params, -1, err, len);
+	return qos_gate_may_reload(link->server, name, params, err, len);
 }
 
 /* The manager and what it runs on; without it the link only refuses. */
@@ -388,23 +395,6 @@ const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
 	return rules ? qos_rules_match(rules, e, c, app_id) : NULL;
 }
 
-/* A qosrc rule that names a real-time reserve for this process, if any:
- * "If the task is listed in the QoS database, the real-time command enables
- * its contract" (thesis 8.5.4), including rules with auto=no. */
-static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
-		const char *app_id) {
-	const struct qos_rule *rule = qos_link_match_rule(server, pid, app_id, NULL);
-	if (!rule || !rule->reserve[0]) {
-		return NULL;
-	}
-	const struct qos_reserve_def *def = qos_rules_find_reserve(qos_link_rules(server),
-		rule->reserve);
-	if (!def || (def->params.policy != QOS_POLICY_QOS && !qos_policy_is_rt(def->params.policy))) {
-		return NULL;
-	}
-	return rule->reserve;
-}
-
 const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
@@ -413,149 +403,6 @@ const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 		}
 	}
 	return NULL;
-}
-
-/* The QoS manager's guard is a fork of the compositor: our child, our exe. */
-static bool is_our_guard(pid_t pid) {
-	if (qos_proc_parent(pid) != getpid()) {
-		return false;
-	}
-	char self[PATH_MAX], other[PATH_MAX];
-	return qos_proc_exe(getpid(), self, sizeof(self)) &&
-		qos_proc_exe(pid, other, sizeof(other)) && strcmp(self, other) == 0;
-}
-
-bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
-		char *err, size_t err_len) {
-	if (pid == getpid()) {
-		snprintf(err, err_len, "refusing to change the compositor's own scheduling");
-		return false;
-	}
-	if (is_our_guard(pid)) {
-		snprintf(err, err_len, "refusing to change pid %d: it guards the session's "
-			"frozen processes", (int)pid);
-		return false;
-	}
-	if (!freezing) {
-		return true;
-	}
-	if (pid == asker) {
-		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
-		return false;
-	}
-	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
-		if (p == pid) {
-			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
-				"compositor under it", (int)pid);
-			return false;
-		}
-	}
-	return true;
-}
-
-bool qos_link_members_may_take(struct qw_server *server, const char *name,
-		const struct qos_params *params, pid_t asker, char *err, size_t len) {
-	bool freezing = params->policy == QOS_POLICY_PAUSE || params->fallback == QOS_POLICY_PAUSE;
-	struct qos_member_info few[64], *members = few;
-	struct qos_manager *qos = qos_link_manager(server);
-	ssize_t cap = 64, n = qos_manager_members(qos, name, few, 64);
-	if (n > cap) {
-		/* Every member is asked about: the protected one may be the last. */
-		cap = n;
-		members = calloc((size_t)cap, sizeof(*members));
-		if (!members) {
-			snprintf(err, len, "out of memory");
-			return false;
-		}
-		n = qos_manager_members(qos, name, members, (size_t)cap);
-	}
-	bool ok = true;
-	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
-		ok = qos_link_may_change(server, members[i].pid, asker, freezing, err, len);
-	}
-	if (members != few) {
-		free(members);
-	}
-	return ok;
-}
-
-bool qos_link_reserve_freezes(struct qw_server *server, const char *name) {
-	struct qos_reserve_info info;
-	const struct qos_params *p = NULL;
-	struct qos_manager *qos = qos_link_manager(server);
-	const struct qos_rules *rules = qos_link_rules(server);
-	if (qos && qos_manager_reserve_info(qos, name, &info)) {
-		p = &info.params;
-	} else if (rules) {
-		const struct qos_reserve_def *def = qos_rules_find_reserve(rules, name);
-		p = def ? &def->params : NULL;
-	}
-	return p && (p->policy == QOS_POLICY_PAUSE || p->fallback == QOS_POLICY_PAUSE);
-}
-
-bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
-		char *err, size_t err_len) {
-	struct qos_manager *qos = qos_link_manager(server);
-	if (!qos_link_ready(server, err, err_len)) {
-		return false;
-	}
-	if (pid <= 0) {
-		snprintf(err, err_len, "the window's process is unknown");
-		return false;
-	}
-	if (!qos_link_may_change(server, pid, -1, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
-		return false;
-	}
-	struct qos_params params;
-	qos_params_init(&params);
-	bool ok;
-	switch (class) {
-	case QW_VIEW_CLASS_NORMAL:
-		if (qos_manager_reserve_of(qos, pid, 0)) {
-			qos_manager_leave(qos, pid, 0);
-		}
-		ok = true;
-		break;
-	case QW_VIEW_CLASS_REALTIME: {
-		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
-		if (reserve) {
-			ok = qos_manager_join(qos, reserve, pid, 0, err, err_len);
-			break;
-		}
-		params.policy = QOS_POLICY_QOS;
-		params.period_us = server->config.realtime_period_us;
-		params.slice_us = server->config.realtime_period_us *
-			server->config.realtime_cpu_ppm / 1000000;
-		params.fallback = server->config.realtime_fallback;
-		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
-		break;
-	}
-	case QW_VIEW_CLASS_FIFO:
-		/* No limit given: normalisation applies the safety limit. */
-		params.policy = QOS_POLICY_FIFO;
-		params.priority = 10;
-		ok = qos_params_normalize(&params, err, err_len) &&
-			qos_manager_set_class(qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_IDLE:
-		params.policy = QOS_POLICY_IDLE;
-		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_NICE:
-		params.nice = 10;
-		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_PAUSED:
-		params.policy = QOS_POLICY_PAUSE;
-		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
-		break;
-	default:
-		snprintf(err, err_len, "unknown class");
-		ok = false;
-		break;
-	}
-	qos_link_schedule_refresh(server);
-	return ok;
 }
 
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id) {

@@ -1,10 +1,10 @@
 /*
  * The QoS manager inside the compositor (server->qos_link): it runs on the
- * compositor's event loop (its one fd), loads the layered qosrc rules, and
- * is the only place that turns a user's request for a window class into
- * scheduling changes. Window classes shown on the titlebars are read back
- * from the manager, so they show what it confirmed, whoever asked (button,
- * qosctl, AutoQOS, the app).
+ * compositor's event loop (its one fd), loads the layered qosrc rules,
+ * applies AutoQOS and passes the manager's events on (log, IPC, protocol).
+ * What anyone asks of it passes its gate (qos_gate.h). Window classes shown
+ * on the titlebars are read back from the manager, so they show what it
+ * confirmed, whoever asked (button, qosctl, AutoQOS, the app).
  */
 #ifndef QOSWAY_QOS_LINK_H
 #define QOSWAY_QOS_LINK_H
@@ -20,6 +20,7 @@
 
 struct qos_link;
 struct qos_manager;
+struct qos_reserve_info;
 
 /*
  * Start the manager and set server->qos_link. Without a manager (no cgroup
@@ -32,6 +33,9 @@ void qos_link_destroy(struct qos_link *link);
 
 /* The manager, NULL when it is unavailable (also without a link). */
 struct qos_manager *qos_link_manager(struct qw_server *server);
+/* What the manager says of reserve name; false also without a manager. */
+bool qos_link_reserve_info(struct qw_server *server, const char *name,
+	struct qos_reserve_info *info);
 /* The qosrc rules the manager has loaded (it owns them), or NULL. */
 const struct qos_rules *qos_link_rules(struct qw_server *server);
 /* Why there is no manager. */
@@ -42,31 +46,6 @@ bool qos_link_ready(struct qw_server *server, char *err, size_t err_len);
 
 /* Reload the qosrc layers; on total failure the old rules stay. */
 bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
-
-/*
- * Ask for `class` for process `pid`. Refusals (admission control, policy,
- * no manager) return false with a reason for the user in err.
- */
-bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
-	char *err, size_t err_len);
-
-/*
- * Whether pid's scheduling may be changed on request: never the compositor's
- * own; and when the change can freeze it (`freezing`), not a process the
- * session runs the compositor under, nor `asker` (the requesting process,
- * -1 if none). False with the reason in err.
- */
-bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
-	char *err, size_t err_len);
-/*
- * Whether the reserve's members may take params, asked by asker (-1: by
- * nobody, a reload): as qos_link_may_change for each, freezing when params
- * pause them (policy or fallback).
- */
-bool qos_link_members_may_take(struct qw_server *server, const char *name,
-	const struct qos_params *params, pid_t asker, char *err, size_t len);
-/* The reserve (existing, or as qosrc defines it) can freeze its members. */
-bool qos_link_reserve_freezes(struct qw_server *server, const char *name);
 
 /* Apply AutoQOS rules to a process (app_id may be NULL). */
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);

@@ -8,6 +8,7 @@
 
 #include "cairo_buffer.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "theme.h"
@@ -215,14 +216,13 @@ void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 	snprintf(reserve, sizeof(reserve), "%s", menu->items[desc->button].reserve);
 	reserve_menu_close(server);
 	char err[256];
+	/* The user, through the menu: no process asks. */
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
 	pid_t pid = view_get_pid(view);
 	if (pid <= 0) {
 		snprintf(err, sizeof(err), "the window's process is gone");
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
-	} else if (!qos_link_may_change(server, pid, -1, qos_link_reserve_freezes(server, reserve),
-				err, sizeof(err)) ||
-			!qos_manager_join(qos_link_manager(server), reserve, pid, 0, err,
-				sizeof(err))) {
+	} else if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
 	}
 	qos_link_schedule_refresh(server);
