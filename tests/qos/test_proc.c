@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +19,22 @@
 
 #include "check.h"
 #include "qos/proc.h"
+#include "waiting_thread.h"
 
 /* A name the kernel keeps whole (15 bytes) with all a stat parser trips on. */
 #define ODD_NAME "a) b (c) 1 2 )"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static pid_t thread_tid;
-static int stop;
-
-static void *thread_main(void *arg)
+/* Whether /proc/PID/task/TID/comm reads ODD_NAME: the stat line to parse
+ * then holds it. */
+static bool named_odd(pid_t pid, pid_t tid)
 {
-	(void)arg;
-	prctl(PR_SET_NAME, ODD_NAME);
-	pthread_mutex_lock(&lock);
-	thread_tid = gettid();
-	pthread_cond_broadcast(&cond);
-	while (!stop)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
-	return NULL;
+	char path[96], comm[32] = "";
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	FILE *f = fopen(path, "re");
+	bool ok = f && fgets(comm, sizeof(comm), f) && strcmp(comm, ODD_NAME "\n") == 0;
+	if (f)
+		fclose(f);
+	return ok;
 }
 
 /* Reads until EOF: the writer closed its end, or exec closed it for it. */
@@ -121,14 +118,9 @@ static void test_thread(void)
 {
 	pthread_t th;
 	pid_t self = getpid();
-	stop = 0;
-	thread_tid = 0;
-	CHECK(pthread_create(&th, NULL, thread_main, NULL) == 0);
-	pthread_mutex_lock(&lock);
-	while (!thread_tid)
-		pthread_cond_wait(&cond, &lock);
-	pid_t tid = thread_tid;
-	pthread_mutex_unlock(&lock);
+	pid_t tid = start_thread(&th);
+	CHECK(pthread_setname_np(th, ODD_NAME) == 0);
+	CHECK(named_odd(self, tid));
 
 	CHECK(qos_proc_has_thread(self, tid));
 	CHECK(!qos_proc_has_thread(self, 0));
@@ -143,11 +135,7 @@ static void test_thread(void)
 	CHECK(st.start_time >= qos_proc_start_time(self, 0));
 	CHECK(qos_proc_state(tid) == st.state);
 
-	pthread_mutex_lock(&lock);
-	stop = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	pthread_join(th, NULL);
+	stop_thread(th);
 	/* The task directory goes once the thread is reaped, which join waits
 	 * for only as far as the thread's own exit: look again a while. */
 	for (int i = 0; i < 1000 && qos_proc_has_thread(self, tid); i++)
@@ -163,6 +151,7 @@ static void test_child(void)
 	if (c.pid <= 0)
 		return;
 	/* Renamed, not yet exec'd: a copy of us under ODD_NAME. */
+	CHECK(named_odd(c.pid, c.pid));
 	struct qos_proc_stat st;
 	CHECK(qos_proc_read_stat(c.pid, 0, &st));
 	CHECK_EQ_U(st.ppid, self);
