@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <wlr/util/log.h>
 
 #include "client_identity.h"
+#include "qos/proc.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5; not in Debian 12's headers */
@@ -34,35 +34,6 @@ pid_t pidfd_get_pid(int pidfd) {
 	return pid > 0 ? pid : -1;
 }
 
-/* Start time (clock ticks since boot) of pid, 0 if unknown. */
-static unsigned long long start_time(pid_t pid) {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return 0;
-	}
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* comm may hold spaces and ')': fields resume after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p) {
-		return 0;
-	}
-	unsigned long long value = 0;
-	/* Field 22 is starttime; after ')' come fields 3.. separated by spaces. */
-	int field = 2;
-	char *save = NULL;
-	for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		if (++field == 22) {
-			value = strtoull(tok, NULL, 10);
-			break;
-		}
-	}
-	return value;
-}
-
 int socket_peer_pidfd(int fd, pid_t *pid_out) {
 	int pidfd = -1;
 	socklen_t len = sizeof(pidfd);
@@ -78,14 +49,14 @@ int socket_peer_pidfd(int fd, pid_t *pid_out) {
 	/* Without SO_PEERPIDFD the pid could have been recycled between the
 	 * connect and now: accept the pidfd only if the process it names is
 	 * older than this check and still the socket's peer afterwards. */
-	unsigned long long before = start_time(cred.pid);
+	uint64_t before = qos_proc_start_time(cred.pid, 0);
 	pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
 	if (pidfd < 0) {
 		return -1;
 	}
 	struct ucred again;
 	len = sizeof(again);
-	if (before == 0 || start_time(cred.pid) != before ||
+	if (before == 0 || qos_proc_start_time(cred.pid, 0) != before ||
 			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &again, &len) != 0 ||
 			again.pid != cred.pid) {
 		close(pidfd);
@@ -141,43 +112,14 @@ pid_t client_identity_pid(const struct client_identity *id) {
 	return pidfd_get_pid(id->pidfd);
 }
 
-/* Nanoseconds of CPU the process's threads have run (schedstat is exact,
- * unlike tick-sampled utime). Threads that already exited are not counted. */
-static uint64_t process_runtime_ns(pid_t pid) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *dir = opendir(path);
-	if (!dir) {
-		return 0;
-	}
-	uint64_t total = 0;
-	struct dirent *ent;
-	while ((ent = readdir(dir))) {
-		if (ent->d_name[0] == '.') {
-			continue;
-		}
-		char file[320];
-		snprintf(file, sizeof(file), "/proc/%d/task/%s/schedstat", (int)pid, ent->d_name);
-		FILE *f = fopen(file, "re");
-		unsigned long long ns;
-		if (f && fscanf(f, "%llu", &ns) == 1) {
-			total += ns;
-		}
-		if (f) {
-			fclose(f);
-		}
-	}
-	closedir(dir);
-	return total;
-}
-
 void client_identity_sample_cpu(struct client_identity *id, uint64_t now_ns) {
 	pid_t pid = client_identity_pid(id);
 	if (pid <= 0) {
 		id->cpu_percent = 0.0;
 		return;
 	}
-	uint64_t ns = process_runtime_ns(pid);
+	uint64_t ns = 0;
+	qos_proc_cpu_ns(pid, &ns);
 	if (id->sampled_ns && now_ns > id->sampled_ns && ns >= id->cpu_ns) {
 		id->cpu_percent = 100.0 * (double)(ns - id->cpu_ns) / (double)(now_ns - id->sampled_ns);
 	}

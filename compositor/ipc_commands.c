@@ -20,6 +20,7 @@
 #include "ipc_commands.h"
 #include "output.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "scheduler.h"
 #include "view.h"
@@ -229,9 +230,8 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 			"or normal", name ? name : "");
 	}
 	char err[256];
-	if (!qos_link_may_change(server, pid, peer_pid, class == QW_VIEW_CLASS_PAUSED,
-			err, sizeof(err)) ||
-			!qos_link_request(server, pid, class, err, sizeof(err))) {
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	if (!qos_gate_set_class(server, &asker, pid, class, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
 	struct json_object *reply = reply_ok();
@@ -253,37 +253,11 @@ static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 	if (!reserve || !qos_name_valid(reserve, err, sizeof(err))) {
 		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
 	}
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
-	}
-	if (!qos_link_may_change(server, pid, peer_pid,
-			qos_link_reserve_freezes(server, reserve), err, sizeof(err))) {
-		return ipc_reply_error("%s", err);
-	}
-	bool ok = qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err));
-	qos_link_schedule_refresh(server);
-	if (!ok) {
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
 	return reply_ok();
-}
-
-/* Parameters the manager could never honour are refused when defined, not
- * at the first join: a guarantee beyond the whole reservable capacity. */
-static bool reserve_params_valid(struct qw_server *server, struct qos_params *params,
-		char *err, size_t len) {
-	if (!qos_params_normalize(params, err, len)) {
-		return false;
-	}
-	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
-	uint64_t util = qos_params_util_ppm(params);
-	if (params->policy == QOS_POLICY_QOS && util > info.capacity_ppm) {
-		snprintf(err, len, "a guarantee of %.1f%% of a CPU exceeds the reservable "
-			"capacity of %.1f%%", util / 10000.0, info.capacity_ppm / 10000.0);
-		return false;
-	}
-	return true;
 }
 
 struct diag_buf {
@@ -305,12 +279,6 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 	if (!name || !qos_name_valid(name, err, sizeof(err))) {
 		return ipc_reply_error("bad reserve name: %s", name ? err : "missing 'name'");
 	}
-	if (qos_name_is_auto(name)) {
-		return ipc_reply_error("names starting with '" QOS_AUTO_PREFIX "' are automatic reserves");
-	}
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
-	}
 	/* The same key=value grammar as qosrc, parsed by the same code; the name
 	 * (checked above, and it may hold spaces) is not part of the line. */
 	char *line = NULL;
@@ -323,33 +291,31 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 		&diag) : -1;
 	free(line);
 	struct json_object *reply;
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
 	if (bad != 0 || parsed->n_reserves != 1) {
 		reply = ipc_reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
-	} else if (!reserve_params_valid(server, &parsed->reserves[0].params, err, sizeof(err))) {
-		reply = ipc_reply_error("bad parameters: %s", err);
-	} else if (!qos_link_members_may_take(server, name, &parsed->reserves[0].params,
-			peer_pid, err, sizeof(err)) ||
-			!qos_reserve_set(server->qos, name, &parsed->reserves[0].params, true, true,
+	} else if (!qos_gate_define(server, &asker, name, &parsed->reserves[0].params, NULL,
 			err, sizeof(err))) {
 		reply = ipc_reply_error("%s", err);
 	} else {
 		reply = reply_ok();
 	}
 	qos_rules_destroy(parsed);
-	qos_link_schedule_refresh(server);
 	return reply;
 }
 
 static struct json_object *cmd_reserves(struct qw_server *server) {
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	struct qos_manager *qos = qos_link_manager(server);
+	char err[256];
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
-	size_t n = qos_manager_reserve_count(server->qos);
+	size_t n = qos_manager_reserve_count(qos);
 	for (size_t i = 0; i < n; i++) {
 		struct qos_reserve_info info;
-		if (!qos_manager_reserve_at(server->qos, i, &info)) {
+		if (!qos_manager_reserve_at(qos, i, &info)) {
 			continue;
 		}
 		char params[256];
@@ -369,7 +335,7 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 		json_object_object_add(obj, "last_used_us", json_object_new_int64(info.last_used_us));
 		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
 		struct qos_member_info members[64];
-		ssize_t count = qos_manager_members(server->qos, info.name, members, 64);
+		ssize_t count = qos_manager_members(qos, info.name, members, 64);
 		struct json_object *mlist = json_object_new_array();
 		for (ssize_t m = 0; m < count && m < 64; m++) {
 			struct json_object *mo = json_object_new_object();
@@ -385,11 +351,12 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 }
 
 static struct json_object *cmd_capacity(struct qw_server *server) {
-	if (!server->qos) {
-		return ipc_reply_error("QoS manager unavailable: %s", server->qos_error);
+	char err[256];
+	if (!qos_link_ready(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
 	}
 	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
+	qos_manager_get_info(qos_link_manager(server), &info);
 	struct json_object *reply = reply_ok();
 	json_object_object_add(reply, "ncpus", json_object_new_int(info.ncpus));
 	json_object_object_add(reply, "total_ppm", json_object_new_int64(info.capacity_ppm));

@@ -11,33 +11,14 @@
 #include <wlr/util/log.h>
 
 #include "proc_events.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_link.h"
-
-/* The real uid of pid, or (uid_t)-1. */
-static uid_t process_uid(pid_t pid) {
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return (uid_t)-1;
-	}
-	uid_t uid = (uid_t)-1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int real;
-		if (sscanf(line, "Uid: %u", &real) == 1) {
-			uid = real;
-			break;
-		}
-	}
-	fclose(f);
-	return uid;
-}
 
 static void handle_exec(struct qw_server *server, pid_t pid) {
 	/* Only the session user's processes, and only those not already
 	 * placed (our own children were settled before their exec). */
-	if (pid <= 0 || process_uid(pid) != getuid() || qos_link_reserve_of(server, pid)) {
+	if (pid <= 0 || qos_proc_uid(pid) != getuid() || qos_link_reserve_of(server, pid)) {
 		return;
 	}
 	qos_link_apply_rules(server, pid, NULL);
@@ -46,6 +27,7 @@ static void handle_exec(struct qw_server *server, pid_t pid) {
 static int handle_readable(int fd, uint32_t mask, void *data) {
 	struct qw_server *server = data;
 	/* One datagram per event; drain what is there. */
+	struct qos_manager *qos = qos_link_manager(server);
 	for (;;) {
 		char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
 		ssize_t len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -75,17 +57,15 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 					ev.what == PROC_EVENT_EXEC) {
 				handle_exec(server, ev.event_data.exec.process_tgid);
 			} else if (n >= offsetof(struct proc_event, event_data) +
-					sizeof(ev.event_data.fork) && ev.what == PROC_EVENT_FORK &&
-					server->qos) {
+					sizeof(ev.event_data.fork) && ev.what == PROC_EVENT_FORK && qos) {
 				/* A member's new process is adopted or sent back, and its
 				 * new thread gets the reserve's policy, now rather than at
 				 * the manager's next pass. */
 				const struct fork_proc_event *f = &ev.event_data.fork;
 				if (f->child_pid == f->child_tgid) {
-					qos_manager_forked(server->qos, f->parent_tgid, f->child_tgid);
+					qos_manager_forked(qos, f->parent_tgid, f->child_tgid);
 				} else {
-					qos_manager_thread_started(server->qos, f->child_tgid,
-						f->child_pid);
+					qos_manager_thread_started(qos, f->child_tgid, f->child_pid);
 				}
 			}
 		}

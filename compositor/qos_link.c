@@ -11,10 +11,54 @@
 
 #include "client_identity.h"
 #include "ipc.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_protocol.h"
 #include "scheduler.h"
+
+/* Everything the compositor keeps for its QoS manager; server->qos_link. */
+struct qos_link {
+	struct qw_server *server;
+	struct qos_manager *manager; /* NULL when unavailable: see error */
+	struct qos_rules *rules;     /* the manager's: it owns them */
+	char error[256];             /* why there is no manager */
+	struct wl_event_source *manager_source; /* the manager's fd */
+	struct wl_event_source *refresh_idle;   /* a pending refresh_views */
+	struct wl_event_source *cpu_sample_timer;
+	/* The QoS errors logged in the current second: a failure that repeats
+	 * each period must not flood the log. */
+	uint64_t log_second;
+	unsigned int logged, log_dropped;
+	int root_lock; /* flock marking our cgroup root live, -1 if none */
+};
+
+struct qos_manager *qos_link_manager(struct qw_server *server) {
+	return server->qos_link ? server->qos_link->manager : NULL;
+}
+
+bool qos_link_reserve_info(struct qw_server *server, const char *name,
+		struct qos_reserve_info *info) {
+	struct qos_manager *qos = qos_link_manager(server);
+	return qos && qos_manager_reserve_info(qos, name, info);
+}
+
+const struct qos_rules *qos_link_rules(struct qw_server *server) {
+	return server->qos_link && server->qos_link->manager ? server->qos_link->rules : NULL;
+}
+
+bool qos_link_ready(struct qw_server *server, char *err, size_t err_len) {
+	if (qos_link_manager(server)) {
+		return true;
+	}
+	snprintf(err, err_len, "QoS manager unavailable: %s", qos_link_error(server));
+	return false;
+}
+
+const char *qos_link_error(struct qw_server *server) {
+	return server->qos_link ? server->qos_link->error : "out of memory";
+}
 
 static void rules_diag(void *data, const char *message) {
 	/* file:line:col: message, as the issue asks: on stderr via the log. */
@@ -40,25 +84,25 @@ static struct qos_rules *load_rules(void) {
 	return rules;
 }
 
-bool qos_link_reload(struct qw_server *server, char *err, size_t err_len) {
-	if (!server->qos) {
-		snprintf(err, err_len, "QoS manager unavailable: %s", server->qos_error);
-		return false;
-	}
+static bool reload(struct qos_link *link, char *err, size_t err_len) {
 	struct qos_rules *rules = load_rules();
 	if (!rules) {
 		snprintf(err, err_len, "no qosrc could be loaded; keeping the previous rules");
 		return false;
 	}
 	size_t errors = rules->n_errors;
-	server->qos_rules = rules;
-	qos_manager_set_rules(server->qos, rules);
+	link->rules = rules;
+	qos_manager_set_rules(link->manager, rules);
 	if (errors) {
 		snprintf(err, err_len, "%zu bad line(s) skipped (see the log)", errors);
 	}
 	wlr_log(WLR_INFO, "qosrc loaded: %zu reserves, %zu rules, %zu bad lines",
 		rules->n_reserves, rules->n_rules, errors);
 	return true;
+}
+
+bool qos_link_reload(struct qw_server *server, char *err, size_t err_len) {
+	return qos_link_ready(server, err, err_len) && reload(server->qos_link, err, err_len);
 }
 
 static enum qw_view_class class_of_params(const struct qos_params *p) {
@@ -83,12 +127,13 @@ enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
 	if (reserve) {
 		*reserve = NULL;
 	}
-	if (!server->qos || pid <= 0) {
+	struct qos_manager *qos = qos_link_manager(server);
+	if (!qos || pid <= 0) {
 		return QW_VIEW_CLASS_NORMAL;
 	}
-	const char *name = qos_manager_reserve_of(server->qos, pid, 0);
+	const char *name = qos_manager_reserve_of(qos, pid, 0);
 	struct qos_reserve_info info;
-	if (!name || !qos_manager_reserve_info(server->qos, name, &info)) {
+	if (!name || !qos_manager_reserve_info(qos, name, &info)) {
 		return QW_VIEW_CLASS_NORMAL;
 	}
 	if (reserve) {
@@ -98,12 +143,14 @@ enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
 }
 
 const char *qos_link_reserve_of(struct qw_server *server, pid_t pid) {
-	return server->qos && pid > 0 ? qos_manager_reserve_of(server->qos, pid, 0) : NULL;
+	struct qos_manager *qos = qos_link_manager(server);
+	return qos && pid > 0 ? qos_manager_reserve_of(qos, pid, 0) : NULL;
 }
 
 static void refresh_views(void *data) {
-	struct qw_server *server = data;
-	server->qos_refresh = NULL;
+	struct qos_link *link = data;
+	struct qw_server *server = link->server;
+	link->refresh_idle = NULL;
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
 		pid_t pid = view_get_pid(view);
@@ -111,10 +158,16 @@ static void refresh_views(void *data) {
 	}
 }
 
+static void schedule_refresh(struct qos_link *link) {
+	if (link->manager && !link->refresh_idle) {
+		link->refresh_idle = wl_event_loop_add_idle(link->server->event_loop,
+			refresh_views, link);
+	}
+}
+
 void qos_link_schedule_refresh(struct qw_server *server) {
-	if (server->qos && !server->qos_refresh) {
-		server->qos_refresh = wl_event_loop_add_idle(server->event_loop,
-			refresh_views, server);
+	if (server->qos_link) {
+		schedule_refresh(server->qos_link);
 	}
 }
 
@@ -125,40 +178,41 @@ void qos_link_schedule_refresh(struct qw_server *server) {
  * (or a failed test) looks first; IPC subscribers get every one.  At most
  * QOS_LOG_PER_SECOND a second: some failures repeat at every period.
  */
-static void log_next_second(struct qw_server *server) {
+static void log_next_second(struct qos_link *link) {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	uint64_t second = (uint64_t)now.tv_sec;
-	if (second == server->qos_log_second) {
+	if (second == link->log_second) {
 		return;
 	}
-	if (server->qos_log_dropped) {
+	if (link->log_dropped) {
 		wlr_log(WLR_ERROR, "QoS: %u more messages in the last second not logged",
-			server->qos_log_dropped);
+			link->log_dropped);
 	}
-	server->qos_log_second = second;
-	server->qos_logged = server->qos_log_dropped = 0;
+	link->log_second = second;
+	link->logged = link->log_dropped = 0;
 }
 
-static void log_qos_event(struct qw_server *server, const struct qos_event *event) {
+static void log_qos_event(struct qos_link *link, const struct qos_event *event) {
 	enum wlr_log_importance level = event->type == QOS_EVENT_ERROR ? WLR_ERROR : WLR_INFO;
-	log_next_second(server);
-	if (server->qos_logged >= QOS_LOG_PER_SECOND) {
-		server->qos_log_dropped++;
+	log_next_second(link);
+	if (link->logged >= QOS_LOG_PER_SECOND) {
+		link->log_dropped++;
 		return;
 	}
-	server->qos_logged++;
+	link->logged++;
 	wlr_log(level, "QoS: reserve %s, pid %d: %s", event->reserve ? event->reserve : "-",
 		(int)event->pid, event->message ? event->message : "(no details)");
 }
 
 static void handle_qos_event(void *data, const struct qos_event *event) {
-	struct qw_server *server = data;
+	struct qos_link *link = data;
+	struct qw_server *server = link->server;
 	switch (event->type) {
 	case QOS_EVENT_ERROR:
 	case QOS_EVENT_WATCHDOG:
 	case QOS_EVENT_RT_DEMOTED:
-		log_qos_event(server, event);
+		log_qos_event(link, event);
 		/* fall through */
 	case QOS_EVENT_ADMISSION_REFUSED:
 	case QOS_EVENT_ADMISSION_GRANTED:
@@ -173,13 +227,14 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 	scheduler_qos_event(server->scheduler, event);
 	/* Anything may have changed some process's class: re-read once, after
 	 * the manager has finished the operation that emitted this. */
-	qos_link_schedule_refresh(server);
+	schedule_refresh(link);
 }
 
 #define CPU_SAMPLE_MSEC 1000
 
 static int handle_cpu_sample(void *data) {
-	struct qw_server *server = data;
+	struct qos_link *link = data;
+	struct qw_server *server = link->server;
 	scheduler_own(server->scheduler);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -192,26 +247,26 @@ static int handle_cpu_sample(void *data) {
 			client_identity_sample_cpu(id, now_ns);
 		}
 	}
-	if (server->qos) {
+	if (link->manager) {
 		/* The starvation watchdog's canary: this loop runs at normal
 		 * priority, so if real-time members starve normal tasks this
 		 * timer stops firing and the manager demotes them. A loop the
 		 * scheduler may boost is no canary: the manager's own thread
-		 * is (qos_link_init). */
+		 * is (qos_link_create). */
 		if (!scheduler_boost_available(server->scheduler)) {
-			qos_manager_watchdog_feed(server->qos);
+			qos_manager_watchdog_feed(link->manager);
 		}
 		/* The count of messages not logged comes out even when no more do. */
-		log_next_second(server);
+		log_next_second(link);
 	}
-	wl_event_source_timer_update(server->cpu_sample_timer, CPU_SAMPLE_MSEC);
+	wl_event_source_timer_update(link->cpu_sample_timer, CPU_SAMPLE_MSEC);
 	return 0;
 }
 
 static int handle_qos_fd(int fd, uint32_t mask, void *data) {
-	struct qw_server *server = data;
-	scheduler_own(server->scheduler);
-	if (qos_manager_dispatch(server->qos) < 0) {
+	struct qos_link *link = data;
+	scheduler_own(link->server->scheduler);
+	if (qos_manager_dispatch(link->manager) < 0) {
 		wlr_log(WLR_ERROR, "QoS manager dispatch failed");
 	}
 	return 0;
@@ -224,7 +279,7 @@ static int handle_qos_fd(int fd, uint32_t mask, void *data) {
  * a root a live one holds. A flock on a file named after the root marks it
  * live; it is released by the kernel when the instance (and its guard) dies.
  */
-static bool claim_root(struct qw_server *server, char *name, size_t len) {
+static bool claim_root(struct qos_link *link, char *name, size_t len) {
 	const char *dir = access("/run/user", W_OK) == 0 ? "/run/user" : "/tmp";
 	for (int n = 0; n < 32; n++) {
 		if (n == 0) {
@@ -239,7 +294,7 @@ static bool claim_root(struct qw_server *server, char *name, size_t len) {
 			continue;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			server->qos_root_lock = fd;
+			link->root_lock = fd;
 			return true;
 		}
 		close(fd);
@@ -250,118 +305,103 @@ static bool claim_root(struct qw_server *server, char *name, size_t len) {
 /* A reload redefines a reserve with members only as qosctl reserve may. */
 static bool reload_may_redefine(void *data, const char *name, const struct qos_params *params,
 		char *err, size_t len) {
-	return qos_link_members_may_take(data, name, params, -1, err, len);
+	struct qos_link *link = data;
+	return qos_gate_may_reload(link->server, name, params, err, len);
 }
 
-void qos_link_init(struct qw_server *server) {
+/* The manager and what it runs on; without it the link only refuses. */
+static void start_manager(struct qos_link *link) {
+	struct qw_server *server = link->server;
 	char root[64];
-	server->qos_root_lock = -1;
-	if (!claim_root(server, root, sizeof(root))) {
-		snprintf(server->qos_error, sizeof(server->qos_error),
+	if (!claim_root(link, root, sizeof(root))) {
+		snprintf(link->error, sizeof(link->error),
 			"no free cgroup root: too many qosway instances");
-		wlr_log(WLR_ERROR, "QoS manager unavailable: %s", server->qos_error);
+		wlr_log(WLR_ERROR, "QoS manager unavailable: %s", link->error);
 		return;
 	}
-	server->cpu_sample_timer = wl_event_loop_add_timer(server->event_loop,
-		handle_cpu_sample, server);
-	if (server->cpu_sample_timer) {
-		wl_event_source_timer_update(server->cpu_sample_timer, CPU_SAMPLE_MSEC);
+	link->cpu_sample_timer = wl_event_loop_add_timer(server->event_loop,
+		handle_cpu_sample, link);
+	if (link->cpu_sample_timer) {
+		wl_event_source_timer_update(link->cpu_sample_timer, CPU_SAMPLE_MSEC);
 	}
 	struct qos_manager_config config;
 	qos_manager_config_init(&config);
 	config.root_name = root;
 	config.rsvd_ppm = server->config.qos_reserved_ppm;
 	/* The guard holds the root's lock until it has thawed everything. */
-	config.guardian_keep_fd = server->qos_root_lock;
+	config.guardian_keep_fd = link->root_lock;
 	/* The canary is our own loop (above), unless the scheduler may boost
 	 * it to real-time: then a thread of the manager's, at normal priority. */
 	config.watchdog_external_canary = !scheduler_boost_available(server->scheduler);
 	config.event = handle_qos_event;
-	config.event_data = server;
+	config.event_data = link;
 	config.may_redefine = reload_may_redefine;
-	config.may_redefine_data = server;
-	server->qos = qos_manager_create(&config, server->qos_error, sizeof(server->qos_error));
-	if (!server->qos) {
+	config.may_redefine_data = link;
+	link->manager = qos_manager_create(&config, link->error, sizeof(link->error));
+	if (!link->manager) {
 		wlr_log(WLR_ERROR, "QoS manager unavailable, windows keep their scheduling: %s",
-			server->qos_error);
+			link->error);
 		return;
 	}
-	server->qos_source = wl_event_loop_add_fd(server->event_loop,
-		qos_manager_get_fd(server->qos), WL_EVENT_READABLE, handle_qos_fd, server);
+	link->manager_source = wl_event_loop_add_fd(server->event_loop,
+		qos_manager_get_fd(link->manager), WL_EVENT_READABLE, handle_qos_fd, link);
 	char err[256] = "";
-	if (!qos_link_reload(server, err, sizeof(err))) {
+	if (!reload(link, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "%s", err);
 	}
 }
 
-void qos_link_finish(struct qw_server *server) {
-	if (server->cpu_sample_timer) {
-		wl_event_source_remove(server->cpu_sample_timer);
-		server->cpu_sample_timer = NULL;
+bool qos_link_create(struct qw_server *server) {
+	struct qos_link *link = calloc(1, sizeof(*link));
+	if (!link) {
+		wlr_log(WLR_ERROR, "QoS manager unavailable: out of memory");
+		return false;
 	}
-	if (server->qos_source) {
-		wl_event_source_remove(server->qos_source);
-		server->qos_source = NULL;
-	}
-	/* Every member goes back to its own cgroup and policy; nothing stays
-	 * frozen. Its events may still ask for a refresh, so the idle source
-	 * goes only after it. */
-	struct qos_manager *qos = server->qos;
-	server->qos = NULL;
-	server->qos_rules = NULL;
-	qos_manager_destroy(qos);
-	if (server->qos_refresh) {
-		wl_event_source_remove(server->qos_refresh);
-		server->qos_refresh = NULL;
-	}
-	if (server->qos_root_lock >= 0) {
-		close(server->qos_root_lock);
-		server->qos_root_lock = -1;
-	}
+	link->server = server;
+	link->root_lock = -1;
+	/* Before the manager starts: what its events reach asks through here. */
+	server->qos_link = link;
+	start_manager(link);
+	return true;
 }
 
-void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	ssize_t n = readlink(path, exe, exe_len - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	cmd[0] = '\0';
-	FILE *f = fopen(path, "re");
-	if (!f) {
+void qos_link_destroy(struct qos_link *link) {
+	if (!link) {
 		return;
 	}
-	size_t len = fread(cmd, 1, cmd_len - 1, f);
-	fclose(f);
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (cmd[i] == '\0') {
-			cmd[i] = ' ';
-		}
+	if (link->cpu_sample_timer) {
+		wl_event_source_remove(link->cpu_sample_timer);
 	}
-	cmd[len] = '\0';
+	if (link->manager_source) {
+		wl_event_source_remove(link->manager_source);
+	}
+	/* Every member goes back to its own cgroup and policy; nothing stays
+	 * frozen. Its events may still ask for a refresh, and whoever they
+	 * reach finds no manager, so the idle source goes only after it. */
+	struct qos_manager *qos = link->manager;
+	link->manager = NULL;
+	link->rules = NULL;
+	qos_manager_destroy(qos);
+	if (link->refresh_idle) {
+		wl_event_source_remove(link->refresh_idle);
+	}
+	if (link->root_lock >= 0) {
+		close(link->root_lock);
+	}
+	link->server->qos_link = NULL;
+	free(link);
 }
 
-/* A qosrc rule that names a real-time reserve for this process, if any:
- * "If the task is listed in the QoS database, the real-time command enables
- * its contract" (thesis 8.5.4), including rules with auto=no. */
-static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
-		const char *app_id) {
-	if (!server->qos_rules) {
-		return NULL;
-	}
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
+		const char *app_id, struct qos_app_limits *limits) {
 	char exe[PATH_MAX], cmd[4096];
-	qos_link_read_process(pid, exe, sizeof(exe), cmd, sizeof(cmd));
-	const struct qos_rule *rule = qos_rules_match(server->qos_rules,
-		exe[0] ? exe : NULL, cmd[0] ? cmd : NULL, app_id);
-	if (!rule || !rule->reserve[0]) {
-		return NULL;
+	const char *e = qos_proc_exe(pid, exe, sizeof(exe)) ? exe : NULL;
+	const char *c = qos_proc_cmdline(pid, cmd, sizeof(cmd)) ? cmd : NULL;
+	const struct qos_rules *rules = qos_link_rules(server);
+	if (limits) {
+		qos_rules_app_limits(rules, e, c, app_id, limits);
 	}
-	const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules,
-		rule->reserve);
-	if (!def || (def->params.policy != QOS_POLICY_QOS && !qos_policy_is_rt(def->params.policy))) {
-		return NULL;
-	}
-	return rule->reserve;
+	return rules ? qos_rules_match(rules, e, c, app_id) : NULL;
 }
 
 const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
@@ -374,174 +414,14 @@ const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 	return NULL;
 }
 
-static pid_t parent_of(pid_t pid) {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		return -1;
-	}
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *end = strrchr(buf, ')');
-	int ppid;
-	return end && sscanf(end + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
-}
-
-/* The QoS manager's guard is a fork of the compositor: our child, our exe. */
-static bool is_our_guard(pid_t pid) {
-	if (parent_of(pid) != getpid()) {
-		return false;
-	}
-	char self[PATH_MAX], other[PATH_MAX], path[64];
-	ssize_t a = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	ssize_t b = readlink(path, other, sizeof(other) - 1);
-	if (a <= 0 || b <= 0) {
-		return false;
-	}
-	self[a] = other[b] = '\0';
-	return strcmp(self, other) == 0;
-}
-
-bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
-		char *err, size_t err_len) {
-	if (pid == getpid()) {
-		snprintf(err, err_len, "refusing to change the compositor's own scheduling");
-		return false;
-	}
-	if (is_our_guard(pid)) {
-		snprintf(err, err_len, "refusing to change pid %d: it guards the session's "
-			"frozen processes", (int)pid);
-		return false;
-	}
-	if (!freezing) {
-		return true;
-	}
-	if (pid == asker) {
-		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
-		return false;
-	}
-	for (pid_t p = getppid(); p > 1; p = parent_of(p)) {
-		if (p == pid) {
-			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
-				"compositor under it", (int)pid);
-			return false;
-		}
-	}
-	return true;
-}
-
-bool qos_link_members_may_take(struct qw_server *server, const char *name,
-		const struct qos_params *params, pid_t asker, char *err, size_t len) {
-	bool freezing = params->policy == QOS_POLICY_PAUSE || params->fallback == QOS_POLICY_PAUSE;
-	struct qos_member_info few[64], *members = few;
-	ssize_t cap = 64, n = qos_manager_members(server->qos, name, few, 64);
-	if (n > cap) {
-		/* Every member is asked about: the protected one may be the last. */
-		cap = n;
-		members = calloc((size_t)cap, sizeof(*members));
-		if (!members) {
-			snprintf(err, len, "out of memory");
-			return false;
-		}
-		n = qos_manager_members(server->qos, name, members, (size_t)cap);
-	}
-	bool ok = true;
-	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
-		ok = qos_link_may_change(server, members[i].pid, asker, freezing, err, len);
-	}
-	if (members != few) {
-		free(members);
-	}
-	return ok;
-}
-
-bool qos_link_reserve_freezes(struct qw_server *server, const char *name) {
-	struct qos_reserve_info info;
-	const struct qos_params *p = NULL;
-	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
-		p = &info.params;
-	} else if (server->qos_rules) {
-		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
-		p = def ? &def->params : NULL;
-	}
-	return p && (p->policy == QOS_POLICY_PAUSE || p->fallback == QOS_POLICY_PAUSE);
-}
-
-bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
-		char *err, size_t err_len) {
-	if (!server->qos) {
-		snprintf(err, err_len, "QoS manager unavailable: %s", server->qos_error);
-		return false;
-	}
-	if (pid <= 0) {
-		snprintf(err, err_len, "the window's process is unknown");
-		return false;
-	}
-	if (!qos_link_may_change(server, pid, -1, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
-		return false;
-	}
-	struct qos_params params;
-	qos_params_init(&params);
-	bool ok;
-	switch (class) {
-	case QW_VIEW_CLASS_NORMAL:
-		if (qos_manager_reserve_of(server->qos, pid, 0)) {
-			qos_manager_leave(server->qos, pid, 0);
-		}
-		ok = true;
-		break;
-	case QW_VIEW_CLASS_REALTIME: {
-		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
-		if (reserve) {
-			ok = qos_manager_join(server->qos, reserve, pid, 0, err, err_len);
-			break;
-		}
-		params.policy = QOS_POLICY_QOS;
-		params.period_us = server->config.realtime_period_us;
-		params.slice_us = server->config.realtime_period_us *
-			server->config.realtime_cpu_ppm / 1000000;
-		params.fallback = server->config.realtime_fallback;
-		ok = qos_manager_set_class(server->qos, pid, &params, err, err_len);
-		break;
-	}
-	case QW_VIEW_CLASS_FIFO:
-		/* No limit given: normalisation applies the safety limit. */
-		params.policy = QOS_POLICY_FIFO;
-		params.priority = 10;
-		ok = qos_params_normalize(&params, err, err_len) &&
-			qos_manager_set_class(server->qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_IDLE:
-		params.policy = QOS_POLICY_IDLE;
-		ok = qos_manager_set_class(server->qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_NICE:
-		params.nice = 10;
-		ok = qos_manager_set_class(server->qos, pid, &params, err, err_len);
-		break;
-	case QW_VIEW_CLASS_PAUSED:
-		params.policy = QOS_POLICY_PAUSE;
-		ok = qos_manager_set_class(server->qos, pid, &params, err, err_len);
-		break;
-	default:
-		snprintf(err, err_len, "unknown class");
-		ok = false;
-		break;
-	}
-	qos_link_schedule_refresh(server);
-	return ok;
-}
-
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id) {
-	if (!server->qos || pid <= 0) {
+	struct qos_manager *qos = qos_link_manager(server);
+	if (!qos || pid <= 0) {
 		return;
 	}
 	bool applied;
 	char err[256];
-	if (!qos_manager_apply_rules(server->qos, pid, app_id, &applied, err, sizeof(err))) {
+	if (!qos_manager_apply_rules(qos, pid, app_id, &applied, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "AutoQOS for pid %d refused: %s", (int)pid, err);
 	}
 	qos_link_schedule_refresh(server);

@@ -1,9 +1,10 @@
 /*
- * The QoS manager inside the compositor: it runs on the compositor's event
- * loop (its one fd), loads the layered qosrc rules, and is the only place that
- * turns a user's request for a window class into scheduling changes. Window
- * classes shown on the titlebars are read back from the manager, so they show
- * what it confirmed, whoever asked (button, qosctl, AutoQOS, the app).
+ * The QoS manager inside the compositor (server->qos_link): it runs on the
+ * compositor's event loop (its one fd), loads the layered qosrc rules,
+ * applies AutoQOS and passes the manager's events on (log, IPC, protocol).
+ * What anyone asks of it passes its gate (qos_gate.h). Window classes shown
+ * on the titlebars are read back from the manager, so they show what it
+ * confirmed, whoever asked (button, qosctl, AutoQOS, the app).
  */
 #ifndef QOSWAY_QOS_LINK_H
 #define QOSWAY_QOS_LINK_H
@@ -13,41 +14,38 @@
 #include <sys/types.h>
 
 #include "qos/params.h"
+#include "qos/rules.h"
 #include "server.h"
 #include "view.h"
 
-/* Start the manager. Without it (no cgroup access) the session still runs
- * and every request is refused with the reason kept in server->qos_error. */
-void qos_link_init(struct qw_server *server);
-void qos_link_finish(struct qw_server *server);
+struct qos_link;
+struct qos_manager;
+struct qos_reserve_info;
+
+/*
+ * Start the manager and set server->qos_link. Without a manager (no cgroup
+ * access) the session still runs and every request is refused with the
+ * reason (qos_link_error); false only without memory for the link.
+ */
+bool qos_link_create(struct qw_server *server);
+/* Give every process back its own class and cgroup; NULL is fine. */
+void qos_link_destroy(struct qos_link *link);
+
+/* The manager, NULL when it is unavailable (also without a link). */
+struct qos_manager *qos_link_manager(struct qw_server *server);
+/* What the manager says of reserve name; false also without a manager. */
+bool qos_link_reserve_info(struct qw_server *server, const char *name,
+	struct qos_reserve_info *info);
+/* The qosrc rules the manager has loaded (it owns them), or NULL. */
+const struct qos_rules *qos_link_rules(struct qw_server *server);
+/* Why there is no manager. */
+const char *qos_link_error(struct qw_server *server);
+/* Whether the manager runs; if not, false and "QoS manager unavailable:
+ * <why>" in err. */
+bool qos_link_ready(struct qw_server *server, char *err, size_t err_len);
 
 /* Reload the qosrc layers; on total failure the old rules stay. */
 bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
-
-/*
- * Ask for `class` for process `pid`. Refusals (admission control, policy,
- * no manager) return false with a reason for the user in err.
- */
-bool qos_link_request(struct qw_server *server, pid_t pid, enum qw_view_class class,
-	char *err, size_t err_len);
-
-/*
- * Whether pid's scheduling may be changed on request: never the compositor's
- * own; and when the change can freeze it (`freezing`), not a process the
- * session runs the compositor under, nor `asker` (the requesting process,
- * -1 if none). False with the reason in err.
- */
-bool qos_link_may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing,
-	char *err, size_t err_len);
-/*
- * Whether the reserve's members may take params, asked by asker (-1: by
- * nobody, a reload): as qos_link_may_change for each, freezing when params
- * pause them (policy or fallback).
- */
-bool qos_link_members_may_take(struct qw_server *server, const char *name,
-	const struct qos_params *params, pid_t asker, char *err, size_t len);
-/* The reserve (existing, or as qosrc defines it) can freeze its members. */
-bool qos_link_reserve_freezes(struct qw_server *server, const char *name);
 
 /* Apply AutoQOS rules to a process (app_id may be NULL). */
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);
@@ -66,8 +64,12 @@ void qos_link_schedule_refresh(struct qw_server *server);
  * match on. */
 const char *qos_link_app_id_of(struct qw_server *server, pid_t pid);
 
-/* What qosrc rules match on: pid's executable path and its space-joined
- * argv ("" for what cannot be read). */
-void qos_link_read_process(pid_t pid, char *exe, size_t exe_len, char *cmd, size_t cmd_len);
+/*
+ * The qosrc rule that places pid (matched on its executable, its arguments
+ * and app_id, which may be NULL), or NULL; with limits, also what the rules
+ * let that application ask for itself.
+ */
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
+	const char *app_id, struct qos_app_limits *limits);
 
 #endif

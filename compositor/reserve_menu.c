@@ -8,6 +8,7 @@
 
 #include "cairo_buffer.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "theme.h"
@@ -87,9 +88,10 @@ void reserve_menu_close(struct qw_server *server) {
 
 bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, int y) {
 	reserve_menu_close(server);
-	if (!server->qos) {
-		char reason[300];
-		snprintf(reason, sizeof(reason), "QoS manager unavailable: %s", server->qos_error);
+	struct qos_manager *qos = qos_link_manager(server);
+	const struct qos_rules *rules = qos_link_rules(server);
+	char reason[300];
+	if (!qos_link_ready(server, reason, sizeof(reason))) {
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, reason);
 		return false;
 	}
@@ -102,18 +104,18 @@ bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, in
 	char labels[MAX_ITEMS][160];
 	int width = 0;
 	/* Reserves that exist, then those qosrc defines (created on first use). */
-	size_t n = qos_manager_reserve_count(server->qos);
-	size_t defs = server->qos_rules ? server->qos_rules->n_reserves : 0;
+	size_t n = qos_manager_reserve_count(qos);
+	size_t defs = rules ? rules->n_reserves : 0;
 	for (size_t i = 0; i < n + defs && menu->count < MAX_ITEMS; i++) {
 		struct qos_reserve_info info = {0};
 		if (i < n) {
-			if (!qos_manager_reserve_at(server->qos, i, &info) || info.is_auto) {
+			if (!qos_manager_reserve_at(qos, i, &info) || info.is_auto) {
 				continue;
 			}
 		} else {
-			const struct qos_reserve_def *def = &server->qos_rules->reserves[i - n];
+			const struct qos_reserve_def *def = &rules->reserves[i - n];
 			struct qos_reserve_info existing;
-			if (qos_manager_reserve_info(server->qos, def->name, &existing)) {
+			if (qos_manager_reserve_info(qos, def->name, &existing)) {
 				continue;
 			}
 			snprintf(info.name, sizeof(info.name), "%s", def->name);
@@ -214,13 +216,13 @@ void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 	snprintf(reserve, sizeof(reserve), "%s", menu->items[desc->button].reserve);
 	reserve_menu_close(server);
 	char err[256];
+	/* The user, through the menu: no process asks. */
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
 	pid_t pid = view_get_pid(view);
 	if (pid <= 0) {
 		snprintf(err, sizeof(err), "the window's process is gone");
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
-	} else if (!qos_link_may_change(server, pid, -1, qos_link_reserve_freezes(server, reserve),
-				err, sizeof(err)) ||
-			!qos_manager_join(server->qos, reserve, pid, 0, err, sizeof(err))) {
+	} else if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
 	}
 	qos_link_schedule_refresh(server);

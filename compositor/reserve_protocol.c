@@ -1,8 +1,9 @@
 /*
  * qosway-reserve-v1: QoS-aware clients ask for CPU reserves over their own
- * Wayland connection. Everything goes through the same QoS manager as the
- * titlebar buttons and qosctl, so the three never disagree. A client only
- * ever affects its own process: the pid comes from the connection's pidfd.
+ * Wayland connection. Everything goes through the same QoS gate (qos_gate.h)
+ * as the titlebar buttons and qosctl, so the three never disagree; this
+ * file only translates requests and events. A client only ever affects its
+ * own process: the pid comes from the connection's pidfd.
  */
 #include <assert.h>
 #include <stdint.h>
@@ -14,7 +15,9 @@
 #include <wlr/util/log.h>
 
 #include "client_identity.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "qosway-reserve-v1-protocol.h"
 #include "reserve_protocol.h"
@@ -23,8 +26,6 @@
 #define MAX_OBJECTS_PER_CLIENT 64
 #define MAX_SET_PARAMS_PER_SECOND 10
 #define MIN_FEEDBACK_MS 100
-/* Per application, unless a qosrc rule for it says more (thesis 7.3). */
-#define DEFAULT_APP_MAX_PPM 500000
 
 struct reserve_object {
 	struct wl_resource *resource;
@@ -117,18 +118,19 @@ static bool from_wire(uint32_t w, enum qos_policy *p) {
 /* The parameters this object's client should see now. */
 static void current_params(struct reserve_object *obj, struct qos_params *out) {
 	struct qw_server *server = obj->server;
+	const struct qos_rules *rules = qos_link_rules(server);
 	char buf[QOS_NAME_MAX + 1];
 	const char *name = reserve_name(obj, buf, sizeof(buf));
 	struct qos_reserve_info info;
 	qos_params_init(out);
-	if (server->qos && qos_manager_reserve_info(server->qos, name, &info)) {
+	if (qos_link_reserve_info(server, name, &info)) {
 		*out = info.params;
 	} else if (obj->have_params && obj->n_joined == 0) {
 		/* Asked for but not created yet (an automatic reserve is created
 		 * by join 0). Once it existed and is gone, the user took over. */
 		*out = obj->params;
-	} else if (!obj->automatic && server->qos_rules) {
-		const struct qos_reserve_def *def = qos_rules_find_reserve(server->qos_rules, name);
+	} else if (!obj->automatic && rules) {
+		const struct qos_reserve_def *def = qos_rules_find_reserve(rules, name);
 		if (def) {
 			*out = def->params;
 		}
@@ -155,58 +157,40 @@ static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refu
 	qosway_reserve_v1_send_refused(obj->resource, reason, message ? message : "");
 }
 
-/* The manager's refusal, on the wire: capacity if admission control or the
- * kernel's bandwidth bound said no, else forbidden. */
-static enum qosway_reserve_v1_refusal refusal_of(struct qw_server *server) {
-	return qos_manager_last_refusal(server->qos) == QOS_REFUSAL_CAPACITY ?
-		QOSWAY_RESERVE_V1_REFUSAL_CAPACITY : QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
+/* A refusal of the QoS gate, on the wire. */
+static enum qosway_reserve_v1_refusal to_wire_refusal(enum qos_gate_refusal why) {
+	return why == QOS_GATE_CAPACITY ? QOSWAY_RESERVE_V1_REFUSAL_CAPACITY :
+		QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
 }
 
-static bool tid_of_process(pid_t pid, uint32_t tid) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%u", (int)pid, tid);
-	return access(path, F_OK) == 0;
+/* Who asks through this object: the client's process, for itself. */
+static struct qos_gate_asker asker_of(struct reserve_object *obj) {
+	return (struct qos_gate_asker){ .who = QOS_GATE_APP, .pid = obj->pid };
 }
 
-/*
- * What qosrc says about this client's program: the rule that places it (NULL
- * if none) and what it may ask for itself.
- */
-static const struct qos_rule *app_rule(struct reserve_object *obj,
-		struct qos_app_limits *limits) {
-	struct qw_server *server = obj->server;
-	char exe[512], cmd[1024];
-	qos_link_read_process(obj->pid, exe, sizeof(exe), cmd, sizeof(cmd));
-	const char *e = exe[0] ? exe : NULL, *c = cmd[0] ? cmd : NULL;
-	/* The app id is the client's own claim, as an exe path is the user's:
-	 * a rule the user wrote for it is honoured either way. */
-	const char *app_id = qos_link_app_id_of(server, obj->pid);
-	qos_rules_app_limits(server->qos_rules, e, c, app_id, limits);
-	return server->qos_rules ? qos_rules_match(server->qos_rules, e, c, app_id) : NULL;
+/* The object's reserve as the gate names it: NULL for the automatic one. */
+static const char *gate_name(struct reserve_object *obj) {
+	return obj->automatic ? NULL : obj->name;
 }
 
-/*
- * qos utilisation this client's process holds through the protocol in
- * reserves other than `except` (each reserve counted once): those it defined
- * and those it joined threads to, at their current parameters.
- */
-static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
-	struct reserve_protocol *proto = obj->server->reserve_protocol;
+uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const char *except) {
+	struct reserve_protocol *proto = server->reserve_protocol;
 	char seen[MAX_OBJECTS_PER_CLIENT][QOS_NAME_MAX + 1];
 	size_t n_seen = 0;
 	uint64_t sum = 0;
 	struct reserve_object *o;
+	if (!proto) {
+		return 0;
+	}
 	wl_list_for_each(o, &proto->objects, link) {
 		char buf[QOS_NAME_MAX + 1];
 		const char *name = reserve_name(o, buf, sizeof(buf));
-		if (o->pid != obj->pid || !(o->have_params || o->n_joined) ||
-				strcmp(name, except) == 0) {
+		if (o->pid != pid || !(o->have_params || o->n_joined) || strcmp(name, except) == 0) {
 			continue;
 		}
 		struct qos_reserve_info info;
-		const struct qos_params *p = obj->server->qos &&
-			qos_manager_reserve_info(obj->server->qos, name, &info) ? &info.params :
-			o->have_params ? &o->params : NULL;
+		const struct qos_params *p = qos_link_reserve_info(server, name, &info) ?
+			&info.params : o->have_params ? &o->params : NULL;
 		if (!p || p->policy != QOS_POLICY_QOS) {
 			continue;
 		}
@@ -221,111 +205,6 @@ static uint64_t app_held_ppm(struct reserve_object *obj, const char *except) {
 		sum += qos_params_util_ppm(p);
 	}
 	return sum;
-}
-
-/*
- * Per-application policy from qosrc (qos_rules_app_limits): by default qos,
- * other and idle, at most 50% of a CPU over all the app's reserves, and no
- * redefining the user's reserves. Unless allow= or max-cpu= say otherwise
- * for the app, the rule that places it also grants its own policy and
- * utilisation.
- */
-static bool class_allowed(struct reserve_object *obj, const char *name,
-		const struct qos_params *p, struct qos_app_limits *limits_out,
-		char *why, size_t len) {
-	struct qos_app_limits limits;
-	const struct qos_rule *rule = app_rule(obj, &limits);
-	struct qos_params granted;
-	qos_params_init(&granted);
-	if (rule && !(limits.set & (QOS_APP_LIMIT_ALLOW | QOS_APP_LIMIT_MAX_CPU))) {
-		const struct qos_reserve_def *def = rule->reserve[0] ?
-			qos_rules_find_reserve(obj->server->qos_rules, rule->reserve) : NULL;
-		granted = def ? def->params : rule->params;
-	}
-	if (!(limits.allow & (1u << p->policy)) && granted.policy != p->policy) {
-		snprintf(why, len, "policy %s needs a qosrc rule allowing it for this application",
-			qos_policy_name(p->policy));
-		return false;
-	}
-	uint64_t max_ppm = limits.max_cpu_ppm;
-	if (granted.policy == QOS_POLICY_QOS && qos_params_util_ppm(&granted) > max_ppm) {
-		max_ppm = qos_params_util_ppm(&granted);
-	}
-	uint64_t held = app_held_ppm(obj, name);
-	if (p->policy == QOS_POLICY_QOS && held + qos_params_util_ppm(p) > max_ppm) {
-		snprintf(why, len, "%.1f%% of a CPU (%.1f%% held already) is over this "
-			"application's limit of %.1f%%", qos_params_util_ppm(p) / 10000.0,
-			held / 10000.0, max_ppm / 10000.0);
-		return false;
-	}
-	if (limits_out) {
-		*limits_out = limits;
-	}
-	return true;
-}
-
-/* Whether a process other than pid is in the reserve name. */
-static bool others_in(struct qw_server *server, const char *name, pid_t pid) {
-	struct qos_member_info members[64];
-	ssize_t n = qos_manager_members(server->qos, name, members,
-		sizeof(members) / sizeof(members[0]));
-	if (n > (ssize_t)(sizeof(members) / sizeof(members[0]))) {
-		return true; /* more than we looked at: assume so */
-	}
-	for (ssize_t i = 0; i < n; i++) {
-		if (members[i].pid != pid) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
- * Whether this client may (re)define the reserve name with p: the class is
- * allowed to the application (class_allowed), and the reserve is neither
- * the user's (qosrc), another process's automatic one, nor one that holds
- * other processes, whose scheduling it would change.
- */
-static bool policy_allows(struct reserve_object *obj, const char *name,
-		const struct qos_params *p, char *why, size_t len) {
-	struct qos_app_limits limits;
-	if (!class_allowed(obj, name, p, &limits, why, len)) {
-		return false;
-	}
-	if (!obj->automatic && !limits.redefine && obj->server->qos_rules &&
-			qos_rules_find_reserve(obj->server->qos_rules, obj->name)) {
-		snprintf(why, len, "reserve '%s' is defined by the user", obj->name);
-		return false;
-	}
-	if (!obj->automatic && qos_name_is_auto(obj->name)) {
-		snprintf(why, len, "'%s' is another process's automatic reserve", obj->name);
-		return false;
-	}
-	if (!obj->automatic && others_in(obj->server, name, obj->pid)) {
-		snprintf(why, len, "reserve '%s' holds other processes; only a reserve this "
-			"process alone is in may be redefined", name);
-		return false;
-	}
-	return true;
-}
-
-/* Would a reserve with these parameters be admitted now? */
-static bool admissible(struct qw_server *server, const struct qos_params *p,
-		char *err, size_t len) {
-	if (p->policy != QOS_POLICY_QOS) {
-		return true;
-	}
-	struct qos_manager_info info;
-	qos_manager_get_info(server->qos, &info);
-	uint64_t need = qos_params_util_ppm(p);
-	uint64_t free_ppm = info.capacity_ppm > info.granted_ppm ?
-		info.capacity_ppm - info.granted_ppm : 0;
-	if (need > free_ppm) {
-		snprintf(err, len, "needs %.1f%% of a CPU; %.1f%% of the reservable capacity is left",
-			need / 10000.0, free_ppm / 10000.0);
-		return false;
-	}
-	return true;
 }
 
 static bool rate_ok(struct reserve_object *obj) {
@@ -370,44 +249,29 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 		return;
 	}
 	struct qw_server *server = obj->server;
-	char err[256];
-	if (!server->qos) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
-		return;
-	}
-	char buf[QOS_NAME_MAX + 1];
-	const char *name = reserve_name(obj, buf, sizeof(buf));
-	if (!qos_params_normalize(&p, err, sizeof(err)) ||
-			!policy_allows(obj, name, &p, err, sizeof(err))) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
-		return;
-	}
+	struct qos_gate_asker asker = asker_of(obj);
+	enum qos_gate_refusal why;
+	char err[256], buf[QOS_NAME_MAX + 1];
 	struct qos_reserve_info info;
-	bool exists = qos_manager_reserve_info(server->qos, name, &info);
-	bool has_members = exists && info.n_members > 0;
-	if (!has_members && !admissible(server, &p, err, sizeof(err))) {
-		/* Admission is decided at the first join; tell now what it
-		 * would say, and change nothing. */
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_CAPACITY, err);
-		return;
-	}
-	if (obj->automatic && !exists) {
+	if (obj->automatic && !qos_link_reserve_info(server, reserve_name(obj, buf, sizeof(buf)),
+			&info)) {
 		/* Created with the process as its first member, on join(0). */
+		if (!qos_gate_may_define(server, &asker, NULL, &p, &why, err, sizeof(err))) {
+			send_refused(obj, to_wire_refusal(why), err);
+			return;
+		}
 		obj->params = p;
 		obj->have_params = true;
 		send_params(obj);
 		qosway_reserve_v1_send_granted(obj->resource);
 		return;
 	}
-	if (!qos_reserve_set(server->qos, name, &p, true, true, err, sizeof(err))) {
-		send_refused(obj, refusal_of(server), err);
+	if (!qos_gate_define(server, &asker, gate_name(obj), &p, &why, err, sizeof(err))) {
+		send_refused(obj, to_wire_refusal(why), err);
 		return;
 	}
 	obj->params = p;
 	obj->have_params = true;
-	/* Its overrun events come even where the kernel holds the limit. */
-	qos_manager_watch_overruns(server->qos, name, true);
-	qos_link_schedule_refresh(server);
 	/* params goes to every object on this reserve from the manager event. */
 	qosway_reserve_v1_send_granted(obj->resource);
 }
@@ -449,17 +313,12 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	if (!obj) {
 		return;
 	}
-	if (tid != 0 && (tid > INT32_MAX || !tid_of_process(obj->pid, tid))) {
+	if (tid != 0 && (tid > INT32_MAX || !qos_proc_has_thread(obj->pid, (pid_t)tid))) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_TID,
 			"%u is not a thread of the client's process", tid);
 		return;
 	}
-	struct qw_server *server = obj->server;
 	char err[256];
-	if (!server->qos) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, server->qos_error);
-		return;
-	}
 	if (client_identity_pid(client_identity_get(client)) != obj->pid) {
 		return; /* the process is gone: nothing to place */
 	}
@@ -470,53 +329,14 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
 		return;
 	}
-	char buf[QOS_NAME_MAX + 1];
-	const char *name = reserve_name(obj, buf, sizeof(buf));
-	struct qos_reserve_info info;
-	bool exists = qos_manager_reserve_info(server->qos, name, &info);
-	const struct qos_reserve_def *def = server->qos_rules ?
-		qos_rules_find_reserve(server->qos_rules, name) : NULL;
-	if (!obj->automatic) {
-		/*
-		 * Joining takes the reserve's class as it is, so the application
-		 * must be allowed that class, as for set_params; and another
-		 * process's automatic reserve is its own.
-		 */
-		if (qos_name_is_auto(name)) {
-			snprintf(err, sizeof(err), "'%s' is another process's automatic reserve",
-				name);
-			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
-			return;
-		}
-		if ((exists || def) && !class_allowed(obj, name, exists ? &info.params :
-				&def->params, NULL, err, sizeof(err))) {
-			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
-			return;
-		}
-	}
-	bool ok;
-	if (obj->automatic && !exists) {
-		if (tid != 0 || !obj->have_params) {
-			send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, tid != 0 ?
-				"the automatic reserve starts with the whole process (join 0)" :
-				"set_params first");
-			return;
-		}
-		ok = qos_manager_set_class(server->qos, obj->pid, &obj->params, err, sizeof(err));
-	} else if (!exists && !def) {
-		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
-			"no such reserve: set_params defines it");
-		return;
-	} else {
-		ok = qos_manager_join(server->qos, name, obj->pid, (pid_t)tid, err, sizeof(err));
-	}
-	qos_link_schedule_refresh(server);
-	if (!ok) {
-		send_refused(obj, refusal_of(server), err);
+	struct qos_gate_asker asker = asker_of(obj);
+	enum qos_gate_refusal why;
+	if (!qos_gate_join(obj->server, &asker, gate_name(obj), obj->pid, (pid_t)tid,
+			obj->have_params ? &obj->params : NULL, &why, err, sizeof(err))) {
+		send_refused(obj, to_wire_refusal(why), err);
 		return;
 	}
 	remember_join(obj, (pid_t)tid);
-	qos_manager_watch_overruns(server->qos, name, true);
 	qosway_reserve_v1_send_granted(obj->resource);
 }
 
@@ -532,17 +352,11 @@ static bool joined_here(struct reserve_object *obj, pid_t tid) {
 
 static void handle_leave(struct wl_client *client, struct wl_resource *resource, uint32_t tid) {
 	struct reserve_object *obj = object_from_resource(resource);
-	if (!obj || !obj->server->qos) {
+	if (!obj || !qos_link_manager(obj->server)) {
 		return;
 	}
-	char buf[QOS_NAME_MAX + 1];
-	const char *name = reserve_name(obj, buf, sizeof(buf));
-	const char *in = qos_manager_reserve_of(obj->server->qos, obj->pid, (pid_t)tid);
-	/* Only what sits in this object's reserve: never another app's. */
-	if (in && strcmp(in, name) == 0) {
-		qos_manager_leave(obj->server->qos, obj->pid, (pid_t)tid);
-		qos_link_schedule_refresh(obj->server);
-	}
+	struct qos_gate_asker asker = asker_of(obj);
+	qos_gate_leave(obj->server, &asker, gate_name(obj), obj->pid, (pid_t)tid);
 	forget_join(obj, (pid_t)tid);
 }
 
@@ -556,20 +370,18 @@ static bool object_frozen(struct reserve_object *obj) {
 	if (id && id->paused) {
 		return true;
 	}
-	struct qw_server *server = obj->server;
-	const char *in = server->qos ? qos_manager_reserve_of(server->qos, obj->pid, 0) : NULL;
+	const char *in = qos_link_reserve_of(obj->server, obj->pid);
 	struct qos_reserve_info info;
-	return in && qos_manager_reserve_info(server->qos, in, &info) &&
+	return in && qos_link_reserve_info(obj->server, in, &info) &&
 		info.params.policy == QOS_POLICY_PAUSE;
 }
 
 static int handle_feedback_timer(void *data) {
 	struct reserve_object *obj = data;
-	struct qw_server *server = obj->server;
 	char buf[QOS_NAME_MAX + 1];
 	struct qos_reserve_info info;
-	if (server->qos && !object_frozen(obj) && qos_manager_reserve_info(server->qos,
-			reserve_name(obj, buf, sizeof(buf)), &info)) {
+	if (!object_frozen(obj) &&
+			qos_link_reserve_info(obj->server, reserve_name(obj, buf, sizeof(buf)), &info)) {
 		/* The last period's use, own and billed apart. */
 		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
 		uint64_t own = info.last_used_us > info.last_billed_us ?
@@ -610,17 +422,9 @@ static void object_destroy(struct reserve_object *obj) {
 		return;
 	}
 	/* Everything joined through this object returns to the default class. */
-	struct qw_server *server = obj->server;
-	char buf[QOS_NAME_MAX + 1];
-	const char *name = reserve_name(obj, buf, sizeof(buf));
-	for (size_t i = 0; server->qos && i < obj->n_joined; i++) {
-		const char *in = qos_manager_reserve_of(server->qos, obj->pid, obj->joined[i]);
-		if (in && strcmp(in, name) == 0) {
-			qos_manager_leave(server->qos, obj->pid, obj->joined[i]);
-		}
-	}
-	if (obj->n_joined) {
-		qos_link_schedule_refresh(server);
+	struct qos_gate_asker asker = asker_of(obj);
+	for (size_t i = 0; i < obj->n_joined; i++) {
+		qos_gate_leave(obj->server, &asker, gate_name(obj), obj->pid, obj->joined[i]);
 	}
 	if (obj->feedback_timer) {
 		wl_event_source_remove(obj->feedback_timer);
@@ -790,8 +594,8 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			if (same_reserve && !object_frozen(obj)) {
 				/* The event's use is own plus billed; the wire has them apart. */
 				struct qos_reserve_info info;
-				uint64_t billed = server->qos &&
-					qos_manager_reserve_info(server->qos, name, &info) ? info.billed_us : 0;
+				uint64_t billed = qos_link_reserve_info(server, name, &info) ?
+					info.billed_us : 0;
 				uint64_t own = event->used_us > billed ? event->used_us - billed : 0;
 				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)own,
 					(uint32_t)billed);

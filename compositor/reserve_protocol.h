@@ -3,6 +3,8 @@
 #define QOSWAY_RESERVE_PROTOCOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "server.h"
 
@@ -12,5 +14,11 @@ struct qos_event;
 bool reserve_protocol_create(struct qw_server *server);
 /* Forward what the QoS manager reports to the objects it concerns. */
 void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event);
+/*
+ * The qos utilisation (ppm of a CPU) process pid holds through the protocol
+ * in reserves other than `except` (each counted once): those it defined and
+ * those it joined threads to, at their current parameters.
+ */
+uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const char *except);
 
 #endif

@@ -24,6 +24,7 @@
 #include "client_identity.h"
 #include "output.h"
 #include "qos/qos.h"
+#include "qos_link.h"
 #include "scheduler_internal.h"
 #include "server.h"
 #include "view.h"
@@ -95,7 +96,7 @@ struct sched_client *sched_client_of(struct qw_scheduler *sched, struct wl_clien
 
 /* Real-time: a class the kernel guarantees or prioritises (thesis 5.4.3). */
 static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_t now) {
-	struct qos_manager *qos = sched->server->qos;
+	struct qos_manager *qos = qos_link_manager(sched->server);
 	bool was_rt = c->realtime;
 	const char *name = NULL;
 	struct qos_reserve_info info;

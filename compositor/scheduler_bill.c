@@ -15,13 +15,14 @@
 #include <unistd.h>
 
 #include "qos/qos.h"
+#include "qos_link.h"
 #include "scheduler_internal.h"
 #include "server.h"
 
 void sched_client_account_gone(struct qw_scheduler *sched, struct sched_client *c) {
 	sched_forget(sched, c);
 	/* The last of it: the reserve outlives the connection. */
-	struct qos_manager *qos = sched->server->qos;
+	struct qos_manager *qos = qos_link_manager(sched->server);
 	uint64_t us = c->unbilled_ns / 1000;
 	if (sched->bill && us && c->reserve[0] && qos && qos_manager_bill(qos, c->reserve, us)) {
 		c->billed_ns += us * 1000;
@@ -130,7 +131,7 @@ void sched_bill(struct qw_scheduler *sched, bool force) {
 	if (!sched->accounting) {
 		return;
 	}
-	struct qos_manager *qos = sched->server->qos;
+	struct qos_manager *qos = qos_link_manager(sched->server);
 	uint64_t now = 0;
 	enum sched_owner owner = sched->owner;
 	struct sched_client *owner_client = sched->owner_client, *c;

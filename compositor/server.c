@@ -228,7 +228,6 @@ static bool start_ipc(struct qw_server *server) {
 
 bool server_init(struct qw_server *server) {
 	server->proc_events_fd = -1;
-	server->qos_root_lock = -1;
 	wl_list_init(&server->outputs);
 	wl_list_init(&server->views);
 	wl_list_init(&server->keyboards);
@@ -286,8 +285,8 @@ bool server_init(struct qw_server *server) {
 		handle_sigchld, server);
 	server->sighup_source = wl_event_loop_add_signal(server->event_loop, SIGHUP,
 		handle_sighup, server);
-	qos_link_init(server);
-	if (server->qos) {
+	qos_link_create(server);
+	if (qos_link_manager(server)) {
 		proc_events_init(server);
 	}
 	if (!reserve_protocol_create(server)) {
@@ -304,7 +303,7 @@ void server_finish(struct qw_server *server) {
 	/* First give every process back its own cgroup and class: nothing
 	 * may stay frozen or real-time after the session. */
 	proc_events_finish(server);
-	qos_link_finish(server);
+	qos_link_destroy(server->qos_link);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);

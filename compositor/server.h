@@ -39,8 +39,7 @@
 
 struct qw_ipc;
 struct qw_scheduler;
-struct qos_manager;
-struct qos_rules;
+struct qos_link;
 struct wlr_scene_node;
 struct qw_view;
 
@@ -175,20 +174,10 @@ struct qw_server {
 	/* Serves clients in reserve order and bills them (scheduler.h). */
 	struct qw_scheduler *scheduler;
 
-	/* QoS manager (qos_link.c); NULL when unavailable, see qos_error. */
-	struct qos_manager *qos;
-	struct qos_rules *qos_rules; /* owned by the manager */
-	struct wl_event_source *qos_source;
-	struct wl_event_source *qos_refresh;
-	struct wl_event_source *cpu_sample_timer;
+	/* The QoS manager and its rules, events and gate (qos_link.h). */
+	struct qos_link *qos_link;
 	int proc_events_fd; /* netlink process connector, -1 if none */
 	struct wl_event_source *proc_events_source;
-	char qos_error[256];
-	/* The QoS errors logged in the current second (qos_link.c: a failure
-	 * that repeats each period must not flood the log). */
-	uint64_t qos_log_second;
-	unsigned int qos_logged, qos_log_dropped;
-	int qos_root_lock; /* flock marking our cgroup root live, -1 if none */
 	struct reserve_protocol *reserve_protocol;
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;

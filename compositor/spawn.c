@@ -40,15 +40,16 @@ static void resolve_exe(const char *name, char *out, size_t len) {
 /* Put the not-yet-exec'd child where its command belongs. */
 static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[],
 		const char *reserve, char *err, size_t err_len) {
+	struct qos_manager *qos = qos_link_manager(server);
+	const struct qos_rules *rules = qos_link_rules(server);
 	if (reserve) {
-		if (!server->qos) {
-			snprintf(err, err_len, "QoS manager unavailable: %s", server->qos_error);
-		} else if (!qos_manager_join(server->qos, reserve, pid, 0, err, err_len)) {
+		if (qos_link_ready(server, err, err_len) &&
+				!qos_manager_join(qos, reserve, pid, 0, err, err_len)) {
 			wlr_log(WLR_INFO, "pid %d runs without reserve %s: %s", (int)pid, reserve, err);
 		}
 		return;
 	}
-	if (!server->qos || !server->qos_rules) {
+	if (!qos || !rules) {
 		return;
 	}
 	/* Match what the process will be, not the compositor copy it is now. */
@@ -67,13 +68,13 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[],
 		resolve_exe(first, exe, sizeof(exe));
 		snprintf(cmdline, sizeof(cmdline), "%s", argv[2]);
 	}
-	const struct qos_rule *rule = qos_rules_match(server->qos_rules, exe, cmdline, NULL);
+	const struct qos_rule *rule = qos_rules_match(rules, exe, cmdline, NULL);
 	if (!rule || !rule->auto_apply) {
 		return;
 	}
 	bool ok = rule->reserve[0] ?
-		qos_manager_join(server->qos, rule->reserve, pid, 0, err, err_len) :
-		qos_manager_set_class(server->qos, pid, &rule->params, err, err_len);
+		qos_manager_join(qos, rule->reserve, pid, 0, err, err_len) :
+		qos_manager_set_class(qos, pid, &rule->params, err, err_len);
 	if (!ok) {
 		wlr_log(WLR_INFO, "AutoQOS for %s (pid %d) refused: %s", exe, (int)pid, err);
 	}

@@ -13,6 +13,7 @@
 #include "cursor.h"
 #include "ipc.h"
 #include "output.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "view.h"
@@ -353,7 +354,9 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 
 bool view_request_class(struct qw_view *view, enum qw_view_class class,
 		char *err, size_t err_len) {
-	if (qos_link_request(view->server, view_get_pid(view), class, err, err_len)) {
+	/* A button or a keybinding: the user, and no process, asks. */
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
+	if (qos_gate_set_class(view->server, &asker, view_get_pid(view), class, err, err_len)) {
 		return true;
 	}
 	decoration_show_refusal(&view->deco, view, class, err);

@@ -12,6 +12,7 @@
 
 #include "qos/cputimer.h"
 #include "qos/internal.h"
+#include "qos/proc.h"
 #include "qos/sys.h"
 
 
@@ -389,20 +390,6 @@ bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
 	return true;
 }
 
-static bool read_cmdline(pid_t pid, char *buf, size_t len)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", pid);
-	ssize_t n = qos_sys_read_file(p, buf, len);
-	if (n <= 0)
-		return false;
-	for (ssize_t i = 0; i < n - 1; i++) {
-		if (buf[i] == '\0')
-			buf[i] = ' ';
-	}
-	return true;
-}
-
 enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr)
 {
 	return mgr->last_refusal;
@@ -417,12 +404,10 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	if (!mgr->rules)
 		return true;
-	char exe[PATH_MAX], link[64], cmd[4096];
-	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	bool have_cmd = read_cmdline(pid, cmd, sizeof(cmd));
-	const struct qos_rule *rule = qos_rules_match(mgr->rules, n > 0 ? exe : NULL,
+	char exe[PATH_MAX], cmd[4096];
+	bool have_exe = qos_proc_exe(pid, exe, sizeof(exe));
+	bool have_cmd = qos_proc_cmdline(pid, cmd, sizeof(cmd));
+	const struct qos_rule *rule = qos_rules_match(mgr->rules, have_exe ? exe : NULL,
 		have_cmd ? cmd : NULL, app_id);
 	if (!rule || !rule->auto_apply)
 		return true;

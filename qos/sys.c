@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "qos/proc.h"
+
 #ifndef SCHED_DEADLINE
 #define SCHED_DEADLINE 6
 #endif
@@ -115,41 +117,9 @@ int qos_sys_write_file(const char *path, const char *value)
 	return err;
 }
 
-/*
- * A stat file from the space after the command name (which may hold spaces
- * and parentheses itself), or NULL when the task is gone.
- */
-static const char *after_comm(const char *buf)
-{
-	const char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p + 1 : NULL;
-}
-
-static const char *fields_after_comm(const char *path, char *buf, size_t len)
-{
-	return qos_sys_read_file(path, buf, len) > 0 ? after_comm(buf) : NULL;
-}
-
-/* /proc/ID/stat from the space after the command name. */
-static const char *stat_fields(pid_t id, char *buf, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", id);
-	return fields_after_comm(path, buf, len);
-}
-
 uint64_t qos_sys_start_time(pid_t pid, pid_t tid)
 {
-	char path[64], buf[1024];
-	if (tid > 0)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	/* From the space before field 3 to the one before field 22, starttime. */
-	const char *p = fields_after_comm(path, buf, sizeof(buf));
-	for (int field = 3; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	return qos_proc_start_time(pid, tid);
 }
 
 int qos_sys_pidfd_open(pid_t pid, bool thread)
@@ -337,9 +307,9 @@ static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file
 char qos_thread_files_state(struct qos_thread_files *f)
 {
 	char buf[512];
-	const char *p = read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) > 0 ?
-		after_comm(buf) : NULL;
-	return p ? p[1] : 0;
+	struct qos_proc_stat st;
+	return read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) > 0 &&
+		qos_proc_parse_stat(buf, &st) ? st.state : 0;
 }
 
 bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
@@ -486,19 +456,6 @@ int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), vo
 	return n;
 }
 
-struct sum_ctx {
-	pid_t pid;
-	uint64_t total;
-};
-
-static void add_thread(pid_t tid, void *data)
-{
-	struct sum_ctx *c = data;
-	uint64_t us;
-	if (qos_sys_thread_cpu_us(c->pid, tid, &us))
-		c->total += us;
-}
-
 bool qos_sys_process_clock_us(pid_t pid, uint64_t *out)
 {
 	/* CPUCLOCK_SCHED of the process (the encoding clock_getcpuclockid uses). */
@@ -507,15 +464,6 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out)
 	if (clock_gettime(id, &ts) != 0)
 		return false;
 	*out = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-	return true;
-}
-
-bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out)
-{
-	struct sum_ctx c = { .pid = pid };
-	if (qos_sys_for_each_thread(pid, add_thread, &c) < 0)
-		return false;
-	*out = c.total;
 	return true;
 }
 
@@ -603,18 +551,12 @@ int qos_sys_set_sched(pid_t tid, const struct qos_sched *s)
 
 bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
 {
-	if (tid == pid)
-		return true;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-	return access(path, F_OK) == 0;
+	return tid == pid || qos_proc_has_thread(pid, tid);
 }
 
 char qos_sys_thread_state(pid_t tid)
 {
-	char buf[512];
-	const char *p = stat_fields(tid, buf, sizeof(buf));
-	return p ? p[1] : 0;
+	return qos_proc_state(tid);
 }
 
 /* The shrink qos_sys_release_deadline explains, for a thread in this state. */
@@ -738,20 +680,10 @@ int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard)
 	return prlimit(pid, RLIMIT_RTTIME, &rl, NULL) == 0 ? 0 : -errno;
 }
 
-/* Parent pid (/proc/PID/stat field 4), or 0 when the process is gone. */
-static pid_t parent_of(pid_t pid)
-{
-	char buf[512];
-	const char *p = stat_fields(pid, buf, sizeof(buf));
-	int ppid = 0;
-	if (!p || sscanf(p, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
-}
-
 pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data)
 {
-	for (pid_t p = parent_of(pid), depth = 0; p > 1 && depth < 16; p = parent_of(p), depth++) {
+	for (pid_t p = qos_proc_parent(pid), depth = 0; p > 1 && depth < 16;
+			p = qos_proc_parent(p), depth++) {
 		if (match(p, data))
 			return p;
 	}
@@ -760,10 +692,5 @@ pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data)
 
 pid_t qos_sys_tgid(pid_t tid)
 {
-	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	const char *t = strstr(buf, "\nTgid:");
-	return t ? (pid_t)strtol(t + 6, NULL, 10) : 0;
+	return qos_proc_tgid(tid);
 }

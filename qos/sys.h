@@ -2,6 +2,8 @@
  * qos/sys.h - thin wrappers over /proc, pidfds and the scheduler syscalls.
  * Internal to the library (the manager API is in qos/qos.h), but kept in one
  * header so the tests and the helper tool can reuse the process probes.
+ * What they parse out of /proc/PID/stat, status and task/ is parsed by
+ * qos/proc.c, the one reader the compositor uses too.
  */
 #ifndef QOS_SYS_H
 #define QOS_SYS_H
@@ -21,9 +23,6 @@ int qos_sys_pidfd_open(pid_t pid, bool thread);
 
 /* Cumulative CPU time of one thread from schedstat, in microseconds. */
 bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out);
-
-/* Cumulative CPU time of all live threads of a process (schedstat sums). */
-bool qos_sys_process_cpu_us(pid_t pid, uint64_t *out);
 
 /* Cumulative CPU time of one thread (schedstat), in nanoseconds. */
 bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out);

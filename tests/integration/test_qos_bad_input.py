@@ -255,9 +255,9 @@ while time.monotonic() < dl:
 
 def test_pause_reserve_with_a_protected_member_past_the_64th_refused(qcomp):
     """Turning a reserve into a pause reserve asks about every member, not
-    only the first 64 qos_link_members_may_take reads at once: with 70
-    sleepers joined before it, the test process (the compositor's parent)
-    is still found and the change refused.  The test process stays in the
+    only the first 64 the QoS gate reads at once: with 70 sleepers joined
+    before it, the test process (the compositor's parent) is still found
+    and the change refused.  The test process stays in the
     reserve's group meanwhile, so a thawer thaws that group should the
     compositor get this wrong (qosctl, started from here, is in it too)."""
     win = Win(qcomp, "Many Members")

@@ -14,46 +14,7 @@
 
 #include "check.h"
 #include "qos/sys.h"
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static pid_t thread_tid;
-static int stop;
-
-static void *thread_main(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&lock);
-	thread_tid = gettid();
-	pthread_cond_broadcast(&cond);
-	while (!stop)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
-	return NULL;
-}
-
-/* Starts a thread that waits until stop_thread(); returns its tid. */
-static pid_t start_thread(pthread_t *th)
-{
-	stop = 0;
-	thread_tid = 0;
-	CHECK(pthread_create(th, NULL, thread_main, NULL) == 0);
-	pthread_mutex_lock(&lock);
-	while (!thread_tid)
-		pthread_cond_wait(&cond, &lock);
-	pid_t tid = thread_tid;
-	pthread_mutex_unlock(&lock);
-	return tid;
-}
-
-static void stop_thread(pthread_t th)
-{
-	pthread_mutex_lock(&lock);
-	stop = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	pthread_join(th, NULL);
-}
+#include "waiting_thread.h"
 
 /* A child process that waits to be killed. */
 static pid_t start_child(void)

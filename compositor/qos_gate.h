@@ -1,0 +1,100 @@
+/*
+ * Who may ask the QoS manager for what: every request to change some
+ * process's scheduling, from the user (titlebar buttons and menu, qosctl, a
+ * qosrc reload) or from an application for itself (qosway-reserve-v1),
+ * is decided here and then carried out here, so one set of rules holds
+ * whichever way the request came. The callers only translate: a wire
+ * request or an IPC command in, a refusal message or reason out. What the
+ * compositor places by itself, by the user's rules (AutoQOS, the programs
+ * it starts), is asked by no one and goes to the manager directly.
+ *
+ * The rules:
+ *  - never the compositor's own scheduling, nor its QoS guard's;
+ *  - nothing that can freeze the process asking, or one the session runs
+ *    the compositor under;
+ *  - an application only for its own process, within what qosrc allows it
+ *    (allow=, max-cpu=, redefine=; by default qos, other and idle, at most
+ *    50% of a CPU over all its reserves), and never a reserve the user
+ *    defined, another process's automatic reserve, or one holding other
+ *    processes.
+ */
+#ifndef QOSWAY_QOS_GATE_H
+#define QOSWAY_QOS_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "qos/params.h"
+#include "server.h"
+#include "view.h"
+
+/* Who asks. */
+enum qos_gate_who {
+	QOS_GATE_USER, /* a titlebar button or menu, qosctl, a qosrc reload */
+	QOS_GATE_APP,  /* a process for itself, through qosway-reserve-v1 */
+};
+
+struct qos_gate_asker {
+	enum qos_gate_who who;
+	/* The process asking: qosctl's peer, or the application; -1 for none
+	 * (a button, the menu, a reload). */
+	pid_t pid;
+};
+
+/* Why a request was refused, as far as the protocol tells a client. */
+enum qos_gate_refusal {
+	QOS_GATE_FORBIDDEN, /* policy, a bad request, no manager */
+	QOS_GATE_CAPACITY,  /* admission control or the kernel's bandwidth bound */
+};
+
+/*
+ * The user asks for `class` for process pid (a window's, or qosctl's
+ * target). False with the reason for the user in err.
+ */
+bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker,
+	pid_t pid, enum qw_view_class class, char *err, size_t err_len);
+
+/*
+ * Whether asker may define (or redefine) reserve `name` with params, which
+ * are normalized in place. An application names its automatic reserve with
+ * NULL; it is refused now what admission control would refuse at the first
+ * join. False with *why (when why is not NULL) and the reason in err.
+ */
+bool qos_gate_may_define(struct qw_server *server, const struct qos_gate_asker *asker,
+	const char *name, struct qos_params *params, enum qos_gate_refusal *why,
+	char *err, size_t err_len);
+
+/* qos_gate_may_define, and then the manager defines it. An application's
+ * automatic reserve is defined only once it exists (qos_gate_join). */
+bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *asker,
+	const char *name, struct qos_params *params, enum qos_gate_refusal *why,
+	char *err, size_t err_len);
+
+/*
+ * Put process pid (its thread tid, or all of it for 0) into reserve `name`,
+ * which an application gives as NULL for its automatic reserve: one that
+ * does not exist yet is created with `pending`, the params its
+ * qos_gate_may_define allowed (NULL if none), for the whole process only.
+ * False with *why (when not NULL) and the reason in err.
+ */
+bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
+	const char *name, pid_t pid, pid_t tid, const struct qos_params *pending,
+	enum qos_gate_refusal *why, char *err, size_t err_len);
+
+/*
+ * Take pid's thread tid (0: the process) out of reserve `name` (NULL: the
+ * asker's automatic reserve) if that is where it is: an application leaves
+ * what it joined, never another placement. Whether it left.
+ */
+bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker,
+	const char *name, pid_t pid, pid_t tid);
+
+/*
+ * Whether a qosrc reload may give reserve `name`, as it is now, these
+ * params: as qosctl reserve may, for every member.
+ */
+bool qos_gate_may_reload(struct qw_server *server, const char *name,
+	const struct qos_params *params, char *err, size_t err_len);
+
+#endif
