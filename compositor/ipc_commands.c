@@ -567,8 +567,12 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = reply_ok();
 		json_object_object_add(reply, "clients", scheduler_json_clients(server->scheduler));
 	} else if (strcmp(command, "scheduler") == 0) {
-		reply = scheduler_json(server->scheduler);
-		json_object_object_add(reply, "success", json_object_new_boolean(true));
+		reply = reply_ok();
+		struct json_object *state = scheduler_json(server->scheduler);
+		json_object_object_foreach(state, key, value) {
+			json_object_object_add(reply, key, json_object_get(value));
+		}
+		json_object_put(state);
 	} else if (strcmp(command, "reload") == 0) {
 		reply = cmd_reload(server);
 	} else if (strcmp(command, "subscribe") == 0) {

@@ -1,6 +1,7 @@
 /*
  * The scheduler's parts (scheduler.h), each in a file of its own:
- *   scheduler.c          clients, their classes, the loop, IPC views
+ *   scheduler.c          clients, their classes, the loop
+ *   scheduler_ipc.c      what IPC shows of them
  *   scheduler_account.c  whose time the main thread spends (the books)
  *   scheduler_bill.c     billing it to reserves and cgroup limits
  *   scheduler_gate.c     holding a client's requests back (libwayland sources)
@@ -196,6 +197,8 @@ void sched_trace(struct qw_scheduler *sched, const char *fmt, ...)
 /* scheduler_account.c */
 bool sched_account_init(struct qw_scheduler *sched);
 void sched_account_finish(struct qw_scheduler *sched);
+/* CPU time of the calling thread (a system call). */
+uint64_t sched_thread_ns(void);
 /* From now on the main thread works for owner (c: the client). */
 void sched_switch(struct qw_scheduler *sched, enum sched_owner owner, struct sched_client *c);
 /* Charges the segments with the CPU time really used since the last time. */
@@ -222,7 +225,6 @@ void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint
 void sched_limit_unref(struct qw_scheduler *sched, struct sched_limit *limit);
 /* Window ends of cgroup limits: an exhausted one is served again. */
 void sched_limits_tick(struct qw_scheduler *sched, uint64_t now);
-uint64_t sched_thread_ns(void);
 
 /* scheduler_gate.c */
 void sched_gate_find_source(struct qw_scheduler *sched, struct sched_client *c);
@@ -246,7 +248,5 @@ void sched_boost_poll_revoked(struct qw_scheduler *sched);
 bool sched_frame_init(struct qw_scheduler *sched);
 void sched_frame_finish(struct qw_scheduler *sched);
 void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output);
-/* A client's surface committed (applied): its real-time frame is due. */
-void sched_frame_update_hold(struct qw_scheduler *sched);
 
 #endif
