@@ -111,14 +111,16 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 		c->rt_priority = rt_policy ? info.params.priority : 0;
 		c->period_ns = info.params.period_us * 1000;
 		if (strcmp(c->reserve, info.name) != 0) {
-			/* A new reserve pays from now on, not for the old one's time,
-			 * and says when it is used up even where the kernel holds
-			 * its limit (the manager then only keeps the books). */
+			/* A new reserve pays from now on, not for the old one's time
+			 * (the work of joining it included: settled first), and says
+			 * when it is used up even where the kernel holds its limit
+			 * (the manager then only keeps the books). */
+			sched_settle(sched);
+			c->unbilled_ns = 0;
 			snprintf(c->reserve, sizeof(c->reserve), "%s", info.name);
 			qos_manager_watch_overruns(qos, info.name, true);
 			c->exhausted_until_ns = info.in_fallback && c->period_ns ?
 				now + c->period_ns : 0;
-			c->unbilled_ns = 0;
 		}
 		if (c->limit) {
 			sched_limit_unref(sched, c->limit);

@@ -75,9 +75,10 @@ void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint
 			(unsigned long long)limit->cg.quota_us,
 			(unsigned long long)limit->cg.period_us);
 	}
+	sched_settle(sched); /* what came before is not the new limit's */
+	c->unbilled_ns = 0;
 	sched_limit_unref(sched, c->limit);
 	c->limit = limit;
-	c->unbilled_ns = 0;
 }
 
 /* A new window of the limit's period; what the last one overshot is owed. */
