@@ -265,7 +265,7 @@ static int handle_cpu_sample(void *data) {
 
 static int handle_qos_fd(int fd, uint32_t mask, void *data) {
 	struct qos_link *link = data;
-	scheduler_own(link->server->scheduler);
+	scheduler_own_qos(link->server->scheduler);
 	if (qos_manager_dispatch(link->manager) < 0) {
 		wlr_log(WLR_ERROR, "QoS manager dispatch failed");
 	}

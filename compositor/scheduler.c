@@ -228,6 +228,12 @@ void scheduler_own(struct qw_scheduler *sched) {
 	}
 }
 
+void scheduler_own_qos(struct qw_scheduler *sched) {
+	if (sched && sched->accounting) {
+		sched_switch(sched, SCHED_OWNER_QOS, NULL);
+	}
+}
+
 void scheduler_stop(struct qw_scheduler *sched) {
 	if (sched) {
 		sched->stop = true;

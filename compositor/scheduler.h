@@ -63,6 +63,8 @@ void scheduler_stop(struct qw_scheduler *sched);
  * handler): it is not charged to the client served last. NULL-safe.
  */
 void scheduler_own(struct qw_scheduler *sched);
+/* The same for the QoS manager's work (its fd, its timers), told apart. */
+void scheduler_own_qos(struct qw_scheduler *sched);
 
 /*
  * The output's frame event. With serve-by-reserve on, the frame is drawn

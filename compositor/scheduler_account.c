@@ -76,6 +76,10 @@ static void charge(struct qw_scheduler *sched, enum sched_owner owner,
 	case SCHED_OWNER_SELF:
 		sched->own_ns += ns;
 		break;
+	case SCHED_OWNER_QOS:
+		sched->own_ns += ns;
+		sched->qos_ns += ns;
+		break;
 	case SCHED_OWNER_NEXT:
 		sched->next_ns += ns;
 		break;

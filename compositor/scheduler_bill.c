@@ -140,7 +140,7 @@ void sched_bill(struct qw_scheduler *sched, bool force) {
 		if (c->unbilled_ns < 1000 || (!force && c->unbilled_ns < SCHED_BILL_EVERY_NS)) {
 			continue;
 		}
-		sched_switch(sched, SCHED_OWNER_SELF, NULL);
+		sched_switch(sched, SCHED_OWNER_QOS, NULL);
 		uint64_t us = c->unbilled_ns / 1000;
 		c->unbilled_ns -= us * 1000;
 		if (!sched->bill || (!c->reserve[0] && !c->limit)) {

@@ -39,6 +39,7 @@
 /* Whom the main thread's time goes to. */
 enum sched_owner {
 	SCHED_OWNER_SELF,   /* the compositor itself */
+	SCHED_OWNER_QOS,    /* ... its QoS manager policing reserves, in particular */
 	SCHED_OWNER_NEXT,   /* loop bookkeeping, charged to the next one served */
 	SCHED_OWNER_CLIENT, /* sched->owner_client */
 };
@@ -148,6 +149,7 @@ struct qw_scheduler {
 	uint64_t next_ns;  /* bookkeeping waiting for the next client served */
 	uint64_t own_ns;
 	uint64_t gone_ns, gone_billed_ns; /* of clients since disconnected */
+	uint64_t qos_ns;   /* the QoS manager's part of own_ns */
 	int batch_depth;
 	enum sched_owner batch_owner; /* before the batch, and after it */
 	struct sched_client *batch_owner_client;

@@ -106,6 +106,7 @@ struct json_object *scheduler_json(struct qw_scheduler *sched) {
 	json_object_object_add(o, "clients_us", json_object_new_int64((int64_t)(clients_ns / 1000)));
 	json_object_object_add(o, "own_us", json_object_new_int64((int64_t)(
 		(sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "qos_us", json_object_new_int64((int64_t)(sched->qos_ns / 1000)));
 	json_object_object_add(o, "books_us", json_object_new_int64((int64_t)(sched->books_ns / 1000)));
 	json_object_object_add(o, "bills_us", json_object_new_int64((int64_t)(sched->bills_ns / 1000)));
 	json_object_object_add(o, "bills", json_object_new_int64((int64_t)sched->bills));
