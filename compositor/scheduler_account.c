@@ -231,6 +231,11 @@ void sched_forget(struct qw_scheduler *sched, struct sched_client *c) {
 	if (!sched->accounting) {
 		return;
 	}
+	if (sched->batch_owner_client == c) {
+		/* A flush that found it gone: what follows is the loop's. */
+		sched->batch_owner = SCHED_OWNER_NEXT;
+		sched->batch_owner_client = NULL;
+	}
 	bool named = sched->owner_client == c;
 	for (size_t i = 0; i < sched->n_segments && !named; i++) {
 		named = sched->segments[i].client == c;
@@ -334,30 +339,47 @@ void sched_batch_begin(struct qw_scheduler *sched) {
 	}
 }
 
+/*
+ * The wall time since the current segment began, shared over the clients
+ * by their weights (taken and zeroed here); what no client weighs goes to
+ * owner. The segment starts afresh.
+ */
+static void push_split(struct qw_scheduler *sched, uint64_t now,
+		uint64_t *(*weight)(struct sched_client *c), enum sched_owner owner,
+		struct sched_client *owner_client) {
+	uint64_t elapsed = now - sched->segment_ns, total = 0, given = 0;
+	struct sched_client *c;
+	wl_list_for_each(c, &sched->clients, link) {
+		total += *weight(c);
+	}
+	wl_list_for_each(c, &sched->clients, link) {
+		uint64_t *w = weight(c);
+		if (*w) {
+			uint64_t share = (uint64_t)((double)elapsed * (double)*w / (double)total);
+			push(sched, SCHED_OWNER_CLIENT, c, share);
+			given += share;
+			*w = 0;
+		}
+	}
+	push(sched, owner, owner_client, elapsed - given);
+	sched->segment_ns = now;
+}
+
+static uint64_t *batch_weight(struct sched_client *c) {
+	return &c->batch_events;
+}
+
+static uint64_t *damage_weight(struct sched_client *c) {
+	return &c->damage_px;
+}
+
 /* The time since the batch began goes to the clients by their events. */
 void sched_batch_end(struct qw_scheduler *sched) {
 	if (!sched->accounting || --sched->batch_depth > 0) {
 		return;
 	}
 	uint64_t start = books_enter(sched);
-	uint64_t now = sched_now_ns();
-	uint64_t elapsed = now - sched->segment_ns;
-	uint64_t events = 0;
-	struct sched_client *c;
-	wl_list_for_each(c, &sched->clients, link) {
-		events += c->batch_events;
-	}
-	uint64_t given = 0;
-	wl_list_for_each(c, &sched->clients, link) {
-		if (c->batch_events) {
-			uint64_t share = elapsed * c->batch_events / events;
-			push(sched, SCHED_OWNER_CLIENT, c, share);
-			given += share;
-			c->batch_events = 0;
-		}
-	}
-	push(sched, SCHED_OWNER_SELF, NULL, elapsed - given);
-	sched->segment_ns = now;
+	push_split(sched, sched_now_ns(), batch_weight, SCHED_OWNER_SELF, NULL);
 	/* What follows the batch is whoever's it was before. */
 	sched->owner = sched->batch_owner;
 	sched->owner_client = sched->batch_owner_client;
@@ -389,7 +411,6 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 	}
 	uint64_t start = books_enter(sched);
 	uint64_t now = sched_now_ns();
-	uint64_t elapsed = now - sched->segment_ns;
 	/*
 	 * A frame draws what the clients damaged since the last one, and
 	 * whatever lies in that damage: a window on top of a redrawn one is
@@ -398,35 +419,25 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 	 * drawn. A frame without client damage (a cursor, a titlebar button,
 	 * the output's tick) is the compositor's own.
 	 */
-	uint64_t total = 0;
-	struct sched_client *c;
-	if (report->drawn) {
-		wl_list_for_each(c, &sched->clients, link) {
-			total += c->damage_px;
-		}
-	}
 	if (sched->trace && report->drawn) {
-		uint64_t drawn = 0;
+		uint64_t damage = 0, drawn = 0;
+		struct sched_client *c;
+		wl_list_for_each(c, &sched->clients, link) {
+			damage += c->damage_px;
+		}
 		for (size_t i = 0; i < report->len; i++) {
 			drawn += report->items[i].damaged_px;
 		}
 		sched_trace(sched, "render us=%llu damage=%llu drawn=%llu",
-			(unsigned long long)(elapsed / 1000), (unsigned long long)total,
-			(unsigned long long)drawn);
+			(unsigned long long)((now - sched->segment_ns) / 1000),
+			(unsigned long long)damage, (unsigned long long)drawn);
 	}
-	uint64_t given = 0;
-	wl_list_for_each(c, &sched->clients, link) {
-		if (total && c->damage_px) {
-			uint64_t share = (uint64_t)((double)elapsed * (double)c->damage_px /
-				(double)total);
-			push(sched, SCHED_OWNER_CLIENT, c, share);
-			given += share;
-		}
-		if (report->drawn) {
-			c->damage_px = 0;
-		}
+	if (report->drawn) {
+		push_split(sched, now, damage_weight, sched->owner, sched->owner_client);
+	} else {
+		/* Its damage waits for the frame that draws it. */
+		push(sched, sched->owner, sched->owner_client, now - sched->segment_ns);
+		sched->segment_ns = now;
 	}
-	push(sched, sched->owner, sched->owner_client, elapsed - given);
-	sched->segment_ns = now;
 	books_leave(sched, start);
 }

@@ -75,7 +75,7 @@ struct sched_client {
 	uint64_t server_ns;
 	uint64_t billed_ns;
 	uint64_t unbilled_ns;
-	uint32_t batch_events; /* events queued for it in the open batch */
+	uint64_t batch_events; /* events queued for it in the open batch */
 	uint32_t flush_events; /* events queued for it since the last flush */
 	uint64_t damage_px;    /* damage its commits brought since the last frame */
 	uint64_t sample_ns, sample_server_ns; /* for the share over the last second */
