@@ -365,6 +365,10 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 	json_object_object_add(reply, "rsvd_ppm", json_object_new_int64(
 		all > info.capacity_ppm ? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1) : 0));
 	json_object_object_add(reply, "layout", ipc_json_text(info.layout));
+	json_object_object_add(reply, "watchdog_alarms",
+		json_object_new_int64((int64_t)info.watchdog_alarms));
+	json_object_object_add(reply, "watchdog_cooldown",
+		json_object_new_boolean(info.watchdog_cooldown));
 	return reply;
 }
 

@@ -436,3 +436,27 @@ def test_overrun_events_for_a_reserve_the_kernel_caps(qcomp):
     assert all(d["used_us"] + d["billed_us"] >= 4000 for d in overruns), overruns
     assert any(d["used_us"] >= 3000 for d in stats), stats
     assert not harness.qos_state(rc.pid)["frozen"]
+
+
+def test_the_watchdogs_canary_is_not_the_boosted_loop(start_qosway):
+    """While the compositor may be boosted its loop is no canary: the QoS
+    manager runs its own thread at normal priority instead, and a
+    real-time client drawing past the watchdog's timeout (5 s) with the
+    compositor boosted raises no starvation alarm."""
+    if os.geteuid() != 0:
+        pytest.skip("the boost needs CAP_SYS_NICE; run as root")
+    comp = start_qosway(config=harness.qos_test_config())
+    assert scheduler(comp)["boost_available"]
+    assert len(harness.thread_ids(comp.pid)) == 2  # the loop and the canary
+    rc = RClient(comp, window="Player")
+    grant_auto(rc, period=20000, slice_=8000)
+    m = rc.mark()
+    rc.send("animate 6")
+    rc.p.wait_event("animated", start=m, timeout=40)
+    assert scheduler(comp)["boosts"] > 0
+    cap = json.loads(comp.qosctl("--json", "capacity").stdout)
+    assert cap["watchdog_alarms"] == 0 and not cap["watchdog_cooldown"], cap
+    # without the boost the loop is the canary again: no thread of its own
+    plain = start_qosway(config=harness.qos_test_config("scheduling boost off\n"),
+                         name="boost-off")
+    assert len(harness.thread_ids(plain.pid)) == 1
