@@ -396,6 +396,8 @@ static void fill_report(struct render_list *list, struct wlr_output *output,
 	pixman_region32_init(&visible);
 	for (size_t i = list->len; i-- > 0;) {
 		struct render_item *item = &list->items[i];
+		/* The last item's region may hold an allocated rect list. */
+		pixman_region32_fini(&visible);
 		pixman_region32_init_rect(&visible, item->box.x, item->box.y, item->box.width,
 			item->box.height);
 		pixman_region32_intersect_rect(&visible, &visible, 0, 0, output->width,
