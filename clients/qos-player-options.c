@@ -8,44 +8,40 @@
 
 #include "qos-player.h"
 
-static void
-usage(FILE *f)
-{
+static void usage(FILE *f) {
 	fprintf(f,
-		"Usage: qos-player [options]\n"
-		"Plays full-damage shm frames paced by frame callbacks, like a video player.\n"
-		"\n"
-		"  -n FRAMES   frames to play, 0 = until SIGINT/SIGTERM or close (default 300)\n"
-		"  -W WIDTH    buffer width in pixels (default 640)\n"
-		"  -H HEIGHT   buffer height in pixels (default 480)\n"
-		"  -V WxH      show the buffer scaled to W x H through wp_viewporter; the\n"
-		"              window is then W x H (without the global: unscaled)\n"
-		"  -u USEC     CPU time spent \"decoding\" each frame, in microseconds (default 0)\n"
-		"  -t TITLE    window title (default \"qos-player\")\n"
-		"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
-		"  -p          count presentation-time feedback (presented/discarded)\n"
-		"  -r NAME     join the process to reserve NAME (qosway-reserve-v1)\n"
-		"  -q PERIOD_US:SLICE_US[:FALLBACK]\n"
-		"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
-		"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
-		"              the automatic reserve, or on NAME with -r\n"
-		"  -h          show this help\n"
-		"\n"
-		"The reserve's result (granted/refused) goes to stderr; without the\n"
-		"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
-		"On exit prints one JSON line on stdout:\n"
-		"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
-		"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
-		"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
-		"interval between two of them; presented/discarded are null without -p;\n"
-		"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
-		"\"pending\" (no answer yet) or \"unsupported\".\n"
-		"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
+			"Usage: qos-player [options]\n"
+			"Plays full-damage shm frames paced by frame callbacks, like a video player.\n"
+			"\n"
+			"  -n FRAMES   frames to play, 0 = until SIGINT/SIGTERM or close (default 300)\n"
+			"  -W WIDTH    buffer width in pixels (default 640)\n"
+			"  -H HEIGHT   buffer height in pixels (default 480)\n"
+			"  -V WxH      show the buffer scaled to W x H through wp_viewporter; the\n"
+			"              window is then W x H (without the global: unscaled)\n"
+			"  -u USEC     CPU time spent \"decoding\" each frame, in microseconds (default 0)\n"
+			"  -t TITLE    window title (default \"qos-player\")\n"
+			"  -a APP_ID   xdg app_id (default \"qos-player\")\n"
+			"  -p          count presentation-time feedback (presented/discarded)\n"
+			"  -r NAME     join the process to reserve NAME (qosway-reserve-v1)\n"
+			"  -q PERIOD_US:SLICE_US[:FALLBACK]\n"
+			"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
+			"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
+			"              the automatic reserve, or on NAME with -r\n"
+			"  -h          show this help\n"
+			"\n"
+			"The reserve's result (granted/refused) goes to stderr; without the\n"
+			"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
+			"On exit prints one JSON line on stdout:\n"
+			"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
+			"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
+			"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
+			"interval between two of them; presented/discarded are null without -p;\n"
+			"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
+			"\"pending\" (no answer yet) or \"unsupported\".\n"
+			"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
 }
 
-static bool
-parse_long(const char *arg, char opt, long min, long max, long *out)
-{
+static bool parse_long(const char *arg, char opt, long min, long max, long *out) {
 	char *end;
 	errno = 0;
 	long v = strtol(arg, &end, 10);
@@ -54,8 +50,7 @@ parse_long(const char *arg, char opt, long min, long max, long *out)
 		return false;
 	}
 	if (v < min || v > max) {
-		fprintf(stderr, "qos-player: -%c: %ld is out of range [%ld, %ld]\n",
-			opt, v, min, max);
+		fprintf(stderr, "qos-player: -%c: %ld is out of range [%ld, %ld]\n", opt, v, min, max);
 		return false;
 	}
 	*out = v;
@@ -63,9 +58,7 @@ parse_long(const char *arg, char opt, long min, long max, long *out)
 }
 
 /* -V WIDTHxHEIGHT: a wp_viewport destination, both sides within 1..MAX_DIMENSION. */
-static bool
-parse_view_size(const char *arg, struct options *opt)
-{
+static bool parse_view_size(const char *arg, struct options *opt) {
 	const char *x = strchr(arg, 'x');
 	if (x == NULL || x == arg || x[1] == '\0') {
 		goto bad;
@@ -87,8 +80,8 @@ parse_view_size(const char *arg, struct options *opt)
 		}
 	}
 	if (size[0] < 1 || size[0] > MAX_DIMENSION || size[1] < 1 || size[1] > MAX_DIMENSION) {
-		fprintf(stderr, "qos-player: -V: '%s': width and height must be 1 to %d\n",
-			arg, MAX_DIMENSION);
+		fprintf(stderr, "qos-player: -V: '%s': width and height must be 1 to %d\n", arg,
+				MAX_DIMENSION);
 		return false;
 	}
 	opt->view_width = (int)size[0];
@@ -100,9 +93,7 @@ bad:
 }
 
 /* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
-static bool
-parse_qos(const char *arg, struct options *opt)
-{
+static bool parse_qos(const char *arg, struct options *opt) {
 	char *end;
 	errno = 0;
 	unsigned long period = strtoul(arg, &end, 10);
@@ -119,14 +110,17 @@ parse_qos(const char *arg, struct options *opt)
 	if (*end == ':') {
 		const char *fb = end + 1;
 		if (!player_policy_from_name(fb, &fallback)) {
-			fprintf(stderr, "qos-player: -q: unknown fallback '%s' (other, idle, "
-				"pause, qos, fifo or rr)\n", fb);
+			fprintf(stderr,
+					"qos-player: -q: unknown fallback '%s' (other, idle, "
+					"pause, qos, fifo or rr)\n",
+					fb);
 			return false;
 		}
 	}
 	if (period < 100 || period > 10000000 || slice < 1 || slice > period) {
-		fprintf(stderr, "qos-player: -q: the period must be 100 to 10000000 us "
-			"and the slice 1 us to the period\n");
+		fprintf(stderr,
+				"qos-player: -q: the period must be 100 to 10000000 us "
+				"and the slice 1 us to the period\n");
 		return false;
 	}
 	opt->reserve_qos = true;
@@ -139,9 +133,7 @@ bad:
 	return false;
 }
 
-bool
-player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code)
-{
+bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code) {
 	long v;
 	int c;
 	*opt = (struct options){
@@ -199,8 +191,9 @@ player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code
 				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
 			}
 			if (!ok) {
-				fprintf(stderr, "qos-player: -r: a reserve name is 1 to 63 bytes, "
-					"not starting with '.', without '/' or control characters\n");
+				fprintf(stderr,
+						"qos-player: -r: a reserve name is 1 to 63 bytes, "
+						"not starting with '.', without '/' or control characters\n");
 				goto bad;
 			}
 			opt->reserve_name = optarg;

@@ -10,18 +10,19 @@
 
 /* Policy names of qosway-reserve-v1, indexed by the wire value. */
 static const char *const policy_names[] = {
-	"other", "idle", "pause", "qos", "fifo", "rr",
+	"other",
+	"idle",
+	"pause",
+	"qos",
+	"fifo",
+	"rr",
 };
 
-static const char *
-reserve_label(const struct player *p)
-{
+static const char *reserve_label(const struct player *p) {
 	return p->opt.reserve_name != NULL ? p->opt.reserve_name : "(automatic)";
 }
 
-bool
-player_policy_from_name(const char *name, uint32_t *policy)
-{
+bool player_policy_from_name(const char *name, uint32_t *policy) {
 	for (size_t i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++) {
 		if (strcmp(name, policy_names[i]) == 0) {
 			*policy = (uint32_t)i;
@@ -31,18 +32,14 @@ player_policy_from_name(const char *name, uint32_t *policy)
 	return false;
 }
 
-void
-player_bind_reserve_manager(struct player *p, struct wl_registry *registry, uint32_t name)
-{
+void player_bind_reserve_manager(struct player *p, struct wl_registry *registry, uint32_t name) {
 	if ((p->opt.reserve_name != NULL || p->opt.reserve_qos) && p->reserve_manager == NULL) {
-		p->reserve_manager = wl_registry_bind(registry, name,
-			&qosway_reserve_manager_v1_interface, 1);
+		p->reserve_manager =
+				wl_registry_bind(registry, name, &qosway_reserve_manager_v1_interface, 1);
 	}
 }
 
-void
-player_reserve_finish(struct player *p)
-{
+void player_reserve_finish(struct player *p) {
 	if (p->reserve != NULL) {
 		qosway_reserve_v1_destroy(p->reserve);
 		p->reserve = NULL;
@@ -53,59 +50,53 @@ player_reserve_finish(struct player *p)
 	}
 }
 
-static const char *
-policy_name(uint32_t policy)
-{
-	return policy < sizeof(policy_names) / sizeof(policy_names[0]) ?
-		policy_names[policy] : "unknown";
+static const char *policy_name(uint32_t policy) {
+	return policy < sizeof(policy_names) / sizeof(policy_names[0]) ? policy_names[policy]
+																   : "unknown";
 }
 
-static void
-reserve_params(void *data, struct qosway_reserve_v1 *reserve, uint32_t policy,
-		uint32_t fallback, uint32_t period_us, uint32_t slice_us, int32_t nice,
-		uint32_t priority)
-{
+static void reserve_params(void *data, struct qosway_reserve_v1 *reserve, uint32_t policy,
+		uint32_t fallback, uint32_t period_us, uint32_t slice_us, int32_t nice, uint32_t priority) {
 	struct player *p = data;
-	fprintf(stderr, "qos-player: reserve %s: params policy=%s fallback=%s "
-		"period=%" PRIu32 "us slice=%" PRIu32 "us nice=%" PRId32 " priority=%" PRIu32 "\n",
-		reserve_label(p), policy_name(policy), policy_name(fallback),
-		period_us, slice_us, nice, priority);
+	fprintf(stderr,
+			"qos-player: reserve %s: params policy=%s fallback=%s "
+			"period=%" PRIu32 "us slice=%" PRIu32 "us nice=%" PRId32 " priority=%" PRIu32 "\n",
+			reserve_label(p), policy_name(policy), policy_name(fallback), period_us, slice_us, nice,
+			priority);
 }
 
-static void
-reserve_granted(void *data, struct qosway_reserve_v1 *reserve)
-{
+static void reserve_granted(void *data, struct qosway_reserve_v1 *reserve) {
 	struct player *p = data;
 	p->reserve_state = RESERVE_GRANTED;
 	fprintf(stderr, "qos-player: reserve %s: granted\n", reserve_label(p));
 }
 
-static void
-reserve_refused(void *data, struct qosway_reserve_v1 *reserve, uint32_t reason,
-		const char *message)
-{
+static void reserve_refused(void *data, struct qosway_reserve_v1 *reserve, uint32_t reason,
+		const char *message) {
 	struct player *p = data;
 	static const char *const reasons[] = { "capacity", "forbidden", "rate_limited" };
-	const char *why = reason < sizeof(reasons) / sizeof(reasons[0]) ?
-		reasons[reason] : "unknown";
+	const char *why = reason < sizeof(reasons) / sizeof(reasons[0]) ? reasons[reason] : "unknown";
 	p->reserve_state = RESERVE_REFUSED;
 	snprintf(p->reserve_refusal, sizeof(p->reserve_refusal), "%s", why);
-	fprintf(stderr, "qos-player: reserve %s: refused (%s): %s\n",
-		reserve_label(p), why, message != NULL ? message : "");
+	fprintf(stderr, "qos-player: reserve %s: refused (%s): %s\n", reserve_label(p), why,
+			message != NULL ? message : "");
 }
 
-static void
-reserve_overrun(void *data, struct qosway_reserve_v1 *reserve, uint32_t used_us,
-		uint32_t billed_us)
-{
-	(void)data; (void)reserve; (void)used_us; (void)billed_us;
+static void reserve_overrun(void *data, struct qosway_reserve_v1 *reserve, uint32_t used_us,
+		uint32_t billed_us) {
+	(void)data;
+	(void)reserve;
+	(void)used_us;
+	(void)billed_us;
 }
 
-static void
-reserve_stats(void *data, struct qosway_reserve_v1 *reserve, uint32_t period_us,
-		uint32_t used_us, uint32_t billed_us)
-{
-	(void)data; (void)reserve; (void)period_us; (void)used_us; (void)billed_us;
+static void reserve_stats(void *data, struct qosway_reserve_v1 *reserve, uint32_t period_us,
+		uint32_t used_us, uint32_t billed_us) {
+	(void)data;
+	(void)reserve;
+	(void)period_us;
+	(void)used_us;
+	(void)billed_us;
 }
 
 static const struct qosway_reserve_v1_listener reserve_listener = {
@@ -120,25 +111,25 @@ static const struct qosway_reserve_v1_listener reserve_listener = {
  * The whole process joins: the named reserve (-r) or the automatic one, with
  * qos parameters first if -q gave them.
  */
-void
-player_request_reserve(struct player *p)
-{
+void player_request_reserve(struct player *p) {
 	if (p->opt.reserve_name == NULL && !p->opt.reserve_qos) {
 		return;
 	}
 	if (p->reserve_manager != NULL) {
 		p->reserve = qosway_reserve_manager_v1_get_reserve(p->reserve_manager,
-			p->opt.reserve_name != NULL ? p->opt.reserve_name : "");
+				p->opt.reserve_name != NULL ? p->opt.reserve_name : "");
 		qosway_reserve_v1_add_listener(p->reserve, &reserve_listener, p);
 		if (p->opt.reserve_qos) {
 			qosway_reserve_v1_set_params(p->reserve, QOSWAY_RESERVE_V1_POLICY_QOS,
-				p->opt.qos_fallback, p->opt.qos_period_us, p->opt.qos_slice_us, 0, 0);
+					p->opt.qos_fallback, p->opt.qos_period_us, p->opt.qos_slice_us, 0, 0);
 		}
 		qosway_reserve_v1_join(p->reserve, 0);
 		p->reserve_state = RESERVE_PENDING;
 		return;
 	}
 	p->reserve_state = RESERVE_UNSUPPORTED;
-	fprintf(stderr, "qos-player: reserve %s: the compositor has no "
-		"qosway_reserve_manager_v1, playing without a reserve\n", reserve_label(p));
+	fprintf(stderr,
+			"qos-player: reserve %s: the compositor has no "
+			"qosway_reserve_manager_v1, playing without a reserve\n",
+			reserve_label(p));
 }

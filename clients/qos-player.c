@@ -41,24 +41,17 @@
 /* Period of the diagonal stripe pattern, in pixels. */
 #define PATTERN_PERIOD 256
 
-
-static double
-clock_s(clockid_t id)
-{
+static double clock_s(clockid_t id) {
 	struct timespec ts;
 	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double
-now_s(void)
-{
+static double now_s(void) {
 	return clock_s(CLOCK_MONOTONIC);
 }
 
-static void
-stats_reset(struct player *p)
-{
+static void stats_reset(struct player *p) {
 	p->stats.start_s = now_s();
 	p->stats.cpu_start_s = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	p->stats.end_s = -1.0;
@@ -73,9 +66,7 @@ stats_reset(struct player *p)
  * Stands in for a decoder: it must burn real CPU time on this thread, not
  * sleep, so that it competes with the compositor the way real clients do.
  */
-static void
-decode_work(struct player *p)
-{
+static void decode_work(struct player *p) {
 	if (p->opt.work_usec <= 0) {
 		return;
 	}
@@ -92,25 +83,27 @@ decode_work(struct player *p)
 	p->work_sink = x;
 }
 
-static uint32_t
-hue_to_xrgb(unsigned int h)
-{
+static uint32_t hue_to_xrgb(unsigned int h) {
 	/* Piecewise linear hue wheel over 0..767: cheap and visibly smooth. */
 	unsigned int r, g, b;
 	h %= 768;
 	if (h < 256) {
-		r = 255 - h; g = h; b = 0;
+		r = 255 - h;
+		g = h;
+		b = 0;
 	} else if (h < 512) {
-		r = 0; g = 511 - h; b = h - 256;
+		r = 0;
+		g = 511 - h;
+		b = h - 256;
 	} else {
-		r = h - 512; g = 0; b = 767 - h;
+		r = h - 512;
+		g = 0;
+		b = 767 - h;
 	}
 	return 0xff000000u | (r << 16) | (g << 8) | b;
 }
 
-static bool
-pattern_init(struct player *p)
-{
+static bool pattern_init(struct player *p) {
 	p->pattern_len = (size_t)p->opt.width + PATTERN_PERIOD;
 	p->pattern = calloc(p->pattern_len, sizeof(*p->pattern));
 	if (p->pattern == NULL) {
@@ -128,9 +121,7 @@ pattern_init(struct player *p)
  * precomputed pattern so that drawing stays cheap even in unoptimised
  * builds and the per-frame cost is dominated by -u, not by the painter.
  */
-static void
-paint(struct player *p, uint32_t *pixels)
-{
+static void paint(struct player *p, uint32_t *pixels) {
 	int w = p->opt.width, h = p->opt.height;
 	long f = p->committed;
 	int bar_h = h / 12 > 4 ? h / 12 : 4;
@@ -146,10 +137,8 @@ paint(struct player *p, uint32_t *pixels)
 	}
 }
 
-static void
-buffer_release(void *data, struct wl_buffer *wl_buffer);
-static void
-frame_done(void *data, struct wl_callback *cb, uint32_t time);
+static void buffer_release(void *data, struct wl_buffer *wl_buffer);
+static void frame_done(void *data, struct wl_callback *cb, uint32_t time);
 
 static const struct wl_buffer_listener buffer_listener = {
 	.release = buffer_release,
@@ -159,37 +148,37 @@ static const struct wl_callback_listener frame_listener = {
 	.done = frame_done,
 };
 
-static void
-feedback_finish(struct feedback *fb)
-{
+static void feedback_finish(struct feedback *fb) {
 	wl_list_remove(&fb->link);
 	wp_presentation_feedback_destroy(fb->wp_feedback);
 	free(fb);
 }
 
-static void
-feedback_sync_output(void *data, struct wp_presentation_feedback *wp_feedback,
-		struct wl_output *output)
-{
-	(void)data; (void)wp_feedback; (void)output;
+static void feedback_sync_output(void *data, struct wp_presentation_feedback *wp_feedback,
+		struct wl_output *output) {
+	(void)data;
+	(void)wp_feedback;
+	(void)output;
 	/* Which output showed the frame does not matter for the counts. */
 }
 
-static void
-feedback_presented(void *data, struct wp_presentation_feedback *wp_feedback,
-		uint32_t tv_sec_hi, uint32_t tv_sec_lo, uint32_t tv_nsec,
-		uint32_t refresh, uint32_t seq_hi, uint32_t seq_lo, uint32_t flags)
-{
-	(void)wp_feedback; (void)tv_sec_hi; (void)tv_sec_lo; (void)tv_nsec;
-	(void)refresh; (void)seq_hi; (void)seq_lo; (void)flags;
+static void feedback_presented(void *data, struct wp_presentation_feedback *wp_feedback,
+		uint32_t tv_sec_hi, uint32_t tv_sec_lo, uint32_t tv_nsec, uint32_t refresh, uint32_t seq_hi,
+		uint32_t seq_lo, uint32_t flags) {
+	(void)wp_feedback;
+	(void)tv_sec_hi;
+	(void)tv_sec_lo;
+	(void)tv_nsec;
+	(void)refresh;
+	(void)seq_hi;
+	(void)seq_lo;
+	(void)flags;
 	struct feedback *fb = data;
 	fb->player->stats.presented++;
 	feedback_finish(fb);
 }
 
-static void
-feedback_discarded(void *data, struct wp_presentation_feedback *wp_feedback)
-{
+static void feedback_discarded(void *data, struct wp_presentation_feedback *wp_feedback) {
 	(void)wp_feedback;
 	struct feedback *fb = data;
 	fb->player->stats.discarded++;
@@ -202,9 +191,7 @@ static const struct wp_presentation_feedback_listener feedback_listener = {
 	.discarded = feedback_discarded,
 };
 
-static struct buffer *
-free_buffer(struct player *p)
-{
+static struct buffer *free_buffer(struct player *p) {
 	for (int i = 0; i < NUM_BUFFERS; i++) {
 		if (!p->buffers[i].busy) {
 			return &p->buffers[i];
@@ -213,9 +200,7 @@ free_buffer(struct player *p)
 	return NULL;
 }
 
-static void
-draw_frame(struct player *p)
-{
+static void draw_frame(struct player *p) {
 	struct buffer *buf = free_buffer(p);
 	if (buf == NULL) {
 		/* Drawing into a buffer the compositor still reads would tear. */
@@ -236,8 +221,7 @@ draw_frame(struct player *p)
 		if (fb != NULL) {
 			fb->player = p;
 			fb->wp_feedback = wp_presentation_feedback(p->presentation, p->surface);
-			wp_presentation_feedback_add_listener(fb->wp_feedback,
-				&feedback_listener, fb);
+			wp_presentation_feedback_add_listener(fb->wp_feedback, &feedback_listener, fb);
 			wl_list_insert(&p->feedbacks, &fb->link);
 		} else {
 			fprintf(stderr, "qos-player: out of memory for presentation feedback\n");
@@ -248,9 +232,7 @@ draw_frame(struct player *p)
 	p->committed++;
 }
 
-static void
-buffer_release(void *data, struct wl_buffer *wl_buffer)
-{
+static void buffer_release(void *data, struct wl_buffer *wl_buffer) {
 	(void)wl_buffer;
 	struct buffer *buf = data;
 	struct player *p = buf->player;
@@ -260,9 +242,7 @@ buffer_release(void *data, struct wl_buffer *wl_buffer)
 	}
 }
 
-static void
-frame_done(void *data, struct wl_callback *cb, uint32_t time)
-{
+static void frame_done(void *data, struct wl_callback *cb, uint32_t time) {
 	(void)time;
 	struct player *p = data;
 	double t = now_s();
@@ -290,9 +270,7 @@ frame_done(void *data, struct wl_callback *cb, uint32_t time)
 	}
 }
 
-static void
-xdg_surface_configure(void *data, struct xdg_surface *xdg_surface, uint32_t serial)
-{
+static void xdg_surface_configure(void *data, struct xdg_surface *xdg_surface, uint32_t serial) {
 	struct player *p = data;
 	xdg_surface_ack_configure(xdg_surface, serial);
 	if (!p->configured) {
@@ -310,11 +288,13 @@ static const struct xdg_surface_listener xdg_surface_listener = {
 	.configure = xdg_surface_configure,
 };
 
-static void
-toplevel_configure(void *data, struct xdg_toplevel *toplevel,
-		int32_t width, int32_t height, struct wl_array *states)
-{
-	(void)data; (void)toplevel; (void)width; (void)height; (void)states;
+static void toplevel_configure(void *data, struct xdg_toplevel *toplevel, int32_t width,
+		int32_t height, struct wl_array *states) {
+	(void)data;
+	(void)toplevel;
+	(void)width;
+	(void)height;
+	(void)states;
 	/*
 	 * The suggested size is ignored on purpose: a benchmark needs a fixed
 	 * buffer size on every compositor, and min == max size already tells
@@ -322,9 +302,7 @@ toplevel_configure(void *data, struct xdg_toplevel *toplevel,
 	 */
 }
 
-static void
-toplevel_close(void *data, struct xdg_toplevel *toplevel)
-{
+static void toplevel_close(void *data, struct xdg_toplevel *toplevel) {
 	(void)toplevel;
 	struct player *p = data;
 	p->running = false;
@@ -335,9 +313,7 @@ static const struct xdg_toplevel_listener toplevel_listener = {
 	.close = toplevel_close,
 };
 
-static void
-wm_base_ping(void *data, struct xdg_wm_base *wm_base, uint32_t serial)
-{
+static void wm_base_ping(void *data, struct xdg_wm_base *wm_base, uint32_t serial) {
 	(void)data;
 	xdg_wm_base_pong(wm_base, serial);
 }
@@ -346,11 +322,8 @@ static const struct xdg_wm_base_listener wm_base_listener = {
 	.ping = wm_base_ping,
 };
 
-
-static void
-registry_global(void *data, struct wl_registry *registry, uint32_t name,
-		const char *interface, uint32_t version)
-{
+static void registry_global(void *data, struct wl_registry *registry, uint32_t name,
+		const char *interface, uint32_t version) {
 	struct player *p = data;
 	if (strcmp(interface, wl_compositor_interface.name) == 0 && version >= 4) {
 		/* v4 is the first with wl_surface.damage_buffer. */
@@ -360,22 +333,19 @@ registry_global(void *data, struct wl_registry *registry, uint32_t name,
 	} else if (strcmp(interface, xdg_wm_base_interface.name) == 0) {
 		p->wm_base = wl_registry_bind(registry, name, &xdg_wm_base_interface, 1);
 		xdg_wm_base_add_listener(p->wm_base, &wm_base_listener, p);
-	} else if (strcmp(interface, wp_presentation_interface.name) == 0 &&
-			p->opt.presentation) {
-		p->presentation = wl_registry_bind(registry, name,
-			&wp_presentation_interface, 1);
-	} else if (strcmp(interface, wp_viewporter_interface.name) == 0 &&
-			p->opt.view_width > 0) {
+	} else if (strcmp(interface, wp_presentation_interface.name) == 0 && p->opt.presentation) {
+		p->presentation = wl_registry_bind(registry, name, &wp_presentation_interface, 1);
+	} else if (strcmp(interface, wp_viewporter_interface.name) == 0 && p->opt.view_width > 0) {
 		p->viewporter = wl_registry_bind(registry, name, &wp_viewporter_interface, 1);
 	} else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0) {
 		player_bind_reserve_manager(p, registry, name);
 	}
 }
 
-static void
-registry_global_remove(void *data, struct wl_registry *registry, uint32_t name)
-{
-	(void)data; (void)registry; (void)name;
+static void registry_global_remove(void *data, struct wl_registry *registry, uint32_t name) {
+	(void)data;
+	(void)registry;
+	(void)name;
 	/* None of the globals we use can go away on a running compositor. */
 }
 
@@ -384,15 +354,13 @@ static const struct wl_registry_listener registry_listener = {
 	.global_remove = registry_global_remove,
 };
 
-static bool
-create_buffers(struct player *p)
-{
+static bool create_buffers(struct player *p) {
 	size_t stride = (size_t)p->opt.width * 4;
 	size_t size = stride * (size_t)p->opt.height;
 	size_t pool_size = size * NUM_BUFFERS;
 	if (pool_size > INT32_MAX) {
-		fprintf(stderr, "qos-player: %dx%d is too large for a shm pool\n",
-			p->opt.width, p->opt.height);
+		fprintf(stderr, "qos-player: %dx%d is too large for a shm pool\n", p->opt.width,
+				p->opt.height);
 		return false;
 	}
 
@@ -419,8 +387,8 @@ create_buffers(struct player *p)
 		struct buffer *buf = &p->buffers[i];
 		buf->player = p;
 		buf->pixels = (uint32_t *)((char *)mem + size * (size_t)i);
-		buf->wl_buffer = wl_shm_pool_create_buffer(pool, (int32_t)(size * (size_t)i),
-			p->opt.width, p->opt.height, (int32_t)stride, WL_SHM_FORMAT_XRGB8888);
+		buf->wl_buffer = wl_shm_pool_create_buffer(pool, (int32_t)(size * (size_t)i), p->opt.width,
+				p->opt.height, (int32_t)stride, WL_SHM_FORMAT_XRGB8888);
 		wl_buffer_add_listener(buf->wl_buffer, &buffer_listener, buf);
 	}
 	/* Buffers keep the pool's memory alive; the pool object is not needed. */
@@ -429,9 +397,7 @@ create_buffers(struct player *p)
 	return true;
 }
 
-static void
-destroy_buffers(struct player *p)
-{
+static void destroy_buffers(struct player *p) {
 	size_t size = (size_t)p->opt.width * 4 * (size_t)p->opt.height;
 	for (int i = 0; i < NUM_BUFFERS; i++) {
 		if (p->buffers[i].wl_buffer != NULL) {
@@ -443,9 +409,7 @@ destroy_buffers(struct player *p)
 	}
 }
 
-static int
-setup_signals(void)
-{
+static int setup_signals(void) {
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -463,9 +427,7 @@ setup_signals(void)
 	return fd;
 }
 
-static void
-handle_signals(struct player *p, int sfd)
-{
+static void handle_signals(struct player *p, int sfd) {
 	struct signalfd_siginfo si;
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
@@ -481,9 +443,7 @@ handle_signals(struct player *p, int sfd)
  * One iteration of the event loop. Returns false when the connection broke.
  * timeout_ms < 0 waits indefinitely.
  */
-static bool
-dispatch_once(struct player *p, int sfd, int timeout_ms)
-{
+static bool dispatch_once(struct player *p, int sfd, int timeout_ms) {
 	struct wl_display *d = p->display;
 	while (wl_display_prepare_read(d) != 0) {
 		if (wl_display_dispatch_pending(d) < 0) {
@@ -525,9 +485,7 @@ dispatch_once(struct player *p, int sfd, int timeout_ms)
 	return wl_display_dispatch_pending(d) >= 0;
 }
 
-static void
-print_stats(const struct player *p)
-{
+static void print_stats(const struct player *p) {
 	const struct stats *s = &p->stats;
 	double end = s->end_s >= 0.0 ? s->end_s : now_s();
 	double elapsed = p->configured ? end - s->start_s : 0.0;
@@ -557,21 +515,18 @@ print_stats(const struct player *p)
 		break;
 	}
 	printf("{\"frames\":%ld,\"elapsed_s\":%.3f,\"fps\":%.2f,\"worst_gap_ms\":%.2f,"
-		"\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f,\"reserve\":%s}\n",
-		s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu,
-		reserve);
+		   "\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f,\"reserve\":%s}\n",
+			s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu, reserve);
 	fflush(stdout);
 }
 
-
-static bool
-connect_and_bind(struct player *p)
-{
+static bool connect_and_bind(struct player *p) {
 	p->display = wl_display_connect(NULL);
 	if (p->display == NULL) {
-		fprintf(stderr, "qos-player: cannot connect to the Wayland display "
-			"(WAYLAND_DISPLAY=%s)\n",
-			getenv("WAYLAND_DISPLAY") ? getenv("WAYLAND_DISPLAY") : "unset");
+		fprintf(stderr,
+				"qos-player: cannot connect to the Wayland display "
+				"(WAYLAND_DISPLAY=%s)\n",
+				getenv("WAYLAND_DISPLAY") ? getenv("WAYLAND_DISPLAY") : "unset");
 		return false;
 	}
 	p->registry = wl_display_get_registry(p->display);
@@ -580,20 +535,24 @@ connect_and_bind(struct player *p)
 		fprintf(stderr, "qos-player: lost the connection while binding globals\n");
 		return false;
 	}
-	const char *missing = p->compositor == NULL ? "wl_compositor v4" :
-		p->shm == NULL ? "wl_shm" :
-		p->wm_base == NULL ? "xdg_wm_base" : NULL;
+	const char *missing = p->compositor == NULL ? "wl_compositor v4"
+			: p->shm == NULL                    ? "wl_shm"
+			: p->wm_base == NULL                ? "xdg_wm_base"
+												: NULL;
 	if (missing != NULL) {
 		fprintf(stderr, "qos-player: compositor lacks %s\n", missing);
 		return false;
 	}
 	if (p->opt.presentation && p->presentation == NULL) {
-		fprintf(stderr, "qos-player: -p: compositor lacks wp_presentation, "
-			"presented/discarded will be null\n");
+		fprintf(stderr,
+				"qos-player: -p: compositor lacks wp_presentation, "
+				"presented/discarded will be null\n");
 	}
 	if (p->opt.view_width > 0 && p->viewporter == NULL) {
-		fprintf(stderr, "qos-player: -V: compositor lacks wp_viewporter, "
-			"playing unscaled at %dx%d\n", p->opt.width, p->opt.height);
+		fprintf(stderr,
+				"qos-player: -V: compositor lacks wp_viewporter, "
+				"playing unscaled at %dx%d\n",
+				p->opt.width, p->opt.height);
 	}
 	player_request_reserve(p);
 	/* The answer before the first frame: the reserve holds from the start. */
@@ -604,9 +563,7 @@ connect_and_bind(struct player *p)
 	return true;
 }
 
-static void
-create_window(struct player *p)
-{
+static void create_window(struct player *p) {
 	p->surface = wl_compositor_create_surface(p->compositor);
 	p->xdg_surface = xdg_wm_base_get_xdg_surface(p->wm_base, p->surface);
 	xdg_surface_add_listener(p->xdg_surface, &xdg_surface_listener, p);
@@ -628,9 +585,7 @@ create_window(struct player *p)
 	wl_surface_commit(p->surface);
 }
 
-static void
-destroy_window(struct player *p)
-{
+static void destroy_window(struct player *p) {
 	struct feedback *fb, *tmp;
 	wl_list_for_each_safe(fb, tmp, &p->feedbacks, link) {
 		feedback_finish(fb);
@@ -652,9 +607,7 @@ destroy_window(struct player *p)
 	}
 }
 
-static void
-destroy_globals(struct player *p)
-{
+static void destroy_globals(struct player *p) {
 	player_reserve_finish(p);
 	if (p->presentation != NULL) {
 		wp_presentation_destroy(p->presentation);
@@ -680,9 +633,7 @@ destroy_globals(struct player *p)
  * Feedback for the last frames arrives shortly after their frame callbacks;
  * waiting briefly keeps -p counts from being short by a frame or two.
  */
-static void
-drain_feedback(struct player *p, int sfd)
-{
+static void drain_feedback(struct player *p, int sfd) {
 	double deadline = now_s() + FEEDBACK_DRAIN_MS / 1e3;
 	while (!wl_list_empty(&p->feedbacks) && !p->failed) {
 		int left = (int)((deadline - now_s()) * 1e3);
@@ -695,9 +646,7 @@ drain_feedback(struct player *p, int sfd)
 	}
 }
 
-int
-main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
 	struct player p = { .stats = { .last_done_s = -1.0 } };
 	int exit_code = EXIT_FAILURE;
 	wl_list_init(&p.feedbacks);

@@ -31,11 +31,11 @@ struct buffer {
 struct feedback {
 	struct player *player;
 	struct wp_presentation_feedback *wp_feedback;
-	struct wl_list link;    /* player.feedbacks */
+	struct wl_list link; /* player.feedbacks */
 };
 
 struct options {
-	long frames;            /* 0 = until a signal or close */
+	long frames; /* 0 = until a signal or close */
 	int width, height;
 	/* -V: shown at this size through wp_viewporter; 0 = buffer size. */
 	int view_width, view_height;
@@ -51,9 +51,9 @@ struct options {
 
 /* What became of the reserve request, for stderr and the JSON line. */
 enum reserve_state {
-	RESERVE_NONE,           /* not asked for */
-	RESERVE_UNSUPPORTED,    /* no qosway_reserve_manager_v1 global */
-	RESERVE_PENDING,        /* asked, no answer yet */
+	RESERVE_NONE, /* not asked for */
+	RESERVE_UNSUPPORTED, /* no qosway_reserve_manager_v1 global */
+	RESERVE_PENDING, /* asked, no answer yet */
 	RESERVE_GRANTED,
 	RESERVE_REFUSED,
 };
@@ -64,7 +64,7 @@ struct stats {
 	double cpu_start_s;
 	double end_s;
 	long frames;
-	double last_done_s;     /* < 0 until the first frame callback */
+	double last_done_s; /* < 0 until the first frame callback */
 	double worst_gap_s;
 	long presented;
 	long discarded;
@@ -92,7 +92,7 @@ struct player {
 	struct wl_callback *frame_cb;
 
 	struct buffer buffers[NUM_BUFFERS];
-	uint32_t *pattern;      /* one row plus a period, scrolled per row */
+	uint32_t *pattern; /* one row plus a period, scrolled per row */
 	size_t pattern_len;
 
 	bool configured;
@@ -100,9 +100,9 @@ struct player {
 	bool failed;
 	/* Frame callback arrived while every buffer was still held. */
 	bool want_frame;
-	long committed;         /* frames drawn in total, for the animation */
-	long frames_total;      /* callbacks over the whole run, for -n */
-	struct wl_list feedbacks;   /* struct feedback, not yet answered */
+	long committed; /* frames drawn in total, for the animation */
+	long frames_total; /* callbacks over the whole run, for -n */
+	struct wl_list feedbacks; /* struct feedback, not yet answered */
 
 	struct stats stats;
 	uint64_t work_sink;
@@ -122,8 +122,7 @@ bool player_policy_from_name(const char *name, uint32_t *policy);
  * Binds the registry's qosway_reserve_manager_v1 global if the options ask
  * for a reserve (-r or -q).
  */
-void player_bind_reserve_manager(struct player *p, struct wl_registry *registry,
-	uint32_t name);
+void player_bind_reserve_manager(struct player *p, struct wl_registry *registry, uint32_t name);
 
 /*
  * Asks for the reserve the options name, or marks the request unsupported

@@ -20,33 +20,33 @@
 #include "qos/params.h"
 
 static const char usage[] =
-	"Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n"
-	"\n"
-	"Commands:\n"
-	"  windows              list windows\n"
-	"  outputs              list outputs\n"
-	"  focus ID             focus a window\n"
-	"  close ID             ask a window to close\n"
-	"  exec [-r RESERVE] -- CMD [ARG...]\n"
-	"                       start a program in the session (in RESERVE)\n"
-	"  set TARGET CLASS     CLASS: realtime, fifo, idle, nice, paused, normal\n"
-	"  join TARGET RESERVE  move a window's process into a reserve\n"
-	"  reserve NAME KEY=VALUE...\n"
-	"                       create or modify a reserve (qosrc keys)\n"
-	"  reserves             list reserves\n"
-	"  capacity             granted and total real-time capacity\n"
-	"  clients              Wayland clients: the compositor's CPU time spent\n"
-	"                       for each, and the part billed to its reserve\n"
-	"  scheduler            the compositor's scheduling state and CPU accounting\n"
-	"  reload               reload the qosrc files\n"
-	"  top [-n COUNT]       refreshing view of windows and reserves\n"
-	"  subscribe            print window and QoS events as JSON lines\n"
-	"  version              print the compositor's version\n"
-	"  exit                 end the session\n"
-	"  raw JSON             send one raw request line\n"
-	"\n"
-	"TARGET is a window id (see 'windows') or pid:N.\n"
-	"The socket defaults to $QOSWAY_SOCK.\n";
+		"Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n"
+		"\n"
+		"Commands:\n"
+		"  windows              list windows\n"
+		"  outputs              list outputs\n"
+		"  focus ID             focus a window\n"
+		"  close ID             ask a window to close\n"
+		"  exec [-r RESERVE] -- CMD [ARG...]\n"
+		"                       start a program in the session (in RESERVE)\n"
+		"  set TARGET CLASS     CLASS: realtime, fifo, idle, nice, paused, normal\n"
+		"  join TARGET RESERVE  move a window's process into a reserve\n"
+		"  reserve NAME KEY=VALUE...\n"
+		"                       create or modify a reserve (qosrc keys)\n"
+		"  reserves             list reserves\n"
+		"  capacity             granted and total real-time capacity\n"
+		"  clients              Wayland clients: the compositor's CPU time spent\n"
+		"                       for each, and the part billed to its reserve\n"
+		"  scheduler            the compositor's scheduling state and CPU accounting\n"
+		"  reload               reload the qosrc files\n"
+		"  top [-n COUNT]       refreshing view of windows and reserves\n"
+		"  subscribe            print window and QoS events as JSON lines\n"
+		"  version              print the compositor's version\n"
+		"  exit                 end the session\n"
+		"  raw JSON             send one raw request line\n"
+		"\n"
+		"TARGET is a window id (see 'windows') or pid:N.\n"
+		"The socket defaults to $QOSWAY_SOCK.\n";
 
 struct conn {
 	int fd;
@@ -62,7 +62,7 @@ static int die_usage(const char *fmt, const char *arg) {
 }
 
 static bool conn_open(struct conn *c, const char *path) {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path)) {
 		fprintf(stderr, "qosctl: socket path too long: %s\n", path);
 		return false;
@@ -289,8 +289,9 @@ static long long count_field(struct json_object *obj, const char *key) {
 /* obj[key] if it is an array, else NULL. */
 static struct json_object *array_field(struct json_object *obj, const char *key) {
 	struct json_object *v;
-	return json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_array) ?
-		v : NULL;
+	return json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_array)
+			? v
+			: NULL;
 }
 
 static size_t array_length(struct json_object *array) {
@@ -304,28 +305,27 @@ static bool bool_field(struct json_object *obj, const char *key) {
 
 static void print_windows(struct json_object *reply) {
 	struct json_object *list = array_field(reply, "windows");
-	printf("%-5s %-9s %-16s %6s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS",
-		"RESERVE", "CPU%", "SRV%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
+	printf("%-5s %-9s %-16s %6s %6s %-3s %-8s %-20s %-20s %s\n", "ID", "CLASS", "RESERVE", "CPU%",
+			"SRV%", "FOC", "PID", "APP_ID", "GEOMETRY", "TITLE");
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *w = json_object_array_get_idx(list, i);
 		struct json_object *geo;
 		json_object_object_get_ex(w, "geometry", &geo);
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
-			int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
+				int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
 		printf("%-5d %-9s %s %6.1f %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
-			str_field(w, "class"), cell(str_field(w, "reserve"), 16),
-			double_field(w, "cpu_percent"), double_field(w, "server_cpu_percent"),
-			bool_field(w, "focused") ? "*" : "",
-			int_field(w, "pid"), cell(str_field(w, "app_id"), 20), geometry,
-			str_field(w, "title"));
+				str_field(w, "class"), cell(str_field(w, "reserve"), 16),
+				double_field(w, "cpu_percent"), double_field(w, "server_cpu_percent"),
+				bool_field(w, "focused") ? "*" : "", int_field(w, "pid"),
+				cell(str_field(w, "app_id"), 20), geometry, str_field(w, "title"));
 	}
 }
 
 static void print_reserves(struct json_object *reply) {
 	struct json_object *list = array_field(reply, "reserves");
 	printf("%-20s %-8s %-4s %10s %10s %10s %-9s %s\n", "RESERVE", "POLICY", "OK", "USED_US",
-		"BILLED_US", "LAST_US", "MEMBERS", "PARAMS");
+			"BILLED_US", "LAST_US", "MEMBERS", "PARAMS");
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *r = json_object_array_get_idx(list, i);
 		struct json_object *members = array_field(r, "members");
@@ -333,28 +333,27 @@ static void print_reserves(struct json_object *reply) {
 		size_t off = 0;
 		for (size_t m = 0; m < array_length(members) && off < 50; m++) {
 			off += snprintf(pids + off, sizeof(pids) - off, "%s%d", m ? "," : "",
-				int_field(json_object_array_get_idx(members, m), "pid"));
+					int_field(json_object_array_get_idx(members, m), "pid"));
 		}
 		const char *policy = str_field(r, "policy");
 		bool is_qos = strcmp(policy, "qos") == 0;
 		printf("%s %-8s %-4s %10lld %10lld %10lld %-9s %s\n", cell(str_field(r, "name"), 20),
-			policy, is_qos ? (bool_field(r, "granted") ? "yes" : "no") : "-",
-			count_field(r, "used_us"), count_field(r, "billed_us"),
-			count_field(r, "last_used_us"),
-			pids[0] ? pids : "-", str_field(r, "params"));
+				policy, is_qos ? (bool_field(r, "granted") ? "yes" : "no") : "-",
+				count_field(r, "used_us"), count_field(r, "billed_us"),
+				count_field(r, "last_used_us"), pids[0] ? pids : "-", str_field(r, "params"));
 	}
 }
 
 static void print_clients(struct json_object *reply) {
 	struct json_object *list = array_field(reply, "clients");
-	printf("%-8s %-3s %-3s %-16s %12s %12s %s\n", "PID", "RT", "EXH", "RESERVE",
-		"SERVER_MS", "BILLED_MS", "APP_ID");
+	printf("%-8s %-3s %-3s %-16s %12s %12s %s\n", "PID", "RT", "EXH", "RESERVE", "SERVER_MS",
+			"BILLED_MS", "APP_ID");
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *c = json_object_array_get_idx(list, i);
 		printf("%-8d %-3s %-3s %s %12.1f %12.1f %s\n", int_field(c, "pid"),
-			bool_field(c, "realtime") ? "*" : "", bool_field(c, "exhausted") ? "*" : "",
-			cell(str_field(c, "reserve"), 16), count_field(c, "server_cpu_us") / 1000.0,
-			count_field(c, "billed_us") / 1000.0, str_field(c, "app_id"));
+				bool_field(c, "realtime") ? "*" : "", bool_field(c, "exhausted") ? "*" : "",
+				cell(str_field(c, "reserve"), 16), count_field(c, "server_cpu_us") / 1000.0,
+				count_field(c, "billed_us") / 1000.0, str_field(c, "app_id"));
 	}
 }
 
@@ -362,27 +361,28 @@ static void print_scheduler(struct json_object *reply) {
 	const char *note = str_field(reply, "boost_note");
 	bool has_note = strcmp(note, "-") != 0;
 	printf("serve-by-reserve %s, bill %s, boost %s%s%s\n",
-		bool_field(reply, "serve_by_reserve") ? "on" : "off",
-		bool_field(reply, "bill") ? "on" : "off",
-		bool_field(reply, "boost") && bool_field(reply, "boost_available") ? "on" : "off",
-		has_note ? ": " : "", has_note ? note : "");
+			bool_field(reply, "serve_by_reserve") ? "on" : "off",
+			bool_field(reply, "bill") ? "on" : "off",
+			bool_field(reply, "boost") && bool_field(reply, "boost_available") ? "on" : "off",
+			has_note ? ": " : "", has_note ? note : "");
 	long long cpu = count_field(reply, "cpu_us");
 	long long clients = count_field(reply, "clients_us");
-	printf("compositor CPU %.1f ms: clients %.1f ms (%.1f%%), itself %.1f ms\n",
-		cpu / 1000.0, clients / 1000.0, cpu ? 100.0 * (double)clients / (double)cpu : 0.0,
-		count_field(reply, "own_us") / 1000.0);
+	printf("compositor CPU %.1f ms: clients %.1f ms (%.1f%%), itself %.1f ms\n", cpu / 1000.0,
+			clients / 1000.0, cpu ? 100.0 * (double)clients / (double)cpu : 0.0,
+			count_field(reply, "own_us") / 1000.0);
 	printf("clients %d (real-time %d, exhausted %d), boosted %.1f ms in %lld boosts, "
-		"best effort every %d frame(s)%s\n", int_field(reply, "clients"),
-		int_field(reply, "realtime_clients"), int_field(reply, "exhausted_clients"),
-		count_field(reply, "boosted_us") / 1000.0, count_field(reply, "boosts"),
-		int_field(reply, "best_effort_divisor"),
-		bool_field(reply, "holding_commits") ? ", commits held" : "");
+		   "best effort every %d frame(s)%s\n",
+			int_field(reply, "clients"), int_field(reply, "realtime_clients"),
+			int_field(reply, "exhausted_clients"), count_field(reply, "boosted_us") / 1000.0,
+			count_field(reply, "boosts"), int_field(reply, "best_effort_divisor"),
+			bool_field(reply, "holding_commits") ? ", commits held" : "");
 }
 
 static void print_capacity(struct json_object *reply) {
 	printf("granted %.1f%% of %.1f%% (%d CPUs, %.1f%% of each kept back)\n",
-		double_field(reply, "granted_ppm") / 10000.0, double_field(reply, "total_ppm") / 10000.0,
-		int_field(reply, "ncpus"), double_field(reply, "rsvd_ppm") / 10000.0);
+			double_field(reply, "granted_ppm") / 10000.0,
+			double_field(reply, "total_ppm") / 10000.0, int_field(reply, "ncpus"),
+			double_field(reply, "rsvd_ppm") / 10000.0);
 }
 
 static void print_outputs(struct json_object *reply) {
@@ -390,9 +390,9 @@ static void print_outputs(struct json_object *reply) {
 	for (size_t i = 0; i < array_length(list); i++) {
 		struct json_object *o = json_object_array_get_idx(list, i);
 		printf("%s: %dx%d@%.3fHz at %d,%d scale %s (%s %s)\n", str_field(o, "name"),
-			int_field(o, "width"), int_field(o, "height"),
-			int_field(o, "refresh_mhz") / 1000.0, int_field(o, "x"), int_field(o, "y"),
-			str_field(o, "scale"), str_field(o, "make"), str_field(o, "model"));
+				int_field(o, "width"), int_field(o, "height"), int_field(o, "refresh_mhz") / 1000.0,
+				int_field(o, "x"), int_field(o, "y"), str_field(o, "scale"), str_field(o, "make"),
+				str_field(o, "model"));
 	}
 }
 
@@ -429,8 +429,7 @@ static void add_command(struct json_object *req, int argc, char **argv) {
 	struct json_object *args = json_object_new_array();
 	json_object_object_add(req, text ? "argv" : "argv_base64", args);
 	for (int i = 0; i < argc; i++) {
-		gchar *encoded = text ? NULL : g_base64_encode((const guchar *)argv[i],
-			strlen(argv[i]));
+		gchar *encoded = text ? NULL : g_base64_encode((const guchar *)argv[i], strlen(argv[i]));
 		json_object_array_add(args, json_object_new_string(text ? argv[i] : encoded));
 		g_free(encoded);
 	}
@@ -442,8 +441,8 @@ static struct json_object *build_request(int argc, char **argv) {
 	struct json_object *req = json_object_new_object();
 	json_object_object_add(req, "command", json_object_new_string(cmd));
 	bool no_args = strcmp(cmd, "windows") == 0 || strcmp(cmd, "outputs") == 0 ||
-		strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
-		strcmp(cmd, "subscribe") == 0;
+			strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
+			strcmp(cmd, "subscribe") == 0;
 	if (no_args) {
 		if (argc != 1) {
 			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
@@ -465,8 +464,8 @@ static struct json_object *build_request(int argc, char **argv) {
 		return req;
 	}
 	bool no_args_qos = strcmp(cmd, "reserves") == 0 || strcmp(cmd, "capacity") == 0 ||
-		strcmp(cmd, "reload") == 0 || strcmp(cmd, "clients") == 0 ||
-		strcmp(cmd, "scheduler") == 0;
+			strcmp(cmd, "reload") == 0 || strcmp(cmd, "clients") == 0 ||
+			strcmp(cmd, "scheduler") == 0;
 	if (no_args_qos) {
 		if (argc != 1) {
 			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
@@ -477,17 +476,16 @@ static struct json_object *build_request(int argc, char **argv) {
 	if (strcmp(cmd, "set") == 0 || strcmp(cmd, "join") == 0) {
 		if (argc != 3) {
 			fprintf(stderr, "qosctl: usage: qosctl %s TARGET %s\n", cmd,
-				cmd[0] == 's' ? "CLASS" : "RESERVE");
+					cmd[0] == 's' ? "CLASS" : "RESERVE");
 			goto err;
 		}
 		if (!valid_target(argv[1])) {
-			fprintf(stderr, "qosctl: invalid target '%s': want a window id or pid:N\n",
-				argv[1]);
+			fprintf(stderr, "qosctl: invalid target '%s': want a window id or pid:N\n", argv[1]);
 			goto err;
 		}
 		json_object_object_add(req, "target", json_object_new_string(argv[1]));
 		json_object_object_add(req, cmd[0] == 's' ? "class" : "reserve",
-			json_object_new_string(argv[2]));
+				json_object_new_string(argv[2]));
 		return req;
 	}
 	if (strcmp(cmd, "reserve") == 0) {
@@ -502,8 +500,7 @@ static struct json_object *build_request(int argc, char **argv) {
 				fprintf(stderr, "qosctl: '%s' is not KEY=VALUE\n", argv[i]);
 				goto err;
 			}
-			int n = snprintf(params + off, sizeof(params) - off, "%s%s", i > 2 ? " " : "",
-				argv[i]);
+			int n = snprintf(params + off, sizeof(params) - off, "%s%s", i > 2 ? " " : "", argv[i]);
 			if (n < 0 || (size_t)n >= sizeof(params) - off) {
 				fprintf(stderr, "qosctl: parameters too long\n");
 				goto err;
@@ -542,7 +539,7 @@ static int run_subscribe(struct conn *c) {
 			struct json_object *reply = json_tokener_parse(line);
 			struct json_object *ok;
 			bool success = reply && json_object_object_get_ex(reply, "success", &ok) &&
-				json_object_get_boolean(ok);
+					json_object_get_boolean(ok);
 			json_object_put(reply);
 			if (!success) {
 				fprintf(stderr, "qosctl: subscribe failed: %s\n", shown(line));
@@ -554,8 +551,9 @@ static int run_subscribe(struct conn *c) {
 			 * the reader gets one line of JSON, control bytes escaped. */
 			struct json_object *event = json_tokener_parse(line);
 			if (event) {
-				printf("%s\n", json_object_to_json_string_ext(event,
-					JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+				printf("%s\n",
+						json_object_to_json_string_ext(event,
+								JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 				fflush(stdout);
 			} else {
 				fprintf(stderr, "qosctl: malformed event: %s\n", shown(line));
@@ -661,8 +659,10 @@ int main(int argc, char **argv) {
 	}
 	for (int k = i; k < text_args; k++) {
 		if (!qos_utf8_valid(argv[k])) {
-			fprintf(stderr, "qosctl: argument %d is not valid UTF-8; requests carry text "
-				"only\n", k);
+			fprintf(stderr,
+					"qosctl: argument %d is not valid UTF-8; requests carry text "
+					"only\n",
+					k);
 			return 2;
 		}
 	}
@@ -737,8 +737,10 @@ int main(int argc, char **argv) {
 	}
 	bool success = json_object_get_boolean(ok);
 	if (json) {
-		printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PRETTY |
-			JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+				json_object_to_json_string_ext(reply,
+						JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+								JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else if (success) {
 		const char *cmd = argv[i];
 		if (strcmp(cmd, "windows") == 0) {
@@ -752,7 +754,7 @@ int main(int argc, char **argv) {
 			struct json_object *refused;
 			if (json_object_object_get_ex(reply, "refused", &refused)) {
 				fprintf(stderr, "qosctl: started without the reserve: %s\n",
-					shown(json_object_get_string(refused)));
+						shown(json_object_get_string(refused)));
 			}
 		} else if (strcmp(cmd, "reserves") == 0) {
 			print_reserves(reply);
@@ -767,8 +769,9 @@ int main(int argc, char **argv) {
 		}
 	}
 	if (!success) {
-		fprintf(stderr, "qosctl: %s\n", json_object_object_get_ex(reply, "error", &err) ?
-			shown(json_object_get_string(err)) : "request failed");
+		fprintf(stderr, "qosctl: %s\n",
+				json_object_object_get_ex(reply, "error", &err) ? shown(json_object_get_string(err))
+																: "request failed");
 	}
 	status = success ? 0 : 1;
 	json_object_put(reply);

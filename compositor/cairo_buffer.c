@@ -16,8 +16,8 @@ static void buffer_destroy(struct wlr_buffer *wlr_buffer) {
 	free(buffer);
 }
 
-static bool buffer_begin_data_ptr_access(struct wlr_buffer *wlr_buffer,
-		uint32_t flags, void **data, uint32_t *format, size_t *stride) {
+static bool buffer_begin_data_ptr_access(struct wlr_buffer *wlr_buffer, uint32_t flags, void **data,
+		uint32_t *format, size_t *stride) {
 	struct cairo_buffer *buffer = wl_container_of(wlr_buffer, buffer, base);
 	if (flags & WLR_BUFFER_DATA_PTR_ACCESS_WRITE) {
 		/* Decorations are immutable once drawn; renderers only read. */

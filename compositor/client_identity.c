@@ -57,8 +57,7 @@ int socket_peer_pidfd(int fd, pid_t *pid_out) {
 	struct ucred again;
 	len = sizeof(again);
 	if (before == 0 || qos_proc_start_time(cred.pid, 0) != before ||
-			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &again, &len) != 0 ||
-			again.pid != cred.pid) {
+			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &again, &len) != 0 || again.pid != cred.pid) {
 		close(pidfd);
 		return -1;
 	}
@@ -97,8 +96,7 @@ struct client_identity *client_identity_get(struct wl_client *client) {
 	id->pid = -1;
 	id->pidfd = socket_peer_pidfd(wl_client_get_fd(client), &id->pid);
 	if (id->pidfd < 0) {
-		wlr_log(WLR_INFO, "cannot identify the process of a client: %s",
-			strerror(errno));
+		wlr_log(WLR_INFO, "cannot identify the process of a client: %s", strerror(errno));
 	}
 	id->destroy.notify = handle_destroy;
 	wl_client_add_destroy_listener(client, &id->destroy);

@@ -40,13 +40,13 @@ static const struct {
 	enum qw_action action;
 	bool takes_arg;
 } action_names[] = {
-	{"exec", QW_ACTION_EXEC, true},
-	{"terminal", QW_ACTION_TERMINAL, false},
-	{"close", QW_ACTION_CLOSE, false},
-	{"focus-next", QW_ACTION_FOCUS_NEXT, false},
-	{"maximize", QW_ACTION_MAXIMIZE, false},
-	{"fullscreen", QW_ACTION_FULLSCREEN, false},
-	{"exit", QW_ACTION_EXIT, false},
+	{ "exec", QW_ACTION_EXEC, true },
+	{ "terminal", QW_ACTION_TERMINAL, false },
+	{ "close", QW_ACTION_CLOSE, false },
+	{ "focus-next", QW_ACTION_FOCUS_NEXT, false },
+	{ "maximize", QW_ACTION_MAXIMIZE, false },
+	{ "fullscreen", QW_ACTION_FULLSCREEN, false },
+	{ "exit", QW_ACTION_EXIT, false },
 };
 
 const char *config_button_name(enum qw_button_kind kind) {
@@ -80,8 +80,8 @@ static bool add_binding(struct qw_config *config, const struct qw_binding *b) {
 			return true;
 		}
 	}
-	struct qw_binding *grown = realloc(config->bindings,
-		(config->binding_count + 1) * sizeof(*grown));
+	struct qw_binding *grown =
+			realloc(config->bindings, (config->binding_count + 1) * sizeof(*grown));
 	if (!grown) {
 		return false;
 	}
@@ -137,10 +137,10 @@ void config_init_defaults(struct qw_config *config) {
 		xkb_keysym_t sym;
 		enum qw_action action;
 	} defaults[] = {
-		{WLR_MODIFIER_LOGO, XKB_KEY_Return, QW_ACTION_TERMINAL},
-		{WLR_MODIFIER_LOGO, XKB_KEY_q, QW_ACTION_CLOSE},
-		{WLR_MODIFIER_LOGO, XKB_KEY_Tab, QW_ACTION_FOCUS_NEXT},
-		{WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e, QW_ACTION_EXIT},
+		{ WLR_MODIFIER_LOGO, XKB_KEY_Return, QW_ACTION_TERMINAL },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_q, QW_ACTION_CLOSE },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_Tab, QW_ACTION_FOCUS_NEXT },
+		{ WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e, QW_ACTION_EXIT },
 	};
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
 		struct qw_binding b = {
@@ -162,7 +162,7 @@ void config_finish(struct qw_config *config) {
 	free(config->bindings);
 	free(config->terminal);
 	free(config->font);
-	*config = (struct qw_config){0};
+	*config = (struct qw_config){ 0 };
 }
 
 static bool fail(char *msg, size_t size, const char *fmt, ...) {
@@ -274,16 +274,19 @@ static bool parse_mode(const char *s, int *w, int *h, int *mhz) {
 	return true;
 }
 
-static bool parse_combo(char *combo, uint32_t *mods, xkb_keysym_t *sym,
-		char *msg, size_t size) {
+static bool parse_combo(char *combo, uint32_t *mods, xkb_keysym_t *sym, char *msg, size_t size) {
 	static const struct {
 		const char *name;
 		uint32_t mask;
 	} mod_names[] = {
-		{"super", WLR_MODIFIER_LOGO}, {"logo", WLR_MODIFIER_LOGO},
-		{"mod4", WLR_MODIFIER_LOGO}, {"shift", WLR_MODIFIER_SHIFT},
-		{"ctrl", WLR_MODIFIER_CTRL}, {"control", WLR_MODIFIER_CTRL},
-		{"alt", WLR_MODIFIER_ALT}, {"mod1", WLR_MODIFIER_ALT},
+		{ "super", WLR_MODIFIER_LOGO },
+		{ "logo", WLR_MODIFIER_LOGO },
+		{ "mod4", WLR_MODIFIER_LOGO },
+		{ "shift", WLR_MODIFIER_SHIFT },
+		{ "ctrl", WLR_MODIFIER_CTRL },
+		{ "control", WLR_MODIFIER_CTRL },
+		{ "alt", WLR_MODIFIER_ALT },
+		{ "mod1", WLR_MODIFIER_ALT },
 	};
 	*mods = 0;
 	char *save = NULL;
@@ -324,7 +327,7 @@ static bool apply_bind(struct qw_config *config, char **cursor, char *msg, size_
 	if (!combo || !action) {
 		return fail(msg, size, "usage: bind MODIFIERS+KEY ACTION [ARGS]");
 	}
-	struct qw_binding b = {0};
+	struct qw_binding b = { 0 };
 	if (!parse_combo(combo, &b.modifiers, &b.keysym, msg, size)) {
 		return false;
 	}
@@ -381,8 +384,8 @@ static bool parse_switch(const char *s, bool *out) {
  * its value. The same words serve "scheduling KEY VALUE" lines and the lines
  * of a "scheduling { ... }" block.
  */
-static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
-		char *msg, size_t size) {
+static bool apply_scheduling(struct qw_config *config, char *key, char **cursor, char *msg,
+		size_t size) {
 	bool on;
 	if (parse_switch(key, &on)) {
 		if (next_word(cursor)) {
@@ -397,10 +400,10 @@ static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
 	if (value && next_word(cursor)) {
 		return fail(msg, size, "scheduling %s takes one value", key);
 	}
-	bool *flag = strcmp(key, "serve-by-reserve") == 0 ?
-		&config->scheduling.serve_by_reserve :
-		strcmp(key, "bill") == 0 ? &config->scheduling.bill :
-		strcmp(key, "boost") == 0 ? &config->scheduling.boost : NULL;
+	bool *flag = strcmp(key, "serve-by-reserve") == 0 ? &config->scheduling.serve_by_reserve
+			: strcmp(key, "bill") == 0                ? &config->scheduling.bill
+			: strcmp(key, "boost") == 0               ? &config->scheduling.boost
+													  : NULL;
 	if (flag) {
 		if (!parse_switch(value, flag)) {
 			return fail(msg, size, "scheduling %s wants on or off", key);
@@ -415,12 +418,13 @@ static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
 		config->scheduling.hidden_frame_rate = (unsigned int)hz;
 		return true;
 	}
-	return fail(msg, size, "unknown scheduling setting '%s' (serve-by-reserve, bill, "
-		"boost, hidden-frame-rate, on, off)", key);
+	return fail(msg, size,
+			"unknown scheduling setting '%s' (serve-by-reserve, bill, "
+			"boost, hidden-frame-rate, on, off)",
+			key);
 }
 
-bool config_apply_line(struct qw_config *config, const char *line_in,
-		char *msg, size_t size) {
+bool config_apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
 	char buf[4096];
 	if (strlen(line_in) >= sizeof(buf)) {
 		return fail(msg, size, "line too long");
@@ -431,8 +435,7 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	for (char *p = buf; (p = strchr(p, '#')); p++) {
 		bool at_word_start = p == buf || isspace((unsigned char)p[-1]);
 		bool first_word = strspn(buf, " \t") == (size_t)(p - buf);
-		if (at_word_start && (first_word || p[1] == '\0' ||
-				isspace((unsigned char)p[1]))) {
+		if (at_word_start && (first_word || p[1] == '\0' || isspace((unsigned char)p[1]))) {
 			*p = '\0';
 			break;
 		}
@@ -459,8 +462,9 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 		}
 		if (strcmp(what, "{") == 0) {
 			if (next_word(&cursor)) {
-				return fail(msg, size, "text after '{' (settings go on the lines "
-					"that follow)");
+				return fail(msg, size,
+						"text after '{' (settings go on the lines "
+						"that follow)");
 			}
 			config->in_scheduling_block = true;
 			return true;
@@ -470,9 +474,11 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 	if (strcmp(key, "output-mode") == 0) {
 		char *mode = next_word(&cursor);
 		if (!parse_mode(mode, &config->output_width, &config->output_height,
-				&config->output_refresh_mhz) || next_word(&cursor)) {
-			return fail(msg, size, "output-mode wants WIDTHxHEIGHT[@HZ], "
-				"e.g. 1920x1080@60");
+					&config->output_refresh_mhz) ||
+				next_word(&cursor)) {
+			return fail(msg, size,
+					"output-mode wants WIDTHxHEIGHT[@HZ], "
+					"e.g. 1920x1080@60");
 		}
 		return true;
 	}
@@ -481,32 +487,33 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 		if (!value) {
 			return fail(msg, size, "%s needs a value", key);
 		}
-		return replace_string(key[0] == 't' ? &config->terminal : &config->font,
-			value, msg, size);
+		return replace_string(key[0] == 't' ? &config->terminal : &config->font, value, msg, size);
 	}
 	if (strcmp(key, "titlebar-height") == 0 || strcmp(key, "border-width") == 0 ||
 			strcmp(key, "cascade-step") == 0) {
-		int *field = key[0] == 't' ? &config->titlebar_height :
-			key[0] == 'b' ? &config->border_width : &config->cascade_step;
+		int *field = key[0] == 't' ? &config->titlebar_height
+				: key[0] == 'b'    ? &config->border_width
+								   : &config->cascade_step;
 		int min = key[0] == 't' ? 12 : 0;
 		int max = key[0] == 't' ? 128 : key[0] == 'b' ? 32 : 512;
 		char *value = next_word(&cursor);
 		if (!parse_int(value, min, max, field) || next_word(&cursor)) {
-			return fail(msg, size, "%s wants an integer from %d to %d",
-				key, min, max);
+			return fail(msg, size, "%s wants an integer from %d to %d", key, min, max);
 		}
 		return true;
 	}
 	if (strcmp(key, "buttons") == 0) {
 		enum qw_button_kind order[QW_BUTTON_KIND_COUNT];
 		size_t n = 0;
-		bool seen[QW_BUTTON_KIND_COUNT] = {0};
+		bool seen[QW_BUTTON_KIND_COUNT] = { 0 };
 		char *word;
 		while ((word = next_word(&cursor))) {
 			enum qw_button_kind kind;
 			if (!config_parse_button(word, &kind)) {
-				return fail(msg, size, "unknown button '%s' (realtime, idle, "
-					"pause, close)", word);
+				return fail(msg, size,
+						"unknown button '%s' (realtime, idle, "
+						"pause, close)",
+						word);
 			}
 			if (seen[kind]) {
 				return fail(msg, size, "button '%s' listed twice", word);
@@ -527,8 +534,10 @@ bool config_apply_line(struct qw_config *config, const char *line_in,
 		for (int i = 0; i < QW_COLOR_COUNT; i++) {
 			if (strcmp(name, color_names[i]) == 0) {
 				if (!parse_color(value, config->colors[i])) {
-					return fail(msg, size, "bad colour '%s' (want #RRGGBB or "
-						"#RRGGBBAA)", value);
+					return fail(msg, size,
+							"bad colour '%s' (want #RRGGBB or "
+							"#RRGGBBAA)",
+							value);
 				}
 				return true;
 			}

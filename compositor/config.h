@@ -101,8 +101,7 @@ void config_finish(struct qw_config *config);
 bool config_load_file(struct qw_config *config, const char *path, FILE *err);
 
 /* Apply one line; on error returns false and writes the reason to `msg`. */
-bool config_apply_line(struct qw_config *config, const char *line,
-	char *msg, size_t msg_size);
+bool config_apply_line(struct qw_config *config, const char *line, char *msg, size_t msg_size);
 
 /*
  * The user's file ($XDG_CONFIG_HOME/qosway/config or ~/.config/...) if it

@@ -81,8 +81,7 @@ static uint32_t quadrant_edges(struct qw_view *view, double lx, double ly) {
 	return edges;
 }
 
-void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode,
-		uint32_t edges) {
+void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode, uint32_t edges) {
 	struct qw_server *server = view->server;
 	if (!view->mapped || view->fullscreen) {
 		return;
@@ -107,7 +106,7 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode,
 		double edge_y = view->y + ((edges & WLR_EDGE_BOTTOM) ? view->height : 0);
 		server->grab_x = server->cursor->x - edge_x;
 		server->grab_y = server->cursor->y - edge_y;
-		server->grab_geobox = (struct wlr_box){view->x, view->y, view->width, view->height};
+		server->grab_geobox = (struct wlr_box){ view->x, view->y, view->width, view->height };
 		server->resize_edges = edges;
 		wlr_xdg_toplevel_set_resizing(view->xdg_surface, true);
 		set_cursor_image(server, wlr_xcursor_get_resize_name(edges));
@@ -173,8 +172,7 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 			}
 			/* Restore under the cursor, keeping it at the same relative
 			 * spot of the titlebar. */
-			double rel = view->width > 0 ?
-				(server->grab_start_x - view->x) / view->width : 0.5;
+			double rel = view->width > 0 ? (server->grab_start_x - view->x) / view->width : 0.5;
 			double off_y = server->grab_start_y - view->y;
 			int restored_width = view->saved.width;
 			server->grab_unmaximize_pending = false;
@@ -182,8 +180,7 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 			server->grab_x = rel * restored_width;
 			server->grab_y = off_y;
 		}
-		view_move_to(view, server->cursor->x - server->grab_x,
-			server->cursor->y - server->grab_y);
+		view_move_to(view, server->cursor->x - server->grab_x, server->cursor->y - server->grab_y);
 		return;
 	}
 	if (server->cursor_mode == QW_CURSOR_RESIZE) {
@@ -194,16 +191,16 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 	struct wlr_surface *surface;
 	struct qw_node_desc *desc;
 	double sx = 0, sy = 0;
-	struct qw_view *view = view_at(server, server->cursor->x, server->cursor->y,
-		&surface, &sx, &sy, &desc);
+	struct qw_view *view =
+			view_at(server, server->cursor->x, server->cursor->y, &surface, &sx, &sy, &desc);
 	if (view && view_is_paused(view)) {
 		surface = NULL; /* a frozen client gets no enter or motion */
 	}
 
 	if (server->cursor_mode == QW_CURSOR_BUTTON) {
 		/* While a button is held only that button may look hovered. */
-		bool over = desc && desc->type == QW_NODE_BUTTON &&
-			view == server->grabbed_view && desc->button == server->pressed_button;
+		bool over = desc && desc->type == QW_NODE_BUTTON && view == server->grabbed_view &&
+				desc->button == server->pressed_button;
 		set_hovered_button(server, over ? view : NULL, over ? desc->button : -1);
 		return;
 	}
@@ -252,8 +249,7 @@ static void handle_cursor_motion_absolute(struct wl_listener *listener, void *da
 	notify_activity(server);
 }
 
-static void press_on_titlebar(struct qw_server *server, struct qw_view *view,
-		uint32_t time) {
+static void press_on_titlebar(struct qw_server *server, struct qw_view *view, uint32_t time) {
 	if (server->last_titlebar_click_view == view &&
 			time - server->last_titlebar_click_msec < DOUBLE_CLICK_MSEC) {
 		server->last_titlebar_click_view = NULL;
@@ -292,16 +288,15 @@ static void click_button(struct qw_view *view, enum qw_button_kind kind, bool sh
 	}
 	/* Each class button toggles between its class and normal. */
 	char err[256];
-	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want,
-		err, sizeof(err));
+	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want, err, sizeof(err));
 }
 
 static void handle_press(struct qw_server *server, struct wlr_event_pointer_button *event) {
 	struct wlr_surface *surface;
 	struct qw_node_desc *desc;
 	double sx, sy;
-	struct qw_view *view = view_at(server, server->cursor->x, server->cursor->y,
-		&surface, &sx, &sy, &desc);
+	struct qw_view *view =
+			view_at(server, server->cursor->x, server->cursor->y, &surface, &sx, &sy, &desc);
 	if (reserve_menu_is_open(server)) {
 		/* The click picks an item or dismisses the menu; nothing else. */
 		reserve_menu_press(server, desc);
@@ -320,13 +315,12 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	if (view && view_is_paused(view) && desc && desc->type == QW_NODE_VIEW) {
 		return; /* clicks on a frozen client's content go nowhere */
 	}
-	if (view && super_held(server) &&
-			(event->button == BTN_LEFT || event->button == BTN_RIGHT)) {
+	if (view && super_held(server) && (event->button == BTN_LEFT || event->button == BTN_RIGHT)) {
 		if (event->button == BTN_LEFT) {
 			view_begin_interactive(view, QW_CURSOR_MOVE, 0);
 		} else {
-			view_begin_interactive(view, QW_CURSOR_RESIZE, quadrant_edges(view,
-				server->cursor->x, server->cursor->y));
+			view_begin_interactive(view, QW_CURSOR_RESIZE,
+					quadrant_edges(view, server->cursor->x, server->cursor->y));
 		}
 		return;
 	}
@@ -334,8 +328,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 		layer_shell_focus_on_click(server, desc);
 	}
 	if (!view || !desc || event->button != BTN_LEFT) {
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec,
-			event->button, event->state);
+		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
 		return;
 	}
 	switch (desc->type) {
@@ -358,8 +351,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 		break;
 	}
 	default:
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec,
-			event->button, event->state);
+		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
 		break;
 	}
 }
@@ -371,8 +363,8 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 			return;
 		}
 		struct qw_view *view = server->grabbed_view;
-		bool over = server->hovered_view == view &&
-			server->hovered_button == server->pressed_button;
+		bool over =
+				server->hovered_view == view && server->hovered_button == server->pressed_button;
 		enum qw_button_kind kind = server->pressed_button;
 		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
 		server->grabbed_view = NULL;
@@ -387,8 +379,8 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 	case QW_CURSOR_MOVE:
 	case QW_CURSOR_RESIZE:
 		if (server->grab_forward_release) {
-			wlr_seat_pointer_notify_button(server->seat, event->time_msec,
-				event->button, event->state);
+			wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button,
+					event->state);
 		}
 		end_interactive(server);
 		process_motion(server, event->time_msec);
@@ -399,8 +391,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 			server->swallowed_button = 0;
 			return;
 		}
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec,
-			event->button, event->state);
+		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
 		return;
 	}
 }
@@ -424,8 +415,8 @@ static void handle_cursor_axis(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_axis);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_axis *event = data;
-	wlr_seat_pointer_notify_axis(server->seat, event->time_msec, event->orientation,
-		event->delta, event->delta_discrete, event->source);
+	wlr_seat_pointer_notify_axis(server->seat, event->time_msec, event->orientation, event->delta,
+			event->delta_discrete, event->source);
 }
 
 static void handle_cursor_frame(struct wl_listener *listener, void *data) {
@@ -449,8 +440,7 @@ bool cursor_init(struct qw_server *server) {
 	server->cursor_motion.notify = handle_cursor_motion;
 	wl_signal_add(&server->cursor->events.motion, &server->cursor_motion);
 	server->cursor_motion_absolute.notify = handle_cursor_motion_absolute;
-	wl_signal_add(&server->cursor->events.motion_absolute,
-		&server->cursor_motion_absolute);
+	wl_signal_add(&server->cursor->events.motion_absolute, &server->cursor_motion_absolute);
 	server->cursor_button.notify = handle_cursor_button;
 	wl_signal_add(&server->cursor->events.button, &server->cursor_button);
 	server->cursor_axis.notify = handle_cursor_axis;

@@ -11,10 +11,10 @@
 /* Invisible resize handles reach this far outside the border. */
 #define GRIP_SIZE 6
 
-static const float transparent[4] = {0, 0, 0, 0};
+static const float transparent[4] = { 0, 0, 0, 0 };
 
-static void set_desc(struct qw_node_desc *desc, struct wlr_scene_node *node,
-		enum qw_node_type type, struct qw_view *view, int button) {
+static void set_desc(struct qw_node_desc *desc, struct wlr_scene_node *node, enum qw_node_type type,
+		struct qw_view *view, int button) {
 	*desc = (struct qw_node_desc){
 		.magic = QW_NODE_DESC_MAGIC,
 		.type = type,
@@ -55,7 +55,7 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
 	for (int i = 0; i < 4; i++) {
 		deco->grips[i] = wlr_scene_rect_create(&deco->tree->node, 1, 1, transparent);
 		deco->border[i] = wlr_scene_rect_create(&deco->tree->node, 1, 1,
-			config->colors[QW_COLOR_BORDER_UNFOCUSED]);
+				config->colors[QW_COLOR_BORDER_UNFOCUSED]);
 		if (!deco->grips[i] || !deco->border[i]) {
 			return false;
 		}
@@ -65,8 +65,8 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
 		return false;
 	}
 	set_desc(&deco->titlebar_desc, &deco->titlebar->node, QW_NODE_TITLEBAR, view, -1);
-	deco->title_bg = wlr_scene_rect_create(&deco->titlebar->node, 1,
-		config->titlebar_height, config->colors[QW_COLOR_TITLEBAR_UNFOCUSED]);
+	deco->title_bg = wlr_scene_rect_create(&deco->titlebar->node, 1, config->titlebar_height,
+			config->colors[QW_COLOR_TITLEBAR_UNFOCUSED]);
 	if (!deco->title_bg) {
 		return false;
 	}
@@ -82,15 +82,14 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
 		set_desc(&button->desc, &button->tree->node, QW_NODE_BUTTON, view, kind);
 		for (int s = 0; s < QW_BUTTON_STATE_COUNT; s++) {
 			/* Close has no on/off: its "on" slots reuse the off images. */
-			int img = kind == QW_BUTTON_CLOSE && s >= QW_BUTTON_STATE_ON ?
-				s - QW_BUTTON_STATE_ON : s;
-			button->states[s] = wlr_scene_buffer_create(&button->tree->node,
-				server->theme.buttons[kind][img]);
+			int img =
+					kind == QW_BUTTON_CLOSE && s >= QW_BUTTON_STATE_ON ? s - QW_BUTTON_STATE_ON : s;
+			button->states[s] =
+					wlr_scene_buffer_create(&button->tree->node, server->theme.buttons[kind][img]);
 			if (!button->states[s]) {
 				return false;
 			}
-			wlr_scene_node_set_enabled(&button->states[s]->node,
-				s == QW_BUTTON_STATE_NORMAL);
+			wlr_scene_node_set_enabled(&button->states[s]->node, s == QW_BUTTON_STATE_NORMAL);
 		}
 		button->shown = QW_BUTTON_STATE_NORMAL;
 	}
@@ -101,7 +100,7 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view) {
 
 bool decoration_init_overlay(struct qw_decoration *deco, struct qw_view *view) {
 	deco->dim = wlr_scene_rect_create(&view->tree->node, 1, 1,
-		view->server->config.colors[QW_COLOR_PAUSED_DIM]);
+			view->server->config.colors[QW_COLOR_PAUSED_DIM]);
 	if (!deco->dim) {
 		return false;
 	}
@@ -138,16 +137,16 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 	}
 
 	const struct wlr_box grips[4] = {
-		{-GRIP_SIZE, -GRIP_SIZE, fw + 2 * GRIP_SIZE, GRIP_SIZE},
-		{-GRIP_SIZE, fh, fw + 2 * GRIP_SIZE, GRIP_SIZE},
-		{-GRIP_SIZE, 0, GRIP_SIZE, fh},
-		{fw, 0, GRIP_SIZE, fh},
+		{ -GRIP_SIZE, -GRIP_SIZE, fw + 2 * GRIP_SIZE, GRIP_SIZE },
+		{ -GRIP_SIZE, fh, fw + 2 * GRIP_SIZE, GRIP_SIZE },
+		{ -GRIP_SIZE, 0, GRIP_SIZE, fh },
+		{ fw, 0, GRIP_SIZE, fh },
 	};
 	const struct wlr_box borders[4] = {
-		{0, 0, fw, b},
-		{0, fh - b, fw, b},
-		{0, b, b, fh - 2 * b},
-		{fw - b, b, b, fh - 2 * b},
+		{ 0, 0, fw, b },
+		{ 0, fh - b, fw, b },
+		{ 0, b, b, fh - 2 * b },
+		{ fw - b, b, b, fh - 2 * b },
 	};
 	for (int i = 0; i < 4; i++) {
 		wlr_scene_node_set_position(&deco->grips[i]->node, grips[i].x, grips[i].y);
@@ -189,10 +188,11 @@ void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 			wlr_scene_node_destroy(&deco->title[f]->node);
 			deco->title[f] = NULL;
 		}
-		enum qw_color color = deco->message ? QW_COLOR_TEXT_WARNING :
-			f == 1 ? QW_COLOR_TEXT_FOCUSED : QW_COLOR_TEXT_UNFOCUSED;
-		struct wlr_buffer *buffer = theme_render_title(config, text,
-			deco->title_width, config->titlebar_height, color);
+		enum qw_color color = deco->message ? QW_COLOR_TEXT_WARNING
+				: f == 1                    ? QW_COLOR_TEXT_FOCUSED
+											: QW_COLOR_TEXT_UNFOCUSED;
+		struct wlr_buffer *buffer =
+				theme_render_title(config, text, deco->title_width, config->titlebar_height, color);
 		if (!buffer) {
 			continue; /* too narrow for any text */
 		}
@@ -205,21 +205,19 @@ void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 		}
 		/* Keep the text below the buttons in case they overlap. */
 		wlr_scene_node_place_above(&deco->title[f]->node, &deco->title_bg->node);
-		wlr_scene_node_set_position(&deco->title[f]->node,
-			view->server->theme.title_padding, 0);
+		wlr_scene_node_set_position(&deco->title[f]->node, view->server->theme.title_padding, 0);
 		wlr_scene_node_set_enabled(&deco->title[f]->node, (f == 1) == deco->focused);
 	}
 }
 
-void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server,
-		bool focused) {
+void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server, bool focused) {
 	const struct qw_config *config = &server->config;
 	deco->focused = focused;
-	wlr_scene_rect_set_color(deco->title_bg, config->colors[focused ?
-		QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED]);
+	wlr_scene_rect_set_color(deco->title_bg,
+			config->colors[focused ? QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED]);
 	for (int i = 0; i < 4; i++) {
-		wlr_scene_rect_set_color(deco->border[i], config->colors[focused ?
-			QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED]);
+		wlr_scene_rect_set_color(deco->border[i],
+				config->colors[focused ? QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED]);
 	}
 	for (int f = 0; f < 2; f++) {
 		if (deco->title[f]) {
@@ -241,10 +239,10 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		}
 		bool hover = server->hovered_view == view && server->hovered_button == k;
 		bool pressed = hover && server->cursor_mode == QW_CURSOR_BUTTON &&
-			server->grabbed_view == view && server->pressed_button == k;
-		enum qw_button_state state = deco->refused_button == k ?
-			QW_BUTTON_STATE_REFUSED :
-			theme_button_state(button_is_on(view, k), hover, pressed);
+				server->grabbed_view == view && server->pressed_button == k;
+		enum qw_button_state state = deco->refused_button == k
+				? QW_BUTTON_STATE_REFUSED
+				: theme_button_state(button_is_on(view, k), hover, pressed);
 		if (state == button->shown) {
 			continue;
 		}
@@ -268,8 +266,8 @@ static int handle_message_timeout(void *data) {
 	return 0;
 }
 
-void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
-		int class, const char *reason) {
+void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view, int class,
+		const char *reason) {
 	char *text = NULL;
 	if (asprintf(&text, "refused: %s", reason) < 0) {
 		return;
@@ -278,8 +276,8 @@ void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
 	deco->message = text;
 	deco->refused_button = button_for_class(class);
 	if (!deco->message_timer) {
-		deco->message_timer = wl_event_loop_add_timer(view->server->event_loop,
-			handle_message_timeout, view);
+		deco->message_timer =
+				wl_event_loop_add_timer(view->server->event_loop, handle_message_timeout, view);
 	}
 	if (deco->message_timer) {
 		wl_event_source_timer_update(deco->message_timer, REFUSAL_SHOW_MSEC);
@@ -290,8 +288,7 @@ void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
 
 void decoration_update_paused(struct qw_decoration *deco, struct qw_view *view) {
 	if (deco->dim) {
-		wlr_scene_node_set_enabled(&deco->dim->node,
-			view->class == QW_VIEW_CLASS_PAUSED);
+		wlr_scene_node_set_enabled(&deco->dim->node, view->class == QW_VIEW_CLASS_PAUSED);
 	}
 	decoration_update_title(deco, view);
 }

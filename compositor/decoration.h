@@ -50,15 +50,14 @@ bool decoration_init(struct qw_decoration *deco, struct qw_view *view);
 bool decoration_init_overlay(struct qw_decoration *deco, struct qw_view *view);
 void decoration_finish(struct qw_decoration *deco);
 /* Show a QoS refusal of a request for `class` with its reason. */
-void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view,
-	int class, const char *reason);
+void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view, int class,
+		const char *reason);
 /* Follow the view's paused state: dimming and the title prefix. */
 void decoration_update_paused(struct qw_decoration *deco, struct qw_view *view);
 /* Lay the frame out around a content area of width x height. */
 void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view);
 void decoration_update_title(struct qw_decoration *deco, struct qw_view *view);
-void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server,
-	bool focused);
+void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server, bool focused);
 void decoration_set_visible(struct qw_decoration *deco, bool visible);
 /* Show the right image for each button from the view's class and pointer state. */
 void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view);

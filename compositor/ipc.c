@@ -82,8 +82,7 @@ static bool client_flush(struct ipc_client *client) {
 		return false;
 	}
 	while (client->out_len > 0) {
-		ssize_t n = send(client->fd, client->out, client->out_len,
-			MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(client->fd, client->out, client->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR) {
 				continue;
@@ -112,8 +111,7 @@ static bool client_send(struct ipc_client *client, struct json_object *obj) {
 		return false;
 	}
 	size_t len;
-	const char *text = json_object_to_json_string_length(obj,
-		JSON_C_TO_STRING_PLAIN, &len);
+	const char *text = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN, &len);
 	if (client->out_len + len + 1 > IPC_MAX_QUEUED) {
 		wlr_log(WLR_INFO, "IPC client stopped reading; dropping it");
 		client_drop(client);
@@ -139,8 +137,8 @@ static bool client_send(struct ipc_client *client, struct json_object *obj) {
 static bool handle_request(struct ipc_client *client, const char *line) {
 	struct qw_server *server = client->ipc->server;
 	bool subscribe = false, terminate = false;
-	struct json_object *reply = ipc_command_handle(server, client->peer_pid, line,
-		&subscribe, &terminate);
+	struct json_object *reply =
+			ipc_command_handle(server, client->peer_pid, line, &subscribe, &terminate);
 	if (subscribe) {
 		client->subscribed = true;
 	}
@@ -176,8 +174,8 @@ static bool handle_lines(struct ipc_client *client) {
 	memmove(client->in, start, rest);
 	client->in_len = rest;
 	if (rest > IPC_MAX_REQUEST) {
-		struct json_object *reply = ipc_reply_error("request longer than %d bytes",
-			IPC_MAX_REQUEST);
+		struct json_object *reply =
+				ipc_reply_error("request longer than %d bytes", IPC_MAX_REQUEST);
 		client->close_after_flush = true;
 		client->in_len = 0;
 		bool alive = client_send(client, reply);
@@ -240,8 +238,10 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 	}
 	if (ipc->n_clients >= IPC_MAX_CLIENTS) {
 		char full[128];
-		int len = snprintf(full, sizeof(full), "{\"success\":false,\"error\":\"too many "
-			"IPC connections (at most %d); close some\"}\n", IPC_MAX_CLIENTS);
+		int len = snprintf(full, sizeof(full),
+				"{\"success\":false,\"error\":\"too many "
+				"IPC connections (at most %d); close some\"}\n",
+				IPC_MAX_CLIENTS);
 		/* Best effort: the socket is fresh, so its buffer has room. */
 		ssize_t n = send(client_fd, full, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void)n;
@@ -258,10 +258,10 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 	client->fd = client_fd;
 	struct ucred cred;
 	socklen_t cred_len = sizeof(cred);
-	client->peer_pid = getsockopt(client_fd, SOL_SOCKET, SO_PEERCRED, &cred,
-		&cred_len) == 0 ? cred.pid : -1;
-	client->source = wl_event_loop_add_fd(ipc->server->event_loop, client_fd,
-		WL_EVENT_READABLE, handle_client_event, client);
+	client->peer_pid =
+			getsockopt(client_fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 ? cred.pid : -1;
+	client->source = wl_event_loop_add_fd(ipc->server->event_loop, client_fd, WL_EVENT_READABLE,
+			handle_client_event, client);
 	if (!client->source) {
 		close(client_fd);
 		free(client);
@@ -273,7 +273,7 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 }
 
 struct qw_ipc *ipc_create(struct qw_server *server, const char *path) {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path)) {
 		wlr_log(WLR_ERROR, "IPC socket path too long: %s", path);
 		return NULL;
@@ -301,8 +301,8 @@ struct qw_ipc *ipc_create(struct qw_server *server, const char *path) {
 		goto err_fd;
 	}
 	ipc->path = strdup(path);
-	ipc->source = wl_event_loop_add_fd(server->event_loop, ipc->fd,
-		WL_EVENT_READABLE, handle_listen, ipc);
+	ipc->source = wl_event_loop_add_fd(server->event_loop, ipc->fd, WL_EVENT_READABLE,
+			handle_listen, ipc);
 	if (!ipc->path || !ipc->source) {
 		goto err_unlink;
 	}
@@ -348,8 +348,7 @@ static void broadcast(struct qw_server *server, struct json_object *event) {
 	}
 }
 
-void ipc_notify_window(struct qw_server *server, struct qw_view *view,
-		const char *change) {
+void ipc_notify_window(struct qw_server *server, struct qw_view *view, const char *change) {
 	if (!server->ipc || wl_list_empty(&server->ipc->clients)) {
 		return;
 	}
@@ -378,8 +377,8 @@ void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
 		[QOS_EVENT_RT_DEMOTED] = "rt-demoted",
 		[QOS_EVENT_RT_RESUMED] = "rt-resumed",
 	};
-	const char *change = (size_t)event->type < sizeof(names) / sizeof(names[0]) ?
-		names[event->type] : NULL;
+	const char *change =
+			(size_t)event->type < sizeof(names) / sizeof(names[0]) ? names[event->type] : NULL;
 	if (!change) {
 		return;
 	}

@@ -59,25 +59,24 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "app_id", ipc_json_text(view->toplevel->app_id));
 	json_object_object_add(obj, "title", ipc_json_text(view->toplevel->title));
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
-	json_object_object_add(obj, "class",
-		json_object_new_string(view_class_name(view->class)));
+	json_object_object_add(obj, "class", json_object_new_string(view_class_name(view->class)));
 	const char *reserve = NULL;
 	qos_link_class_of(view->server, view_get_pid(view), &reserve);
 	json_object_object_add(obj, "reserve", ipc_json_text(reserve));
 	struct client_identity *id = view_identity(view);
-	json_object_object_add(obj, "cpu_percent",
-		json_object_new_double(id ? id->cpu_percent : 0.0));
+	json_object_object_add(obj, "cpu_percent", json_object_new_double(id ? id->cpu_percent : 0.0));
 	double server_percent = 0.0;
-	uint64_t server_us = view->client_gone ? 0 : scheduler_client_server_us(
-		view->server->scheduler, wl_resource_get_client(view->xdg_surface->resource),
-		&server_percent);
+	uint64_t server_us = view->client_gone
+			? 0
+			: scheduler_client_server_us(view->server->scheduler,
+					  wl_resource_get_client(view->xdg_surface->resource), &server_percent);
 	json_object_object_add(obj, "server_cpu_us", json_object_new_int64((int64_t)server_us));
 	json_object_object_add(obj, "server_cpu_percent", json_object_new_double(server_percent));
 	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
-	json_object_object_add(obj, "geometry", box_json((struct wlr_box){
-		view->x, view->y, view->width, view->height}));
+	json_object_object_add(obj, "geometry",
+			box_json((struct wlr_box){ view->x, view->y, view->width, view->height }));
 	json_object_object_add(obj, "frame", box_json(view_frame_box(view)));
 	json_object_object_add(obj, "titlebar", box_json(view_titlebar_box(view)));
 	struct json_object *buttons = json_object_new_object();
@@ -113,8 +112,7 @@ static void add_windows_of(struct json_object *list, struct wlr_scene_tree *tree
 	struct wlr_scene_node *node;
 	wl_list_for_each(node, &tree->node.state.children, state.link) {
 		struct qw_node_desc *desc = node->data;
-		if (desc && desc->magic == QW_NODE_DESC_MAGIC && desc->view &&
-				desc->view->mapped) {
+		if (desc && desc->magic == QW_NODE_DESC_MAGIC && desc->view && desc->view->mapped) {
 			json_object_array_add(list, ipc_json_window(desc->view));
 		}
 	}
@@ -163,8 +161,7 @@ static struct qw_view *lookup_view(struct qw_server *server, struct json_object 
 		return NULL;
 	}
 	int64_t id = json_object_get_int64(id_obj);
-	struct qw_view *view = id > 0 && id <= UINT32_MAX ?
-		view_from_id(server, (uint32_t)id) : NULL;
+	struct qw_view *view = id > 0 && id <= UINT32_MAX ? view_from_id(server, (uint32_t)id) : NULL;
 	if (!view || !view->mapped) {
 		*error = ipc_reply_error("unknown window id %lld", (long long)id);
 		return NULL;
@@ -202,8 +199,9 @@ static pid_t resolve_target(struct qw_server *server, struct json_object *req,
 		return (pid_t)pid;
 	}
 	long id = strtol(target, &end, 10);
-	struct qw_view *view = *end || end == target || id <= 0 || id > UINT32_MAX ? NULL :
-		view_from_id(server, (uint32_t)id);
+	struct qw_view *view = *end || end == target || id <= 0 || id > UINT32_MAX
+			? NULL
+			: view_from_id(server, (uint32_t)id);
 	if (!view || !view->mapped) {
 		*error = ipc_reply_error("unknown window '%.64s'", target);
 		return -1;
@@ -227,7 +225,8 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 	enum qw_view_class class;
 	if (!name || !view_class_from_name(name, &class)) {
 		return ipc_reply_error("bad class '%.32s': want realtime, fifo, idle, nice, paused "
-			"or normal", name ? name : "");
+							   "or normal",
+				name ? name : "");
 	}
 	char err[256];
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
@@ -236,8 +235,8 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 	}
 	struct json_object *reply = reply_ok();
 	json_object_object_add(reply, "pid", json_object_new_int(pid));
-	json_object_object_add(reply, "class", json_object_new_string(
-		view_class_name(qos_link_class_of(server, pid, NULL))));
+	json_object_object_add(reply, "class",
+			json_object_new_string(view_class_name(qos_link_class_of(server, pid, NULL))));
 	return reply;
 }
 
@@ -286,16 +285,15 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 		return ipc_reply_error("out of memory");
 	}
 	struct qos_rules *parsed = qos_rules_create();
-	struct diag_buf diag = {0};
-	int bad = parsed ? qos_rules_parse_string(parsed, "request", line, keep_first_diag,
-		&diag) : -1;
+	struct diag_buf diag = { 0 };
+	int bad = parsed ? qos_rules_parse_string(parsed, "request", line, keep_first_diag, &diag) : -1;
 	free(line);
 	struct json_object *reply;
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
 	if (bad != 0 || parsed->n_reserves != 1) {
 		reply = ipc_reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
-	} else if (!qos_gate_define(server, &asker, name, &parsed->reserves[0].params, NULL,
-			err, sizeof(err))) {
+	} else if (!qos_gate_define(server, &asker, name, &parsed->reserves[0].params, NULL, err,
+					   sizeof(err))) {
 		reply = ipc_reply_error("%s", err);
 	} else {
 		reply = reply_ok();
@@ -324,7 +322,7 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 		json_object_object_add(obj, "name", ipc_json_text(info.name));
 		json_object_object_add(obj, "params", ipc_json_text(params));
 		json_object_object_add(obj, "policy",
-			json_object_new_string(qos_policy_name(info.params.policy)));
+				json_object_new_string(qos_policy_name(info.params.policy)));
 		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
 		json_object_object_add(obj, "slice_us", json_object_new_int64(info.params.slice_us));
 		json_object_object_add(obj, "granted", json_object_new_boolean(info.granted));
@@ -362,13 +360,15 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 	json_object_object_add(reply, "total_ppm", json_object_new_int64(info.capacity_ppm));
 	json_object_object_add(reply, "granted_ppm", json_object_new_int64(info.granted_ppm));
 	uint64_t all = (uint64_t)info.ncpus * 1000000;
-	json_object_object_add(reply, "rsvd_ppm", json_object_new_int64(
-		all > info.capacity_ppm ? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1) : 0));
+	json_object_object_add(reply, "rsvd_ppm",
+			json_object_new_int64(all > info.capacity_ppm
+							? (all - info.capacity_ppm) / (info.ncpus ? info.ncpus : 1)
+							: 0));
 	json_object_object_add(reply, "layout", ipc_json_text(info.layout));
 	json_object_object_add(reply, "watchdog_alarms",
-		json_object_new_int64((int64_t)info.watchdog_alarms));
+			json_object_new_int64((int64_t)info.watchdog_alarms));
 	json_object_object_add(reply, "watchdog_cooldown",
-		json_object_new_boolean(info.watchdog_cooldown));
+			json_object_new_boolean(info.watchdog_cooldown));
 	return reply;
 }
 
@@ -448,18 +448,18 @@ static struct json_object *cmd_exec(struct qw_server *server, struct json_object
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *arg = json_object_array_get_idx(argv_obj, i);
-		if (!json_object_is_type(arg, json_type_string) ||
-				json_object_get_string_len(arg) == 0) {
+		if (!json_object_is_type(arg, json_type_string) || json_object_get_string_len(arg) == 0) {
 			free_args(argv, i, owned);
 			return ipc_reply_error("'%s' element %zu is not a non-empty string", key, i);
 		}
 		if (!owned) {
 			argv[i] = (char *)json_object_get_string(arg);
 		} else if (!(argv[i] = decode_arg(json_object_get_string(arg),
-				(size_t)json_object_get_string_len(arg)))) {
+							 (size_t)json_object_get_string_len(arg)))) {
 			free_args(argv, i, owned);
 			return ipc_reply_error("'argv_base64' element %zu is not base64 of a non-empty "
-				"argument without NUL bytes", i);
+								   "argument without NUL bytes",
+					i);
 		}
 	}
 	const char *reserve = get_string(req, "reserve");
@@ -508,8 +508,8 @@ static struct json_object *parse_whole(const char *line) {
 	return obj;
 }
 
-struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
-		const char *line, bool *subscribe, bool *terminate) {
+struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid, const char *line,
+		bool *subscribe, bool *terminate) {
 	/* json-c takes any bytes inside a string; names and targets must be text. */
 	bool text = g_utf8_validate(line, -1, NULL);
 	struct json_object *req = text ? parse_whole(line) : NULL;

@@ -19,12 +19,11 @@ struct qw_view;
  * error reply.  Sets *subscribe for "subscribe" and *terminate for "exit",
  * which the caller carries out once the reply is queued.
  */
-struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
-	const char *line, bool *subscribe, bool *terminate);
+struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid, const char *line,
+		bool *subscribe, bool *terminate);
 
 /* {"success": false, "error": ...}, the message made valid UTF-8. */
-struct json_object *ipc_reply_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+struct json_object *ipc_reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A JSON string of s made valid UTF-8 (clients' titles come unchecked); NULL for NULL. */
 struct json_object *ipc_json_text(const char *s);
 /* A window as the "windows" reply and window events describe it. */

@@ -28,13 +28,12 @@ static const char *log_name(const char *ns, char *buf, size_t len) {
 }
 
 static enum qw_layer layer_from_protocol(enum zwlr_layer_shell_v1_layer layer) {
-	return layer <= ZWLR_LAYER_SHELL_V1_LAYER_OVERLAY ? (enum qw_layer)layer :
-		QW_LAYER_TOP;
+	return layer <= ZWLR_LAYER_SHELL_V1_LAYER_OVERLAY ? (enum qw_layer)layer : QW_LAYER_TOP;
 }
 
 /* Offset of a box of `size` inside [start, start+length) for the anchors. */
-static int place_axis(int start, int length, int size, bool lo, bool hi,
-		int margin_lo, int margin_hi) {
+static int place_axis(int start, int length, int size, bool lo, bool hi, int margin_lo,
+		int margin_hi) {
 	if (lo && !hi) {
 		return start + margin_lo;
 	}
@@ -46,10 +45,8 @@ static int place_axis(int start, int length, int size, bool lo, bool hi,
 
 static void apply_exclusive(struct wlr_box *usable, uint32_t anchor, int32_t zone,
 		const struct wlr_layer_surface_v1_state *state) {
-	const uint32_t both_h = ZWLR_LAYER_SURFACE_V1_ANCHOR_LEFT |
-		ZWLR_LAYER_SURFACE_V1_ANCHOR_RIGHT;
-	const uint32_t both_v = ZWLR_LAYER_SURFACE_V1_ANCHOR_TOP |
-		ZWLR_LAYER_SURFACE_V1_ANCHOR_BOTTOM;
+	const uint32_t both_h = ZWLR_LAYER_SURFACE_V1_ANCHOR_LEFT | ZWLR_LAYER_SURFACE_V1_ANCHOR_RIGHT;
+	const uint32_t both_v = ZWLR_LAYER_SURFACE_V1_ANCHOR_TOP | ZWLR_LAYER_SURFACE_V1_ANCHOR_BOTTOM;
 	/* A zone only applies to a surface anchored to a single edge (with
 	 * or without both perpendicular edges), never to a corner. */
 	if (anchor == ZWLR_LAYER_SURFACE_V1_ANCHOR_TOP ||
@@ -94,16 +91,16 @@ static void arrange_one(struct qw_layer_surface *l, const struct wlr_box *full,
 		if (!l->no_room_logged) {
 			char name[128];
 			wlr_log(WLR_INFO, "layer surface '%s' has no room",
-				log_name(ls->namespace, name, sizeof(name)));
+					log_name(ls->namespace, name, sizeof(name)));
 			l->no_room_logged = true;
 		}
 		return;
 	}
 	l->no_room_logged = false;
-	int x = place_axis(bounds.x, bounds.width, w, left, right,
-		state->margin.left, state->margin.right);
-	int y = place_axis(bounds.y, bounds.height, h, top, bottom,
-		state->margin.top, state->margin.bottom);
+	int x = place_axis(bounds.x, bounds.width, w, left, right, state->margin.left,
+			state->margin.right);
+	int y = place_axis(bounds.y, bounds.height, h, top, bottom, state->margin.top,
+			state->margin.bottom);
 	wlr_scene_node_set_position(l->node, x, y);
 	if (!ls->configured || state->actual_width != (uint32_t)w ||
 			state->actual_height != (uint32_t)h) {
@@ -121,8 +118,9 @@ static void update_keyboard_focus(struct qw_server *server) {
 		for (int layer = QW_LAYER_OVERLAY; layer >= QW_LAYER_TOP && !want; layer--) {
 			struct qw_layer_surface *l;
 			wl_list_for_each(l, &output->layers[layer], link) {
-				if (l->mapped && l->layer_surface->current.keyboard_interactive ==
-						ZWLR_LAYER_SURFACE_V1_KEYBOARD_INTERACTIVITY_EXCLUSIVE) {
+				if (l->mapped &&
+						l->layer_surface->current.keyboard_interactive ==
+								ZWLR_LAYER_SURFACE_V1_KEYBOARD_INTERACTIVITY_EXCLUSIVE) {
 					want = l;
 					break;
 				}
@@ -136,8 +134,7 @@ static void update_keyboard_focus(struct qw_server *server) {
 	if (want) {
 		struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
 		wlr_seat_keyboard_notify_enter(server->seat, want->layer_surface->surface,
-			kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
-			kb ? &kb->modifiers : NULL);
+				kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0, kb ? &kb->modifiers : NULL);
 		return;
 	}
 	/* Give the keyboard back to the most recently focused window. */
@@ -174,13 +171,13 @@ void layer_shell_arrange(struct qw_output *output) {
 void layer_shell_focus_on_click(struct qw_server *server, struct qw_node_desc *desc) {
 	struct qw_layer_surface *l = wl_container_of(desc, l, desc);
 	if (l->layer_surface->current.keyboard_interactive ==
-			ZWLR_LAYER_SURFACE_V1_KEYBOARD_INTERACTIVITY_NONE || server->focused_layer) {
+					ZWLR_LAYER_SURFACE_V1_KEYBOARD_INTERACTIVITY_NONE ||
+			server->focused_layer) {
 		return;
 	}
 	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
 	wlr_seat_keyboard_notify_enter(server->seat, l->layer_surface->surface,
-		kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
-		kb ? &kb->modifiers : NULL);
+			kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0, kb ? &kb->modifiers : NULL);
 }
 
 static void handle_map(struct wl_listener *listener, void *data) {
@@ -254,7 +251,7 @@ static void handle_new_popup(struct wl_listener *listener, void *data) {
 	int lx, ly;
 	wlr_scene_node_coords(l->node, &lx, &ly);
 	struct wlr_box obox = output_layout_box(l->output);
-	struct wlr_box box = {obox.x - lx, obox.y - ly, obox.width, obox.height};
+	struct wlr_box box = { obox.x - lx, obox.y - ly, obox.width, obox.height };
 	wlr_xdg_popup_unconstrain_from_box(popup, &box);
 }
 
@@ -266,7 +263,7 @@ void layer_shell_handle_new_surface(struct wl_listener *listener, void *data) {
 		if (!o) {
 			char name[128];
 			wlr_log(WLR_INFO, "no output for layer surface '%s'",
-				log_name(ls->namespace, name, sizeof(name)));
+					log_name(ls->namespace, name, sizeof(name)));
 			wlr_layer_surface_v1_destroy(ls);
 			return;
 		}

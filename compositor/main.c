@@ -10,15 +10,15 @@
 #include "server.h"
 
 static const char usage[] =
-	"Usage: qosway [options]\n"
-	"\n"
-	"  -c FILE   read the configuration from FILE\n"
-	"  -s CMD    run CMD with sh -c once the display is up\n"
-	"  -d        verbose (debug) logging\n"
-	"  -h        show this help\n"
-	"  -v        show the version\n"
-	"\n"
-	"Without -c, $XDG_CONFIG_HOME/qosway/config is used, else the default.\n";
+		"Usage: qosway [options]\n"
+		"\n"
+		"  -c FILE   read the configuration from FILE\n"
+		"  -s CMD    run CMD with sh -c once the display is up\n"
+		"  -d        verbose (debug) logging\n"
+		"  -h        show this help\n"
+		"  -v        show the version\n"
+		"\n"
+		"Without -c, $XDG_CONFIG_HOME/qosway/config is used, else the default.\n";
 
 int main(int argc, char *argv[]) {
 	const char *config_path = NULL;
@@ -54,7 +54,7 @@ int main(int argc, char *argv[]) {
 	}
 	wlr_log_init(verbosity, NULL);
 
-	struct qw_server server = {0};
+	struct qw_server server = { 0 };
 	config_init_defaults(&server.config);
 	char *found = config_path ? NULL : config_find_default();
 	const char *path = config_path ? config_path : found;
@@ -62,8 +62,7 @@ int main(int argc, char *argv[]) {
 		/* A missing or partly bad file leaves the defaults in place: the
 		 * session must come up so the user can fix it. */
 		config_load_file(&server.config, path, stderr);
-		wlr_log(WLR_INFO, "configuration: %s (%u bad lines)", path,
-			server.config.error_count);
+		wlr_log(WLR_INFO, "configuration: %s (%u bad lines)", path, server.config.error_count);
 	}
 	free(found);
 
@@ -75,8 +74,8 @@ int main(int argc, char *argv[]) {
 	}
 	setenv("WAYLAND_DISPLAY", server.socket, true);
 	setenv("QOSWAY_SOCK", server.ipc_socket_path, true);
-	fprintf(stderr, "qosway: WAYLAND_DISPLAY=%s QOSWAY_SOCK=%s\n",
-		server.socket, server.ipc_socket_path);
+	fprintf(stderr, "qosway: WAYLAND_DISPLAY=%s QOSWAY_SOCK=%s\n", server.socket,
+			server.ipc_socket_path);
 	if (startup_cmd) {
 		server_spawn_shell(&server, startup_cmd);
 	}

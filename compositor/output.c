@@ -16,14 +16,13 @@
 #include "scheduler.h"
 
 struct wlr_box output_layout_box(struct qw_output *output) {
-	struct wlr_box *box = wlr_output_layout_get_box(output->server->output_layout,
-		output->wlr_output);
-	return box ? *box : (struct wlr_box){0};
+	struct wlr_box *box =
+			wlr_output_layout_get_box(output->server->output_layout, output->wlr_output);
+	return box ? *box : (struct wlr_box){ 0 };
 }
 
 struct qw_output *output_at(struct qw_server *server, double lx, double ly) {
-	struct wlr_output *wlr_output = wlr_output_layout_output_at(server->output_layout,
-		lx, ly);
+	struct wlr_output *wlr_output = wlr_output_layout_output_at(server->output_layout, lx, ly);
 	if (wlr_output && wlr_output->data) {
 		return wlr_output->data;
 	}
@@ -48,8 +47,7 @@ static void send_frame_done(struct wlr_scene_node *node, struct wlr_output *outp
 	if (node->type == WLR_SCENE_NODE_SURFACE) {
 		struct wlr_scene_surface *scene_surface = wlr_scene_surface_from_node(node);
 		struct wlr_surface *surface = scene_surface->surface;
-		struct client_identity *id =
-			client_identity_get(wl_resource_get_client(surface->resource));
+		struct client_identity *id = client_identity_get(wl_resource_get_client(surface->resource));
 		if (scene_surface->primary_output == output && !(id && id->paused)) {
 			wlr_surface_send_frame_done(surface, now);
 		}
@@ -65,8 +63,7 @@ void output_send_frame_done(struct qw_output *output, struct timespec *now) {
 	send_frame_done(&output->server->scene->node, output->wlr_output, now);
 }
 
-bool output_draw(struct qw_output *output, struct render_report *report,
-		struct timespec *now) {
+bool output_draw(struct qw_output *output, struct render_report *report, struct timespec *now) {
 	struct wlr_output *wlr_output = output->wlr_output;
 	uint32_t seq_before = wlr_output->commit_seq;
 	bool committed = render_output(output, report);
@@ -75,8 +72,7 @@ bool output_draw(struct qw_output *output, struct render_report *report,
 		/* wlroots 0.15's headless backend never reports presentation, so
 		 * clients would only ever see "discarded". The commit just
 		 * completed is what the (virtual) display shows from now on. */
-		int refresh_ns = wlr_output->refresh > 0 ?
-			(int)(1000000000000LL / wlr_output->refresh) : 0;
+		int refresh_ns = wlr_output->refresh > 0 ? (int)(1000000000000LL / wlr_output->refresh) : 0;
 		struct wlr_output_event_present event = {
 			.output = wlr_output,
 			.commit_seq = wlr_output->commit_seq,
@@ -119,7 +115,7 @@ static bool configure_mode(struct qw_server *server, struct wlr_output *wlr_outp
 	} else {
 		/* Headless and nested outputs take any size: use the config. */
 		wlr_output_set_custom_mode(wlr_output, server->config.output_width,
-			server->config.output_height, server->config.output_refresh_mhz);
+				server->config.output_height, server->config.output_refresh_mhz);
 	}
 	wlr_output_enable(wlr_output, true);
 	if (wlr_output_commit(wlr_output)) {
@@ -175,6 +171,6 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 	output->scene_output = wlr_scene_get_scene_output(server->scene, wlr_output);
 	output->usable_area = output_layout_box(output);
 	wlr_xcursor_manager_load(server->xcursor_manager, wlr_output->scale);
-	wlr_log(WLR_INFO, "output %s: %dx%d@%.3fHz", wlr_output->name,
-		wlr_output->width, wlr_output->height, wlr_output->refresh / 1000.0);
+	wlr_log(WLR_INFO, "output %s: %dx%d@%.3fHz", wlr_output->name, wlr_output->width,
+			wlr_output->height, wlr_output->refresh / 1000.0);
 }

@@ -37,8 +37,7 @@ void output_handle_new(struct wl_listener *listener, void *data);
  * that reports no presentation itself, report the frame as presented.
  * *now is the time the frame was committed. False if nothing was committed.
  */
-bool output_draw(struct qw_output *output, struct render_report *report,
-	struct timespec *now);
+bool output_draw(struct qw_output *output, struct render_report *report, struct timespec *now);
 /* Frame callbacks to every surface shown mainly on this output that can
  * take them (not a paused client's), in scene order. */
 void output_send_frame_done(struct qw_output *output, struct timespec *now);

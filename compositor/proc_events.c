@@ -50,14 +50,14 @@ static int handle_readable(int fd, uint32_t mask, void *data) {
 			}
 			/* The event sits 4-byte aligned in the datagram but holds a
 			 * 64-bit field: copy it out rather than read it in place. */
-			struct proc_event ev = {0};
+			struct proc_event ev = { 0 };
 			size_t n = msg->len < sizeof(ev) ? msg->len : sizeof(ev);
 			memcpy(&ev, msg->data, n);
 			if (n >= offsetof(struct proc_event, event_data) + sizeof(ev.event_data.exec) &&
 					ev.what == PROC_EVENT_EXEC) {
 				handle_exec(server, ev.event_data.exec.process_tgid);
-			} else if (n >= offsetof(struct proc_event, event_data) +
-					sizeof(ev.event_data.fork) && ev.what == PROC_EVENT_FORK && qos) {
+			} else if (n >= offsetof(struct proc_event, event_data) + sizeof(ev.event_data.fork) &&
+					ev.what == PROC_EVENT_FORK && qos) {
 				/* A member's new process is adopted or sent back, and its
 				 * new thread gets the reserve's policy, now rather than at
 				 * the manager's next pass. */
@@ -117,8 +117,9 @@ static bool send_listen(int fd, enum proc_cn_mcast_op op, bool filtered) {
 bool proc_events_init(struct qw_server *server) {
 	int fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 	if (fd < 0) {
-		wlr_log_errno(WLR_INFO, "no process-event connector; AutoQOS only for "
-			"programs the compositor starts or that open windows");
+		wlr_log_errno(WLR_INFO,
+				"no process-event connector; AutoQOS only for "
+				"programs the compositor starts or that open windows");
 		return false;
 	}
 	struct sockaddr_nl addr = {
@@ -132,8 +133,8 @@ bool proc_events_init(struct qw_server *server) {
 		return false;
 	}
 	server->proc_events_fd = fd;
-	server->proc_events_source = wl_event_loop_add_fd(server->event_loop, fd,
-		WL_EVENT_READABLE, handle_readable, server);
+	server->proc_events_source = wl_event_loop_add_fd(server->event_loop, fd, WL_EVENT_READABLE,
+			handle_readable, server);
 	if (!server->proc_events_source) {
 		close(fd);
 		server->proc_events_fd = -1;

@@ -14,8 +14,8 @@
  * The manager, or NULL with the reason in err: the user is told what is
  * unavailable, an application only why.
  */
-static struct qos_manager *manager_for(struct qw_server *server,
-		const struct qos_gate_asker *asker, char *err, size_t len) {
+static struct qos_manager *manager_for(struct qw_server *server, const struct qos_gate_asker *asker,
+		char *err, size_t len) {
 	struct qos_manager *qos = qos_link_manager(server);
 	if (!qos && asker->who == QOS_GATE_APP) {
 		snprintf(err, len, "%s", qos_link_error(server));
@@ -34,8 +34,9 @@ static void set_why(enum qos_gate_refusal *why, enum qos_gate_refusal value) {
 /* What the manager's last refusal was, for the protocol: capacity if
  * admission control or the kernel's bandwidth bound said no. */
 static void set_why_of_manager(enum qos_gate_refusal *why, struct qos_manager *qos) {
-	set_why(why, qos_manager_last_refusal(qos) == QOS_REFUSAL_CAPACITY ?
-		QOS_GATE_CAPACITY : QOS_GATE_FORBIDDEN);
+	set_why(why,
+			qos_manager_last_refusal(qos) == QOS_REFUSAL_CAPACITY ? QOS_GATE_CAPACITY
+																  : QOS_GATE_FORBIDDEN);
 }
 
 /* The QoS manager's guard is a fork of the compositor: our child, our exe. */
@@ -44,8 +45,8 @@ static bool is_our_guard(pid_t pid) {
 		return false;
 	}
 	char self[PATH_MAX], other[PATH_MAX];
-	return qos_proc_exe(getpid(), self, sizeof(self)) &&
-		qos_proc_exe(pid, other, sizeof(other)) && strcmp(self, other) == 0;
+	return qos_proc_exe(getpid(), self, sizeof(self)) && qos_proc_exe(pid, other, sizeof(other)) &&
+			strcmp(self, other) == 0;
 }
 
 /*
@@ -60,8 +61,10 @@ static bool may_change(pid_t pid, pid_t asker, bool freezing, char *err, size_t 
 		return false;
 	}
 	if (is_our_guard(pid)) {
-		snprintf(err, err_len, "refusing to change pid %d: it guards the session's "
-			"frozen processes", (int)pid);
+		snprintf(err, err_len,
+				"refusing to change pid %d: it guards the session's "
+				"frozen processes",
+				(int)pid);
 		return false;
 	}
 	if (!freezing) {
@@ -73,8 +76,10 @@ static bool may_change(pid_t pid, pid_t asker, bool freezing, char *err, size_t 
 	}
 	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
 		if (p == pid) {
-			snprintf(err, err_len, "refusing to pause pid %d: the session runs the "
-				"compositor under it", (int)pid);
+			snprintf(err, err_len,
+					"refusing to pause pid %d: the session runs the "
+					"compositor under it",
+					(int)pid);
 			return false;
 		}
 	}
@@ -133,8 +138,8 @@ static bool reserve_freezes(struct qw_server *server, const char *name) {
  * The automatic reserve of the asking application, for name NULL, in buf;
  * else name.
  */
-static const char *reserve_name(const struct qos_gate_asker *asker, const char *name,
-		char *buf, size_t len) {
+static const char *reserve_name(const struct qos_gate_asker *asker, const char *name, char *buf,
+		size_t len) {
 	if (name) {
 		return name;
 	}
@@ -167,8 +172,10 @@ static bool user_may_define(struct qw_server *server, const struct qos_gate_aske
 	qos_manager_get_info(qos, &info);
 	uint64_t util = qos_params_util_ppm(params);
 	if (params->policy == QOS_POLICY_QOS && util > info.capacity_ppm) {
-		snprintf(err, len, "bad parameters: a guarantee of %.1f%% of a CPU exceeds the "
-			"reservable capacity of %.1f%%", util / 10000.0, info.capacity_ppm / 10000.0);
+		snprintf(err, len,
+				"bad parameters: a guarantee of %.1f%% of a CPU exceeds the "
+				"reservable capacity of %.1f%%",
+				util / 10000.0, info.capacity_ppm / 10000.0);
 		return false;
 	}
 	return members_may_take(qos, name, params, asker->pid, err, len);
@@ -194,20 +201,20 @@ static const struct qos_rule *app_rule(struct qw_server *server, pid_t pid,
  * counted as held.
  */
 static bool class_allowed(struct qw_server *server, pid_t pid, const char *name,
-		const struct qos_params *p, struct qos_app_limits *limits_out,
-		char *why, size_t len) {
+		const struct qos_params *p, struct qos_app_limits *limits_out, char *why, size_t len) {
 	struct qos_app_limits limits;
 	const struct qos_rule *rule = app_rule(server, pid, &limits);
 	struct qos_params granted;
 	qos_params_init(&granted);
 	if (rule && !(limits.set & (QOS_APP_LIMIT_ALLOW | QOS_APP_LIMIT_MAX_CPU))) {
-		const struct qos_reserve_def *def = rule->reserve[0] ?
-			qos_rules_find_reserve(qos_link_rules(server), rule->reserve) : NULL;
+		const struct qos_reserve_def *def = rule->reserve[0]
+				? qos_rules_find_reserve(qos_link_rules(server), rule->reserve)
+				: NULL;
 		granted = def ? def->params : rule->params;
 	}
 	if (!(limits.allow & (1u << p->policy)) && granted.policy != p->policy) {
 		snprintf(why, len, "policy %s needs a qosrc rule allowing it for this application",
-			qos_policy_name(p->policy));
+				qos_policy_name(p->policy));
 		return false;
 	}
 	uint64_t max_ppm = limits.max_cpu_ppm;
@@ -216,9 +223,10 @@ static bool class_allowed(struct qw_server *server, pid_t pid, const char *name,
 	}
 	uint64_t held = reserve_protocol_held_ppm(server, pid, name);
 	if (p->policy == QOS_POLICY_QOS && held + qos_params_util_ppm(p) > max_ppm) {
-		snprintf(why, len, "%.1f%% of a CPU (%.1f%% held already) is over this "
-			"application's limit of %.1f%%", qos_params_util_ppm(p) / 10000.0,
-			held / 10000.0, max_ppm / 10000.0);
+		snprintf(why, len,
+				"%.1f%% of a CPU (%.1f%% held already) is over this "
+				"application's limit of %.1f%%",
+				qos_params_util_ppm(p) / 10000.0, held / 10000.0, max_ppm / 10000.0);
 		return false;
 	}
 	if (limits_out) {
@@ -243,19 +251,18 @@ static bool others_in(struct qos_manager *qos, const char *name, pid_t pid) {
 }
 
 /* Would a reserve with these parameters be admitted now? */
-static bool admissible(struct qos_manager *qos, const struct qos_params *p,
-		char *err, size_t len) {
+static bool admissible(struct qos_manager *qos, const struct qos_params *p, char *err, size_t len) {
 	if (p->policy != QOS_POLICY_QOS) {
 		return true;
 	}
 	struct qos_manager_info info;
 	qos_manager_get_info(qos, &info);
 	uint64_t need = qos_params_util_ppm(p);
-	uint64_t free_ppm = info.capacity_ppm > info.granted_ppm ?
-		info.capacity_ppm - info.granted_ppm : 0;
+	uint64_t free_ppm =
+			info.capacity_ppm > info.granted_ppm ? info.capacity_ppm - info.granted_ppm : 0;
 	if (need > free_ppm) {
 		snprintf(err, len, "needs %.1f%% of a CPU; %.1f%% of the reservable capacity is left",
-			need / 10000.0, free_ppm / 10000.0);
+				need / 10000.0, free_ppm / 10000.0);
 		return false;
 	}
 	return true;
@@ -269,8 +276,7 @@ static bool admissible(struct qos_manager *qos, const struct qos_params *p,
  * first join; until then it is told what it would say.
  */
 static bool app_may_define(struct qw_server *server, const struct qos_gate_asker *asker,
-		const char *name, struct qos_params *p, enum qos_gate_refusal *why,
-		char *err, size_t len) {
+		const char *name, struct qos_params *p, enum qos_gate_refusal *why, char *err, size_t len) {
 	set_why(why, QOS_GATE_FORBIDDEN);
 	struct qos_manager *qos = manager_for(server, asker, err, len);
 	if (!qos) {
@@ -293,8 +299,10 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 		return false;
 	}
 	if (name && others_in(qos, name, asker->pid)) {
-		snprintf(err, len, "reserve '%s' holds other processes; only a reserve this "
-			"process alone is in may be redefined", name);
+		snprintf(err, len,
+				"reserve '%s' holds other processes; only a reserve this "
+				"process alone is in may be redefined",
+				name);
 		return false;
 	}
 	struct qos_reserve_info info;
@@ -307,8 +315,8 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 }
 
 bool qos_gate_may_define(struct qw_server *server, const struct qos_gate_asker *asker,
-		const char *name, struct qos_params *params, enum qos_gate_refusal *why,
-		char *err, size_t err_len) {
+		const char *name, struct qos_params *params, enum qos_gate_refusal *why, char *err,
+		size_t err_len) {
 	if (asker->who == QOS_GATE_APP) {
 		return app_may_define(server, asker, name, params, why, err, err_len);
 	}
@@ -316,9 +324,8 @@ bool qos_gate_may_define(struct qw_server *server, const struct qos_gate_asker *
 	return user_may_define(server, asker, name, params, err, err_len);
 }
 
-bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *asker,
-		const char *name, struct qos_params *params, enum qos_gate_refusal *why,
-		char *err, size_t err_len) {
+bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		struct qos_params *params, enum qos_gate_refusal *why, char *err, size_t err_len) {
 	if (!qos_gate_may_define(server, asker, name, params, why, err, err_len)) {
 		return false;
 	}
@@ -363,9 +370,9 @@ static bool app_may_join(struct qw_server *server, const struct qos_gate_asker *
 	return false;
 }
 
-bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
-		const char *name, pid_t pid, pid_t tid, const struct qos_params *pending,
-		enum qos_gate_refusal *why, char *err, size_t err_len) {
+bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		pid_t pid, pid_t tid, const struct qos_params *pending, enum qos_gate_refusal *why,
+		char *err, size_t err_len) {
 	set_why(why, QOS_GATE_FORBIDDEN);
 	struct qos_manager *qos = manager_for(server, asker, err, err_len);
 	if (!qos) {
@@ -386,9 +393,9 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 		/* The automatic reserve is made with the process as its first
 		 * member, at the params set_params was allowed. */
 		if (tid != 0 || !pending) {
-			snprintf(err, err_len, "%s", tid != 0 ?
-				"the automatic reserve starts with the whole process (join 0)" :
-				"set_params first");
+			snprintf(err, err_len, "%s",
+					tid != 0 ? "the automatic reserve starts with the whole process (join 0)"
+							 : "set_params first");
 			return false;
 		}
 		ok = qos_manager_set_class(qos, pid, pending, err, err_len);
@@ -404,8 +411,8 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 	return ok;
 }
 
-bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker,
-		const char *name, pid_t pid, pid_t tid) {
+bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		pid_t pid, pid_t tid) {
 	struct qos_manager *qos = qos_link_manager(server);
 	if (!qos) {
 		return false;
@@ -424,28 +431,27 @@ bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker
 bool qos_gate_may_reload(struct qw_server *server, const char *name,
 		const struct qos_params *params, char *err, size_t err_len) {
 	return qos_link_ready(server, err, err_len) &&
-		members_may_take(qos_link_manager(server), name, params, -1, err, err_len);
+			members_may_take(qos_link_manager(server), name, params, -1, err, err_len);
 }
 
 /* A qosrc rule that names a real-time reserve for this process, if any:
  * "If the task is listed in the QoS database, the real-time command enables
  * its contract" (thesis 8.5.4), including rules with auto=no. */
-static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid,
-		const char *app_id) {
+static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid, const char *app_id) {
 	const struct qos_rule *rule = qos_link_match_rule(server, pid, app_id, NULL);
 	if (!rule || !rule->reserve[0]) {
 		return NULL;
 	}
-	const struct qos_reserve_def *def = qos_rules_find_reserve(qos_link_rules(server),
-		rule->reserve);
+	const struct qos_reserve_def *def =
+			qos_rules_find_reserve(qos_link_rules(server), rule->reserve);
 	if (!def || (def->params.policy != QOS_POLICY_QOS && !qos_policy_is_rt(def->params.policy))) {
 		return NULL;
 	}
 	return rule->reserve;
 }
 
-bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker,
-		pid_t pid, enum qw_view_class class, char *err, size_t err_len) {
+bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		enum qw_view_class class, char *err, size_t err_len) {
 	struct qos_manager *qos = manager_for(server, asker, err, err_len);
 	if (!qos) {
 		return false;
@@ -469,8 +475,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		ok = true;
 		break;
 	case QW_VIEW_CLASS_REALTIME: {
-		const char *reserve = rule_realtime_reserve(server, pid,
-			qos_link_app_id_of(server, pid));
+		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
 		if (reserve) {
 			ok = qos_manager_join(qos, reserve, pid, 0, err, err_len);
 			break;
@@ -487,7 +492,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		params.policy = QOS_POLICY_FIFO;
 		params.priority = 10;
 		ok = qos_params_normalize(&params, err, err_len) &&
-			qos_manager_set_class(qos, pid, &params, err, err_len);
+				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	case QW_VIEW_CLASS_IDLE:
 		params.policy = QOS_POLICY_IDLE;

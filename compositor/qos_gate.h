@@ -32,7 +32,7 @@
 /* Who asks. */
 enum qos_gate_who {
 	QOS_GATE_USER, /* a titlebar button or menu, qosctl, a qosrc reload */
-	QOS_GATE_APP,  /* a process for itself, through qosway-reserve-v1 */
+	QOS_GATE_APP, /* a process for itself, through qosway-reserve-v1 */
 };
 
 struct qos_gate_asker {
@@ -45,15 +45,15 @@ struct qos_gate_asker {
 /* Why a request was refused, as far as the protocol tells a client. */
 enum qos_gate_refusal {
 	QOS_GATE_FORBIDDEN, /* policy, a bad request, no manager */
-	QOS_GATE_CAPACITY,  /* admission control or the kernel's bandwidth bound */
+	QOS_GATE_CAPACITY, /* admission control or the kernel's bandwidth bound */
 };
 
 /*
  * The user asks for `class` for process pid (a window's, or qosctl's
  * target). False with the reason for the user in err.
  */
-bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker,
-	pid_t pid, enum qw_view_class class, char *err, size_t err_len);
+bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		enum qw_view_class class, char *err, size_t err_len);
 
 /*
  * Whether asker may define (or redefine) reserve `name` with params, which
@@ -62,14 +62,13 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
  * join. False with *why (when why is not NULL) and the reason in err.
  */
 bool qos_gate_may_define(struct qw_server *server, const struct qos_gate_asker *asker,
-	const char *name, struct qos_params *params, enum qos_gate_refusal *why,
-	char *err, size_t err_len);
+		const char *name, struct qos_params *params, enum qos_gate_refusal *why, char *err,
+		size_t err_len);
 
 /* qos_gate_may_define, and then the manager defines it. An application's
  * automatic reserve is defined only once it exists (qos_gate_join). */
-bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *asker,
-	const char *name, struct qos_params *params, enum qos_gate_refusal *why,
-	char *err, size_t err_len);
+bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		struct qos_params *params, enum qos_gate_refusal *why, char *err, size_t err_len);
 
 /*
  * Put process pid (its thread tid, or all of it for 0) into reserve `name`,
@@ -78,23 +77,23 @@ bool qos_gate_define(struct qw_server *server, const struct qos_gate_asker *aske
  * qos_gate_may_define allowed (NULL if none), for the whole process only.
  * False with *why (when not NULL) and the reason in err.
  */
-bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
-	const char *name, pid_t pid, pid_t tid, const struct qos_params *pending,
-	enum qos_gate_refusal *why, char *err, size_t err_len);
+bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		pid_t pid, pid_t tid, const struct qos_params *pending, enum qos_gate_refusal *why,
+		char *err, size_t err_len);
 
 /*
  * Take pid's thread tid (0: the process) out of reserve `name` (NULL: the
  * asker's automatic reserve) if that is where it is: an application leaves
  * what it joined, never another placement. Whether it left.
  */
-bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker,
-	const char *name, pid_t pid, pid_t tid);
+bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
+		pid_t pid, pid_t tid);
 
 /*
  * Whether a qosrc reload may give reserve `name`, as it is now, these
  * params: as qosctl reserve may, for every member.
  */
 bool qos_gate_may_reload(struct qw_server *server, const char *name,
-	const struct qos_params *params, char *err, size_t err_len);
+		const struct qos_params *params, char *err, size_t err_len);
 
 #endif

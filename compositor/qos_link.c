@@ -22,10 +22,10 @@
 struct qos_link {
 	struct qw_server *server;
 	struct qos_manager *manager; /* NULL when unavailable: see error */
-	struct qos_rules *rules;     /* the manager's: it owns them */
-	char error[256];             /* why there is no manager */
+	struct qos_rules *rules; /* the manager's: it owns them */
+	char error[256]; /* why there is no manager */
 	struct wl_event_source *manager_source; /* the manager's fd */
-	struct wl_event_source *refresh_idle;   /* a pending refresh_views */
+	struct wl_event_source *refresh_idle; /* a pending refresh_views */
 	struct wl_event_source *cpu_sample_timer;
 	/* The QoS errors logged in the current second: a failure that repeats
 	 * each period must not flood the log. */
@@ -66,7 +66,7 @@ static void rules_diag(void *data, const char *message) {
 }
 
 static struct qos_rules *load_rules(void) {
-	char *paths[3] = {0};
+	char *paths[3] = { 0 };
 	char datadir[PATH_MAX];
 	snprintf(datadir, sizeof(datadir), "%s", QOSWAY_DATADIR);
 	char probe[PATH_MAX + 8];
@@ -76,8 +76,7 @@ static struct qos_rules *load_rules(void) {
 		snprintf(datadir, sizeof(datadir), "%s", QOSWAY_SOURCE_CONFIG);
 	}
 	size_t n = qos_rules_default_paths(datadir, paths);
-	struct qos_rules *rules = qos_rules_load((const char *const *)paths, n,
-		rules_diag, NULL);
+	struct qos_rules *rules = qos_rules_load((const char *const *)paths, n, rules_diag, NULL);
 	for (size_t i = 0; i < n; i++) {
 		free(paths[i]);
 	}
@@ -96,8 +95,8 @@ static bool reload(struct qos_link *link, char *err, size_t err_len) {
 	if (errors) {
 		snprintf(err, err_len, "%zu bad line(s) skipped (see the log)", errors);
 	}
-	wlr_log(WLR_INFO, "qosrc loaded: %zu reserves, %zu rules, %zu bad lines",
-		rules->n_reserves, rules->n_rules, errors);
+	wlr_log(WLR_INFO, "qosrc loaded: %zu reserves, %zu rules, %zu bad lines", rules->n_reserves,
+			rules->n_rules, errors);
 	return true;
 }
 
@@ -122,8 +121,7 @@ static enum qw_view_class class_of_params(const struct qos_params *p) {
 	return QW_VIEW_CLASS_NORMAL;
 }
 
-enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
-		const char **reserve) {
+enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve) {
 	if (reserve) {
 		*reserve = NULL;
 	}
@@ -160,8 +158,7 @@ static void refresh_views(void *data) {
 
 static void schedule_refresh(struct qos_link *link) {
 	if (link->manager && !link->refresh_idle) {
-		link->refresh_idle = wl_event_loop_add_idle(link->server->event_loop,
-			refresh_views, link);
+		link->refresh_idle = wl_event_loop_add_idle(link->server->event_loop, refresh_views, link);
 	}
 }
 
@@ -187,7 +184,7 @@ static void log_next_second(struct qos_link *link) {
 	}
 	if (link->log_dropped) {
 		wlr_log(WLR_ERROR, "QoS: %u more messages in the last second not logged",
-			link->log_dropped);
+				link->log_dropped);
 	}
 	link->log_second = second;
 	link->logged = link->log_dropped = 0;
@@ -202,7 +199,7 @@ static void log_qos_event(struct qos_link *link, const struct qos_event *event) 
 	}
 	link->logged++;
 	wlr_log(level, "QoS: reserve %s, pid %d: %s", event->reserve ? event->reserve : "-",
-		(int)event->pid, event->message ? event->message : "(no details)");
+			(int)event->pid, event->message ? event->message : "(no details)");
 }
 
 static void handle_qos_event(void *data, const struct qos_event *event) {
@@ -315,12 +312,11 @@ static void start_manager(struct qos_link *link) {
 	char root[64];
 	if (!claim_root(link, root, sizeof(root))) {
 		snprintf(link->error, sizeof(link->error),
-			"no free cgroup root: too many qosway instances");
+				"no free cgroup root: too many qosway instances");
 		wlr_log(WLR_ERROR, "QoS manager unavailable: %s", link->error);
 		return;
 	}
-	link->cpu_sample_timer = wl_event_loop_add_timer(server->event_loop,
-		handle_cpu_sample, link);
+	link->cpu_sample_timer = wl_event_loop_add_timer(server->event_loop, handle_cpu_sample, link);
 	if (link->cpu_sample_timer) {
 		wl_event_source_timer_update(link->cpu_sample_timer, CPU_SAMPLE_MSEC);
 	}
@@ -340,11 +336,11 @@ static void start_manager(struct qos_link *link) {
 	link->manager = qos_manager_create(&config, link->error, sizeof(link->error));
 	if (!link->manager) {
 		wlr_log(WLR_ERROR, "QoS manager unavailable, windows keep their scheduling: %s",
-			link->error);
+				link->error);
 		return;
 	}
 	link->manager_source = wl_event_loop_add_fd(server->event_loop,
-		qos_manager_get_fd(link->manager), WL_EVENT_READABLE, handle_qos_fd, link);
+			qos_manager_get_fd(link->manager), WL_EVENT_READABLE, handle_qos_fd, link);
 	char err[256] = "";
 	if (!reload(link, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "%s", err);
@@ -392,8 +388,8 @@ void qos_link_destroy(struct qos_link *link) {
 	free(link);
 }
 
-const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
-		const char *app_id, struct qos_app_limits *limits) {
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid, const char *app_id,
+		struct qos_app_limits *limits) {
 	char exe[PATH_MAX], cmd[4096];
 	const char *e = qos_proc_exe(pid, exe, sizeof(exe)) ? exe : NULL;
 	const char *c = qos_proc_cmdline(pid, cmd, sizeof(cmd)) ? cmd : NULL;

@@ -35,7 +35,7 @@ void qos_link_destroy(struct qos_link *link);
 struct qos_manager *qos_link_manager(struct qw_server *server);
 /* What the manager says of reserve name; false also without a manager. */
 bool qos_link_reserve_info(struct qw_server *server, const char *name,
-	struct qos_reserve_info *info);
+		struct qos_reserve_info *info);
 /* The qosrc rules the manager has loaded (it owns them), or NULL. */
 const struct qos_rules *qos_link_rules(struct qw_server *server);
 /* Why there is no manager. */
@@ -51,8 +51,7 @@ bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);
 
 /* The class the manager has confirmed for pid, and its reserve (or NULL). */
-enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid,
-	const char **reserve);
+enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve);
 
 /* The reserve pid is a member of, or NULL (also without a manager). */
 const char *qos_link_reserve_of(struct qw_server *server, pid_t pid);
@@ -69,7 +68,7 @@ const char *qos_link_app_id_of(struct qw_server *server, pid_t pid);
  * and app_id, which may be NULL), or NULL; with limits, also what the rules
  * let that application ask for itself.
  */
-const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid,
-	const char *app_id, struct qos_app_limits *limits);
+const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid, const char *app_id,
+		struct qos_app_limits *limits);
 
 #endif

@@ -123,9 +123,9 @@ static void collect(struct render_list *list, struct wlr_scene_node *node, int l
 		return;
 	}
 	struct wlr_output *output = scene_output->output;
-	struct wlr_box box = {lx - scene_output->x, ly - scene_output->y, width, height};
+	struct wlr_box box = { lx - scene_output->x, ly - scene_output->y, width, height };
 	scale_box(&box, output->scale);
-	struct wlr_box output_box = {0, 0, output->width, output->height};
+	struct wlr_box output_box = { 0, 0, output->width, output->height };
 	struct wlr_box unused;
 	if (!wlr_box_intersection(&unused, &box, &output_box)) {
 		return;
@@ -144,8 +144,8 @@ static void opaque_region(struct render_item *item, float scale, pixman_region32
 	if (node->type == WLR_SCENE_NODE_RECT) {
 		struct wlr_scene_rect *rect = (struct wlr_scene_rect *)node;
 		if (rect->color[3] >= 1.0f) {
-			pixman_region32_init_rect(out, item->box.x, item->box.y,
-				item->box.width, item->box.height);
+			pixman_region32_init_rect(out, item->box.x, item->box.y, item->box.width,
+					item->box.height);
 		}
 	} else if (node->type == WLR_SCENE_NODE_SURFACE) {
 		struct wlr_surface *surface = wlr_scene_surface_from_node(node)->surface;
@@ -154,8 +154,8 @@ static void opaque_region(struct render_item *item, float scale, pixman_region32
 		}
 		wlr_region_scale(out, &surface->opaque_region, scale);
 		pixman_region32_translate(out, item->box.x, item->box.y);
-		pixman_region32_intersect_rect(out, out, item->box.x, item->box.y,
-			item->box.width, item->box.height);
+		pixman_region32_intersect_rect(out, out, item->box.x, item->box.y, item->box.width,
+				item->box.height);
 	}
 }
 
@@ -168,8 +168,7 @@ static void scissor(struct wlr_output *output, const pixman_box32_t *rect) {
 	};
 	int width, height;
 	wlr_output_transformed_resolution(output, &width, &height);
-	wlr_box_transform(&box, &box, wlr_output_transform_invert(output->transform),
-		width, height);
+	wlr_box_transform(&box, &box, wlr_output_transform_invert(output->transform), width, height);
 	wlr_renderer_scissor(output->renderer, &box);
 }
 
@@ -197,28 +196,30 @@ static pixman_format_code_t pixman_format_of(uint32_t drm_format) {
  * not such a case, draw it the wlroots way.
  */
 static bool blit_item(struct render_item *item, struct wlr_output *output,
-		struct wlr_buffer *buffer, enum wl_output_transform transform,
-		const struct wlr_fbox *src) {
+		struct wlr_buffer *buffer, enum wl_output_transform transform, const struct wlr_fbox *src) {
 	struct wlr_renderer *renderer = output->renderer;
 	if (!buffer || !wlr_renderer_is_pixman(renderer) || output->scale != 1.0f ||
 			output->transform != WL_OUTPUT_TRANSFORM_NORMAL ||
-			transform != WL_OUTPUT_TRANSFORM_NORMAL ||
-			item->box.width != buffer->width || item->box.height != buffer->height ||
-			(!wlr_fbox_empty(src) && (src->x != 0 || src->y != 0 ||
-			src->width != buffer->width || src->height != buffer->height))) {
+			transform != WL_OUTPUT_TRANSFORM_NORMAL || item->box.width != buffer->width ||
+			item->box.height != buffer->height ||
+			(!wlr_fbox_empty(src) &&
+					(src->x != 0 || src->y != 0 || src->width != buffer->width ||
+							src->height != buffer->height))) {
 		return false;
 	}
 	pixman_image_t *dst = wlr_pixman_renderer_get_current_image(renderer);
 	void *data;
 	uint32_t format;
 	size_t stride;
-	if (!dst || !wlr_buffer_begin_data_ptr_access(buffer, WLR_BUFFER_DATA_PTR_ACCESS_READ,
-			&data, &format, &stride)) {
+	if (!dst ||
+			!wlr_buffer_begin_data_ptr_access(buffer, WLR_BUFFER_DATA_PTR_ACCESS_READ, &data,
+					&format, &stride)) {
 		return false;
 	}
 	pixman_format_code_t pformat = pixman_format_of(format);
-	pixman_image_t *image = pformat ? pixman_image_create_bits_no_clear(pformat,
-		buffer->width, buffer->height, data, (int)stride) : NULL;
+	pixman_image_t *image = pformat ? pixman_image_create_bits_no_clear(pformat, buffer->width,
+											  buffer->height, data, (int)stride)
+									: NULL;
 	if (!image) {
 		wlr_buffer_end_data_ptr_access(buffer);
 		return false;
@@ -229,9 +230,9 @@ static bool blit_item(struct render_item *item, struct wlr_output *output,
 	int nrects;
 	pixman_box32_t *rects = pixman_region32_rectangles(&item->visible, &nrects);
 	for (int i = 0; i < nrects; i++) {
-		pixman_image_composite32(op, image, NULL, dst,
-			rects[i].x1 - item->box.x, rects[i].y1 - item->box.y, 0, 0,
-			rects[i].x1, rects[i].y1, rects[i].x2 - rects[i].x1, rects[i].y2 - rects[i].y1);
+		pixman_image_composite32(op, image, NULL, dst, rects[i].x1 - item->box.x,
+				rects[i].y1 - item->box.y, 0, 0, rects[i].x1, rects[i].y1,
+				rects[i].x2 - rects[i].x1, rects[i].y2 - rects[i].y1);
 	}
 	pixman_image_unref(image);
 	wlr_buffer_end_data_ptr_access(buffer);
@@ -268,7 +269,7 @@ static void draw_item(struct render_item *item, struct wlr_scene_output *scene_o
 	struct wlr_renderer *renderer = output->renderer;
 	struct wlr_scene_node *node = item->node;
 	struct wlr_texture *texture = NULL;
-	struct wlr_fbox src = {0};
+	struct wlr_fbox src = { 0 };
 	enum wl_output_transform transform = WL_OUTPUT_TRANSFORM_NORMAL;
 	const float *color = NULL;
 	float matrix[9];
@@ -279,8 +280,8 @@ static void draw_item(struct render_item *item, struct wlr_scene_output *scene_o
 		texture = wlr_surface_get_texture(surface);
 		transform = wlr_output_transform_invert(surface->current.transform);
 		wlr_surface_get_buffer_source_box(surface, &src);
-		if (texture && surface->buffer && blit_item(item, output,
-				surface->buffer->source, transform, &src)) {
+		if (texture && surface->buffer &&
+				blit_item(item, output, surface->buffer->source, transform, &src)) {
 			return;
 		}
 		break;
@@ -308,11 +309,10 @@ static void draw_item(struct render_item *item, struct wlr_scene_output *scene_o
 		return;
 	}
 	if (texture && wlr_fbox_empty(&src)) {
-		src = (struct wlr_fbox){0, 0, texture->width, texture->height};
+		src = (struct wlr_fbox){ 0, 0, texture->width, texture->height };
 	}
 	if (texture) {
-		wlr_matrix_project_box(matrix, &item->box, transform, 0.0,
-			output->transform_matrix);
+		wlr_matrix_project_box(matrix, &item->box, transform, 0.0, output->transform_matrix);
 	}
 	int nrects;
 	pixman_box32_t *rects = pixman_region32_rectangles(&item->visible, &nrects);
@@ -340,8 +340,8 @@ static void mark_sampled(struct render_list *list, struct wlr_scene_output *scen
 		}
 		struct wlr_scene_surface *scene_surface = wlr_scene_surface_from_node(node);
 		if (scene_surface->primary_output == scene_output->output) {
-			wlr_presentation_surface_sampled_on_output(presentation,
-				scene_surface->surface, scene_output->output);
+			wlr_presentation_surface_sampled_on_output(presentation, scene_surface->surface,
+					scene_output->output);
 		}
 	}
 }
@@ -399,9 +399,8 @@ static void fill_report(struct render_list *list, struct wlr_output *output,
 		/* The last item's region may hold an allocated rect list. */
 		pixman_region32_fini(&visible);
 		pixman_region32_init_rect(&visible, item->box.x, item->box.y, item->box.width,
-			item->box.height);
-		pixman_region32_intersect_rect(&visible, &visible, 0, 0, output->width,
-			output->height);
+				item->box.height);
+		pixman_region32_intersect_rect(&visible, &visible, 0, 0, output->width, output->height);
 		pixman_region32_subtract(&visible, &visible, &covered);
 		pixman_region32_t opaque;
 		opaque_region(item, output->scale, &opaque);
@@ -417,8 +416,9 @@ static void fill_report(struct render_list *list, struct wlr_output *output,
 		struct wlr_scene_node *node = item->node;
 		struct render_shown shown = {
 			.node = node,
-			.surface = node->type == WLR_SCENE_NODE_SURFACE ?
-				wlr_scene_surface_from_node(node)->surface : NULL,
+			.surface = node->type == WLR_SCENE_NODE_SURFACE
+					? wlr_scene_surface_from_node(node)->surface
+					: NULL,
 			.damaged_px = item->damaged_px,
 			.visible_px = item->visible_px,
 		};
@@ -435,7 +435,7 @@ static void fill_report(struct render_list *list, struct wlr_output *output,
 void render_report_finish(struct render_report *report) {
 	if (report) {
 		free(report->items);
-		*report = (struct render_report){0};
+		*report = (struct render_report){ 0 };
 	}
 }
 
@@ -495,7 +495,7 @@ bool render_output(struct qw_output *output, struct render_report *report) {
 	for (size_t i = list->len; i-- > 0;) {
 		struct render_item *item = &list->items[i];
 		pixman_region32_intersect_rect(&item->visible, &damage, item->box.x, item->box.y,
-			item->box.width, item->box.height);
+				item->box.width, item->box.height);
 		pixman_region32_subtract(&item->visible, &item->visible, &covered);
 		pixman_region32_t opaque;
 		opaque_region(item, wlr_output->scale, &opaque);
@@ -512,7 +512,7 @@ bool render_output(struct qw_output *output, struct render_report *report) {
 	pixman_box32_t *rects = pixman_region32_rectangles(&background, &nrects);
 	for (int i = 0; i < nrects; i++) {
 		scissor(wlr_output, &rects[i]);
-		wlr_renderer_clear(renderer, (float[4]){0.0f, 0.0f, 0.0f, 1.0f});
+		wlr_renderer_clear(renderer, (float[4]){ 0.0f, 0.0f, 0.0f, 1.0f });
 	}
 	pixman_region32_fini(&background);
 	for (size_t i = 0; i < list->len; i++) {
@@ -535,7 +535,7 @@ bool render_output(struct qw_output *output, struct render_report *report) {
 	pixman_region32_t frame_damage;
 	pixman_region32_init(&frame_damage);
 	wlr_region_transform(&frame_damage, &scene_output->damage->current,
-		wlr_output_transform_invert(wlr_output->transform), width, height);
+			wlr_output_transform_invert(wlr_output->transform), width, height);
 	wlr_output_set_damage(wlr_output, &frame_damage);
 	pixman_region32_fini(&frame_damage);
 	bool committed = wlr_output_commit(wlr_output);

@@ -32,15 +32,14 @@ struct qw_menu {
 	int hovered;
 };
 
-static struct wlr_buffer *render_item(const struct qw_config *config, const char *text,
-		int width, int height, bool hover) {
+static struct wlr_buffer *render_item(const struct qw_config *config, const char *text, int width,
+		int height, bool hover) {
 	cairo_t *cr;
 	struct wlr_buffer *buffer = cairo_buffer_create(width, height, &cr);
 	if (!buffer) {
 		return NULL;
 	}
-	const float *bg = config->colors[hover ? QW_COLOR_BUTTON_HOVER :
-		QW_COLOR_TITLEBAR_UNFOCUSED];
+	const float *bg = config->colors[hover ? QW_COLOR_BUTTON_HOVER : QW_COLOR_TITLEBAR_UNFOCUSED];
 	cairo_set_source_rgba(cr, bg[0], bg[1], bg[2], 1.0);
 	cairo_paint(cr);
 	PangoLayout *layout = theme_text_layout(cr, config, text, 0);
@@ -64,9 +63,9 @@ static int text_width(const struct qw_config *config, const char *text) {
 static void item_label(const struct qos_reserve_info *info, char *out, size_t len) {
 	if (info->params.period_us && info->params.slice_us) {
 		snprintf(out, len, "%s  (%s %.0f%% / %llu ms)", info->name,
-			qos_policy_name(info->params.policy),
-			100.0 * (double)info->params.slice_us / (double)info->params.period_us,
-			(unsigned long long)(info->params.period_us / 1000));
+				qos_policy_name(info->params.policy),
+				100.0 * (double)info->params.slice_us / (double)info->params.period_us,
+				(unsigned long long)(info->params.period_us / 1000));
 	} else {
 		snprintf(out, len, "%s  (%s)", info->name, qos_policy_name(info->params.policy));
 	}
@@ -107,7 +106,7 @@ bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, in
 	size_t n = qos_manager_reserve_count(qos);
 	size_t defs = rules ? rules->n_reserves : 0;
 	for (size_t i = 0; i < n + defs && menu->count < MAX_ITEMS; i++) {
-		struct qos_reserve_info info = {0};
+		struct qos_reserve_info info = { 0 };
 		if (i < n) {
 			if (!qos_manager_reserve_at(qos, i, &info) || info.is_auto) {
 				continue;
@@ -131,7 +130,7 @@ bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, in
 	if (menu->count == 0) {
 		free(menu);
 		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
-			"no named reserves defined");
+				"no named reserves defined");
 		return false;
 	}
 	width += 2 * ITEM_PADDING;

@@ -31,18 +31,18 @@ struct reserve_object {
 	struct wl_resource *resource;
 	struct qw_server *server;
 	struct wl_list link; /* reserve_protocol.objects */
-	pid_t pid;           /* the client's process at connection */
-	bool automatic;      /* "" : the process's automatic reserve */
+	pid_t pid; /* the client's process at connection */
+	bool automatic; /* "" : the process's automatic reserve */
 	char name[QOS_NAME_MAX + 1];
-	bool have_params;    /* pending parameters for a not yet created auto reserve */
+	bool have_params; /* pending parameters for a not yet created auto reserve */
 	struct qos_params params;
-	pid_t joined[16];    /* tids joined through this object; 0 = process */
+	pid_t joined[16]; /* tids joined through this object; 0 = process */
 	size_t n_joined;
 	uint32_t feedback_ms;
 	struct wl_event_source *feedback_timer;
 	uint64_t last_periods; /* stats sent up to this period count */
 	bool params_sent;
-	uint32_t sent[6];      /* the last params event, to send changes only */
+	uint32_t sent[6]; /* the last params event, to send changes only */
 };
 
 struct reserve_protocol {
@@ -56,8 +56,7 @@ static const struct qosway_reserve_manager_v1_interface manager_impl;
 static const struct qosway_reserve_v1_interface reserve_impl;
 
 static struct reserve_protocol *manager_from_resource(struct wl_resource *resource) {
-	assert(wl_resource_instance_of(resource, &qosway_reserve_manager_v1_interface,
-		&manager_impl));
+	assert(wl_resource_instance_of(resource, &qosway_reserve_manager_v1_interface, &manager_impl));
 	return wl_resource_get_user_data(resource);
 }
 
@@ -159,8 +158,8 @@ static void send_refused(struct reserve_object *obj, enum qosway_reserve_v1_refu
 
 /* A refusal of the QoS gate, on the wire. */
 static enum qosway_reserve_v1_refusal to_wire_refusal(enum qos_gate_refusal why) {
-	return why == QOS_GATE_CAPACITY ? QOSWAY_RESERVE_V1_REFUSAL_CAPACITY :
-		QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
+	return why == QOS_GATE_CAPACITY ? QOSWAY_RESERVE_V1_REFUSAL_CAPACITY
+									: QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN;
 }
 
 /* Who asks through this object: the client's process, for itself. */
@@ -189,8 +188,9 @@ uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const ch
 			continue;
 		}
 		struct qos_reserve_info info;
-		const struct qos_params *p = qos_link_reserve_info(server, name, &info) ?
-			&info.params : o->have_params ? &o->params : NULL;
+		const struct qos_params *p = qos_link_reserve_info(server, name, &info) ? &info.params
+				: o->have_params                                                ? &o->params
+																				: NULL;
 		if (!p || p->policy != QOS_POLICY_QOS) {
 			continue;
 		}
@@ -221,8 +221,8 @@ static bool rate_ok(struct reserve_object *obj) {
 }
 
 static void handle_set_params(struct wl_client *client, struct wl_resource *resource,
-		uint32_t policy, uint32_t fallback, uint32_t period_us, uint32_t slice_us,
-		int32_t nice, uint32_t priority) {
+		uint32_t policy, uint32_t fallback, uint32_t period_us, uint32_t slice_us, int32_t nice,
+		uint32_t priority) {
 	struct reserve_object *obj = object_from_resource(resource);
 	if (!obj) {
 		return;
@@ -231,12 +231,12 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	qos_params_init(&p);
 	bool rt = policy == QOSWAY_RESERVE_V1_POLICY_FIFO || policy == QOSWAY_RESERVE_V1_POLICY_RR;
 	if (!from_wire(policy, &p.policy) || !from_wire(fallback, &p.fallback) ||
-			slice_us > period_us ||
-			(period_us != 0 && (period_us < 100 || period_us > 10000000)) ||
+			slice_us > period_us || (period_us != 0 && (period_us < 100 || period_us > 10000000)) ||
 			nice < -20 || nice > 19 || (rt && (priority < 1 || priority > 99))) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_PARAMS,
-			"invalid parameters: policy %u, fallback %u, period %u us, slice %u us, "
-			"nice %d, priority %u", policy, fallback, period_us, slice_us, nice, priority);
+				"invalid parameters: policy %u, fallback %u, period %u us, slice %u us, "
+				"nice %d, priority %u",
+				policy, fallback, period_us, slice_us, nice, priority);
 		return;
 	}
 	p.period_us = period_us;
@@ -245,7 +245,7 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	p.priority = rt ? (int)priority : 0;
 	if (!rate_ok(obj)) {
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_RATE_LIMITED,
-			"more than 10 set_params a second");
+				"more than 10 set_params a second");
 		return;
 	}
 	struct qw_server *server = obj->server;
@@ -253,8 +253,8 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	enum qos_gate_refusal why;
 	char err[256], buf[QOS_NAME_MAX + 1];
 	struct qos_reserve_info info;
-	if (obj->automatic && !qos_link_reserve_info(server, reserve_name(obj, buf, sizeof(buf)),
-			&info)) {
+	if (obj->automatic &&
+			!qos_link_reserve_info(server, reserve_name(obj, buf, sizeof(buf)), &info)) {
 		/* Created with the process as its first member, on join(0). */
 		if (!qos_gate_may_define(server, &asker, NULL, &p, &why, err, sizeof(err))) {
 			send_refused(obj, to_wire_refusal(why), err);
@@ -315,7 +315,7 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	}
 	if (tid != 0 && (tid > INT32_MAX || !qos_proc_has_thread(obj->pid, (pid_t)tid))) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_TID,
-			"%u is not a thread of the client's process", tid);
+				"%u is not a thread of the client's process", tid);
 		return;
 	}
 	char err[256];
@@ -325,14 +325,14 @@ static void handle_join(struct wl_client *client, struct wl_resource *resource, 
 	if (!join_room(obj, (pid_t)tid)) {
 		/* A thread not recorded here would not be released on destroy. */
 		snprintf(err, sizeof(err), "at most %zu threads join through one reserve object",
-			sizeof(obj->joined) / sizeof(obj->joined[0]));
+				sizeof(obj->joined) / sizeof(obj->joined[0]));
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN, err);
 		return;
 	}
 	struct qos_gate_asker asker = asker_of(obj);
 	enum qos_gate_refusal why;
 	if (!qos_gate_join(obj->server, &asker, gate_name(obj), obj->pid, (pid_t)tid,
-			obj->have_params ? &obj->params : NULL, &why, err, sizeof(err))) {
+				obj->have_params ? &obj->params : NULL, &why, err, sizeof(err))) {
 		send_refused(obj, to_wire_refusal(why), err);
 		return;
 	}
@@ -373,7 +373,7 @@ static bool object_frozen(struct reserve_object *obj) {
 	const char *in = qos_link_reserve_of(obj->server, obj->pid);
 	struct qos_reserve_info info;
 	return in && qos_link_reserve_info(obj->server, in, &info) &&
-		info.params.policy == QOS_POLICY_PAUSE;
+			info.params.policy == QOS_POLICY_PAUSE;
 }
 
 static int handle_feedback_timer(void *data) {
@@ -384,10 +384,11 @@ static int handle_feedback_timer(void *data) {
 			qos_link_reserve_info(obj->server, reserve_name(obj, buf, sizeof(buf)), &info)) {
 		/* The last period's use, own and billed apart. */
 		uint64_t period = info.params.period_us ? info.params.period_us : 1000000;
-		uint64_t own = info.last_used_us > info.last_billed_us ?
-			info.last_used_us - info.last_billed_us : 0;
+		uint64_t own = info.last_used_us > info.last_billed_us
+				? info.last_used_us - info.last_billed_us
+				: 0;
 		qosway_reserve_v1_send_stats(obj->resource, (uint32_t)period, (uint32_t)own,
-			(uint32_t)info.last_billed_us);
+				(uint32_t)info.last_billed_us);
 	}
 	wl_event_source_timer_update(obj->feedback_timer, obj->feedback_ms);
 	return 0;
@@ -399,8 +400,9 @@ static void handle_set_feedback(struct wl_client *client, struct wl_resource *re
 	if (!obj) {
 		return;
 	}
-	obj->feedback_ms = interval_ms == 0 ? 0 :
-		interval_ms < MIN_FEEDBACK_MS ? MIN_FEEDBACK_MS : interval_ms;
+	obj->feedback_ms = interval_ms == 0     ? 0
+			: interval_ms < MIN_FEEDBACK_MS ? MIN_FEEDBACK_MS
+											: interval_ms;
 	if (!obj->feedback_ms) {
 		if (obj->feedback_timer) {
 			wl_event_source_remove(obj->feedback_timer);
@@ -409,8 +411,8 @@ static void handle_set_feedback(struct wl_client *client, struct wl_resource *re
 		return;
 	}
 	if (!obj->feedback_timer) {
-		obj->feedback_timer = wl_event_loop_add_timer(obj->server->event_loop,
-			handle_feedback_timer, obj);
+		obj->feedback_timer =
+				wl_event_loop_add_timer(obj->server->event_loop, handle_feedback_timer, obj);
 	}
 	if (obj->feedback_timer) {
 		wl_event_source_timer_update(obj->feedback_timer, obj->feedback_ms);
@@ -429,8 +431,7 @@ static void object_destroy(struct reserve_object *obj) {
 	if (obj->feedback_timer) {
 		wl_event_source_remove(obj->feedback_timer);
 	}
-	struct client_identity *id =
-		client_identity_find(wl_resource_get_client(obj->resource));
+	struct client_identity *id = client_identity_find(wl_resource_get_client(obj->resource));
 	if (id && id->reserve_objects > 0) {
 		id->reserve_objects--;
 	}
@@ -460,12 +461,12 @@ static void handle_get_reserve(struct wl_client *client, struct wl_resource *man
 	struct reserve_protocol *proto = manager_from_resource(manager_resource);
 	char err[256];
 	if (name[0] && !qos_name_valid(name, err, sizeof(err))) {
-		wl_resource_post_error(manager_resource, QOSWAY_RESERVE_MANAGER_V1_ERROR_INVALID_NAME,
-			"%s", err);
+		wl_resource_post_error(manager_resource, QOSWAY_RESERVE_MANAGER_V1_ERROR_INVALID_NAME, "%s",
+				err);
 		return;
 	}
 	struct wl_resource *resource = wl_resource_create(client, &qosway_reserve_v1_interface,
-		wl_resource_get_version(manager_resource), id);
+			wl_resource_get_version(manager_resource), id);
 	if (!resource) {
 		wl_client_post_no_memory(client);
 		return;
@@ -474,7 +475,7 @@ static void handle_get_reserve(struct wl_client *client, struct wl_resource *man
 	struct client_identity *identity = client_identity_get(client);
 	if (identity && identity->reserve_objects >= MAX_OBJECTS_PER_CLIENT) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_TOO_MANY_OBJECTS,
-			"more than %d reserve objects", MAX_OBJECTS_PER_CLIENT);
+				"more than %d reserve objects", MAX_OBJECTS_PER_CLIENT);
 		return;
 	}
 	pid_t pid = client_identity_pid(identity);
@@ -483,7 +484,7 @@ static void handle_get_reserve(struct wl_client *client, struct wl_resource *man
 		/* Unidentifiable or out of memory: an inert object that only
 		 * answers with a refusal. */
 		qosway_reserve_v1_send_refused(resource, QOSWAY_RESERVE_V1_REFUSAL_FORBIDDEN,
-			"the client's process cannot be identified");
+				"the client's process cannot be identified");
 		return;
 	}
 	obj->resource = resource;
@@ -508,8 +509,8 @@ static const struct qosway_reserve_manager_v1_interface manager_impl = {
 
 static void manager_bind(struct wl_client *client, void *data, uint32_t version, uint32_t id) {
 	struct reserve_protocol *proto = data;
-	struct wl_resource *resource = wl_resource_create(client,
-		&qosway_reserve_manager_v1_interface, version, id);
+	struct wl_resource *resource =
+			wl_resource_create(client, &qosway_reserve_manager_v1_interface, version, id);
 	if (!resource) {
 		wl_client_post_no_memory(client);
 		return;
@@ -542,8 +543,8 @@ bool reserve_protocol_create(struct qw_server *server) {
 	}
 	proto->server = server;
 	wl_list_init(&proto->objects);
-	proto->global = wl_global_create(server->wl_display,
-		&qosway_reserve_manager_v1_interface, MANAGER_VERSION, proto, manager_bind);
+	proto->global = wl_global_create(server->wl_display, &qosway_reserve_manager_v1_interface,
+			MANAGER_VERSION, proto, manager_bind);
 	if (!proto->global) {
 		free(proto);
 		return false;
@@ -594,11 +595,9 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			if (same_reserve && !object_frozen(obj)) {
 				/* The event's use is own plus billed; the wire has them apart. */
 				struct qos_reserve_info info;
-				uint64_t billed = qos_link_reserve_info(server, name, &info) ?
-					info.billed_us : 0;
+				uint64_t billed = qos_link_reserve_info(server, name, &info) ? info.billed_us : 0;
 				uint64_t own = event->used_us > billed ? event->used_us - billed : 0;
-				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)own,
-					(uint32_t)billed);
+				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)own, (uint32_t)billed);
 			}
 			break;
 		default:

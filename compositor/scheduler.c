@@ -119,8 +119,7 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 			c->unbilled_ns = 0;
 			snprintf(c->reserve, sizeof(c->reserve), "%s", info.name);
 			qos_manager_watch_overruns(qos, info.name, true);
-			c->exhausted_until_ns = info.in_fallback && c->period_ns ?
-				now + c->period_ns : 0;
+			c->exhausted_until_ns = info.in_fallback && c->period_ns ? now + c->period_ns : 0;
 		}
 		if (c->limit) {
 			sched_limit_unref(sched, c->limit);
@@ -141,7 +140,7 @@ static void classify(struct qw_scheduler *sched, struct sched_client *c, uint64_
 			c->awaiting = false;
 		}
 		sched_trace(sched, "class pid=%d %s", (int)c->pid,
-			c->realtime ? "realtime" : "best-effort");
+				c->realtime ? "realtime" : "best-effort");
 	}
 }
 
@@ -161,8 +160,8 @@ void scheduler_refresh_classes(struct qw_scheduler *sched) {
 }
 
 bool sched_client_exhausted(const struct sched_client *c, uint64_t now) {
-	return now < c->exhausted_until_ns || (c->limit && c->limit->exhausted &&
-		now < c->limit->window_end_ns);
+	return now < c->exhausted_until_ns ||
+			(c->limit && c->limit->exhausted && now < c->limit->window_end_ns);
 }
 
 void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *event) {
@@ -193,7 +192,7 @@ void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *eve
 		}
 		c->exhausted_until_ns = exhausted && c->period_ns ? now + c->period_ns : 0;
 		sched_trace(sched, "%s pid=%d reserve=%s", exhausted ? "exhausted" : "restored",
-			(int)c->pid, c->reserve);
+				(int)c->pid, c->reserve);
 	}
 }
 
@@ -202,8 +201,9 @@ static void handle_client_created(struct wl_listener *listener, void *data) {
 	struct wl_client *client = data;
 	struct sched_client *c = calloc(1, sizeof(*c));
 	if (!c) {
-		wlr_log(WLR_ERROR, "scheduler: out of memory for a client; it is served "
-			"unaccounted");
+		wlr_log(WLR_ERROR,
+				"scheduler: out of memory for a client; it is served "
+				"unaccounted");
 		return;
 	}
 	c->sched = sched;
@@ -218,8 +218,7 @@ static void handle_client_created(struct wl_listener *listener, void *data) {
 		sched_gate_find_source(sched, c);
 	}
 	classify(sched, c, sched_now_ns());
-	sched_trace(sched, "client pid=%d %s", (int)c->pid,
-		c->realtime ? "realtime" : "best-effort");
+	sched_trace(sched, "client pid=%d %s", (int)c->pid, c->realtime ? "realtime" : "best-effort");
 }
 
 void scheduler_own(struct qw_scheduler *sched) {
@@ -410,8 +409,10 @@ struct qw_scheduler *scheduler_create(struct qw_server *server) {
 		char *end;
 		unsigned long long us = strtoull(budget, &end, 10);
 		if (*end || us == 0 || us > 1000000) {
-			wlr_log(WLR_ERROR, "scheduler: QOSWAY_SCHED_BE_BUDGET_US=%s is not 1 to "
-				"1000000 (us); ignored", budget);
+			wlr_log(WLR_ERROR,
+					"scheduler: QOSWAY_SCHED_BE_BUDGET_US=%s is not 1 to "
+					"1000000 (us); ignored",
+					budget);
 		} else {
 			sched->be_budget_ns = us * 1000;
 		}
@@ -422,8 +423,7 @@ struct qw_scheduler *scheduler_create(struct qw_server *server) {
 		if (sched->trace) {
 			setvbuf(sched->trace, NULL, _IOLBF, 0);
 		} else {
-			wlr_log(WLR_ERROR, "scheduler: cannot open the trace %s: %s", trace,
-				strerror(errno));
+			wlr_log(WLR_ERROR, "scheduler: cannot open the trace %s: %s", trace, strerror(errno));
 		}
 	}
 	if (!sched_account_init(sched) || !sched_frame_init(sched)) {
@@ -433,11 +433,13 @@ struct qw_scheduler *scheduler_create(struct qw_server *server) {
 	sched_boost_init(sched);
 	sched->client_created.notify = handle_client_created;
 	wl_display_add_client_created_listener(server->wl_display, &sched->client_created);
-	wlr_log(WLR_INFO, "scheduling: serve-by-reserve %s, bill %s, boost %s%s%s, "
-		"hidden-frame-rate %u Hz", sched->serve ? "on" : "off", sched->bill ? "on" : "off",
-		server->config.scheduling.boost ? (sched->boost.available ? "on" : "off") : "off",
-		sched->boost.note[0] ? ": " : "", sched->boost.note,
-		server->config.scheduling.hidden_frame_rate);
+	wlr_log(WLR_INFO,
+			"scheduling: serve-by-reserve %s, bill %s, boost %s%s%s, "
+			"hidden-frame-rate %u Hz",
+			sched->serve ? "on" : "off", sched->bill ? "on" : "off",
+			server->config.scheduling.boost ? (sched->boost.available ? "on" : "off") : "off",
+			sched->boost.note[0] ? ": " : "", sched->boost.note,
+			server->config.scheduling.hidden_frame_rate);
 	return sched;
 }
 

@@ -100,6 +100,6 @@ struct json_object *scheduler_json(struct qw_scheduler *sched);
  * client so far, and as a share of one CPU over about the last second.
  */
 uint64_t scheduler_client_server_us(struct qw_scheduler *sched, struct wl_client *client,
-	double *percent);
+		double *percent);
 
 #endif

@@ -70,8 +70,8 @@ static uint64_t calibrate_clock(void) {
 	return least;
 }
 
-static void charge(struct qw_scheduler *sched, enum sched_owner owner,
-		struct sched_client *c, uint64_t ns) {
+static void charge(struct qw_scheduler *sched, enum sched_owner owner, struct sched_client *c,
+		uint64_t ns) {
 	switch (owner) {
 	case SCHED_OWNER_SELF:
 		sched->own_ns += ns;
@@ -123,7 +123,9 @@ static void push(struct qw_scheduler *sched, enum sched_owner owner, struct sche
 		sched->cap_segments = cap;
 	}
 	sched->segments[sched->n_segments++] = (struct sched_segment){
-		.owner = owner, .client = c, .wall_ns = wall_ns,
+		.owner = owner,
+		.client = c,
+		.wall_ns = wall_ns,
 	};
 	if (c && (c->reserve[0] || c->limit)) {
 		sched->billable_pending = true;
@@ -153,8 +155,9 @@ void sched_settle(struct qw_scheduler *sched) {
 	uint64_t given = 0;
 	for (size_t i = 0; wall && i < sched->n_segments; i++) {
 		struct sched_segment *seg = &sched->segments[i];
-		uint64_t share = i + 1 == sched->n_segments ? used - given :
-			(uint64_t)((double)used * (double)seg->wall_ns / (double)wall);
+		uint64_t share = i + 1 == sched->n_segments
+				? used - given
+				: (uint64_t)((double)used * (double)seg->wall_ns / (double)wall);
 		charge(sched, seg->owner, seg->client, share);
 		given += share;
 	}
@@ -203,7 +206,7 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 	if (sched->trace && type == WL_PROTOCOL_LOGGER_REQUEST &&
 			sched_client_exhausted(c, sched_now_ns())) {
 		sched_trace(sched, "request pid=%d %s.%s exhausted", (int)c->pid,
-			wl_resource_get_class(message->resource), message->message->name);
+				wl_resource_get_class(message->resource), message->message->name);
 	}
 	if (type == WL_PROTOCOL_LOGGER_EVENT) {
 		/* An event is queued by whoever is served: the sender's work.
@@ -212,7 +215,7 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 		sched->flush_pending = true;
 		if (sched->trace && strcmp(message->message->name, "done") == 0) {
 			sched_trace(sched, "done pid=%d %s", (int)c->pid,
-				c->realtime ? "realtime" : "best-effort");
+					c->realtime ? "realtime" : "best-effort");
 		}
 		if (sched->batch_depth) {
 			c->batch_events++;
@@ -266,8 +269,8 @@ static uint64_t region_px(const pixman_region32_t *region) {
 /* A commit applied (held ones when released): the damage it brings. */
 static void handle_surface_commit(struct wl_listener *listener, void *data) {
 	struct sched_surface *ss = wl_container_of(listener, ss, commit);
-	struct sched_client *c = sched_client_of(ss->sched,
-		wl_resource_get_client(ss->surface->resource));
+	struct sched_client *c =
+			sched_client_of(ss->sched, wl_resource_get_client(ss->surface->resource));
 	if (c) {
 		c->damage_px += region_px(&ss->surface->buffer_damage);
 		if (c->awaiting) {
@@ -306,8 +309,7 @@ bool sched_account_init(struct qw_scheduler *sched) {
 	if (!sched->accounting && !sched->trace) {
 		return true;
 	}
-	sched->logger = wl_display_add_protocol_logger(sched->server->wl_display, handle_log,
-		sched);
+	sched->logger = wl_display_add_protocol_logger(sched->server->wl_display, handle_log, sched);
 	if (!sched->logger) {
 		wlr_log(WLR_ERROR, "scheduler: cannot add a protocol logger");
 		return false;
@@ -429,8 +431,8 @@ void sched_account_render(struct qw_scheduler *sched, const struct render_report
 			drawn += report->items[i].damaged_px;
 		}
 		sched_trace(sched, "render us=%llu damage=%llu drawn=%llu",
-			(unsigned long long)((now - sched->segment_ns) / 1000),
-			(unsigned long long)damage, (unsigned long long)drawn);
+				(unsigned long long)((now - sched->segment_ns) / 1000), (unsigned long long)damage,
+				(unsigned long long)drawn);
 	}
 	if (report->drawn) {
 		push_split(sched, now, damage_weight, sched->owner, sched->owner_client);

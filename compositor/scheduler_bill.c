@@ -56,8 +56,8 @@ void sched_limit_unref(struct qw_scheduler *sched, struct sched_limit *limit) {
 }
 
 void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint64_t now) {
-	if (!sched->bill || c->pid <= 0 || (c->limit_looked_ns &&
-			now - c->limit_looked_ns < 1000000000ull)) {
+	if (!sched->bill || c->pid <= 0 ||
+			(c->limit_looked_ns && now - c->limit_looked_ns < 1000000000ull)) {
 		return;
 	}
 	c->limit_looked_ns = now;
@@ -72,8 +72,7 @@ void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint
 	if (limit) {
 		limit->refs++;
 		sched_trace(sched, "limit pid=%d %s %llu/%llu", (int)c->pid, limit->cg.dir,
-			(unsigned long long)limit->cg.quota_us,
-			(unsigned long long)limit->cg.period_us);
+				(unsigned long long)limit->cg.quota_us, (unsigned long long)limit->cg.period_us);
 	}
 	sched_settle(sched); /* what came before is not the new limit's */
 	c->unbilled_ns = 0;
@@ -83,11 +82,11 @@ void sched_limit_update(struct qw_scheduler *sched, struct sched_client *c, uint
 
 /* A new window of the limit's period; what the last one overshot is owed. */
 static void limit_new_window(struct sched_limit *limit, uint64_t now, uint64_t usage_us) {
-	uint64_t allowance = limit->cg.quota_us > limit->debt_us ?
-		limit->cg.quota_us - limit->debt_us : 0;
+	uint64_t allowance =
+			limit->cg.quota_us > limit->debt_us ? limit->cg.quota_us - limit->debt_us : 0;
 	if (limit->window_end_ns) {
-		uint64_t used = (usage_us > limit->usage_start_us ?
-			usage_us - limit->usage_start_us : 0) + limit->server_us;
+		uint64_t used = (usage_us > limit->usage_start_us ? usage_us - limit->usage_start_us : 0) +
+				limit->server_us;
 		/* What the window went over is taken from the next: a client
 		 * stopped at its allowance still finishes the frame it was
 		 * drawing. At most a quota, so one bad window cannot starve
@@ -113,8 +112,8 @@ static void limit_check(struct sched_limit *limit, uint64_t now) {
 	if (!limit->window_end_ns || now >= limit->window_end_ns) {
 		limit_new_window(limit, now, usage);
 	}
-	uint64_t allowance = limit->cg.quota_us > limit->debt_us ?
-		limit->cg.quota_us - limit->debt_us : 0;
+	uint64_t allowance =
+			limit->cg.quota_us > limit->debt_us ? limit->cg.quota_us - limit->debt_us : 0;
 	uint64_t used = usage - limit->usage_start_us + limit->server_us;
 	limit->exhausted = used >= allowance;
 }
@@ -150,8 +149,7 @@ void sched_bill(struct qw_scheduler *sched, bool force) {
 		 * charged to it, it would be billed again at every frame. */
 		uint64_t bill_start = sched_now_ns();
 		if (c->reserve[0] && qos) {
-			if (qos_manager_bill_pid(qos, c->pid, us) ||
-					qos_manager_bill(qos, c->reserve, us)) {
+			if (qos_manager_bill_pid(qos, c->pid, us) || qos_manager_bill(qos, c->reserve, us)) {
 				c->billed_ns += us * 1000;
 			}
 		} else if (c->limit) {

@@ -27,7 +27,7 @@
 #include "scheduler_internal.h"
 #include "server.h"
 
-#define BOOST_RTTIME_US 500000ull   /* real-time without a sleep, at most */
+#define BOOST_RTTIME_US 500000ull /* real-time without a sleep, at most */
 #define BOOST_PAUSE_NS 5000000000ull /* no boost for this long after SIGXCPU */
 #define SCHED_FLAG_RESET_ON_FORK_ 0x01
 
@@ -74,14 +74,14 @@ void sched_boost_init(struct qw_scheduler *sched) {
 	}
 	struct boost_attr own = { .size = sizeof(own) };
 	if (syscall(SYS_sched_getattr, b->tid, &own, sizeof(own), 0) != 0) {
-		snprintf(b->note, sizeof(b->note), "cannot read its own class: %s",
-			strerror(errno));
+		snprintf(b->note, sizeof(b->note), "cannot read its own class: %s", strerror(errno));
 		return;
 	}
 	if (own.sched_policy == SCHED_FIFO || own.sched_policy == SCHED_RR ||
 			own.sched_policy == 6 /* SCHED_DEADLINE */) {
-		snprintf(b->note, sizeof(b->note), "the compositor was started real-time "
-			"already");
+		snprintf(b->note, sizeof(b->note),
+				"the compositor was started real-time "
+				"already");
 		return;
 	}
 	own.size = sizeof(own);
@@ -89,8 +89,10 @@ void sched_boost_init(struct qw_scheduler *sched) {
 	struct boost_attr probe = fifo_attr(1);
 	int err = set_attr(b->tid, &probe);
 	if (err) {
-		snprintf(b->note, sizeof(b->note), "no permission for SCHED_FIFO (%s; it needs "
-			"CAP_SYS_NICE or an RLIMIT_RTPRIO)", strerror(-err));
+		snprintf(b->note, sizeof(b->note),
+				"no permission for SCHED_FIFO (%s; it needs "
+				"CAP_SYS_NICE or an RLIMIT_RTPRIO)",
+				strerror(-err));
 		wlr_log(WLR_INFO, "scheduling: boost off: %s", b->note);
 		return;
 	}
@@ -103,13 +105,16 @@ void sched_boost_init(struct qw_scheduler *sched) {
 		b->saved_rttime = rt;
 		b->have_rttime = true;
 		struct rlimit bounded = rt;
-		bounded.rlim_cur = rt.rlim_max != RLIM_INFINITY && rt.rlim_max < BOOST_RTTIME_US ?
-			rt.rlim_max / 2 : BOOST_RTTIME_US;
+		bounded.rlim_cur = rt.rlim_max != RLIM_INFINITY && rt.rlim_max < BOOST_RTTIME_US
+				? rt.rlim_max / 2
+				: BOOST_RTTIME_US;
 		struct sigaction sa = { .sa_handler = handle_sigxcpu };
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGXCPU, &sa, NULL) != 0 || setrlimit(RLIMIT_RTTIME, &bounded) != 0) {
-			snprintf(b->note, sizeof(b->note), "cannot bound its real-time running "
-				"(RLIMIT_RTTIME): %s", strerror(errno));
+			snprintf(b->note, sizeof(b->note),
+					"cannot bound its real-time running "
+					"(RLIMIT_RTTIME): %s",
+					strerror(errno));
 			wlr_log(WLR_ERROR, "scheduling: boost off: %s", b->note);
 			return;
 		}
@@ -175,7 +180,7 @@ void sched_boost_set(struct qw_scheduler *sched, bool on) {
 	}
 	if (err) {
 		wlr_log(WLR_ERROR, "scheduling: cannot %s the compositor's thread: %s; boost off",
-			on ? "raise" : "lower", strerror(-err));
+				on ? "raise" : "lower", strerror(-err));
 		b->available = false;
 		return;
 	}
@@ -205,9 +210,10 @@ void sched_boost_poll_revoked(struct qw_scheduler *sched) {
 	b->active = false;
 	b->revocations++;
 	b->paused_until_ns = now + BOOST_PAUSE_NS;
-	wlr_log(WLR_ERROR, "scheduling: the compositor ran real-time for %llu ms without "
-		"sleeping; SIGXCPU took the boost back, none for %llu s",
-		BOOST_RTTIME_US / 1000, BOOST_PAUSE_NS / 1000000000ull);
+	wlr_log(WLR_ERROR,
+			"scheduling: the compositor ran real-time for %llu ms without "
+			"sleeping; SIGXCPU took the boost back, none for %llu s",
+			BOOST_RTTIME_US / 1000, BOOST_PAUSE_NS / 1000000000ull);
 }
 
 bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now, uint64_t *until) {

@@ -78,8 +78,7 @@ static void send_callbacks(struct qw_scheduler *sched, struct qw_output *output,
 			struct sched_client *c = sched_client_of(sched, shown->client);
 			bool rt = c && c->realtime;
 			if ((pass == 0) != rt || ss->primary_output != output->wlr_output ||
-					client_paused(shown->client) ||
-					(c && sched_client_exhausted(c, now))) {
+					client_paused(shown->client) || (c && sched_client_exhausted(c, now))) {
 				continue;
 			}
 			if (shown->visible_px == 0 ? !hidden : !(rt || be_frame)) {
@@ -125,8 +124,8 @@ static void update_pacing(struct qw_scheduler *sched, struct qw_output *output, 
 	unsigned int divisor = 1;
 	if (rt_active(sched, now)) {
 		uint64_t period = refresh_ns(output);
-		double budget = sched->be_budget_ns ? (double)sched->be_budget_ns :
-			(double)period * SCHED_BE_BUDGET_SHARE;
+		double budget = sched->be_budget_ns ? (double)sched->be_budget_ns
+											: (double)period * SCHED_BE_BUDGET_SHARE;
 		double per_be_frame = (double)cost / be_frames;
 		unsigned int max = (unsigned int)(1000000000ull / period / 2);
 		divisor = sched->divisor;
@@ -228,8 +227,7 @@ static void mark_shown(struct qw_scheduler *sched, struct qw_output *output) {
 	}
 	for (size_t i = 0; i < output->report.len; i++) {
 		struct render_shown *shown = &output->report.items[i];
-		struct sched_client *c = shown->surface ? sched_client_of(sched, shown->client) :
-			NULL;
+		struct sched_client *c = shown->surface ? sched_client_of(sched, shown->client) : NULL;
 		if (c && c->awaiting && c->committed) {
 			c->awaiting = false;
 			c->committed = false;
@@ -253,7 +251,7 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 	}
 	sched->frames++;
 	sched_trace(sched, "frame %llu %s", (unsigned long long)sched->frames,
-		output->wlr_output->name);
+			output->wlr_output->name);
 	if (!sched->serve) {
 		sched_batch_begin(sched);
 		output_send_frame_done(output, &when);
@@ -317,8 +315,8 @@ void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output
 		return;
 	}
 	if (!output->draw_idle) {
-		output->draw_idle = wl_event_loop_add_idle(sched->server->event_loop,
-			handle_draw_idle, output);
+		output->draw_idle =
+				wl_event_loop_add_idle(sched->server->event_loop, handle_draw_idle, output);
 	}
 	if (!output->draw_idle) {
 		sched_frame_draw(sched, output); /* no memory for the idle source */
@@ -339,8 +337,7 @@ static void send_offscreen(struct wlr_scene_node *node, struct timespec *when) {
 	}
 	if (node->type == WLR_SCENE_NODE_SURFACE) {
 		struct wlr_scene_surface *ss = wlr_scene_surface_from_node(node);
-		if (!ss->primary_output &&
-				!client_paused(wl_resource_get_client(ss->surface->resource))) {
+		if (!ss->primary_output && !client_paused(wl_resource_get_client(ss->surface->resource))) {
 			wlr_surface_send_frame_done(ss->surface, when);
 		}
 		return;
@@ -360,7 +357,7 @@ static int handle_hidden_timer(void *data) {
 	send_offscreen(&sched->server->scene->node, &when);
 	sched_batch_end(sched);
 	wl_event_source_timer_update(sched->hidden_timer,
-		(int)(1000 / sched->server->config.scheduling.hidden_frame_rate) + 1);
+			(int)(1000 / sched->server->config.scheduling.hidden_frame_rate) + 1);
 	return 0;
 }
 
@@ -368,13 +365,13 @@ bool sched_frame_init(struct qw_scheduler *sched) {
 	if (!sched->serve) {
 		return true;
 	}
-	sched->hidden_timer = wl_event_loop_add_timer(sched->server->event_loop,
-		handle_hidden_timer, sched);
+	sched->hidden_timer =
+			wl_event_loop_add_timer(sched->server->event_loop, handle_hidden_timer, sched);
 	if (!sched->hidden_timer) {
 		return false;
 	}
 	wl_event_source_timer_update(sched->hidden_timer,
-		(int)(1000 / sched->server->config.scheduling.hidden_frame_rate) + 1);
+			(int)(1000 / sched->server->config.scheduling.hidden_frame_rate) + 1);
 	return true;
 }
 

@@ -57,8 +57,8 @@ static int epoll_entry(int epoll_fd, ino_t ino, dev_t dev, int *tfd, uint64_t *d
 		int fd;
 		unsigned int events, sdev;
 		unsigned long long ptr, pos, inode;
-		if (sscanf(line, "tfd: %d events: %x data: %llx pos:%llu ino:%llx sdev:%x",
-				&fd, &events, &ptr, &pos, &inode, &sdev) == 6 &&
+		if (sscanf(line, "tfd: %d events: %x data: %llx pos:%llu ino:%llx sdev:%x", &fd, &events,
+					&ptr, &pos, &inode, &sdev) == 6 &&
 				(ino_t)inode == ino && (dev_t)sdev == dev) {
 			found++;
 			*tfd = fd;
@@ -70,8 +70,10 @@ static int epoll_entry(int epoll_fd, ino_t ino, dev_t dev, int *tfd, uint64_t *d
 }
 
 static void gating_off(struct qw_scheduler *sched, const char *why) {
-	wlr_log(WLR_ERROR, "scheduler: %s; requests are served in arrival order and "
-		"exhausted clients are not held back", why);
+	wlr_log(WLR_ERROR,
+			"scheduler: %s; requests are served in arrival order and "
+			"exhausted clients are not held back",
+			why);
 	sched->gating = false;
 	struct sched_client *c;
 	wl_list_for_each(c, &sched->clients, link) {
@@ -98,9 +100,10 @@ void sched_gate_find_source(struct qw_scheduler *sched, struct sched_client *c) 
 	struct wl_event_source *field = ((struct lw_client_head *)c->client)->source;
 	if (n != 1 || (uint64_t)(uintptr_t)field != data) {
 		char why[160];
-		snprintf(why, sizeof(why), "cannot verify a client's event source (%d epoll "
-			"entries for its socket, field %s): gating off", n,
-			n == 1 ? "differs" : "unchecked");
+		snprintf(why, sizeof(why),
+				"cannot verify a client's event source (%d epoll "
+				"entries for its socket, field %s): gating off",
+				n, n == 1 ? "differs" : "unchecked");
 		gating_off(sched, why);
 		return;
 	}
@@ -150,8 +153,8 @@ uint64_t sched_gate_exhausted(struct qw_scheduler *sched, uint64_t now) {
 			sched_gate(c, false);
 		}
 		if (exhausted) {
-			uint64_t end = c->limit && c->limit->exhausted ? c->limit->window_end_ns :
-				c->exhausted_until_ns;
+			uint64_t end = c->limit && c->limit->exhausted ? c->limit->window_end_ns
+														   : c->exhausted_until_ns;
 			if (end && end < due) {
 				due = end;
 			}

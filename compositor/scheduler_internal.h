@@ -38,9 +38,9 @@
 
 /* Whom the main thread's time goes to. */
 enum sched_owner {
-	SCHED_OWNER_SELF,   /* the compositor itself */
-	SCHED_OWNER_QOS,    /* ... its QoS manager policing reserves, in particular */
-	SCHED_OWNER_NEXT,   /* loop bookkeeping, charged to the next one served */
+	SCHED_OWNER_SELF, /* the compositor itself */
+	SCHED_OWNER_QOS, /* ... its QoS manager policing reserves, in particular */
+	SCHED_OWNER_NEXT, /* loop bookkeeping, charged to the next one served */
 	SCHED_OWNER_CLIENT, /* sched->owner_client */
 };
 
@@ -56,11 +56,11 @@ struct sched_limit {
 	struct wl_list link; /* qw_scheduler.limits */
 	int refs;
 	struct qos_cglimit cg;
-	uint64_t window_end_ns;  /* CLOCK_MONOTONIC */
+	uint64_t window_end_ns; /* CLOCK_MONOTONIC */
 	uint64_t usage_start_us; /* the group's own CPU time at the window's start */
-	uint64_t server_us;      /* compositor time charged in this window */
-	uint64_t debt_us;        /* own + server past the last window's quota */
-	bool exhausted;          /* until window_end_ns */
+	uint64_t server_us; /* compositor time charged in this window */
+	uint64_t debt_us; /* own + server past the last window's quota */
+	bool exhausted; /* until window_end_ns */
 };
 
 struct sched_client {
@@ -77,7 +77,7 @@ struct sched_client {
 	uint64_t unbilled_ns;
 	uint64_t batch_events; /* events queued for it in the open batch */
 	uint32_t flush_events; /* events queued for it since the last flush */
-	uint64_t damage_px;    /* damage its commits brought since the last frame */
+	uint64_t damage_px; /* damage its commits brought since the last frame */
 	uint64_t sample_ns, sample_server_ns; /* for the share over the last second */
 	double server_percent;
 
@@ -85,7 +85,7 @@ struct sched_client {
 	bool realtime;
 	int rt_priority; /* fifo/rr; 0 for qos and best effort */
 	char reserve[QOS_NAME_MAX + 1]; /* "" when in none */
-	uint64_t period_ns;     /* its reserve's period */
+	uint64_t period_ns; /* its reserve's period */
 	uint64_t exhausted_until_ns; /* its reserve used its slice: till the restore,
 	                              * the period's end at the most */
 	struct sched_limit *limit; /* its own cgroup's limit when in no reserve */
@@ -95,7 +95,7 @@ struct sched_client {
 	struct wl_event_source *source; /* libwayland's, verified; NULL if unknown */
 	bool gated;
 	uint64_t min_served_ns; /* last time it was served while exhausted */
-	short revents;          /* of the last poll */
+	short revents; /* of the last poll */
 
 	/* Real-time frame cycle: callback sent, next commit not on screen yet. */
 	bool awaiting;
@@ -104,8 +104,8 @@ struct sched_client {
 };
 
 struct sched_boost {
-	bool available;   /* SCHED_FIFO was allowed at start */
-	bool active;      /* the main thread is SCHED_FIFO now */
+	bool available; /* SCHED_FIFO was allowed at start */
+	bool active; /* the main thread is SCHED_FIFO now */
 	int priority;
 	pid_t tid;
 	uint64_t count, active_ns, since_ns;
@@ -113,7 +113,7 @@ struct sched_boost {
 	uint64_t paused_until_ns; /* after SIGXCPU: no boost until then */
 	bool have_rttime;
 	struct rlimit saved_rttime; /* children get it back (spawn.c) */
-	char note[160];   /* why it is off, for the log and IPC */
+	char note[160]; /* why it is off, for the log and IPC */
 };
 
 /* A best-effort surface whose next commit is held (scheduler_frame.c). */
@@ -131,7 +131,7 @@ struct qw_scheduler {
 	struct qw_server *server;
 	bool serve, bill, accounting, stop;
 	struct wl_list clients; /* sched_client.link */
-	struct wl_list limits;  /* sched_limit.link */
+	struct wl_list limits; /* sched_limit.link */
 	struct wl_listener client_created;
 	struct wl_protocol_logger *logger;
 	struct wl_listener new_surface;
@@ -142,21 +142,21 @@ struct qw_scheduler {
 	struct sched_client *owner_client;
 	uint64_t segment_ns; /* monotonic time the current segment began; 0: asleep */
 	uint64_t segments_wall_ns; /* their length in all */
-	bool billable_pending;     /* one of them is a client's with a reserve or limit */
-	uint64_t cpu_ns;     /* main thread CPU time at the last settle */
+	bool billable_pending; /* one of them is a client's with a reserve or limit */
+	uint64_t cpu_ns; /* main thread CPU time at the last settle */
 	struct sched_segment *segments; /* since the last settle */
 	size_t n_segments, cap_segments;
-	uint64_t next_ns;  /* bookkeeping waiting for the next client served */
+	uint64_t next_ns; /* bookkeeping waiting for the next client served */
 	uint64_t own_ns;
 	uint64_t gone_ns, gone_billed_ns; /* of clients since disconnected */
-	uint64_t qos_ns;   /* the QoS manager's part of own_ns */
+	uint64_t qos_ns; /* the QoS manager's part of own_ns */
 	int batch_depth;
 	enum sched_owner batch_owner; /* before the batch, and after it */
 	struct sched_client *batch_owner_client;
 	bool flush_pending;
 	uint64_t books_ops, books_ns; /* the books' own cost (sampled) */
-	uint64_t clock_read_ns;       /* what a monotonic clock read costs */
-	uint64_t bills_ns, bills;          /* billing's */
+	uint64_t clock_read_ns; /* what a monotonic clock read costs */
+	uint64_t bills_ns, bills; /* billing's */
 	struct sched_client *by_client[SCHED_CLIENT_SLOTS]; /* sched_client_of's table */
 
 	/* Classes. */
@@ -165,7 +165,7 @@ struct qw_scheduler {
 	size_t n_realtime;
 
 	/* Gating and the poll set. */
-	bool gating;       /* every client's source found and verified so far */
+	bool gating; /* every client's source found and verified so far */
 	struct pollfd *pfd;
 	struct sched_client **pcl;
 	size_t pcap;
@@ -174,15 +174,15 @@ struct qw_scheduler {
 	struct sched_boost boost;
 
 	/* Frames. */
-	uint64_t be_budget_ns;    /* 0: SCHED_BE_BUDGET_SHARE of the refresh period */
-	unsigned int divisor;     /* best effort gets callbacks every divisor-th frame */
-	uint64_t be_cost_ns;      /* best-effort time in the current window */
-	uint64_t be_last_ns;      /* be total at the window's start */
+	uint64_t be_budget_ns; /* 0: SCHED_BE_BUDGET_SHARE of the refresh period */
+	unsigned int divisor; /* best effort gets callbacks every divisor-th frame */
+	uint64_t be_cost_ns; /* best-effort time in the current window */
+	uint64_t be_last_ns; /* be total at the window's start */
 	unsigned int window_frames, be_frames;
-	uint64_t rt_drawn_ns;     /* last frame callback to a real-time client */
+	uint64_t rt_drawn_ns; /* last frame callback to a real-time client */
 	uint64_t frames;
-	bool hold;                /* best-effort commits are held */
-	struct wl_list holds;     /* sched_hold.link */
+	bool hold; /* best-effort commits are held */
+	struct wl_list holds; /* sched_hold.link */
 	struct wl_event_source *hidden_timer;
 	uint64_t hidden_sent_ns;
 };
@@ -194,7 +194,7 @@ uint64_t sched_now_ns(void);
 /* Whether the client may be served now (not exhausted), as gating sees it. */
 bool sched_client_exhausted(const struct sched_client *c, uint64_t now);
 void sched_trace(struct qw_scheduler *sched, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+		__attribute__((format(printf, 2, 3)));
 
 /* scheduler_account.c */
 bool sched_account_init(struct qw_scheduler *sched);

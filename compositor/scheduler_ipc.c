@@ -30,17 +30,18 @@ struct json_object *scheduler_json_clients(struct qw_scheduler *sched) {
 		const char *app_id = client_app_id(sched->server, c->client);
 		json_object_object_add(o, "app_id", app_id ? json_object_new_string(app_id) : NULL);
 		json_object_object_add(o, "reserve",
-			c->reserve[0] ? json_object_new_string(c->reserve) : NULL);
+				c->reserve[0] ? json_object_new_string(c->reserve) : NULL);
 		json_object_object_add(o, "server_cpu_us",
-			json_object_new_int64((int64_t)(c->server_ns / 1000)));
+				json_object_new_int64((int64_t)(c->server_ns / 1000)));
 		json_object_object_add(o, "billed_us",
-			json_object_new_int64((int64_t)(c->billed_ns / 1000)));
-		json_object_object_add(o, "billed_to", c->reserve[0] ?
-			json_object_new_string("reserve") : c->limit ?
-			json_object_new_string("cgroup") : NULL);
+				json_object_new_int64((int64_t)(c->billed_ns / 1000)));
+		json_object_object_add(o, "billed_to",
+				c->reserve[0]      ? json_object_new_string("reserve")
+						: c->limit ? json_object_new_string("cgroup")
+								   : NULL);
 		json_object_object_add(o, "realtime", json_object_new_boolean(c->realtime));
 		json_object_object_add(o, "exhausted",
-			json_object_new_boolean(sched_client_exhausted(c, now)));
+				json_object_new_boolean(sched_client_exhausted(c, now)));
 		json_object_object_add(o, "gated", json_object_new_boolean(c->gated));
 		json_object_array_add(list, o);
 	}
@@ -60,8 +61,8 @@ uint64_t scheduler_client_server_us(struct qw_scheduler *sched, struct wl_client
 		c->sample_ns = now;
 		c->sample_server_ns = c->server_ns;
 	} else if (now - c->sample_ns >= 900000000ull) {
-		c->server_percent = 100.0 * (double)(c->server_ns - c->sample_server_ns) /
-			(double)(now - c->sample_ns);
+		c->server_percent =
+				100.0 * (double)(c->server_ns - c->sample_server_ns) / (double)(now - c->sample_ns);
 		c->sample_ns = now;
 		c->sample_server_ns = c->server_ns;
 	}
@@ -86,40 +87,38 @@ struct json_object *scheduler_json(struct qw_scheduler *sched) {
 	json_object_object_add(o, "serve_by_reserve", json_object_new_boolean(sched->serve));
 	json_object_object_add(o, "bill", json_object_new_boolean(sched->bill));
 	json_object_object_add(o, "boost", json_object_new_boolean(config->scheduling.boost));
-	json_object_object_add(o, "boost_available",
-		json_object_new_boolean(sched->boost.available));
-	json_object_object_add(o, "boost_note", sched->boost.note[0] ?
-		json_object_new_string(sched->boost.note) : NULL);
+	json_object_object_add(o, "boost_available", json_object_new_boolean(sched->boost.available));
+	json_object_object_add(o, "boost_note",
+			sched->boost.note[0] ? json_object_new_string(sched->boost.note) : NULL);
 	json_object_object_add(o, "boosted", json_object_new_boolean(sched->boost.active));
-	uint64_t boosted_ns = sched->boost.active_ns + (sched->boost.active ?
-		now - sched->boost.since_ns : 0);
+	uint64_t boosted_ns =
+			sched->boost.active_ns + (sched->boost.active ? now - sched->boost.since_ns : 0);
 	json_object_object_add(o, "boosts", json_object_new_int64((int64_t)sched->boost.count));
 	json_object_object_add(o, "boosted_us", json_object_new_int64((int64_t)(boosted_ns / 1000)));
 	json_object_object_add(o, "boost_revocations",
-		json_object_new_int64((int64_t)sched->boost.revocations));
+			json_object_new_int64((int64_t)sched->boost.revocations));
 	json_object_object_add(o, "hidden_frame_rate",
-		json_object_new_int((int)config->scheduling.hidden_frame_rate));
+			json_object_new_int((int)config->scheduling.hidden_frame_rate));
 	json_object_object_add(o, "gating", json_object_new_boolean(sched->gating));
 	json_object_object_add(o, "accounting", json_object_new_boolean(sched->accounting));
-	json_object_object_add(o, "cpu_us", json_object_new_int64((int64_t)(
-		(clients_ns + sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "cpu_us",
+			json_object_new_int64((int64_t)((clients_ns + sched->own_ns + sched->next_ns) / 1000)));
 	json_object_object_add(o, "clients_us", json_object_new_int64((int64_t)(clients_ns / 1000)));
-	json_object_object_add(o, "own_us", json_object_new_int64((int64_t)(
-		(sched->own_ns + sched->next_ns) / 1000)));
+	json_object_object_add(o, "own_us",
+			json_object_new_int64((int64_t)((sched->own_ns + sched->next_ns) / 1000)));
 	json_object_object_add(o, "qos_us", json_object_new_int64((int64_t)(sched->qos_ns / 1000)));
 	json_object_object_add(o, "books_us", json_object_new_int64((int64_t)(sched->books_ns / 1000)));
 	json_object_object_add(o, "bills_us", json_object_new_int64((int64_t)(sched->bills_ns / 1000)));
 	json_object_object_add(o, "bills", json_object_new_int64((int64_t)sched->bills));
 	json_object_object_add(o, "thread_cpu_us",
-		json_object_new_int64((int64_t)(sched_thread_ns() / 1000)));
+			json_object_new_int64((int64_t)(sched_thread_ns() / 1000)));
 	json_object_object_add(o, "clients", json_object_new_int((int)n));
 	json_object_object_add(o, "realtime_clients", json_object_new_int((int)sched->n_realtime));
 	json_object_object_add(o, "exhausted_clients", json_object_new_int((int)exhausted));
 	json_object_object_add(o, "gated_clients", json_object_new_int((int)gated));
 	json_object_object_add(o, "best_effort_divisor", json_object_new_int((int)sched->divisor));
 	json_object_object_add(o, "holding_commits", json_object_new_boolean(sched->hold));
-	json_object_object_add(o, "realtime_phases",
-		json_object_new_int64((int64_t)sched->rt_phases));
+	json_object_object_add(o, "realtime_phases", json_object_new_int64((int64_t)sched->rt_phases));
 	json_object_object_add(o, "frames", json_object_new_int64((int64_t)sched->frames));
 	json_object_object_add(o, "iterations", json_object_new_int64((int64_t)sched->iterations));
 	return o;

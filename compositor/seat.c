@@ -25,7 +25,7 @@
  */
 static void update_capabilities(struct qw_server *server) {
 	wlr_seat_set_capabilities(server->seat,
-		WL_SEAT_CAPABILITY_POINTER | WL_SEAT_CAPABILITY_KEYBOARD);
+			WL_SEAT_CAPABILITY_POINTER | WL_SEAT_CAPABILITY_KEYBOARD);
 }
 
 /* Re-send enter so the focused client learns about a keyboard that appeared. */
@@ -36,8 +36,8 @@ static void refocus_keyboard(struct qw_server *server) {
 		return;
 	}
 	wlr_seat_keyboard_notify_clear_focus(server->seat);
-	wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes,
-		kb->num_keycodes, &kb->modifiers);
+	wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes, kb->num_keycodes,
+			&kb->modifiers);
 }
 
 static struct qw_view *focused_mapped_view(struct qw_server *server) {
@@ -132,8 +132,8 @@ static void handle_key(struct wl_listener *listener, void *data) {
 		xkb_keysym_t sym = xkb_state_key_get_one_sym(kb->xkb_state, keycode);
 		if (sym == XKB_KEY_Escape) {
 			reserve_menu_close(server);
-			if (keyboard->swallowed_count < sizeof(keyboard->swallowed) /
-					sizeof(keyboard->swallowed[0])) {
+			if (keyboard->swallowed_count <
+					sizeof(keyboard->swallowed) / sizeof(keyboard->swallowed[0])) {
 				keyboard->swallowed[keyboard->swallowed_count++] = event->keycode;
 			}
 			return;
@@ -153,8 +153,7 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	}
 	if (!handled && has_keymap(keyboard->device)) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
-		wlr_seat_keyboard_notify_key(server->seat, event->time_msec,
-			event->keycode, event->state);
+		wlr_seat_keyboard_notify_key(server->seat, event->time_msec, event->keycode, event->state);
 	}
 }
 
@@ -166,7 +165,7 @@ static void handle_modifiers(struct wl_listener *listener, void *data) {
 	}
 	wlr_seat_set_keyboard(keyboard->server->seat, keyboard->device);
 	wlr_seat_keyboard_notify_modifiers(keyboard->server->seat,
-		&keyboard->device->keyboard->modifiers);
+			&keyboard->device->keyboard->modifiers);
 }
 
 /*
@@ -226,15 +225,15 @@ static void handle_orphan_idle(void *data) {
 
 static void adopt_orphaned_keyboard(struct qw_server *server, struct wlr_keyboard *kb) {
 	struct wlr_keyboard **grown = realloc(server->orphaned_keyboards,
-		(server->orphaned_keyboard_count + 1) * sizeof(*grown));
+			(server->orphaned_keyboard_count + 1) * sizeof(*grown));
 	if (!grown) {
 		return; /* leaking one keyboard beats crashing */
 	}
 	server->orphaned_keyboards = grown;
 	server->orphaned_keyboards[server->orphaned_keyboard_count++] = kb;
 	if (!server->orphan_idle) {
-		server->orphan_idle = wl_event_loop_add_idle(server->event_loop,
-			handle_orphan_idle, server);
+		server->orphan_idle =
+				wl_event_loop_add_idle(server->event_loop, handle_orphan_idle, server);
 	}
 }
 
@@ -259,8 +258,9 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	/* Virtual keyboards bring their own keymap; others use XKB_DEFAULT_*. */
 	if (!virtual_device) {
 		struct xkb_context *context = xkb_context_new(XKB_CONTEXT_NO_FLAGS);
-		struct xkb_keymap *keymap = context ? xkb_keymap_new_from_names(context,
-			NULL, XKB_KEYMAP_COMPILE_NO_FLAGS) : NULL;
+		struct xkb_keymap *keymap = context
+				? xkb_keymap_new_from_names(context, NULL, XKB_KEYMAP_COMPILE_NO_FLAGS)
+				: NULL;
 		if (keymap) {
 			wlr_keyboard_set_keymap(device->keyboard, keymap);
 		} else {
@@ -321,8 +321,7 @@ static void handle_request_set_cursor(struct wl_listener *listener, void *data) 
 	struct wlr_seat_pointer_request_set_cursor_event *event = data;
 	/* Only the client with pointer focus may set the image. */
 	if (event->seat_client == server->seat->pointer_state.focused_client) {
-		wlr_cursor_set_surface(server->cursor, event->surface,
-			event->hotspot_x, event->hotspot_y);
+		wlr_cursor_set_surface(server->cursor, event->surface, event->hotspot_x, event->hotspot_y);
 		server->cursor_image = NULL;
 	}
 }
@@ -334,8 +333,7 @@ static void handle_request_set_selection(struct wl_listener *listener, void *dat
 }
 
 static void handle_request_set_primary_selection(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server,
-		request_set_primary_selection);
+	struct qw_server *server = wl_container_of(listener, server, request_set_primary_selection);
 	struct wlr_seat_request_set_primary_selection_event *event = data;
 	wlr_seat_set_primary_selection(server->seat, event->source, event->serial);
 }
@@ -353,18 +351,17 @@ bool seat_init(struct qw_server *server) {
 	wl_signal_add(&server->backend->events.new_input, &server->new_input);
 	server->new_virtual_pointer.notify = handle_new_virtual_pointer;
 	wl_signal_add(&server->virtual_pointer->events.new_virtual_pointer,
-		&server->new_virtual_pointer);
+			&server->new_virtual_pointer);
 	server->new_virtual_keyboard.notify = handle_new_virtual_keyboard;
 	wl_signal_add(&server->virtual_keyboard->events.new_virtual_keyboard,
-		&server->new_virtual_keyboard);
+			&server->new_virtual_keyboard);
 	server->request_set_cursor.notify = handle_request_set_cursor;
 	wl_signal_add(&server->seat->events.request_set_cursor, &server->request_set_cursor);
 	server->request_set_selection.notify = handle_request_set_selection;
-	wl_signal_add(&server->seat->events.request_set_selection,
-		&server->request_set_selection);
+	wl_signal_add(&server->seat->events.request_set_selection, &server->request_set_selection);
 	server->request_set_primary_selection.notify = handle_request_set_primary_selection;
 	wl_signal_add(&server->seat->events.request_set_primary_selection,
-		&server->request_set_primary_selection);
+			&server->request_set_primary_selection);
 	update_capabilities(server);
 	return true;
 }

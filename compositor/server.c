@@ -84,8 +84,8 @@ static void find_headless(struct wlr_backend *backend, void *data) {
  * the headless fallback. WLR_BACKENDS always wins.
  */
 static bool autodetect_hopeless(void) {
-	if (getenv("WLR_BACKENDS") || getenv("WAYLAND_DISPLAY") ||
-			getenv("WAYLAND_SOCKET") || getenv("DISPLAY")) {
+	if (getenv("WLR_BACKENDS") || getenv("WAYLAND_DISPLAY") || getenv("WAYLAND_SOCKET") ||
+			getenv("DISPLAY")) {
 		return false;
 	}
 	glob_t cards;
@@ -95,8 +95,7 @@ static bool autodetect_hopeless(void) {
 }
 
 static bool create_backend(struct qw_server *server) {
-	server->backend = autodetect_hopeless() ? NULL :
-		wlr_backend_autocreate(server->wl_display);
+	server->backend = autodetect_hopeless() ? NULL : wlr_backend_autocreate(server->wl_display);
 	if (server->backend) {
 		if (wlr_backend_is_multi(server->backend)) {
 			wlr_multi_for_each_backend(server->backend, find_headless, server);
@@ -134,8 +133,7 @@ static bool create_backend(struct qw_server *server) {
 
 static bool create_scene(struct qw_server *server) {
 	server->scene = wlr_scene_create();
-	if (!server->scene || !wlr_scene_attach_output_layout(server->scene,
-			server->output_layout)) {
+	if (!server->scene || !wlr_scene_attach_output_layout(server->scene, server->output_layout)) {
 		return false;
 	}
 	/* Creation order is stacking order (see server.h). */
@@ -161,8 +159,7 @@ static void handle_request_activate(struct wl_listener *listener, void *data) {
 		return;
 	}
 	struct wlr_xdg_surface *xdg_surface = wlr_xdg_surface_from_wlr_surface(event->surface);
-	if (!xdg_surface || xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL ||
-			!xdg_surface->data) {
+	if (!xdg_surface || xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL || !xdg_surface->data) {
 		return;
 	}
 	struct qw_node_desc *desc = node_desc_find(xdg_surface->data);
@@ -184,9 +181,8 @@ static bool create_protocols(struct qw_server *server) {
 	server->idle_inhibit = wlr_idle_inhibit_v1_create(display);
 	if (!server->compositor || !server->presentation || !server->xdg_shell ||
 			!server->layer_shell || !server->xdg_decoration_manager ||
-			!server->server_decoration_manager || !server->xdg_activation ||
-			!server->idle || !server->idle_inhibit ||
-			!wlr_data_device_manager_create(display) ||
+			!server->server_decoration_manager || !server->xdg_activation || !server->idle ||
+			!server->idle_inhibit || !wlr_data_device_manager_create(display) ||
 			!wlr_primary_selection_v1_device_manager_create(display) ||
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
@@ -196,7 +192,7 @@ static bool create_protocols(struct qw_server *server) {
 	}
 	wlr_scene_set_presentation(server->scene, server->presentation);
 	wlr_server_decoration_manager_set_default_mode(server->server_decoration_manager,
-		WLR_SERVER_DECORATION_MANAGER_MODE_SERVER);
+			WLR_SERVER_DECORATION_MANAGER_MODE_SERVER);
 
 	server->new_xdg_surface.notify = view_handle_new_xdg_surface;
 	wl_signal_add(&server->xdg_shell->events.new_surface, &server->new_xdg_surface);
@@ -204,10 +200,9 @@ static bool create_protocols(struct qw_server *server) {
 	wl_signal_add(&server->layer_shell->events.new_surface, &server->new_layer_surface);
 	server->new_toplevel_decoration.notify = xdg_decoration_handle_new;
 	wl_signal_add(&server->xdg_decoration_manager->events.new_toplevel_decoration,
-		&server->new_toplevel_decoration);
+			&server->new_toplevel_decoration);
 	server->request_activate.notify = handle_request_activate;
-	wl_signal_add(&server->xdg_activation->events.request_activate,
-		&server->request_activate);
+	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
 	return true;
 }
 
@@ -217,8 +212,8 @@ static bool start_ipc(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "XDG_RUNTIME_DIR is not set; no IPC socket");
 		return false;
 	}
-	if (asprintf(&server->ipc_socket_path, "%s/qosway-%u.%d.sock", dir,
-			(unsigned int)getuid(), (int)getpid()) < 0) {
+	if (asprintf(&server->ipc_socket_path, "%s/qosway-%u.%d.sock", dir, (unsigned int)getuid(),
+				(int)getpid()) < 0) {
 		server->ipc_socket_path = NULL;
 		return false;
 	}
@@ -269,22 +264,22 @@ bool server_init(struct qw_server *server) {
 	/* wlroots' autocreate already adds WLR_HEADLESS_OUTPUTS (default 1)
 	 * outputs to a headless backend; only our own fallback needs one. */
 	if (server->headless_backend && server->headless_backend == server->backend &&
-			!wlr_headless_add_output(server->headless_backend,
-			server->config.output_width, server->config.output_height)) {
+			!wlr_headless_add_output(server->headless_backend, server->config.output_width,
+					server->config.output_height)) {
 		wlr_log(WLR_ERROR, "failed to add a headless output");
 		return false;
 	}
 	if (!start_ipc(server)) {
 		return false;
 	}
-	server->sigint_source = wl_event_loop_add_signal(server->event_loop, SIGINT,
-		handle_terminate_signal, server);
-	server->sigterm_source = wl_event_loop_add_signal(server->event_loop, SIGTERM,
-		handle_terminate_signal, server);
-	server->sigchld_source = wl_event_loop_add_signal(server->event_loop, SIGCHLD,
-		handle_sigchld, server);
-	server->sighup_source = wl_event_loop_add_signal(server->event_loop, SIGHUP,
-		handle_sighup, server);
+	server->sigint_source =
+			wl_event_loop_add_signal(server->event_loop, SIGINT, handle_terminate_signal, server);
+	server->sigterm_source =
+			wl_event_loop_add_signal(server->event_loop, SIGTERM, handle_terminate_signal, server);
+	server->sigchld_source =
+			wl_event_loop_add_signal(server->event_loop, SIGCHLD, handle_sigchld, server);
+	server->sighup_source =
+			wl_event_loop_add_signal(server->event_loop, SIGHUP, handle_sighup, server);
 	qos_link_create(server);
 	if (qos_link_manager(server)) {
 		proc_events_init(server);
@@ -293,7 +288,7 @@ bool server_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "failed to create the qosway-reserve-v1 global");
 	}
 	return server->sigint_source && server->sigterm_source && server->sigchld_source &&
-		server->sighup_source;
+			server->sighup_source;
 }
 
 void server_finish(struct qw_server *server) {

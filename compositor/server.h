@@ -200,8 +200,8 @@ pid_t server_spawn_argv(struct qw_server *server, char *const argv[]);
  * matches the command), then execs. A refusal is reported in err and the
  * program runs without QoS; -1 only if it could not be started.
  */
-pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[],
-	const char *reserve, char *err, size_t err_len);
+pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[], const char *reserve,
+		char *err, size_t err_len);
 
 /* Find our descriptor for a scene node (walking up), or NULL. */
 struct qw_node_desc *node_desc_find(struct wlr_scene_node *node);

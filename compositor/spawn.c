@@ -38,8 +38,8 @@ static void resolve_exe(const char *name, char *out, size_t len) {
 }
 
 /* Put the not-yet-exec'd child where its command belongs. */
-static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[],
-		const char *reserve, char *err, size_t err_len) {
+static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[], const char *reserve,
+		char *err, size_t err_len) {
 	struct qos_manager *qos = qos_link_manager(server);
 	const struct qos_rules *rules = qos_link_rules(server);
 	if (reserve) {
@@ -72,16 +72,15 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[],
 	if (!rule || !rule->auto_apply) {
 		return;
 	}
-	bool ok = rule->reserve[0] ?
-		qos_manager_join(qos, rule->reserve, pid, 0, err, err_len) :
-		qos_manager_set_class(qos, pid, &rule->params, err, err_len);
+	bool ok = rule->reserve[0] ? qos_manager_join(qos, rule->reserve, pid, 0, err, err_len)
+							   : qos_manager_set_class(qos, pid, &rule->params, err, err_len);
 	if (!ok) {
 		wlr_log(WLR_INFO, "AutoQOS for %s (pid %d) refused: %s", exe, (int)pid, err);
 	}
 }
 
-pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[],
-		const char *reserve, char *err, size_t err_len) {
+pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[], const char *reserve,
+		char *err, size_t err_len) {
 	err[0] = '\0';
 	int gate[2];
 	if (pipe2(gate, O_CLOEXEC) < 0) {
@@ -130,6 +129,6 @@ pid_t server_spawn_shell(struct qw_server *server, const char *cmd) {
 	if (!cmd || !*cmd) {
 		return -1;
 	}
-	char *const argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+	char *const argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
 	return server_spawn_argv(server, argv);
 }

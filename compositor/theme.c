@@ -62,8 +62,7 @@ static void draw_icon(cairo_t *cr, enum qw_button_kind kind) {
 }
 
 static struct wlr_buffer *render_button(const struct qw_theme *theme,
-		const struct qw_config *config, enum qw_button_kind kind,
-		enum qw_button_state state) {
+		const struct qw_config *config, enum qw_button_kind kind, enum qw_button_state state) {
 	cairo_t *cr;
 	int w = theme->button_width, h = theme->button_height;
 	struct wlr_buffer *buffer = cairo_buffer_create(w, h, &cr);
@@ -72,8 +71,9 @@ static struct wlr_buffer *render_button(const struct qw_theme *theme,
 	}
 	bool refused = state == QW_BUTTON_STATE_REFUSED;
 	bool on = !refused && state >= QW_BUTTON_STATE_ON;
-	enum qw_button_state base = on ? state - QW_BUTTON_STATE_ON :
-		refused ? QW_BUTTON_STATE_NORMAL : state;
+	enum qw_button_state base = on ? state - QW_BUTTON_STATE_ON
+			: refused              ? QW_BUTTON_STATE_NORMAL
+								   : state;
 	const float *fill = NULL;
 	float tinted[4];
 	if (refused) {
@@ -81,16 +81,17 @@ static struct wlr_buffer *render_button(const struct qw_theme *theme,
 	} else if (on) {
 		/* On: solid accent; hover lightens it, pressed darkens it. */
 		const float *accent = config->colors[QW_COLOR_BUTTON_ON];
-		float k = base == QW_BUTTON_STATE_HOVER ? 1.15f :
-			base == QW_BUTTON_STATE_PRESSED ? 0.75f : 1.0f;
+		float k = base == QW_BUTTON_STATE_HOVER   ? 1.15f
+				: base == QW_BUTTON_STATE_PRESSED ? 0.75f
+												  : 1.0f;
 		for (int i = 0; i < 3; i++) {
 			tinted[i] = fminf(accent[i] * k, 1.0f);
 		}
 		tinted[3] = accent[3];
 		fill = tinted;
 	} else if (base == QW_BUTTON_STATE_HOVER) {
-		fill = config->colors[kind == QW_BUTTON_CLOSE ?
-			QW_COLOR_CLOSE_HOVER : QW_COLOR_BUTTON_HOVER];
+		fill = config->colors[kind == QW_BUTTON_CLOSE ? QW_COLOR_CLOSE_HOVER
+													  : QW_COLOR_BUTTON_HOVER];
 	} else if (base == QW_BUTTON_STATE_PRESSED) {
 		fill = config->colors[QW_COLOR_BUTTON_PRESSED];
 	}
@@ -122,8 +123,9 @@ static struct wlr_buffer *render_button(const struct qw_theme *theme,
 }
 
 enum qw_button_state theme_button_state(bool on, bool hover, bool pressed) {
-	enum qw_button_state s = pressed ? QW_BUTTON_STATE_PRESSED :
-		hover ? QW_BUTTON_STATE_HOVER : QW_BUTTON_STATE_NORMAL;
+	enum qw_button_state s = pressed ? QW_BUTTON_STATE_PRESSED
+			: hover                  ? QW_BUTTON_STATE_HOVER
+									 : QW_BUTTON_STATE_NORMAL;
 	return on ? s + QW_BUTTON_STATE_ON : s;
 }
 
@@ -137,8 +139,7 @@ bool theme_init(struct qw_theme *theme, const struct qw_config *config) {
 		for (int s = 0; s < QW_BUTTON_STATE_COUNT; s++) {
 			theme->buttons[k][s] = render_button(theme, config, k, s);
 			if (!theme->buttons[k][s]) {
-				wlr_log(WLR_ERROR, "failed to draw %s button",
-					config_button_name(k));
+				wlr_log(WLR_ERROR, "failed to draw %s button", config_button_name(k));
 				theme_finish(theme);
 				return false;
 			}
@@ -161,11 +162,11 @@ void theme_finish(struct qw_theme *theme) {
 	}
 }
 
-PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
-		const char *text, int max_width) {
+PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config, const char *text,
+		int max_width) {
 	PangoLayout *layout = pango_cairo_create_layout(cr);
-	PangoFontDescription *font = pango_font_description_from_string(
-		config->font ? config->font : "Sans 10");
+	PangoFontDescription *font =
+			pango_font_description_from_string(config->font ? config->font : "Sans 10");
 	pango_layout_set_font_description(layout, font);
 	pango_font_description_free(font);
 	/* Titles come from clients unchecked, and a long one may have been cut
@@ -184,8 +185,8 @@ PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
 	return layout;
 }
 
-void theme_text_size(const struct qw_config *config, const char *text, int max_width,
-		int *width, int *height) {
+void theme_text_size(const struct qw_config *config, const char *text, int max_width, int *width,
+		int *height) {
 	cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
 	cairo_t *cr = cairo_create(scratch);
 	PangoLayout *layout = theme_text_layout(cr, config, text, max_width);
@@ -195,8 +196,8 @@ void theme_text_size(const struct qw_config *config, const char *text, int max_w
 	cairo_surface_destroy(scratch);
 }
 
-struct wlr_buffer *theme_render_title(const struct qw_config *config,
-		const char *text, int width, int height, enum qw_color color) {
+struct wlr_buffer *theme_render_title(const struct qw_config *config, const char *text, int width,
+		int height, enum qw_color color) {
 	if (width <= 0 || height <= 0) {
 		return NULL;
 	}

@@ -39,17 +39,17 @@ void theme_finish(struct qw_theme *theme);
  * NULL on failure, for an empty title, or when width or height is not
  * positive.
  */
-struct wlr_buffer *theme_render_title(const struct qw_config *config,
-	const char *text, int width, int height, enum qw_color color);
+struct wlr_buffer *theme_render_title(const struct qw_config *config, const char *text, int width,
+		int height, enum qw_color color);
 
 enum qw_button_state theme_button_state(bool on, bool hover, bool pressed);
 
 /* A single-line pango layout in the configured font, ellipsized to
  * max_width pixels when max_width > 0. The caller unrefs it. */
-PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config,
-	const char *text, int max_width);
+PangoLayout *theme_text_layout(cairo_t *cr, const struct qw_config *config, const char *text,
+		int max_width);
 /* The pixel size `text` takes in the configured font. */
-void theme_text_size(const struct qw_config *config, const char *text, int max_width,
-	int *width, int *height);
+void theme_text_size(const struct qw_config *config, const char *text, int max_width, int *width,
+		int *height);
 
 #endif

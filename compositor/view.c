@@ -61,11 +61,10 @@ struct wlr_box view_frame_box(const struct qw_view *view) {
 
 struct wlr_box view_titlebar_box(const struct qw_view *view) {
 	int t = deco_titlebar(view);
-	return (struct wlr_box){view->x, view->y - t, t ? view->width : 0, t};
+	return (struct wlr_box){ view->x, view->y - t, t ? view->width : 0, t };
 }
 
-bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
-		struct wlr_box *box) {
+bool view_button_box(const struct qw_view *view, enum qw_button_kind kind, struct wlr_box *box) {
 	const struct qw_button *button = &view->deco.buttons[kind];
 	if (!view->deco.visible || !button->present) {
 		return false;
@@ -120,13 +119,11 @@ struct qw_node_desc *node_desc_find(struct wlr_scene_node *node) {
 }
 
 struct qw_view *view_at(struct qw_server *server, double lx, double ly,
-		struct wlr_surface **surface, double *sx, double *sy,
-		struct qw_node_desc **desc_out) {
+		struct wlr_surface **surface, double *sx, double *sy, struct qw_node_desc **desc_out) {
 	double nx, ny;
 	*surface = NULL;
 	*desc_out = NULL;
-	struct wlr_scene_node *node = wlr_scene_node_at(&server->scene->node,
-		lx, ly, &nx, &ny);
+	struct wlr_scene_node *node = wlr_scene_node_at(&server->scene->node, lx, ly, &nx, &ny);
 	if (!node) {
 		return NULL;
 	}
@@ -172,11 +169,10 @@ void view_focus(struct qw_view *view) {
 	}
 	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
 	if (kb) {
-		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface,
-			kb->keycodes, kb->num_keycodes, &kb->modifiers);
+		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface, kb->keycodes,
+				kb->num_keycodes, &kb->modifiers);
 	} else {
-		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface,
-			NULL, 0, NULL);
+		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface, NULL, 0, NULL);
 	}
 	if (prev != view) {
 		ipc_notify_focus(server, view);
@@ -239,8 +235,7 @@ void view_send_configure(struct qw_view *view) {
 }
 
 static struct qw_output *view_output(struct qw_view *view) {
-	return output_at(view->server, view->x + view->width / 2.0,
-		view->y + view->height / 2.0);
+	return output_at(view->server, view->x + view->width / 2.0, view->y + view->height / 2.0);
 }
 
 void view_set_maximized(struct qw_view *view, bool maximized) {
@@ -254,14 +249,14 @@ void view_set_maximized(struct qw_view *view, bool maximized) {
 	}
 	view->maximized = maximized;
 	if (maximized) {
-		view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
+		view->saved = (struct wlr_box){ view->x, view->y, view->width, view->height };
 		struct wlr_box area = output->usable_area;
 		int b = deco_border(view), t = deco_titlebar(view);
-		view_set_geometry(view, area.x + b, area.y + b + t,
-			area.width - 2 * b, area.height - 2 * b - t);
+		view_set_geometry(view, area.x + b, area.y + b + t, area.width - 2 * b,
+				area.height - 2 * b - t);
 	} else {
-		view_set_geometry(view, view->saved.x, view->saved.y,
-			view->saved.width, view->saved.height);
+		view_set_geometry(view, view->saved.x, view->saved.y, view->saved.width,
+				view->saved.height);
 	}
 }
 
@@ -278,7 +273,7 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 	view->fullscreen = fullscreen;
 	if (fullscreen) {
 		if (!view->maximized) {
-			view->saved = (struct wlr_box){view->x, view->y, view->width, view->height};
+			view->saved = (struct wlr_box){ view->x, view->y, view->width, view->height };
 		}
 		decoration_set_visible(&view->deco, false);
 		wlr_scene_node_reparent(&view->tree->node, &server->fullscreen_tree->node);
@@ -291,8 +286,8 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 			view->maximized = false;
 			view_set_maximized(view, true);
 		} else {
-			view_set_geometry(view, view->saved.x, view->saved.y,
-				view->saved.width, view->saved.height);
+			view_set_geometry(view, view->saved.x, view->saved.y, view->saved.width,
+					view->saved.height);
 		}
 	}
 	ipc_notify_window(server, view, "changed");
@@ -331,8 +326,8 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 		if (view->deco.focused && view->mapped && !server->focused_layer) {
 			struct wlr_keyboard *kb = wlr_seat_get_keyboard(seat);
 			wlr_seat_keyboard_notify_enter(seat, view->xdg_surface->surface,
-				kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
-				kb ? &kb->modifiers : NULL);
+					kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
+					kb ? &kb->modifiers : NULL);
 		}
 		cursor_rebase(server, 0);
 	}
@@ -352,8 +347,7 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 	ipc_notify_window(view->server, view, "class");
 }
 
-bool view_request_class(struct qw_view *view, enum qw_view_class class,
-		char *err, size_t err_len) {
+bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len) {
 	/* A button or a keybinding: the user, and no process, asks. */
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
 	if (qos_gate_set_class(view->server, &asker, view_get_pid(view), class, err, err_len)) {
@@ -498,8 +492,8 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 /* Clients may start a move or resize only in answer to a press they got. */
 static bool client_grab_allowed(struct qw_view *view, uint32_t serial) {
 	return view->server->cursor_mode == QW_CURSOR_PASSTHROUGH &&
-		wlr_seat_validate_pointer_grab_serial(view->server->seat,
-			view->xdg_surface->surface, serial);
+			wlr_seat_validate_pointer_grab_serial(view->server->seat, view->xdg_surface->surface,
+					serial);
 }
 
 static void handle_request_move(struct wl_listener *listener, void *data) {
@@ -667,7 +661,7 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 	wl_signal_add(&toplevel->events.set_app_id, &view->set_app_id);
 	view->client_destroy.notify = handle_client_destroy;
 	wl_client_add_destroy_listener(wl_resource_get_client(xdg_surface->resource),
-		&view->client_destroy);
+			&view->client_destroy);
 	wl_list_insert(server->views.prev, &view->link);
 	return;
 

@@ -83,8 +83,7 @@ void view_send_configure(struct qw_view *view);
 /* The frame box (content + titlebar + border) in layout coordinates. */
 struct wlr_box view_frame_box(const struct qw_view *view);
 struct wlr_box view_titlebar_box(const struct qw_view *view);
-bool view_button_box(const struct qw_view *view, enum qw_button_kind kind,
-	struct wlr_box *box);
+bool view_button_box(const struct qw_view *view, enum qw_button_kind kind, struct wlr_box *box);
 
 pid_t view_get_pid(const struct qw_view *view);
 struct client_identity *view_identity(const struct qw_view *view);
@@ -97,15 +96,13 @@ const char *view_class_name(enum qw_view_class class);
  * The QoS manager decides; only what it confirmed reaches view_set_class().
  * A refusal shows on the titlebar and returns false with the reason.
  */
-bool view_request_class(struct qw_view *view, enum qw_view_class class,
-	char *err, size_t err_len);
+bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len);
 bool view_class_from_name(const char *name, enum qw_view_class *class);
 /* Record a confirmed class and update every image that shows it. */
 void view_set_class(struct qw_view *view, enum qw_view_class class);
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id);
 struct qw_view *view_at(struct qw_server *server, double lx, double ly,
-	struct wlr_surface **surface, double *sx, double *sy,
-	struct qw_node_desc **desc);
+		struct wlr_surface **surface, double *sx, double *sy, struct qw_node_desc **desc);
 
 #endif

@@ -17,7 +17,7 @@ struct xdg_decoration {
 static void handle_request_mode(struct wl_listener *listener, void *data) {
 	struct xdg_decoration *deco = wl_container_of(listener, deco, request_mode);
 	wlr_xdg_toplevel_decoration_v1_set_mode(deco->decoration,
-		WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
+			WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
 }
 
 static void handle_destroy(struct wl_listener *listener, void *data) {

@@ -16,7 +16,7 @@
 
 struct qos_admission {
 	unsigned ncpus;
-	uint64_t rsvd_ppm;    /* share of each CPU kept back from guarantees */
+	uint64_t rsvd_ppm; /* share of each CPU kept back from guarantees */
 	uint64_t granted_ppm; /* sum of all granted contracts */
 };
 
@@ -27,15 +27,15 @@ uint64_t qos_admission_capacity_ppm(const struct qos_admission *adm);
  * Tries to grant util_ppm.  On refusal returns false and writes a reason a
  * user can read ("needs 30.0% of a CPU, only 12.5% of 180.0% left") to reason.
  */
-bool qos_admission_request(struct qos_admission *adm, uint64_t util_ppm,
-	char *reason, size_t reason_len);
+bool qos_admission_request(struct qos_admission *adm, uint64_t util_ppm, char *reason,
+		size_t reason_len);
 
 /*
  * Grows or shrinks an existing contract in place.  Shrinking always succeeds;
  * growing fails (and leaves the old contract) when the increase does not fit.
  */
 bool qos_admission_resize(struct qos_admission *adm, uint64_t old_ppm, uint64_t new_ppm,
-	char *reason, size_t reason_len);
+		char *reason, size_t reason_len);
 
 void qos_admission_release(struct qos_admission *adm, uint64_t util_ppm);
 

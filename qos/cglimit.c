@@ -9,8 +9,7 @@
 
 #define DEFAULT_BASE "/sys/fs/cgroup"
 
-static bool read_small(const char *path, char *buf, size_t len)
-{
+static bool read_small(const char *path, char *buf, size_t len) {
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;
@@ -20,8 +19,7 @@ static bool read_small(const char *path, char *buf, size_t len)
 	return n > 0;
 }
 
-static bool read_proc_cgroup(pid_t pid, char *buf, size_t len)
-{
+static bool read_proc_cgroup(pid_t pid, char *buf, size_t len) {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	return read_small(path, buf, len);
@@ -34,8 +32,7 @@ static bool read_proc_cgroup(pid_t pid, char *buf, size_t len)
  * lists `with` (a co-mounted controller).
  */
 static bool hierarchy_path(const char *text, const char *controller, const char *with,
-	bool *with_too, char *out, size_t len)
-{
+		bool *with_too, char *out, size_t len) {
 	const char *line = text;
 	while (line && *line) {
 		const char *end = strchr(line, '\n');
@@ -57,8 +54,7 @@ static bool hierarchy_path(const char *text, const char *controller, const char 
 					char list[256];
 					snprintf(list, sizeof(list), "%s", ctls);
 					char *save = NULL;
-					for (char *t = strtok_r(list, ",", &save); t;
-							t = strtok_r(NULL, ",", &save)) {
+					for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 						match = match || strcmp(t, controller) == 0;
 						other = other || (with && strcmp(t, with) == 0);
 					}
@@ -77,8 +73,7 @@ static bool hierarchy_path(const char *text, const char *controller, const char 
 }
 
 /* Whether group `rel` is `self` or one of its ancestors. */
-static bool holds(const char *rel, const char *self)
-{
+static bool holds(const char *rel, const char *self) {
 	if (!self)
 		return false;
 	size_t n = strlen(rel);
@@ -86,8 +81,7 @@ static bool holds(const char *rel, const char *self)
 }
 
 /* Cuts the last component of a relative group path; false at the root. */
-static bool parent_rel(char *rel)
-{
+static bool parent_rel(char *rel) {
 	char *slash = strrchr(rel, '/');
 	if (!slash || slash == rel)
 		return false;
@@ -95,8 +89,7 @@ static bool parent_rel(char *rel)
 	return true;
 }
 
-static bool read_u64(const char *path, int64_t *v)
-{
+static bool read_u64(const char *path, int64_t *v) {
 	char buf[64];
 	if (!read_small(path, buf, sizeof(buf)))
 		return false;
@@ -110,8 +103,7 @@ static bool read_u64(const char *path, int64_t *v)
 }
 
 /* v2 cpu.max: "max PERIOD" or "QUOTA PERIOD". */
-static bool v2_limit(const char *dir, uint64_t *quota, uint64_t *period)
-{
+static bool v2_limit(const char *dir, uint64_t *quota, uint64_t *period) {
 	char path[PATH_MAX + 16], buf[64];
 	snprintf(path, sizeof(path), "%s/cpu.max", dir);
 	if (!read_small(path, buf, sizeof(buf)))
@@ -124,8 +116,7 @@ static bool v2_limit(const char *dir, uint64_t *quota, uint64_t *period)
 	return true;
 }
 
-static bool v1_limit(const char *dir, uint64_t *quota, uint64_t *period)
-{
+static bool v1_limit(const char *dir, uint64_t *quota, uint64_t *period) {
 	char path[PATH_MAX + 24];
 	int64_t q, p;
 	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
@@ -140,8 +131,7 @@ static bool v1_limit(const char *dir, uint64_t *quota, uint64_t *period)
 }
 
 bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *self_cgroup,
-	struct qos_cglimit *out)
-{
+		struct qos_cglimit *out) {
 	if (!base)
 		base = DEFAULT_BASE;
 	if (!proc_cgroup)
@@ -153,16 +143,16 @@ bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *sel
 	char rel[PATH_MAX], self_rel[PATH_MAX];
 	bool cpuacct_too = false, unused;
 	if (!hierarchy_path(proc_cgroup, ctl, pure_v2 ? NULL : "cpuacct", &cpuacct_too, rel,
-			sizeof(rel)))
+				sizeof(rel)))
 		return false;
-	bool have_self = self_cgroup && hierarchy_path(self_cgroup, ctl, NULL, &unused,
-		self_rel, sizeof(self_rel));
+	bool have_self = self_cgroup &&
+			hierarchy_path(self_cgroup, ctl, NULL, &unused, self_rel, sizeof(self_rel));
 	do {
 		if (strcmp(rel, "/") == 0 || holds(rel, have_self ? self_rel : NULL))
 			continue;
 		char dir[PATH_MAX];
-		int n = pure_v2 ? snprintf(dir, sizeof(dir), "%s%s", base, rel) :
-			snprintf(dir, sizeof(dir), "%s/cpu%s", base, rel);
+		int n = pure_v2 ? snprintf(dir, sizeof(dir), "%s%s", base, rel)
+						: snprintf(dir, sizeof(dir), "%s/cpu%s", base, rel);
 		if (n < 0 || (size_t)n >= sizeof(dir))
 			return false;
 		uint64_t quota, period;
@@ -188,8 +178,7 @@ bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *sel
 	return false;
 }
 
-bool qos_cglimit_of(const char *base, pid_t pid, pid_t self, struct qos_cglimit *out)
-{
+bool qos_cglimit_of(const char *base, pid_t pid, pid_t self, struct qos_cglimit *out) {
 	char text[8192], self_text[8192];
 	if (pid <= 0 || !read_proc_cgroup(pid, text, sizeof(text)))
 		return false;
@@ -198,8 +187,7 @@ bool qos_cglimit_of(const char *base, pid_t pid, pid_t self, struct qos_cglimit 
 }
 
 /* Sum of the run times of the group's threads (v1 `tasks`). */
-static bool tasks_usage_us(const char *dir, uint64_t *us)
-{
+static bool tasks_usage_us(const char *dir, uint64_t *us) {
 	char path[PATH_MAX + 8];
 	snprintf(path, sizeof(path), "%s/tasks", dir);
 	FILE *f = fopen(path, "re");
@@ -219,8 +207,7 @@ static bool tasks_usage_us(const char *dir, uint64_t *us)
 	return true;
 }
 
-bool qos_cglimit_usage_us(const struct qos_cglimit *limit, uint64_t *us)
-{
+bool qos_cglimit_usage_us(const struct qos_cglimit *limit, uint64_t *us) {
 	char path[PATH_MAX + 16], buf[512];
 	switch (limit->usage) {
 	case QOS_CGLIMIT_USAGE_V2: {

@@ -18,17 +18,17 @@
 #include <sys/types.h>
 
 enum qos_cglimit_usage {
-	QOS_CGLIMIT_USAGE_V2,      /* cpu.stat usage_usec of the group */
+	QOS_CGLIMIT_USAGE_V2, /* cpu.stat usage_usec of the group */
 	QOS_CGLIMIT_USAGE_CPUACCT, /* v1 cpuacct.usage of the same group path */
-	QOS_CGLIMIT_USAGE_TASKS,   /* v1 without cpuacct there: its tasks' schedstat */
+	QOS_CGLIMIT_USAGE_TASKS, /* v1 without cpuacct there: its tasks' schedstat */
 };
 
 struct qos_cglimit {
-	char dir[PATH_MAX];       /* the limited group's directory */
+	char dir[PATH_MAX]; /* the limited group's directory */
 	char usage_dir[PATH_MAX]; /* where its CPU time is read (usage) */
 	enum qos_cglimit_usage usage;
-	uint64_t quota_us;        /* CPU time allowed ... */
-	uint64_t period_us;       /* ... in each period of this length */
+	uint64_t quota_us; /* CPU time allowed ... */
+	uint64_t period_us; /* ... in each period of this length */
 };
 
 /*
@@ -43,7 +43,7 @@ bool qos_cglimit_of(const char *base, pid_t pid, pid_t self, struct qos_cglimit 
  * (NULL: none), for callers (and tests) that have it at hand.
  */
 bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *self_cgroup,
-	struct qos_cglimit *out);
+		struct qos_cglimit *out);
 
 /* The group's CPU time so far, in microseconds; false if unreadable. */
 bool qos_cglimit_usage_us(const struct qos_cglimit *limit, uint64_t *us);

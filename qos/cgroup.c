@@ -13,15 +13,13 @@
 #include "qos/params.h"
 #include "qos/sys.h"
 
-static bool exists(const char *dir, const char *file)
-{
+static bool exists(const char *dir, const char *file) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
 	return access(p, F_OK) == 0;
 }
 
-static bool has_word(const char *list, const char *word)
-{
+static bool has_word(const char *list, const char *word) {
 	size_t n = strlen(word);
 	for (const char *p = list; (p = strstr(p, word)); p += n) {
 		bool start = p == list || p[-1] == ' ' || p[-1] == ',';
@@ -33,8 +31,7 @@ static bool has_word(const char *list, const char *word)
 }
 
 /* The manager's own cgroup in the v2 tree ("0::PATH" in /proc/self/cgroup). */
-static bool own_v2_cgroup(char *out, size_t len)
-{
+static bool own_v2_cgroup(char *out, size_t len) {
 	char buf[4096];
 	if (qos_sys_read_file("/proc/self/cgroup", buf, sizeof(buf)) < 0)
 		return false;
@@ -51,11 +48,10 @@ static bool own_v2_cgroup(char *out, size_t len)
 }
 
 /* An absolute path with no empty, "." or ".." component: it may not leave the tree. */
-static bool valid_parent(const char *parent)
-{
+static bool valid_parent(const char *parent) {
 	if (parent[0] != '/')
 		return false;
-	for (const char *c = parent; *c; ) {
+	for (const char *c = parent; *c;) {
 		const char *next = strchr(c + 1, '/');
 		size_t part = next ? (size_t)(next - c - 1) : strlen(c + 1);
 		if ((part == 0 && (next || c != parent)) || (part == 1 && c[1] == '.') ||
@@ -69,12 +65,13 @@ static bool valid_parent(const char *parent)
 }
 
 bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
-	const char *root_name, char *err, size_t err_len)
-{
+		const char *root_name, char *err, size_t err_len) {
 	memset(cg, 0, sizeof(*cg));
 	if (parent && (!valid_parent(parent) || strlen(parent) >= sizeof(cg->parent))) {
-		snprintf(err, err_len, "bad cgroup parent '%.200s': an absolute cgroup path "
-			"with no '.' or '..' part", parent);
+		snprintf(err, err_len,
+				"bad cgroup parent '%.200s': an absolute cgroup path "
+				"with no '.' or '..' part",
+				parent);
 		return false;
 	}
 	char buf[512];
@@ -97,10 +94,8 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 		cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
 		snprintf(p, sizeof(p), "%s%s/cgroup.controllers", base, cg->parent);
 		if (!cg->cpu_ctl && cg->parent[0])
-			cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 &&
-				has_word(buf, "cpu");
-		snprintf(cg->rt_note, sizeof(cg->rt_note),
-			"cgroup v2 has no real-time group bandwidth");
+			cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
+		snprintf(cg->rt_note, sizeof(cg->rt_note), "cgroup v2 has no real-time group bandwidth");
 	} else if (exists(base, "unified/cgroup.procs") && exists(base, "cpu/cpu.shares")) {
 		cg->layout = QOS_CG_HYBRID;
 		snprintf(cg->v2_base, sizeof(cg->v2_base), "%s/unified", base);
@@ -109,10 +104,12 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 		cg->rt_group = exists(cg->cpu_base, "cpu.rt_runtime_us");
 		if (!cg->rt_group)
 			snprintf(cg->rt_note, sizeof(cg->rt_note),
-				"kernel built without CONFIG_RT_GROUP_SCHED");
+					"kernel built without CONFIG_RT_GROUP_SCHED");
 	} else {
-		snprintf(err, err_len, "no usable cgroup layout under %s (need cgroup v2, or v1 "
-			"cpu with cgroup2 at %s/unified)", base, base);
+		snprintf(err, err_len,
+				"no usable cgroup layout under %s (need cgroup v2, or v1 "
+				"cpu with cgroup2 at %s/unified)",
+				base, base);
 		return false;
 	}
 	/*
@@ -121,24 +118,21 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 	 */
 	char why[128];
 	if (!qos_name_valid(root_name, why, sizeof(why))) {
-		snprintf(err, err_len, "bad cgroup root name (the rules of reserve names apply): %s",
-			why);
+		snprintf(err, err_len, "bad cgroup root name (the rules of reserve names apply): %s", why);
 		return false;
 	}
 	int n = snprintf(cg->v2_root, sizeof(cg->v2_root), "%s%s/%.63s", cg->v2_base, cg->parent,
-		root_name);
-	int m = snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s%s/%.63s", cg->cpu_base,
-		cg->parent, root_name);
-	if (n < 0 || (size_t)n >= sizeof(cg->v2_root) || m < 0 ||
-			(size_t)m >= sizeof(cg->cpu_root)) {
+			root_name);
+	int m = snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s%s/%.63s", cg->cpu_base, cg->parent,
+			root_name);
+	if (n < 0 || (size_t)n >= sizeof(cg->v2_root) || m < 0 || (size_t)m >= sizeof(cg->cpu_root)) {
 		snprintf(err, err_len, "cgroup path too long under %s", cg->parent);
 		return false;
 	}
 	return true;
 }
 
-int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value)
-{
+int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value) {
 	if (!cg->fake_files)
 		return qos_sys_write_file(path, value);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -152,8 +146,7 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 static void clear_fake(const char *dir);
 
 /* A directory at path, made or found; a control file of that name is not one. */
-static bool make_dir(const char *path)
-{
+static bool make_dir(const char *path) {
 	struct stat st;
 	if (mkdir(path, 0755) == 0)
 		return true;
@@ -173,8 +166,7 @@ static bool make_dir(const char *path)
  * leaf of it ("manager"), then enables cpu there.  Whatever else still runs
  * in the group keeps cpu off (cpu_ctl false), which the manager reports.
  */
-static void delegate_cpu(struct qos_cgroup *cg)
-{
+static void delegate_cpu(struct qos_cgroup *cg) {
 	char dir[PATH_MAX], p[PATH_MAX + 64], buf[512], own[QOS_CG_PATH];
 	snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, cg->parent);
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
@@ -192,8 +184,7 @@ static void delegate_cpu(struct qos_cgroup *cg)
 	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
 }
 
-bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len)
-{
+bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len) {
 	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl)
 		delegate_cpu(cg);
 	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
@@ -220,7 +211,7 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 		}
 		if (r < 0) {
 			snprintf(cg->rt_note, sizeof(cg->rt_note),
-				"cannot give the qosway root RT bandwidth: %s", strerror(-r));
+					"cannot give the qosway root RT bandwidth: %s", strerror(-r));
 			cg->rt_group = false;
 		}
 	}
@@ -232,8 +223,7 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
  * was in it is freed), and the kernel keeps counting its real-time runtime
  * against its parent meanwhile.  Give the runtime back before removal.
  */
-static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir)
-{
+static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir) {
 	char p[PATH_MAX];
 	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
 		return;
@@ -243,8 +233,7 @@ static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir)
 
 #define GUARDIAN_LEAF ".guardian"
 
-int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid)
-{
+int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid) {
 	if (cg->fake_files)
 		return 0;
 	char dir[PATH_MAX], procs[PATH_MAX + 16], v[32];
@@ -256,8 +245,7 @@ int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid)
 	return qos_cgroup_write(cg, procs, v);
 }
 
-static void remove_guardian(struct qos_cgroup *cg)
-{
+static void remove_guardian(struct qos_cgroup *cg) {
 	if (cg->fake_files)
 		return;
 	char dir[PATH_MAX];
@@ -267,8 +255,7 @@ static void remove_guardian(struct qos_cgroup *cg)
 		usleep(5000);
 }
 
-void qos_cgroup_remove_root(struct qos_cgroup *cg)
-{
+void qos_cgroup_remove_root(struct qos_cgroup *cg) {
 	/* Also left behind, empty, by a guardian that died and was not replaced. */
 	remove_guardian(cg);
 	if (cg->fake_files)
@@ -282,14 +269,12 @@ void qos_cgroup_remove_root(struct qos_cgroup *cg)
 	}
 }
 
-void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,
-	const char *file, char *out, size_t len)
-{
+void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name, const char *file,
+		char *out, size_t len) {
 	snprintf(out, len, "%s/%s/%s", cpu_tree ? cg->cpu_root : cg->v2_root, name, file);
 }
 
-bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name)
-{
+bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (!make_dir(p))
@@ -306,8 +291,7 @@ bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name)
 }
 
 /* In a fake tree the control files we created keep the directory non-empty. */
-static void clear_fake(const char *dir)
-{
+static void clear_fake(const char *dir) {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
@@ -319,8 +303,7 @@ static void clear_fake(const char *dir)
 	closedir(d);
 }
 
-int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
-{
+int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	/*
 	 * The cpu group first: on hybrid it can hold tasks the v2 group does
@@ -343,8 +326,7 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name)
 	return 0;
 }
 
-bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name)
-{
+bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
@@ -356,8 +338,7 @@ bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name)
 	return stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
-bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name)
-{
+bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (access(p, F_OK) == 0)
@@ -368,8 +349,7 @@ bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name)
 	return access(p, F_OK) == 0;
 }
 
-bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to)
-{
+bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char *to) {
 	char a[PATH_MAX], b[PATH_MAX];
 	snprintf(a, sizeof(a), "%s/%s", cg->v2_root, from);
 	snprintf(b, sizeof(b), "%s/%s", cg->v2_root, to);
@@ -385,8 +365,7 @@ bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char
 }
 
 int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t quota_us)
-{
+		uint64_t quota_us) {
 	if (!cg->cpu_ctl)
 		return -ENOTSUP;
 	if (cg->layout == QOS_CG_HYBRID)
@@ -394,8 +373,7 @@ int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t perio
 	return qos_cgroup_v2_set_quota(cg, name, period_us, quota_us);
 }
 
-int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice)
-{
+int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice) {
 	if (!cg->cpu_ctl)
 		return -ENOTSUP;
 	if (cg->layout == QOS_CG_HYBRID)
@@ -403,8 +381,7 @@ int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice
 	return qos_cgroup_v2_set_nice_weight(cg, name, nice);
 }
 
-int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle)
-{
+int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle) {
 	if (!cg->cpu_ctl)
 		return -ENOTSUP;
 	char p[PATH_MAX];
@@ -412,8 +389,7 @@ int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle)
 	return qos_cgroup_write(cg, p, idle ? "1" : "0");
 }
 
-int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name)
-{
+int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name) {
 	if (!cg->cpu_ctl || cg->fake_files)
 		return -1;
 	char p[PATH_MAX];
@@ -421,13 +397,11 @@ int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name)
 	return open(p, O_WRONLY | O_CLOEXEC);
 }
 
-int qos_cgroup_set_idle_fd(int fd, bool idle)
-{
+int qos_cgroup_set_idle_fd(int fd, bool idle) {
 	return pwrite(fd, idle ? "1" : "0", 1, 0) == 1 ? 0 : -errno;
 }
 
-int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight)
-{
+int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight) {
 	char p[PATH_MAX], v[32];
 	snprintf(p, sizeof(p), "%s/cpu.idle", cg->cpu_root);
 	if (idle)
@@ -453,22 +427,19 @@ int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight)
 }
 
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t runtime_us)
-{
+		uint64_t runtime_us) {
 	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
 		return -ENOTSUP;
 	return qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
 }
 
-int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen)
-{
+int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen) {
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, false, name, "cgroup.freeze", p, sizeof(p));
 	return qos_cgroup_write(cg, p, frozen ? "1" : "0");
 }
 
-static bool read_key(const char *path, const char *key, uint64_t *out)
-{
+static bool read_key(const char *path, const char *key, uint64_t *out) {
 	char buf[1024];
 	if (qos_sys_read_file(path, buf, sizeof(buf)) < 0)
 		return false;
@@ -484,30 +455,26 @@ static bool read_key(const char *path, const char *key, uint64_t *out)
 	return false;
 }
 
-int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name)
-{
+int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	uint64_t v;
 	qos_cgroup_path(cg, false, name, "cgroup.events", p, sizeof(p));
 	return read_key(p, "frozen", &v) ? (int)v : -1;
 }
 
-bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t *out)
-{
+bool qos_cgroup_usage_us(const struct qos_cgroup *cg, const char *name, uint64_t *out) {
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, false, name, "cpu.stat", p, sizeof(p));
 	return read_key(p, "usage_usec", out);
 }
 
-int qos_cgroup_open_stat(const struct qos_cgroup *cg, const char *name)
-{
+int qos_cgroup_open_stat(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, false, name, "cpu.stat", p, sizeof(p));
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-bool qos_cgroup_usage_fd(int fd, uint64_t *out)
-{
+bool qos_cgroup_usage_fd(int fd, uint64_t *out) {
 	char buf[512];
 	/* cgroup files regenerate their contents when read from offset 0. */
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -525,8 +492,7 @@ bool qos_cgroup_usage_fd(int fd, uint64_t *out)
 	return true;
 }
 
-int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid)
-{
+int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid) {
 	char p[PATH_MAX], v[32];
 	snprintf(v, sizeof(v), "%d", pid);
 	qos_cgroup_path(cg, false, name, "cgroup.procs", p, sizeof(p));
@@ -537,8 +503,7 @@ int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid
 	return qos_cgroup_write(cg, p, v);
 }
 
-int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid)
-{
+int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid) {
 	if (cg->layout != QOS_CG_HYBRID)
 		return -ENOTSUP;
 	char p[PATH_MAX], v[32];
@@ -547,9 +512,8 @@ int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid)
 	return qos_cgroup_write(cg, p, v);
 }
 
-bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char *v2,
-	size_t v2_len, char *cpu, size_t cpu_len)
-{
+bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char *v2, size_t v2_len,
+		char *cpu, size_t cpu_len) {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/cgroup", pid, tid > 0 ? tid : pid);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
@@ -578,8 +542,7 @@ bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char 
  * ancestor that takes it.  path is cut to where it went.
  */
 static int write_up(struct qos_cgroup *cg, const char *base, char *path, const char *file,
-	const char *id, bool up)
-{
+		const char *id, bool up) {
 	for (;;) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s%s/%s", base, path, file);
@@ -591,9 +554,8 @@ static int write_up(struct qos_cgroup *cg, const char *base, char *path, const c
 	}
 }
 
-static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	char *v2, char *cpu, bool up)
-{
+static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process, char *v2,
+		char *cpu, bool up) {
 	char v[32];
 	int r = 0;
 	if (whole_process) {
@@ -602,8 +564,7 @@ static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_proce
 	}
 	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
 		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
-		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks",
-			v, up);
+		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks", v, up);
 		if (r == 0)
 			r = r2;
 	}
@@ -611,8 +572,7 @@ static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_proce
 }
 
 int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	const char *v2, const char *cpu)
-{
+		const char *v2, const char *cpu) {
 	char v2_copy[QOS_CG_REL_PATH], cpu_copy[QOS_CG_REL_PATH];
 	snprintf(v2_copy, sizeof(v2_copy), "%s", v2);
 	snprintf(cpu_copy, sizeof(cpu_copy), "%s", cpu);
@@ -620,20 +580,17 @@ int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_p
 }
 
 int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	char *v2, char *cpu)
-{
+		char *v2, char *cpu) {
 	return restore(cg, pid, tid, whole_process, v2, cpu, true);
 }
 
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
-	void (*fn)(pid_t pid, void *data), void *data)
-{
+		void (*fn)(pid_t pid, void *data), void *data) {
 	char p[PATH_MAX];
 	if (threads && cg->layout == QOS_CG_HYBRID)
 		qos_cgroup_path(cg, true, name, "tasks", p, sizeof(p));
 	else
-		qos_cgroup_path(cg, false, name, threads ? "cgroup.threads" : "cgroup.procs",
-			p, sizeof(p));
+		qos_cgroup_path(cg, false, name, threads ? "cgroup.threads" : "cgroup.procs", p, sizeof(p));
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -642,15 +599,13 @@ int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool 
 	return n;
 }
 
-int qos_cgroup_open_procs(const struct qos_cgroup *cg, const char *name)
-{
+int qos_cgroup_open_procs(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, false, name, "cgroup.procs", p, sizeof(p));
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *data)
-{
+int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *data) {
 	char buf[4096];
 	off_t off = 0;
 	long v = -1; /* the number being read, across reads: a read may end inside one */
@@ -685,8 +640,7 @@ int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *
 	return n;
 }
 
-static int list_dirs(const char *root, void (*fn)(const char *name, void *data), void *data)
-{
+static int list_dirs(const char *root, void (*fn)(const char *name, void *data), void *data) {
 	DIR *d = opendir(root);
 	if (!d)
 		return -1;
@@ -702,9 +656,8 @@ static int list_dirs(const char *root, void (*fn)(const char *name, void *data),
 	return n;
 }
 
-int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name,
-	void *data), void *data)
-{
+int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name, void *data),
+		void *data) {
 	int n = list_dirs(cg->v2_root, fn, data);
 	if (cg->layout == QOS_CG_HYBRID) {
 		/* Groups that only exist in the cpu tree (a crash between two mkdirs). */

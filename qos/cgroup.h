@@ -34,17 +34,17 @@ enum qos_cg_layout {
 
 struct qos_cgroup {
 	enum qos_cg_layout layout;
-	char v2_base[QOS_CG_PATH - 128];  /* mount point of the v2 tree */
-	char v2_root[QOS_CG_PATH];  /* our root in the v2 tree */
+	char v2_base[QOS_CG_PATH - 128]; /* mount point of the v2 tree */
+	char v2_root[QOS_CG_PATH]; /* our root in the v2 tree */
 	char cpu_base[QOS_CG_PATH - 128]; /* mount point of the cpu controls (v1 cpu or v2) */
 	char cpu_root[QOS_CG_PATH]; /* our root there (same as v2_root in pure v2) */
 	/* The cgroup our root sits in, relative to the v2 mount: "" for the top,
 	 * else a delegated subtree (pure v2 only). */
 	char parent[QOS_CG_PATH - 128];
-	bool cpu_ctl;            /* cpu controls usable in our root */
-	bool rt_group;           /* v1 cpu.rt_runtime_us is available */
-	bool fake_files;         /* fake tree: create control files on write */
-	char rt_note[128];       /* why rt group bandwidth is unavailable */
+	bool cpu_ctl; /* cpu controls usable in our root */
+	bool rt_group; /* v1 cpu.rt_runtime_us is available */
+	bool fake_files; /* fake tree: create control files on write */
+	char rt_note[128]; /* why rt group bandwidth is unavailable */
 };
 
 /*
@@ -55,7 +55,7 @@ struct qos_cgroup {
  * cgroup, its delegated subtree.  Does not touch the tree.
  */
 bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
-	const char *root_name, char *err, size_t err_len);
+		const char *root_name, char *err, size_t err_len);
 
 /* Creates our root(s) and enables what our root needs.  Idempotent. */
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
@@ -85,12 +85,12 @@ bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name);
 bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name);
 
 /* Absolute path of a file in a reserve's group (tree: v2 core or cpu). */
-void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name,
-	const char *file, char *out, size_t len);
+void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name, const char *file,
+		char *out, size_t len);
 
 /* CFS bandwidth: quota_us == 0 means unlimited. */
 int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t quota_us);
+		uint64_t quota_us);
 /* Weight equivalent to one task at this nice level. */
 int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle);
@@ -104,7 +104,7 @@ int qos_cgroup_set_idle_fd(int fd, bool idle);
 int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight);
 /* Real-time group bandwidth (hybrid only); runtime_us == 0 forbids RT tasks. */
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t runtime_us);
+		uint64_t runtime_us);
 int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen);
 /* "frozen" from cgroup.events: the only trustworthy answer. -1 on error. */
 int qos_cgroup_is_frozen(const struct qos_cgroup *cg, const char *name);
@@ -121,10 +121,10 @@ int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid)
 
 /* Where a task is now, relative to each mount ("/user.slice/..."). */
 bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char *v2, size_t v2_len,
-	char *cpu, size_t cpu_len);
+		char *cpu, size_t cpu_len);
 /* Moves a task back to the cgroups recorded by qos_cgroup_current(). */
 int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	const char *v2, const char *cpu);
+		const char *v2, const char *cpu);
 
 /*
  * The same, where a recorded cgroup is gone (a transient scope removed once
@@ -132,11 +132,11 @@ int qos_cgroup_restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_p
  * and cpu (writable copies) are cut to where the task went.
  */
 int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_process,
-	char *v2, char *cpu);
+		char *v2, char *cpu);
 
 /* Calls fn for each pid listed in the group's cgroup.procs (v2 tree). */
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
-	void (*fn)(pid_t pid, void *data), void *data);
+		void (*fn)(pid_t pid, void *data), void *data);
 /*
  * The same through the group's cgroup.procs kept open (v2 tree), which the
  * housekeeping pass reads every second for every reserve: a read from offset
@@ -146,18 +146,18 @@ int qos_cgroup_open_procs(const struct qos_cgroup *cg, const char *name);
 int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *data);
 
 /* Calls fn with the name of every reserve group under our root. */
-int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name,
-	void *data), void *data);
+int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char *name, void *data),
+		void *data);
 
 /* Internal: layout-specific writers (cgroup_v1.c, cgroup_v2.c). */
 int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value);
 int qos_cgroup_v1_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t quota_us);
+		uint64_t quota_us);
 int qos_cgroup_v1_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
 int qos_cgroup_v1_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t runtime_us);
+		uint64_t runtime_us);
 int qos_cgroup_v2_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
-	uint64_t quota_us);
+		uint64_t quota_us);
 int qos_cgroup_v2_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
 int qos_cgroup_nice_to_weight(int nice);
 

@@ -6,8 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-int qos_cputimer_open(int signo)
-{
+int qos_cputimer_open(int signo) {
 	sigset_t set;
 	sigemptyset(&set);
 	if (sigaddset(&set, signo) < 0)
@@ -25,8 +24,7 @@ int qos_cputimer_open(int signo)
 	return fd;
 }
 
-bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out)
-{
+bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out) {
 	clockid_t clock;
 	int e = clock_getcpuclockid(pid, &clock);
 	if (e) {
@@ -42,21 +40,18 @@ bool qos_cputimer_create(pid_t pid, int signo, uint32_t cookie, timer_t *out)
 	return timer_create(clock, &ev, out) == 0;
 }
 
-static struct timespec to_timespec(uint64_t ns)
-{
+static struct timespec to_timespec(uint64_t ns) {
 	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000u),
 		.tv_nsec = (long)(ns % 1000000000u) };
 }
 
-int qos_cputimer_arm(timer_t t, uint64_t at_ns)
-{
+int qos_cputimer_arm(timer_t t, uint64_t at_ns) {
 	struct itimerspec its = { .it_value = to_timespec(at_ns) };
 	return timer_settime(t, TIMER_ABSTIME, &its, NULL) == 0 ? 0 : -errno;
 }
 
 bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
-	uint64_t *clock_ns)
-{
+		uint64_t *clock_ns) {
 	struct itimerspec its = { .it_value = to_timespec(rel_ns ? rel_ns : 1) }, old;
 	if (!armed_at_ns || timer_settime(t, 0, &its, &old) != 0)
 		return false;
@@ -64,21 +59,18 @@ bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
 	 * The kernel samples the clock once, for the old time to go and for
 	 * the new expiry.  A timer past its expiry but not fired yet says 1 ns.
 	 */
-	uint64_t left = (uint64_t)old.it_value.tv_sec * 1000000000u +
-		(uint64_t)old.it_value.tv_nsec;
+	uint64_t left = (uint64_t)old.it_value.tv_sec * 1000000000u + (uint64_t)old.it_value.tv_nsec;
 	if (left <= 1 || left > armed_at_ns)
 		return false;
 	*clock_ns = armed_at_ns - left;
 	return true;
 }
 
-void qos_cputimer_delete(timer_t t)
-{
+void qos_cputimer_delete(timer_t t) {
 	timer_delete(t);
 }
 
-size_t qos_cputimer_read(int fd, uint32_t *cookies, size_t max)
-{
+size_t qos_cputimer_read(int fd, uint32_t *cookies, size_t max) {
 	struct signalfd_siginfo si[16];
 	if (max > sizeof(si) / sizeof(si[0]))
 		max = sizeof(si) / sizeof(si[0]);

@@ -50,8 +50,7 @@ int qos_cputimer_arm(timer_t t, uint64_t at_ns);
  * disarmed or the kernel refused: then *clock_ns is unknown, and t may be
  * armed at a point the caller does not know.
  */
-bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
-	uint64_t *clock_ns);
+bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns, uint64_t *clock_ns);
 
 void qos_cputimer_delete(timer_t t);
 

@@ -16,15 +16,13 @@
  * out at the overrun (optimistic.c).  Where the kernel does not show their
  * deadline state it cannot do that safely, and the reserve stays hard.
  */
-bool qos_reserve_optimistic(const struct qos_reserve *r)
-{
+bool qos_reserve_optimistic(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
-		(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
+			(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
 }
 
 /* Whether the kernel itself stops the reserve at its limit (no freeze needed). */
-static bool kernel_caps(const struct qos_reserve *r)
-{
+static bool kernel_caps(const struct qos_reserve *r) {
 	const struct qos_cgroup *cg = &r->mgr->cg;
 	switch (r->params.policy) {
 	case QOS_POLICY_QOS:
@@ -41,8 +39,7 @@ static bool kernel_caps(const struct qos_reserve *r)
 	return false;
 }
 
-static bool has_thread_members(const struct qos_reserve *r)
-{
+static bool has_thread_members(const struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->tid)
 			return true;
@@ -55,8 +52,7 @@ static bool has_thread_members(const struct qos_reserve *r)
  * overrun of their own time needs no act of the manager (billed time still
  * does: the kernel never sees it).
  */
-static bool kernel_enforced(const struct qos_reserve *r)
-{
+static bool kernel_enforced(const struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	if (!qos_params_has_limit(p))
 		return false;
@@ -75,8 +71,7 @@ static bool kernel_enforced(const struct qos_reserve *r)
  * enforces the limit by itself and the manager only keeps the books, which
  * it does lazily (see qos_reserve_check).
  */
-static bool manager_polices(const struct qos_reserve *r)
-{
+static bool manager_polices(const struct qos_reserve *r) {
 	if (!qos_params_has_limit(&r->params))
 		return false;
 	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb_applied || r->watched)
@@ -94,10 +89,9 @@ static bool manager_polices(const struct qos_reserve *r)
  * Fixed per parameter set, so the source of the police's cumulative counter
  * never changes under it.
  */
-static bool exact_clocks(const struct qos_reserve *r)
-{
+static bool exact_clocks(const struct qos_reserve *r) {
 	return qos_reserve_optimistic(r) ||
-		(r->mgr->cputimer_fd >= 0 && qos_params_has_limit(&r->params));
+			(r->mgr->cputimer_fd >= 0 && qos_params_has_limit(&r->params));
 }
 
 /*
@@ -105,10 +99,9 @@ static bool exact_clocks(const struct qos_reserve *r)
  * up (cputimer.h) instead of the manager polling for it.  Timers exist on
  * processes only.
  */
-static bool notified(const struct qos_reserve *r)
-{
-	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused &&
-		manager_polices(r) && !has_thread_members(r);
+static bool notified(const struct qos_reserve *r) {
+	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused && manager_polices(r) &&
+			!has_thread_members(r);
 }
 
 /*
@@ -136,12 +129,12 @@ static bool notified(const struct qos_reserve *r)
  *    the notice arrives in the next period every time and the fallback never
  *    happens: the kernel pauses the thread instead (1 test run in 20 here).
  */
-static bool races_kernel_throttle(const struct qos_reserve *r)
-{
+static bool races_kernel_throttle(const struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
-	return qos_reserve_optimistic(r) || (qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
-		p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
-		qos_params_has_limit(p));
+	return qos_reserve_optimistic(r) ||
+			(qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
+					p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
+					qos_params_has_limit(p));
 }
 
 /*
@@ -173,8 +166,7 @@ static bool races_kernel_throttle(const struct qos_reserve *r)
  * Other reserves need no guard: the kernel's own debt rules make up for a
  * late switch.
  */
-static uint64_t timer_guard_us(const struct qos_reserve *r)
-{
+static uint64_t timer_guard_us(const struct qos_reserve *r) {
 	if (!races_kernel_throttle(r) && !kernel_enforced(r))
 		return 0;
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
@@ -189,15 +181,13 @@ struct running_ctx {
 };
 
 /* Asked at most overruns of a busy optimistic reserve: its kept files serve. */
-static void note_running(pid_t tid, void *data)
-{
+static void note_running(pid_t tid, void *data) {
 	struct running_ctx *c = data;
 	if (!c->running && qos_optimistic_thread_state(c->r, c->pid, tid) == 'R')
 		c->running = true;
 }
 
-static bool members_running(struct qos_reserve *r)
-{
+static bool members_running(struct qos_reserve *r) {
 	struct running_ctx c = { .r = r };
 	for (size_t i = 0; i < r->n_members && !c.running; i++) {
 		struct qos_member *m = r->members[i];
@@ -215,8 +205,7 @@ static bool members_running(struct qos_reserve *r)
  * would have moved it).  Underestimates by the manager's wake-up latency
  * after the tick; the switch margin covers that.
  */
-static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_us)
-{
+static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_us) {
 	if (own != r->fresh_own_us || r->fresh_at_us == 0) {
 		r->fresh_own_us = own;
 		r->fresh_at_us = now_us;
@@ -235,10 +224,9 @@ static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_u
  * the threads inside keep their policy, which saves a sched_setattr per
  * thread at each of up to 200 switches a second.
  */
-bool qos_reserve_group_idles(const struct qos_reserve *r)
-{
+bool qos_reserve_group_idles(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
-		r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
+			r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
 }
 
 /*
@@ -251,16 +239,14 @@ bool qos_reserve_group_idles(const struct qos_reserve *r)
  * this is asked.  Out of phase, the kernel would throttle threads in
  * periods where the manager sees its slice far from used.
  */
-uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us)
-{
+uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us) {
 	uint64_t period = r->params.period_us;
 	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r))
 		return now_us;
 	return now_us - now_us % period;
 }
 
-uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r)
-{
+uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r) {
 	uint64_t total = r->retired_us, v = 0;
 	bool group_counted = false;
 	/*
@@ -292,8 +278,7 @@ uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r)
 	return total;
 }
 
-void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited)
-{
+void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
 	uint64_t v;
 	if (m->tid) {
 		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
@@ -311,8 +296,7 @@ void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool
 	}
 }
 
-static void enter_fallback(struct qos_reserve *r)
-{
+static void enter_fallback(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	struct qos_cgroup *cg = &r->mgr->cg;
 	if (p->fallback == QOS_POLICY_PAUSE) {
@@ -321,7 +305,7 @@ static void enter_fallback(struct qos_reserve *r)
 			int e = qos_cgroup_freeze(cg, r->group, true);
 			if (e < 0)
 				qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-					"cannot freeze at the limit: %s", strerror(-e));
+						"cannot freeze at the limit: %s", strerror(-e));
 			/* Applied all the same: the thaw at the boundary is harmless. */
 			r->fb_applied = true;
 		}
@@ -357,8 +341,7 @@ static void enter_fallback(struct qos_reserve *r)
  * the last one is back, or a waiting SCHED_IDLE thread would get the group's
  * whole share.  Returns when the threads next need the manager.
  */
-static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us)
-{
+static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 	/* Only an optimistic fallback holds threads back; a repaired thread of a
 	 * hard reserve returns at its 0-lag time. */
 	bool overrun = r->police.in_fallback && !r->police.held;
@@ -383,8 +366,7 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us)
 	return due;
 }
 
-void qos_reserve_leave_fallback(struct qos_reserve *r)
-{
+void qos_reserve_leave_fallback(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	struct qos_cgroup *cg = &r->mgr->cg;
 	if (!r->fb_applied)
@@ -400,7 +382,7 @@ void qos_reserve_leave_fallback(struct qos_reserve *r)
 			/* Still frozen: qos_reserve_check tries again. */
 			r->fb_applied = true;
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-				"cannot thaw the group after its fallback: %s", strerror(-e));
+					"cannot thaw the group after its fallback: %s", strerror(-e));
 		}
 		return;
 	}
@@ -416,8 +398,7 @@ void qos_reserve_leave_fallback(struct qos_reserve *r)
 	qos_root_weight_update_deferred(r->mgr, true);
 }
 
-static void disarm_timers(struct qos_reserve *r)
-{
+static void disarm_timers(struct qos_reserve *r) {
 	if (!r->timers_armed)
 		return;
 	for (size_t i = 0; i < r->n_members; i++) {
@@ -429,11 +410,9 @@ static void disarm_timers(struct qos_reserve *r)
 }
 
 /* Each member's timer share of what is left of the slice less the guard (>= 1 us). */
-static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, uint64_t guard_us)
-{
+static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, uint64_t guard_us) {
 	uint64_t slice = r->params.slice_us;
-	uint64_t share = (used_us + guard_us < slice ? slice - used_us - guard_us : 0) /
-		r->n_members;
+	uint64_t share = (used_us + guard_us < slice ? slice - used_us - guard_us : 0) / r->n_members;
 	return share ? share : 1;
 }
 
@@ -447,9 +426,7 @@ static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, ui
  * negative errno when the kernel refuses a timer; then none is left armed
  * and the reserve is polled.
  */
-static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
-	bool first_use)
-{
+static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us, bool first_use) {
 	uint64_t used = qos_police_used_us(&r->police);
 	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us &&
 			(r->armed_first_use || !first_use))
@@ -462,7 +439,7 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 		int e = 0;
 		if (!m->has_cpu_timer) {
 			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
-					&m->cpu_timer))
+						&m->cpu_timer))
 				m->has_cpu_timer = true;
 			else
 				e = -errno;
@@ -502,10 +479,9 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
  * quiet.  Nothing since the last check alone is not enough either: a check
  * in a periodic member's gap (a query) would see nothing.
  */
-static bool quiet(const struct qos_reserve *r, uint64_t own_us)
-{
+static bool quiet(const struct qos_reserve *r, uint64_t own_us) {
 	return own_us == r->checked_own_us && qos_police_used_us(&r->police) == 0 &&
-		r->police.last_used_us == 0;
+			r->police.last_used_us == 0;
 }
 
 /*
@@ -520,21 +496,18 @@ static bool quiet(const struct qos_reserve *r, uint64_t own_us)
  * nothing read, where the new budget depends on that time or a timer had
  * fired.
  */
-static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_us,
-	uint64_t *own)
-{
+static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_us, uint64_t *own) {
 	const struct qos_police *p = &r->police;
 	uint64_t end = qos_police_period_end_us(p);
-	if (!p->notified || !r->timers_armed || !p->period_us || p->in_fallback ||
-			p->billed_us || p->debt_us || guard_us || now_us < end ||
-			now_us - end >= p->period_us)
+	if (!p->notified || !r->timers_armed || !p->period_us || p->in_fallback || p->billed_us ||
+			p->debt_us || guard_us || now_us < end || now_us - end >= p->period_us)
 		return false;
 	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->retired_us;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		uint64_t clock_ns;
-		if (!m->has_cpu_timer || !qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns,
-				share_ns, &clock_ns)) {
+		if (!m->has_cpu_timer ||
+				!qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns, share_ns, &clock_ns)) {
 			/* Timers of other members may be re-armed already: arm_timers
 			 * sets them all again from the clocks read the usual way. */
 			m->timer_at_ns = 0;
@@ -555,16 +528,15 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 	return true;
 }
 
-void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
-{
+void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	if (r->n_members == 0) {
 		r->next_check_us = UINT64_MAX;
 		return;
 	}
 	r->police.notified = notified(r);
 	r->police.kernel_enforced = kernel_enforced(r);
-	r->police.hold_fallback = qos_reserve_optimistic(r) && r->fb_applied &&
-		qos_optimistic_any_waiting(r);
+	r->police.hold_fallback =
+			qos_reserve_optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
 	uint64_t guard = timer_guard_us(r);
 	uint64_t own;
 	if (!roll_timers(r, now_us, guard, &own))
@@ -581,12 +553,11 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	r->police.projected_us = projected_us(r, own, now_us);
 	/* With nothing to switch, the overrun comes when the slice is used. */
 	r->police.margin_us = r->police.kernel_enforced ? 0 : SWITCH_MARGIN_US;
-	enum qos_police_transition t = qos_police_update(&r->police, now_us, own,
-		&r->next_check_us);
+	enum qos_police_transition t = qos_police_update(&r->police, now_us, own, &r->next_check_us);
 	if (r->police.late_overrun) {
 		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0, r->police.last_used_us,
-			"slice of %lluus used by the end of the period",
-			(unsigned long long)r->params.slice_us);
+				"slice of %lluus used by the end of the period",
+				(unsigned long long)r->params.slice_us);
 		/* Used up again at once (billed time owed): the fallback holds. */
 		if (t == QOS_POLICE_NONE && r->police.in_fallback)
 			enter_fallback(r);
@@ -594,14 +565,13 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
 		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0,
-			qos_police_used_us(&r->police) + r->police.projected_us,
-			"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
-			qos_policy_name(r->params.fallback));
+				qos_police_used_us(&r->police) + r->police.projected_us,
+				"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
+				qos_policy_name(r->params.fallback));
 	} else if (t == QOS_POLICE_RESTORE) {
 		qos_reserve_leave_fallback(r);
 		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
-	} else if (r->fb_applied && !r->police.in_fallback &&
-			r->params.fallback == QOS_POLICY_PAUSE) {
+	} else if (r->fb_applied && !r->police.in_fallback && r->params.fallback == QOS_POLICY_PAUSE) {
 		qos_reserve_leave_fallback(r); /* a thaw that failed */
 	}
 	/*
@@ -636,7 +606,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 			r->next_check_us = r->police.switch_at_us;
 	} else {
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-			"no CPU-time notifications (%s): polling instead", strerror(-e));
+				"no CPU-time notifications (%s): polling instead", strerror(-e));
 		r->timers_refused = true;
 		r->police.notified = false;
 	}
@@ -658,8 +628,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us)
 }
 
 /* r has members. */
-static bool bill(struct qos_reserve *r, uint64_t usec)
-{
+static bool bill(struct qos_reserve *r, uint64_t usec) {
 	if (!usec)
 		return true;
 	uint64_t now = qos_sys_now_us();
@@ -680,8 +649,7 @@ static bool bill(struct qos_reserve *r, uint64_t usec)
 	return true;
 }
 
-bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
-{
+bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) {
 	if (!name || qos_refuse_reentry(mgr, NULL, 0))
 		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
@@ -691,8 +659,7 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec)
 	return bill(r, usec);
 }
 
-bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
-{
+bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec) {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return false;
 	/* Whole processes only: see qos.h for a process some threads of which are members. */
@@ -700,8 +667,7 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec)
 	return m && bill(m->reserve, usec);
 }
 
-bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on)
-{
+bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on) {
 	if (!name || qos_refuse_reentry(mgr, NULL, 0))
 		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);

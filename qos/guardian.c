@@ -46,8 +46,7 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-static void thaw_at(int dirfd, const char *name)
-{
+static void thaw_at(int dirfd, const char *name) {
 	char path[300];
 	size_t n = strlen(name);
 	if (n + sizeof("/cgroup.freeze") > sizeof(path))
@@ -62,8 +61,7 @@ static void thaw_at(int dirfd, const char *name)
 	}
 }
 
-static void demote_tid(pid_t tid)
-{
+static void demote_tid(pid_t tid) {
 	int policy = qos_sys_get_thread_policy(tid, NULL);
 	if (policy != SCHED_FIFO && policy != SCHED_RR && policy != 6 /* SCHED_DEADLINE */)
 		return;
@@ -75,8 +73,7 @@ static void demote_tid(pid_t tid)
 }
 
 /* Demotes every thread listed (one id a line) in the file name/list under dirfd. */
-static void demote_listed(int dirfd, const char *name, const char *list)
-{
+static void demote_listed(int dirfd, const char *name, const char *list) {
 	char path[300];
 	size_t n = strlen(name), m = strlen(list);
 	if (n + m + 2 > sizeof(path))
@@ -109,20 +106,17 @@ static void demote_listed(int dirfd, const char *name, const char *list)
 	close(fd);
 }
 
-static void demote_v2(int dirfd, const char *name)
-{
+static void demote_v2(int dirfd, const char *name) {
 	demote_listed(dirfd, name, "cgroup.threads");
 }
 
 /* Hybrid: a thread member moves alone, in the v1 cpu tree only. */
-static void demote_v1(int dirfd, const char *name)
-{
+static void demote_v1(int dirfd, const char *name) {
 	demote_listed(dirfd, name, "tasks");
 }
 
 /* Calls fn on root itself (".") and on each group directly under it. */
-static void for_each_group(const char *root, void (*fn)(int dirfd, const char *name))
-{
+static void for_each_group(const char *root, void (*fn)(int dirfd, const char *name)) {
 	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
@@ -143,8 +137,7 @@ static void for_each_group(const char *root, void (*fn)(int dirfd, const char *n
 }
 
 /* Closes every descriptor from 3 up, however high, but a and b (-1: none). */
-static void close_all_but(int a, int b)
-{
+static void close_all_but(int a, int b) {
 	unsigned int keep[2] = { a < 3 ? ~0u : (unsigned)a, b < 3 ? ~0u : (unsigned)b };
 	if (keep[0] > keep[1]) {
 		unsigned int t = keep[0];
@@ -174,8 +167,7 @@ struct tracked {
 	size_t n;
 };
 
-static void track(struct tracked *tr, const struct guardian_record *rec)
-{
+static void track(struct tracked *tr, const struct guardian_record *rec) {
 	for (size_t i = 0; i < tr->n; i++) {
 		if (tr->t[i].tid == rec->tid) {
 			tr->t[i] = tr->t[--tr->n];
@@ -192,15 +184,17 @@ static void track(struct tracked *tr, const struct guardian_record *rec)
  * died must know them too, and learns them here without a message (the
  * socket's buffer may not hold them all before we read).
  */
-static void track_inherited(const struct qos_manager *mgr, struct tracked *tr)
-{
+static void track_inherited(const struct qos_manager *mgr, struct tracked *tr) {
 	for (const struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			const struct qos_member *m = r->members[i];
 			if (!m->outside_root)
 				continue;
 			struct guardian_record rec = {
-				.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = true,
+				.pid = m->pid,
+				.tid = m->tid,
+				.start_time = m->start_time,
+				.on = true,
 			};
 			track(tr, &rec);
 		}
@@ -216,8 +210,7 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr)
  * our parent; if it is not, it is gone already.  Without a pidfd the
  * socket alone tells.
  */
-static void wait_for_manager(int fd, pid_t manager, struct tracked *tr)
-{
+static void wait_for_manager(int fd, pid_t manager, struct tracked *tr) {
 	int mfd = qos_sys_pidfd_open(manager, false);
 	if (getppid() != manager)
 		return;
@@ -241,8 +234,7 @@ static void wait_for_manager(int fd, pid_t manager, struct tracked *tr)
 }
 
 /* The tracked threads still the ones named (a tid may be reused). */
-static void demote_tracked(const struct tracked *tr)
-{
+static void demote_tracked(const struct tracked *tr) {
 	for (size_t i = 0; i < tr->n; i++) {
 		const struct guardian_record *rec = &tr->t[i];
 		if (qos_sys_start_time(rec->pid, rec->tid) == rec->start_time)
@@ -250,8 +242,7 @@ static void demote_tracked(const struct tracked *tr)
 	}
 }
 
-bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on)
-{
+bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on) {
 	if (!mgr->config.guardian)
 		return true;
 	if (on && mgr->n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
@@ -265,10 +256,12 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 	 * it is forked (track_inherited): counted all the same. */
 	if (mgr->guardian_fd >= 0) {
 		struct guardian_record rec = {
-			.pid = m->pid, .tid = m->tid, .start_time = m->start_time, .on = on,
+			.pid = m->pid,
+			.tid = m->tid,
+			.start_time = m->start_time,
+			.on = on,
 		};
-		ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec),
-			MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (sent != (ssize_t)sizeof(rec)) {
 			if (sent >= 0)
 				errno = EMSGSIZE;
@@ -280,8 +273,7 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 	return true;
 }
 
-bool qos_guardian_start(struct qos_manager *mgr)
-{
+bool qos_guardian_start(struct qos_manager *mgr) {
 	int p[2], pidfd = -1, e;
 	/* Records keep their boundaries, and the end is seen as with a pipe. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
@@ -326,9 +318,11 @@ bool qos_guardian_start(struct qos_manager *mgr)
 	/* Still a guardian against the manager's own death where this fails. */
 	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
 	if (moved < 0)
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) stays in "
-			"the manager's cgroup (%s): killing that cgroup would kill it too, and leave "
-			"paused members frozen until the next start", (int)pid, strerror(-moved));
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+				"the thaw guardian (pid %d) stays in "
+				"the manager's cgroup (%s): killing that cgroup would kill it too, and leave "
+				"paused members frozen until the next start",
+				(int)pid, strerror(-moved));
 	return true;
 
 err_pidfd:
@@ -352,8 +346,7 @@ err_close:
 }
 
 /* Closes what the manager held of a guardian gone or stopped. */
-static void drop(struct qos_manager *mgr)
-{
+static void drop(struct qos_manager *mgr) {
 	if (mgr->guardian_pidfd >= 0)
 		close(mgr->guardian_pidfd); /* which takes it out of the epoll set */
 	close(mgr->guardian_fd);
@@ -361,8 +354,7 @@ static void drop(struct qos_manager *mgr)
 	mgr->guardian_pid = 0; /* its pid may be reused by one that may join */
 }
 
-void qos_guardian_stop(struct qos_manager *mgr)
-{
+void qos_guardian_stop(struct qos_manager *mgr) {
 	if (mgr->guardian_fd < 0)
 		return;
 	pid_t pid = mgr->guardian_pid;
@@ -374,8 +366,7 @@ void qos_guardian_stop(struct qos_manager *mgr)
 		;
 }
 
-void qos_guardian_died(struct qos_manager *mgr)
-{
+void qos_guardian_died(struct qos_manager *mgr) {
 	pid_t old = mgr->guardian_pid;
 	int status = 0;
 	pid_t got;
@@ -390,34 +381,39 @@ void qos_guardian_died(struct qos_manager *mgr)
 		snprintf(how, sizeof(how), "exited"); /* reaped by someone else */
 	drop(mgr);
 	if (qos_guardian_start(mgr))
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) %s; "
-			"a new one (pid %d) runs", old, how, mgr->guardian_pid);
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+				"the thaw guardian (pid %d) %s; "
+				"a new one (pid %d) runs",
+				old, how, mgr->guardian_pid);
 	else
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "the thaw guardian (pid %d) %s and "
-			"no new one could be started (%s): real-time grants and pauses are refused "
-			"until one runs (tried again every second)", old, how, strerror(errno));
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+				"the thaw guardian (pid %d) %s and "
+				"no new one could be started (%s): real-time grants and pauses are refused "
+				"until one runs (tried again every second)",
+				old, how, strerror(errno));
 }
 
-void qos_guardian_retry(struct qos_manager *mgr)
-{
+void qos_guardian_retry(struct qos_manager *mgr) {
 	if (qos_guardian_missing(mgr))
 		qos_guardian_start(mgr);
 }
 
-bool qos_guardian_missing(const struct qos_manager *mgr)
-{
+bool qos_guardian_missing(const struct qos_manager *mgr) {
 	return mgr->config.guardian && mgr->guardian_fd < 0;
 }
 
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
-	size_t err_len)
-{
+		size_t err_len) {
 	bool rt = qos_policy_is_rt(p->policy), freeze = qos_reserve_may_freeze(p);
 	if (!qos_guardian_missing(mgr) || !(rt || freeze))
 		return true;
-	snprintf(err, err_len, "no thaw guardian runs (the last one died and none could be "
-		"started), and a crash of the manager would leave its members %s: refused until "
-		"one runs", rt && freeze ? "real-time or frozen" : rt ? "real-time" : "frozen");
+	snprintf(err, err_len,
+			"no thaw guardian runs (the last one died and none could be "
+			"started), and a crash of the manager would leave its members %s: refused until "
+			"one runs",
+			rt && freeze ? "real-time or frozen"
+					: rt ? "real-time"
+						 : "frozen");
 	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }

@@ -24,13 +24,13 @@ struct qos_member {
 	pid_t pid;
 	pid_t tid; /* 0: whole process */
 	int pidfd;
-	int task_fd;            /* its /proc/PID/task, kept (threads.c), or -1 */
+	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
 	char orig_v2[QOS_CG_REL_PATH];
 	char orig_cpu[QOS_CG_REL_PATH];
 	bool rttime_bounded;
-	bool outside_root;      /* a thread left in its process's group (cgroup v2) */
-	uint64_t orig_rt_hard;  /* RLIMIT_RTTIME hard limit before any member bounded it */
+	bool outside_root; /* a thread left in its process's group (cgroup v2) */
+	uint64_t orig_rt_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
 	uint64_t old_rt_soft, old_rt_hard;
 	/* Its class before it joined (a process's main thread's), and each of a
 	 * process member's threads' then: what leaving gives back.  Threads
@@ -38,14 +38,14 @@ struct qos_member {
 	struct qos_sched orig;
 	struct qos_thread_orig *orig_threads;
 	size_t n_orig_threads;
-	bool moving;            /* leaving for another reserve: home, not its old class */
+	bool moving; /* leaving for another reserve: home, not its old class */
 	uint64_t cpu_base_us; /* thread members: schedstat at join */
 	uint64_t clock_base_us; /* process members: their CPU clock at join */
-	uint64_t clock_us;      /* ... and as the last check read it */
-	bool clock_read;        /* false: that read failed (the process is exiting) */
-	timer_t cpu_timer;      /* notifies the manager at a CPU-time threshold */
+	uint64_t clock_us; /* ... and as the last check read it */
+	bool clock_read; /* false: that read failed (the process is exiting) */
+	timer_t cpu_timer; /* notifies the manager at a CPU-time threshold */
 	bool has_cpu_timer;
-	uint64_t timer_at_ns;   /* where cpu_timer is armed on the clock; 0: not known */
+	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
 };
 
 #define QOS_COOKIE_BUCKETS 64u
@@ -67,32 +67,32 @@ struct qos_reserve {
 	bool granted;
 	uint64_t granted_ppm;
 	bool has_group;
-	int stat_fd;          /* the group's cpu.stat, or -1 */
-	int group_idle;       /* cpu.idle last written, -1 unknown */
-	int idle_fd;          /* the group's cpu.idle, kept open for fallback switches */
-	int procs_fd;         /* the group's cgroup.procs (v2 tree), kept for housekeeping */
-	uint32_t cookie;      /* names the reserve in CPU-timer notifications */
+	int stat_fd; /* the group's cpu.stat, or -1 */
+	int group_idle; /* cpu.idle last written, -1 unknown */
+	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
+	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	uint32_t cookie; /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
-	bool timers_armed;    /* members' CPU timers armed for this budget */
-	bool timers_refused;  /* the kernel refused a timer: polled instead */
-	uint64_t armed_own_us;  /* own time when they were armed */
+	bool timers_armed; /* members' CPU timers armed for this budget */
+	bool timers_refused; /* the kernel refused a timer: polled instead */
+	uint64_t armed_own_us; /* own time when they were armed */
 	uint64_t armed_used_us; /* used time in the period when they were armed */
-	bool armed_first_use;   /* armed to fire at the first tick a member runs */
+	bool armed_first_use; /* armed to fire at the first tick a member runs */
 	uint64_t checked_own_us; /* own time at the last check */
-	uint64_t fresh_own_us;   /* own time as last changed ... */
-	uint64_t fresh_at_us;    /* ... first seen then */
+	uint64_t fresh_own_us; /* own time as last changed ... */
+	uint64_t fresh_at_us; /* ... first seen then */
 	struct qos_police police;
 	uint64_t next_check_us;
-	bool fb_applied;      /* the manager switched members to the fallback */
-	bool fb_threads;      /* ... thread by thread (not the group's cpu.idle alone) */
-	bool watched;         /* qos_manager_watch_overruns: per-period events wanted */
-	uint64_t retired_us;  /* CPU time of thread members that left */
+	bool fb_applied; /* the manager switched members to the fallback */
+	bool fb_threads; /* ... thread by thread (not the group's cpu.idle alone) */
+	bool watched; /* qos_manager_watch_overruns: per-period events wanted */
+	uint64_t retired_us; /* CPU time of thread members that left */
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
-	uint64_t rtg_retry_us;   /* the guard looks for a moved-out thread asleep again; 0: no */
-	uint64_t fork_pass_us;  /* last pass for a member's fork (qos_manager_forked) */
-	bool fork_pending;      /* a fork waits for the next one */
+	uint64_t rtg_retry_us; /* the guard looks for a moved-out thread asleep again; 0: no */
+	uint64_t fork_pass_us; /* last pass for a member's fork (qos_manager_forked) */
+	bool fork_pending; /* a fork waits for the next one */
 	/*
 	 * The starvation watchdog, not a user, made it other (qos_demote_all_rt):
 	 * its parameters before, which a reload compares with qosrc's old
@@ -107,7 +107,7 @@ struct qos_reserve {
 struct qos_thread_listing {
 	pid_t pid;
 	size_t first, n; /* its tids in qos_thread_cache.tids */
-	bool gone;       /* the listing failed: the process is gone */
+	bool gone; /* the listing failed: the process is gone */
 };
 
 struct qos_thread_cache {
@@ -126,35 +126,35 @@ struct qos_manager {
 	struct qos_admission adm;
 	struct qos_reserve *reserves;
 	struct qos_rules *rules;
-	bool optimistic;               /* the kernel shows deadline state: qos -> other works */
-	int64_t dl_clock_offset_ns;    /* scheduler clock - CLOCK_MONOTONIC */
-	uint64_t dl_calibrated_us;     /* when a fresh reservation last refined it */
-	uint64_t tick_us;              /* the scheduler tick (qos_sys_tick_us) */
+	bool optimistic; /* the kernel shows deadline state: qos -> other works */
+	int64_t dl_clock_offset_ns; /* scheduler clock - CLOCK_MONOTONIC */
+	uint64_t dl_calibrated_us; /* when a fresh reservation last refined it */
+	uint64_t tick_us; /* the scheduler tick (qos_sys_tick_us) */
 	enum qos_refusal last_refusal; /* why the last refused call was refused */
-	bool journal_warned;           /* a member's origin could not be recorded */
+	bool journal_warned; /* a member's origin could not be recorded */
 	int epoll_fd;
 	int timer_fd;
-	int cputimer_fd;        /* signalfd of CPU-timer notifications, or -1 */
+	int cputimer_fd; /* signalfd of CPU-timer notifications, or -1 */
 	uint32_t next_cookie;
 	/* Reserves by cookie: each CPU-timer signal names one (chained by cookie_next). */
 	struct qos_reserve *by_cookie[QOS_COOKIE_BUCKETS];
 	uint64_t armed_us;
 	uint64_t housekeeping_us;
-	int root_idle;          /* our root's cpu.idle / weight last written, -1 unknown */
+	int root_idle; /* our root's cpu.idle / weight last written, -1 unknown */
 	long root_weight;
 	bool root_weight_dirty; /* a weight change waits for housekeeping */
-	unsigned stale_groups;  /* groups that refused removal (reconcile.c) */
+	unsigned stale_groups; /* groups that refused removal (reconcile.c) */
 	pid_t guardian_pid;
-	int guardian_fd;        /* our end of its socket; -1: none runs */
-	int guardian_pidfd;     /* in the epoll set: its death is replaced at once */
-	size_t n_outside_root;  /* thread members named to the guardian (guardian.c) */
+	int guardian_fd; /* our end of its socket; -1: none runs */
+	int guardian_pidfd; /* in the epoll set: its death is replaced at once */
+	size_t n_outside_root; /* thread members named to the guardian (guardian.c) */
 	/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c) */
 	struct qos_rt_carry *rt_carry;
 	size_t n_rt_carry, cap_rt_carry;
 	/* watchdog */
-	int canary_fd;          /* eventfd the canary bumps every second */
-	int canary_stop_fd;     /* eventfd that ends our canary thread */
-	bool canary_running;    /* our own canary thread (not watchdog_external_canary) */
+	int canary_fd; /* eventfd the canary bumps every second */
+	int canary_stop_fd; /* eventfd that ends our canary thread */
+	bool canary_running; /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
 	unsigned emitting; /* depth of event callbacks running (qos_emit) */
 	struct qos_watchdog watchdog;
@@ -177,8 +177,7 @@ struct qos_manager {
  * *cap, elements of `size` bytes): returns the array to use from now on, or
  * NULL, leaving it as it was, when memory runs out.
  */
-static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t size)
-{
+static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t size) {
 	if (n < *cap)
 		return items;
 	size_t c = *cap ? *cap * 2 : 8;
@@ -195,14 +194,14 @@ static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t si
  * once and the listing reused (threads.c).
  */
 int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
-	void (*fn)(pid_t tid, void *data), void *data);
+		void (*fn)(pid_t tid, void *data), void *data);
 /* Closes the task directory the listings keep open for m; before freeing it. */
 void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m);
 void qos_threads_keep(struct qos_manager *mgr, bool keep);
 void qos_threads_finish(struct qos_manager *mgr);
 
 void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
-	pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+		pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name);
 /* The reserve whose cgroup directory has this name, or NULL. */
@@ -228,14 +227,14 @@ bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len);
  * text ("'a' (90%), 'b' (20%)"); returns its length.  Their groups hold our
  * root's real-time share, which a new group's runtime must fit beside.
  */
-size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except,
-	char *out, size_t len);
+size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except, char *out,
+		size_t len);
 /* Why r's group got no real-time bandwidth (gerr), for the user. */
 void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
-	char *out, size_t len);
+		char *out, size_t len);
 /* Whether pid can be given an RLIMIT_RTTIME bound, which p's class needs; else err. */
 bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
-	char *err, size_t err_len);
+		char *err, size_t err_len);
 /* The reserve whose CPU timers carry this cookie, or NULL. */
 struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie);
 /* Runs the police state machine for one reserve now and applies the result. */
@@ -260,7 +259,7 @@ uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
 bool qos_reserve_may_freeze(const struct qos_params *p);
 /* A new reserve with these (normalized) parameters, listed and announced. */
 struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
-	const struct qos_params *params);
+		const struct qos_params *params);
 /*
  * Whether new real-time grants are allowed now: not during the starvation
  * watchdog's cool-down, which err then explains.
@@ -278,10 +277,10 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy);
  * Whether a reserve with params p can hold single threads (the rest of their
  * process outside it); false with the reason in err.
  */
-bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p,
-	char *err, size_t err_len);
+bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
+		size_t err_len);
 int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
-	uint64_t dl_runtime_ns);
+		uint64_t dl_runtime_ns);
 /* What a refused policy means for the user, from its -errno. */
 const char *qos_reserve_policy_error(enum qos_policy policy, int err);
 /*
@@ -302,17 +301,16 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
  * a reserve's group, which may be frozen, once it has left.
  */
 void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
-	bool whole_process, const char *v2, const char *cpu);
+		bool whole_process, const char *v2, const char *cpu);
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	const struct qos_sched *orig);
+		const struct qos_sched *orig);
 void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	const struct qos_sched *orig);
+		const struct qos_sched *orig);
 /*
  * The class a thread of m had before m joined: its own, or m's for a thread
  * started since (*known false, when known is not NULL).
  */
-const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid,
-	bool *known);
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known);
 /* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
 int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */
@@ -399,7 +397,7 @@ void qos_rtguard_finish(struct qos_manager *mgr);
  * stays (a limit, never a grant), and an error event says so.
  */
 void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,
-	uint64_t soft, uint64_t hard);
+		uint64_t soft, uint64_t hard);
 
 /* guardian.c */
 /* Forks a guardian (it knows the thread members tracked so far) and watches it. */
@@ -420,7 +418,7 @@ bool qos_guardian_missing(const struct qos_manager *mgr);
  * neither is given (false, the reason in err, QOS_REFUSAL_FORBIDDEN).
  */
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
-	size_t err_len);
+		size_t err_len);
 /*
  * Tells the guardian of a thread member outside our groups (on cgroup v2 a
  * thread stays in its process's group), which no scan of our root finds:
@@ -434,8 +432,7 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 /* reconcile.c */
 void qos_reconcile(struct qos_manager *mgr);
 /* Counts a group that refused removal (err: -errno) and reports it. */
-void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
-		int err);
+void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group, int err);
 /* Releases and removes again the groups that refused removal, if any. */
 void qos_reconcile_retry(struct qos_manager *mgr);
 /* watchdog.c */

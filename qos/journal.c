@@ -14,46 +14,43 @@
 /* Two paths plus a few numbers; the kernel takes values up to 64 KiB. */
 #define VALUE_MAX (2 * QOS_CG_REL_PATH + 256 + QOS_JOURNAL_THREADS * 64)
 
-static void group_dir(const struct qos_cgroup *cg, const char *group, char *out, size_t len)
-{
+static void group_dir(const struct qos_cgroup *cg, const char *group, char *out, size_t len) {
 	snprintf(out, len, "%s/%s", cg->v2_root, group);
 }
 
-static void attr_name(pid_t pid, pid_t tid, char *out, size_t len)
-{
+static void attr_name(pid_t pid, pid_t tid, char *out, size_t len) {
 	if (tid)
 		snprintf(out, len, PREFIX "%d.%d", pid, tid);
 	else
 		snprintf(out, len, PREFIX "%d", pid);
 }
 
-static void format_limit(uint64_t v, char *out, size_t len)
-{
+static void format_limit(uint64_t v, char *out, size_t len) {
 	if (v == (uint64_t)RLIM_INFINITY)
 		snprintf(out, len, "inf");
 	else
 		snprintf(out, len, "%" PRIu64, v);
 }
 
-size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len)
-{
+size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len) {
 	char soft[24], hard[24];
 	format_limit(e->rt_soft, soft, sizeof(soft));
 	format_limit(e->rt_hard, hard, sizeof(hard));
-	int n = snprintf(buf, len, MAGIC "start=%" PRIu64 "\nnice=%d\nsched=%d %d %d\n"
-		"rttime=%s %s\nv2=%s\ncpu=%s\n", e->start_time, e->nice, e->policy, e->priority,
-		e->reset_on_fork ? 1 : 0, soft, hard, e->v2, e->cpu);
-	for (size_t i = 0; i < e->n_threads && i < QOS_JOURNAL_THREADS && n > 0 &&
-			(size_t)n < len; i++) {
+	int n = snprintf(buf, len,
+			MAGIC "start=%" PRIu64 "\nnice=%d\nsched=%d %d %d\n"
+				  "rttime=%s %s\nv2=%s\ncpu=%s\n",
+			e->start_time, e->nice, e->policy, e->priority, e->reset_on_fork ? 1 : 0, soft, hard,
+			e->v2, e->cpu);
+	for (size_t i = 0; i < e->n_threads && i < QOS_JOURNAL_THREADS && n > 0 && (size_t)n < len;
+			i++) {
 		const struct qos_journal_thread *t = &e->threads[i];
-		n += snprintf(buf + n, len - (size_t)n, "thread=%d %d %d %d %d\n", (int)t->tid,
-			t->policy, t->priority, t->nice, t->reset_on_fork ? 1 : 0);
+		n += snprintf(buf + n, len - (size_t)n, "thread=%d %d %d %d %d\n", (int)t->tid, t->policy,
+				t->priority, t->nice, t->reset_on_fork ? 1 : 0);
 	}
 	return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
 
-static bool parse_u64(const char *s, const char *end, uint64_t *out)
-{
+static bool parse_u64(const char *s, const char *end, uint64_t *out) {
 	if (s == end || (size_t)(end - s) > 20)
 		return false;
 	uint64_t v = 0;
@@ -66,8 +63,7 @@ static bool parse_u64(const char *s, const char *end, uint64_t *out)
 	return true;
 }
 
-static bool parse_limit(const char *s, const char *end, uint64_t *out)
-{
+static bool parse_limit(const char *s, const char *end, uint64_t *out) {
 	if (end - s == 3 && memcmp(s, "inf", 3) == 0) {
 		*out = (uint64_t)RLIM_INFINITY;
 		return true;
@@ -76,14 +72,13 @@ static bool parse_limit(const char *s, const char *end, uint64_t *out)
 }
 
 /* An absolute cgroup path with no "." or ".." component (or empty, for cpu). */
-static bool parse_path(const char *s, const char *end, bool may_be_empty, char *out, size_t len)
-{
+static bool parse_path(const char *s, const char *end, bool may_be_empty, char *out, size_t len) {
 	size_t n = (size_t)(end - s);
 	if (n == 0 ? !may_be_empty : s[0] != '/')
 		return false;
 	if (n >= len || memchr(s, '\0', n))
 		return false;
-	for (const char *c = s; c < end; ) {
+	for (const char *c = s; c < end;) {
 		const char *next = memchr(c + 1, '/', (size_t)(end - c - 1));
 		if (!next)
 			next = end;
@@ -98,8 +93,7 @@ static bool parse_path(const char *s, const char *end, bool may_be_empty, char *
 }
 
 /* n space-separated numbers filling the line; a '-' is allowed where neg[i]. */
-static bool parse_fields(const char *v, const char *eol, int n, const bool *neg, int64_t *out)
-{
+static bool parse_fields(const char *v, const char *eol, int n, const bool *neg, int64_t *out) {
 	for (int i = 0; i < n; i++) {
 		const char *sp = i < n - 1 ? memchr(v, ' ', (size_t)(eol - v)) : eol;
 		if (!sp)
@@ -118,16 +112,14 @@ static bool parse_fields(const char *v, const char *eol, int n, const bool *neg,
  * A class a thread can be given back: SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3
  * or IDLE 5, a priority only for fifo/rr, reset-on-fork 0 or 1.
  */
-static bool valid_class(int64_t policy, int64_t priority, int64_t reset_on_fork)
-{
+static bool valid_class(int64_t policy, int64_t priority, int64_t reset_on_fork) {
 	bool rt = policy == 1 || policy == 2;
-	return (policy <= 3 || policy == 5) && (rt ? priority >= 1 && priority <= 99 :
-		priority == 0) && (reset_on_fork == 0 || reset_on_fork == 1);
+	return (policy <= 3 || policy == 5) && (rt ? priority >= 1 && priority <= 99 : priority == 0) &&
+			(reset_on_fork == 0 || reset_on_fork == 1);
 }
 
 /* "policy priority reset-on-fork" */
-static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e)
-{
+static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e) {
 	int64_t f[3];
 	if (!parse_fields(v, eol, 3, NULL, f) || !valid_class(f[0], f[1], f[2]))
 		return false;
@@ -138,8 +130,7 @@ static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry
 }
 
 /* "tid policy priority nice reset-on-fork"; past the cap, lines are skipped. */
-static bool parse_thread(const char *v, const char *eol, struct qos_journal_entry *e)
-{
+static bool parse_thread(const char *v, const char *eol, struct qos_journal_entry *e) {
 	static const bool neg[5] = { false, false, false, true, false };
 	int64_t f[5];
 	if (!parse_fields(v, eol, 5, neg, f) || f[0] < 1 || !valid_class(f[1], f[2], f[4]) ||
@@ -148,21 +139,30 @@ static bool parse_thread(const char *v, const char *eol, struct qos_journal_entr
 	if (e->n_threads == QOS_JOURNAL_THREADS)
 		return true;
 	e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = (pid_t)f[0],
-		.policy = (int)f[1], .priority = (int)f[2], .nice = (int)f[3],
+		.policy = (int)f[1],
+		.priority = (int)f[2],
+		.nice = (int)f[3],
 		.reset_on_fork = f[4] };
 	return true;
 }
 
-bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out)
-{
+bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out) {
 	size_t magic = strlen(MAGIC);
 	if (len < magic || memcmp(buf, MAGIC, magic) != 0)
 		return false;
-	struct qos_journal_entry e = {0};
-	enum { START = 1, NICE = 2, RTTIME = 4, V2 = 8, CPU = 16, ALL = 31, SCHED = 32 };
+	struct qos_journal_entry e = { 0 };
+	enum {
+		START = 1,
+		NICE = 2,
+		RTTIME = 4,
+		V2 = 8,
+		CPU = 16,
+		ALL = 31,
+		SCHED = 32
+	};
 	unsigned seen = 0;
 	const char *end = buf + len;
-	for (const char *line = buf + magic; line < end; ) {
+	for (const char *line = buf + magic; line < end;) {
 		const char *eol = memchr(line, '\n', (size_t)(end - line));
 		if (!eol)
 			return false; /* every line ends in a newline: a cut value is no value */
@@ -191,7 +191,7 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 			key = RTTIME;
 			const char *sp = memchr(v, ' ', (size_t)(eol - v));
 			ok = sp && parse_limit(v, sp, &e.rt_soft) && parse_limit(sp + 1, eol, &e.rt_hard) &&
-				e.rt_soft <= e.rt_hard;
+					e.rt_soft <= e.rt_hard;
 		} else if (klen == 2 && memcmp(line, "v2", 2) == 0) {
 			key = V2;
 			ok = parse_path(v, eol, false, e.v2, sizeof(e.v2));
@@ -212,8 +212,7 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 }
 
 int qos_journal_record(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid,
-	const struct qos_journal_entry *e)
-{
+		const struct qos_journal_entry *e) {
 	char dir[PATH_MAX], name[64], *value = malloc(VALUE_MAX);
 	if (!value)
 		return -ENOMEM;
@@ -225,16 +224,14 @@ int qos_journal_record(const struct qos_cgroup *cg, const char *group, pid_t pid
 	return r;
 }
 
-void qos_journal_forget(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid)
-{
+void qos_journal_forget(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid) {
 	char dir[PATH_MAX], name[64];
 	group_dir(cg, group, dir, sizeof(dir));
 	attr_name(pid, tid, name, sizeof(name));
 	removexattr(dir, name);
 }
 
-static int read_attr(const char *dir, const char *name, struct qos_journal_entry *out)
-{
+static int read_attr(const char *dir, const char *name, struct qos_journal_entry *out) {
 	char *value = malloc(VALUE_MAX);
 	if (!value)
 		return 0;
@@ -245,8 +242,7 @@ static int read_attr(const char *dir, const char *name, struct qos_journal_entry
 }
 
 int qos_journal_lookup(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid,
-	struct qos_journal_entry *out)
-{
+		struct qos_journal_entry *out) {
 	char dir[PATH_MAX], name[64];
 	group_dir(cg, group, dir, sizeof(dir));
 	attr_name(pid, tid, name, sizeof(name));
@@ -258,8 +254,7 @@ int qos_journal_lookup(const struct qos_cgroup *cg, const char *group, pid_t pid
  * returns false.
  */
 static void for_each_record(const struct qos_cgroup *cg, const char *group,
-	bool (*fn)(const char *dir, const char *name, void *data), void *data)
-{
+		bool (*fn)(const char *dir, const char *name, void *data), void *data) {
 	char dir[PATH_MAX];
 	group_dir(cg, group, dir, sizeof(dir));
 	ssize_t n = listxattr(dir, NULL, 0);
@@ -282,16 +277,14 @@ struct any_ctx {
 	bool found;
 };
 
-static bool take_any(const char *dir, const char *name, void *data)
-{
+static bool take_any(const char *dir, const char *name, void *data) {
 	struct any_ctx *c = data;
 	c->found = read_attr(dir, name, c->out) == 1;
 	return !c->found;
 }
 
 bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
-	struct qos_journal_entry *out)
-{
+		struct qos_journal_entry *out) {
 	struct any_ctx c = { .out = out };
 	for_each_record(cg, group, take_any, &c);
 	return c.found;
@@ -302,8 +295,7 @@ struct thread_ctx {
 	void *data;
 };
 
-static bool take_thread(const char *dir, const char *name, void *data)
-{
+static bool take_thread(const char *dir, const char *name, void *data) {
 	struct thread_ctx *c = data;
 	int pid, tid, end = 0;
 	struct qos_journal_entry e;
@@ -315,24 +307,21 @@ static bool take_thread(const char *dir, const char *name, void *data)
 }
 
 void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
-	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
-	void *data)
-{
+		void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
+		void *data) {
 	struct thread_ctx c = { .fn = fn, .data = data };
 	for_each_record(cg, group, take_thread, &c);
 }
 
 #define COOLDOWN_ATTR "user.qosway.cooldown"
 
-int qos_journal_save_cooldown(const struct qos_cgroup *cg, uint64_t until_us)
-{
+int qos_journal_save_cooldown(const struct qos_cgroup *cg, uint64_t until_us) {
 	char value[32];
 	int n = snprintf(value, sizeof(value), "%llu", (unsigned long long)until_us);
 	return setxattr(cg->v2_root, COOLDOWN_ATTR, value, (size_t)n, 0) == 0 ? 0 : -errno;
 }
 
-bool qos_journal_load_cooldown(const struct qos_cgroup *cg, uint64_t *until_us)
-{
+bool qos_journal_load_cooldown(const struct qos_cgroup *cg, uint64_t *until_us) {
 	char value[32];
 	ssize_t n = getxattr(cg->v2_root, COOLDOWN_ATTR, value, sizeof(value) - 1);
 	if (n <= 0)

@@ -56,7 +56,7 @@ struct qos_journal_thread {
 struct qos_journal_entry {
 	uint64_t start_time;
 	int nice;
-	int policy;   /* the kernel's SCHED_OTHER, _BATCH, _IDLE, _FIFO or _RR */
+	int policy; /* the kernel's SCHED_OTHER, _BATCH, _IDLE, _FIFO or _RR */
 	int priority; /* fifo/rr */
 	bool reset_on_fork;
 	size_t n_threads;
@@ -72,7 +72,7 @@ struct qos_journal_entry {
  * attributes, ENOSPC past the kernel's 128 per cgroup).
  */
 int qos_journal_record(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid,
-	const struct qos_journal_entry *e);
+		const struct qos_journal_entry *e);
 
 /* Drops a member's record; a missing record or group is not an error. */
 void qos_journal_forget(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid);
@@ -82,15 +82,14 @@ void qos_journal_forget(const struct qos_cgroup *cg, const char *group, pid_t pi
  * when there is none, -EINVAL when it cannot be parsed.
  */
 int qos_journal_lookup(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid,
-	struct qos_journal_entry *out);
+		struct qos_journal_entry *out);
 
 /*
  * Some well-formed record of the group, whatever member it is for: where a
  * task that joined by being born in the group (an inheriting child) came
  * from.  False when the group has none.
  */
-bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
-	struct qos_journal_entry *out);
+bool qos_journal_any(const struct qos_cgroup *cg, const char *group, struct qos_journal_entry *out);
 
 /*
  * Calls fn for each well-formed record of a thread member (tid != 0) on the
@@ -98,8 +97,8 @@ bool qos_journal_any(const struct qos_cgroup *cg, const char *group,
  * record is all that leads to it.
  */
 void qos_journal_for_each_thread(const struct qos_cgroup *cg, const char *group,
-	void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
-	void *data);
+		void (*fn)(pid_t pid, pid_t tid, const struct qos_journal_entry *e, void *data),
+		void *data);
 
 /* The text form (exposed for unit tests).  format returns the length, 0 if it does not fit. */
 size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len);

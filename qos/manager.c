@@ -15,9 +15,7 @@
 #include "qos/proc.h"
 #include "qos/sys.h"
 
-
-void qos_manager_config_init(struct qos_manager_config *config)
-{
+void qos_manager_config_init(struct qos_manager_config *config) {
 	*config = (struct qos_manager_config){
 		.cgroup_base = "/sys/fs/cgroup",
 		.rsvd_ppm = QOS_RSVD_DEFAULT_PPM,
@@ -31,8 +29,7 @@ void qos_manager_config_init(struct qos_manager_config *config)
 }
 
 void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
-	pid_t tid, uint64_t used_us, const char *fmt, ...)
-{
+		pid_t tid, uint64_t used_us, const char *fmt, ...) {
 	if (!mgr->config.event)
 		return;
 	char msg[512];
@@ -55,19 +52,18 @@ void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *res
 	mgr->emitting--;
 }
 
-bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len)
-{
+bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len) {
 	if (!mgr->emitting)
 		return false;
 	if (err && err_len)
-		snprintf(err, err_len, "called from the QoS event callback, which may only query: "
-			"defer the change to the event loop");
+		snprintf(err, err_len,
+				"called from the QoS event callback, which may only query: "
+				"defer the change to the event loop");
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
 	return true;
 }
 
-void qos_manager_rearm(struct qos_manager *mgr)
-{
+void qos_manager_rearm(struct qos_manager *mgr) {
 	uint64_t next = mgr->housekeeping_us;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->next_check_us < next)
@@ -82,24 +78,23 @@ void qos_manager_rearm(struct qos_manager *mgr)
 	mgr->armed_us = next;
 	struct itimerspec its = {
 		.it_value = { .tv_sec = (time_t)(next / 1000000u),
-			.tv_nsec = (long)(next % 1000000u) * 1000 },
+				.tv_nsec = (long)(next % 1000000u) * 1000 },
 	};
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
 	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
-	char *err, size_t err_len)
-{
+struct qos_manager *qos_manager_create(const struct qos_manager_config *config, char *err,
+		size_t err_len) {
 	struct qos_manager *mgr = calloc(1, sizeof(*mgr));
 	if (!mgr) {
 		snprintf(err, err_len, "out of memory");
 		return NULL;
 	}
 	mgr->config = *config;
-	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd =
-		mgr->guardian_pidfd = mgr->canary_fd = mgr->canary_stop_fd = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->guardian_pidfd =
+			mgr->canary_fd = mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
 	mgr->root_weight = -1;
 	struct rlimit nofile;
@@ -113,7 +108,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	if (config->root_name && strlen(config->root_name) >= sizeof(mgr->root_name)) {
 		/* Cut short, two long names could be one group. */
 		snprintf(err, err_len, "cgroup root name longer than %zu bytes",
-			sizeof(mgr->root_name) - 1);
+				sizeof(mgr->root_name) - 1);
 		free(mgr);
 		return NULL;
 	}
@@ -135,7 +130,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, config->cgroup_parent, mgr->root_name, err,
-			err_len))
+				err_len))
 		goto err_free;
 	mgr->cg.fake_files = config->fake_files;
 	/* A dead predecessor may have left frozen groups: undo them before anything else. */
@@ -143,10 +138,11 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
 	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
 		goto err_free;
 	if (!mgr->cg.cpu_ctl)
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "no cpu controller in %s (the "
-			"parent does not delegate it): reserve groups get no weight, idle flag or "
-			"quota; nice and classes act per thread, and ceilings by freezing",
-			mgr->cg.cpu_root);
+		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+				"no cpu controller in %s (the "
+				"parent does not delegate it): reserve groups get no weight, idle flag or "
+				"quota; nice and classes act per thread, and ceilings by freezing",
+				mgr->cg.cpu_root);
 
 	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -196,8 +192,7 @@ err_free:
 	return NULL;
 }
 
-void qos_manager_destroy(struct qos_manager *mgr)
-{
+void qos_manager_destroy(struct qos_manager *mgr) {
 	if (!mgr)
 		return;
 	if (mgr->emitting) {
@@ -231,13 +226,11 @@ void qos_manager_destroy(struct qos_manager *mgr)
 	free(mgr);
 }
 
-int qos_manager_get_fd(struct qos_manager *mgr)
-{
+int qos_manager_get_fd(struct qos_manager *mgr) {
 	return mgr->epoll_fd;
 }
 
-static void run_timers(struct qos_manager *mgr)
-{
+static void run_timers(struct qos_manager *mgr) {
 	uint64_t buf;
 	/* One read takes every expiry; none (EAGAIN) when called for another reason. */
 	ssize_t n = read(mgr->timer_fd, &buf, sizeof(buf));
@@ -267,8 +260,7 @@ static void run_timers(struct qos_manager *mgr)
 	}
 }
 
-int qos_manager_dispatch(struct qos_manager *mgr)
-{
+int qos_manager_dispatch(struct qos_manager *mgr) {
 	if (qos_refuse_reentry(mgr, NULL, 0)) {
 		errno = EDEADLK;
 		return -1;
@@ -290,8 +282,7 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 			do {
 				got = qos_cputimer_read(mgr->cputimer_fd, cookies, 16);
 				for (size_t j = 0; j < got; j++) {
-					struct qos_reserve *r =
-						qos_find_reserve_by_cookie(mgr, cookies[j]);
+					struct qos_reserve *r = qos_find_reserve_by_cookie(mgr, cookies[j]);
 					if (!r)
 						continue;
 					/* A lone member's timer fired, so it is disarmed. */
@@ -321,11 +312,10 @@ int qos_manager_dispatch(struct qos_manager *mgr)
 	return n;
 }
 
-static bool same_params(const struct qos_params *a, const struct qos_params *b)
-{
-	return a->policy == b->policy && a->fallback == b->fallback &&
-		a->period_us == b->period_us && a->slice_us == b->slice_us &&
-		a->nice == b->nice && a->priority == b->priority && a->inherit == b->inherit;
+static bool same_params(const struct qos_params *a, const struct qos_params *b) {
+	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
+			a->slice_us == b->slice_us && a->nice == b->nice && a->priority == b->priority &&
+			a->inherit == b->inherit;
 }
 
 /*
@@ -345,8 +335,7 @@ static bool same_params(const struct qos_params *a, const struct qos_params *b)
  * ends, as rtkit), and a user's change since the demotion is kept as any.
  */
 static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old,
-	const struct qos_rules *rules)
-{
+		const struct qos_rules *rules) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
@@ -361,24 +350,23 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
 		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
 			r->wd_before = now->params;
-			qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0, "qosrc makes it real-time, "
-				"but real-time grants are suspended for %llus after a starvation alarm: it "
-				"stays other until a reload after the cool-down",
-				(unsigned long long)(left / 1000000u + 1));
+			qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
+					"qosrc makes it real-time, "
+					"but real-time grants are suspended for %llus after a starvation alarm: it "
+					"stays other until a reload after the cool-down",
+					(unsigned long long)(left / 1000000u + 1));
 			continue;
 		}
 		const struct qos_manager_config *c = &mgr->config;
 		bool vetoed = r->n_members && c->may_redefine &&
-			!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
-		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err,
-				sizeof(err)))
+				!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
+		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
 			qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-				"qosrc's new parameters were refused (%s); it keeps the old ones", err);
+					"qosrc's new parameters were refused (%s); it keeps the old ones", err);
 	}
 }
 
-bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
-{
+bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return false;
 	if (rules == mgr->rules)
@@ -390,14 +378,12 @@ bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules)
 	return true;
 }
 
-enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr)
-{
+enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr) {
 	return mgr->last_refusal;
 }
 
-bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id,
-	bool *applied, char *err, size_t err_len)
-{
+bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id, bool *applied,
+		char *err, size_t err_len) {
 	*applied = false;
 	if (qos_refuse_reentry(mgr, err, err_len))
 		return false;
@@ -407,18 +393,17 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
 	char exe[PATH_MAX], cmd[4096];
 	bool have_exe = qos_proc_exe(pid, exe, sizeof(exe));
 	bool have_cmd = qos_proc_cmdline(pid, cmd, sizeof(cmd));
-	const struct qos_rule *rule = qos_rules_match(mgr->rules, have_exe ? exe : NULL,
-		have_cmd ? cmd : NULL, app_id);
+	const struct qos_rule *rule =
+			qos_rules_match(mgr->rules, have_exe ? exe : NULL, have_cmd ? cmd : NULL, app_id);
 	if (!rule || !rule->auto_apply)
 		return true;
 	bool ok = rule->reserve[0] ? qos_manager_join(mgr, rule->reserve, pid, 0, err, err_len)
-		: qos_manager_set_class(mgr, pid, &rule->params, err, err_len);
+							   : qos_manager_set_class(mgr, pid, &rule->params, err, err_len);
 	*applied = ok;
 	return ok;
 }
 
-void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info)
-{
+void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info) {
 	*info = (struct qos_manager_info){
 		.layout = mgr->cg.layout == QOS_CG_V2 ? "cgroup2" : "hybrid",
 		.v2_root = mgr->cg.v2_root,
@@ -433,16 +418,14 @@ void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info
 	};
 }
 
-size_t qos_manager_reserve_count(struct qos_manager *mgr)
-{
+size_t qos_manager_reserve_count(struct qos_manager *mgr) {
 	size_t n = 0;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
 		n++;
 	return n;
 }
 
-static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
-{
+static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out) {
 	*out = (struct qos_reserve_info){
 		.params = r->params,
 		.is_auto = r->is_auto,
@@ -461,8 +444,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out)
 	snprintf(out->group, sizeof(out->group), "%s", r->has_group ? r->group : "");
 }
 
-bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out)
-{
+bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (index-- == 0) {
 			fill_info(r, out);
@@ -473,8 +455,7 @@ bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_re
 }
 
 bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
-	struct qos_reserve_info *out)
-{
+		struct qos_reserve_info *out) {
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r)
 		return false;
@@ -491,9 +472,8 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 	return true;
 }
 
-ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
-	struct qos_member_info *out, size_t max)
-{
+ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
+		size_t max) {
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r)
 		return -1;
@@ -504,8 +484,7 @@ ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
 	return (ssize_t)r->n_members;
 }
 
-const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid)
-{
+const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
 	return m ? m->reserve->name : NULL;
 }

@@ -18,8 +18,7 @@
 #include "qos/journal.h"
 #include "qos/sys.h"
 
-static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid)
-{
+static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->pid == pid && r->members[i]->tid)
 			return r->members[i];
@@ -28,8 +27,7 @@ static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid
 }
 
 static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
-	struct qos_reserve *except)
-{
+		struct qos_reserve *except) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		struct qos_member *t = r != except ? find_thread_member_in(r, pid) : NULL;
 		if (t)
@@ -38,8 +36,7 @@ static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
 	return NULL;
 }
 
-static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pid)
-{
+static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->pid == pid && !r->members[i]->tid)
 			return r->members[i];
@@ -48,8 +45,7 @@ static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pi
 }
 
 /* Whether the task has exited: a zombie (a process only once its last thread has). */
-static bool exited(pid_t pid, pid_t tid)
-{
+static bool exited(pid_t pid, pid_t tid) {
 	char state = qos_sys_thread_state(tid ? tid : pid);
 	if (state != 'Z' && state != 'X')
 		return false;
@@ -65,42 +61,42 @@ static bool exited(pid_t pid, pid_t tid)
  * policy, and send the whole process home when it leaves.
  */
 static bool may_join(struct qos_manager *mgr, struct qos_reserve *r, pid_t pid, pid_t tid,
-	char *err, size_t err_len)
-{
+		char *err, size_t err_len) {
 	if (pid == getpid() || (mgr->guardian_pid > 0 && pid == mgr->guardian_pid)) {
 		snprintf(err, err_len, "%d is the QoS manager%s; it cannot join a reserve", pid,
-			pid == getpid() ? "" : "'s guardian");
+				pid == getpid() ? "" : "'s guardian");
 		return false;
 	}
 	if (qos_sys_tgid(pid) != pid) {
-		snprintf(err, err_len, "%d is a thread, not a process: give its process id and "
-			"the thread id", pid);
+		snprintf(err, err_len,
+				"%d is a thread, not a process: give its process id and "
+				"the thread id",
+				pid);
 		return false;
 	}
 	if (exited(pid, tid)) {
-		snprintf(err, err_len, "%s %d has exited", tid ? "thread" : "process",
-			tid ? tid : pid);
+		snprintf(err, err_len, "%s %d has exited", tid ? "thread" : "process", tid ? tid : pid);
 		return false;
 	}
 	for (struct qos_reserve *o = mgr->reserves; tid && o; o = o->next) {
 		if (o != r && find_process_member_in(o, pid)) {
-			snprintf(err, err_len, "process %d is a member of '%s' as a whole: it "
-				"leaves it, or joins as a whole, before thread %d can join another "
-				"reserve", pid, o->name, tid);
+			snprintf(err, err_len,
+					"process %d is a member of '%s' as a whole: it "
+					"leaves it, or joins as a whole, before thread %d can join another "
+					"reserve",
+					pid, o->name, tid);
 			return false;
 		}
 	}
 	return true;
 }
 
-static bool member_alive(const struct qos_member *m)
-{
+static bool member_alive(const struct qos_member *m) {
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
 void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
-	bool whole_process, const char *v2, const char *cpu)
-{
+		bool whole_process, const char *v2, const char *cpu) {
 	struct qos_cgroup *cg = &mgr->cg;
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
 	if (e == 0 || e == -ESRCH)
@@ -114,16 +110,15 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 		return;
 	const char *to = whole_process ? near_v2 : near_cpu;
 	qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, tid, 0,
-		"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
-		v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
-		e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
+			"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
+			v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
+			e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
 	if (e2)
 		qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
 }
 
 static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
-	const char *v2, const char *cpu)
-{
+		const char *v2, const char *cpu) {
 	qos_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
 }
 
@@ -131,8 +126,7 @@ static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_pr
  * Another member of m's process that still holds the RLIMIT_RTTIME bound,
  * which is per process: several thread members share it.
  */
-static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qos_member *m)
-{
+static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qos_member *m) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *o = r->members[i];
@@ -149,33 +143,32 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
  * CAP_SYS_RESOURCE), so a read that fails means no bound can be set.
  */
 bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
-	char *err, size_t err_len)
-{
+		char *err, size_t err_len) {
 	uint64_t soft, hard;
 	if (!mgr->config.rttime_us || (p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
 		return true;
 	int e = qos_sys_get_rttime(pid, &soft, &hard);
 	if (e == 0 || e == -ESRCH)
 		return true; /* gone: the join finds out */
-	snprintf(err, err_len, "cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
-		"needs CAP_SYS_RESOURCE): no %s without the bound", pid, strerror(-e),
-		qos_policy_name(p->policy));
+	snprintf(err, err_len,
+			"cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
+			"needs CAP_SYS_RESOURCE): no %s without the bound",
+			pid, strerror(-e), qos_policy_name(p->policy));
 	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
-void qos_member_bound_rttime(struct qos_member *m)
-{
+void qos_member_bound_rttime(struct qos_member *m) {
 	const struct qos_reserve *r = m->reserve;
 	if (m->rttime_bounded || !qos_policy_is_rt(r->params.policy) ||
 			r->params.policy == QOS_POLICY_QOS)
 		return;
 	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
-		&m->old_rt_hard);
+			&m->old_rt_hard);
 	if (e != 0) {
 		if (e != -ESRCH)
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
-				"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
+					"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 		return;
 	}
 	m->rttime_bounded = true;
@@ -183,13 +176,13 @@ void qos_member_bound_rttime(struct qos_member *m)
 	if (m->old_rt_hard < r->mgr->config.rttime_us &&
 			m->old_rt_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
-			"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
-			"move a thread that runs without sleeping to other in time: the kernel kills "
-			"one that runs that long", m->pid, (double)m->old_rt_hard / 1e6);
+				"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
+				"move a thread that runs without sleeping to other in time: the kernel kills "
+				"one that runs that long",
+				m->pid, (double)m->old_rt_hard / 1e6);
 }
 
-static void restore_member(struct qos_member *m)
-{
+static void restore_member(struct qos_member *m) {
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
@@ -206,17 +199,14 @@ static void restore_member(struct qos_member *m)
 		if (m->old_rt_soft > sibling->old_rt_soft)
 			sibling->old_rt_soft = m->old_rt_soft;
 	} else if (m->rttime_bounded) {
-		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft,
-			m->old_rt_hard);
+		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft, m->old_rt_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 	if (!m->moving)
 		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
 }
 
-const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid,
-	bool *known)
-{
+const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known) {
 	for (size_t i = 0; i < m->n_orig_threads; i++) {
 		if (m->orig_threads[i].tid == tid) {
 			if (known)
@@ -234,12 +224,11 @@ struct capture_ctx {
 	size_t cap;
 };
 
-static void capture_one(pid_t tid, void *data)
-{
+static void capture_one(pid_t tid, void *data) {
 	struct capture_ctx *c = data;
 	struct qos_member *m = c->m;
-	struct qos_thread_orig *grown = qos_array_room(m->orig_threads, &c->cap,
-		m->n_orig_threads, sizeof(*grown));
+	struct qos_thread_orig *grown =
+			qos_array_room(m->orig_threads, &c->cap, m->n_orig_threads, sizeof(*grown));
 	if (!grown)
 		return; /* that thread gets the member's class back */
 	m->orig_threads = grown;
@@ -255,8 +244,7 @@ static void capture_one(pid_t tid, void *data)
  * the main thread's.  Every thread is listed, so that one started later is
  * known as such (qos_reserve_restore_sched gives it no real-time class).
  */
-static void capture_orig(struct qos_manager *mgr, struct qos_member *m)
-{
+static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 	m->orig = (struct qos_sched){ .policy = 0 };
 	qos_sys_get_sched(m->tid ? m->tid : m->pid, &m->orig);
 	/* The limit as it was before any of our members bounded it. */
@@ -273,8 +261,7 @@ static void capture_orig(struct qos_manager *mgr, struct qos_member *m)
 }
 
 /* Copies what from holds about its threads' classes into m. */
-static void copy_orig(struct qos_member *m, const struct qos_member *from)
-{
+static void copy_orig(struct qos_member *m, const struct qos_member *from) {
 	m->orig = from->orig;
 	m->orig_rt_hard = from->orig_rt_hard;
 	if (!from->n_orig_threads)
@@ -295,8 +282,7 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
  * its parent: where it came from is where that member came from.
  */
 /* The group under our root that path (relative to base) names, or NULL. */
-static const char *our_group(const char *path, const char *root, const char *base)
-{
+static const char *our_group(const char *path, const char *root, const char *base) {
 	const char *rel = root + strlen(base);
 	size_t n = strlen(rel);
 	return strncmp(path, rel, n) == 0 && path[n] == '/' ? path + n + 1 : NULL;
@@ -304,15 +290,13 @@ static const char *our_group(const char *path, const char *root, const char *bas
 
 /* What a child takes from the member it came from: no real-time class,
  * which its parent may have had with reset-on-fork. */
-static struct qos_sched inherited_class(const struct qos_sched *parent)
-{
+static struct qos_sched inherited_class(const struct qos_sched *parent) {
 	if (!qos_sys_sched_is_rt(parent))
 		return *parent;
 	return (struct qos_sched){ .policy = 0, .nice = parent->nice };
 }
 
-static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m)
-{
+static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m) {
 	/* On hybrid a thread member's child is in our cpu tree only. */
 	const char *group = our_group(m->orig_v2, mgr->cg.v2_root, mgr->cg.v2_base);
 	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
@@ -331,16 +315,15 @@ static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m)
 }
 
 /* Records tid's class from before, over what capture_orig read. */
-static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sched *s)
-{
+static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sched *s) {
 	for (size_t i = 0; i < m->n_orig_threads; i++) {
 		if (m->orig_threads[i].tid == tid) {
 			m->orig_threads[i].sched = *s;
 			return;
 		}
 	}
-	struct qos_thread_orig *grown = realloc(m->orig_threads,
-		(m->n_orig_threads + 1) * sizeof(*grown));
+	struct qos_thread_orig *grown =
+			realloc(m->orig_threads, (m->n_orig_threads + 1) * sizeof(*grown));
 	if (!grown)
 		return; /* it gets the process's class back */
 	m->orig_threads = grown;
@@ -352,14 +335,13 @@ struct release_ctx {
 	bool any;
 };
 
-static void release_rt_one(pid_t tid, void *data)
-{
+static void release_rt_one(pid_t tid, void *data) {
 	struct release_ctx *c = data;
 	struct qos_sched now;
 	if (!qos_sys_get_sched(tid, &now) || !qos_sys_sched_is_rt(&now))
 		return;
-	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, qos_member_orig_of(c->m, tid, NULL)->nice,
-		0, 0, 0);
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, qos_member_orig_of(c->m, tid, NULL)->nice, 0,
+			0, 0);
 	c->any = true;
 }
 
@@ -369,8 +351,7 @@ static void release_rt_one(pid_t tid, void *data)
  * time-sharing first, which the reserve's class replaces at once.  True when
  * some thread was released (a failed join gives them their class back).
  */
-static bool release_rt_before_move(struct qos_reserve *r, const struct qos_member *m)
-{
+static bool release_rt_before_move(struct qos_reserve *r, const struct qos_member *m) {
 	enum qos_policy p = r->params.policy;
 	if (p == QOS_POLICY_FIFO || p == QOS_POLICY_RR)
 		return false;
@@ -382,8 +363,7 @@ static bool release_rt_before_move(struct qos_reserve *r, const struct qos_membe
 	return c.any;
 }
 
-static void member_free(struct qos_member *m)
-{
+static void member_free(struct qos_member *m) {
 	if (!m)
 		return;
 	free(m->orig_threads);
@@ -396,8 +376,7 @@ static void member_free(struct qos_member *m)
  * it would otherwise take too (a process that left its own to join this one
  * still owns it while others stay in it).
  */
-static pid_t next_owner(struct qos_reserve *r)
-{
+static pid_t next_owner(struct qos_reserve *r) {
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			const struct qos_member *m = r->members[i];
@@ -412,8 +391,7 @@ static pid_t next_owner(struct qos_reserve *r)
 	return 0;
 }
 
-static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
-{
+static bool rename_auto(struct qos_reserve *r, pid_t new_owner) {
 	char name[QOS_NAME_MAX + 1], old[QOS_NAME_MAX + 1];
 	if (new_owner <= 0) {
 		/*
@@ -435,8 +413,7 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner)
 	return true;
 }
 
-static bool has_member_of(const struct qos_reserve *r, pid_t pid)
-{
+static bool has_member_of(const struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->pid == pid)
 			return true;
@@ -444,8 +421,7 @@ static bool has_member_of(const struct qos_reserve *r, pid_t pid)
 	return false;
 }
 
-static bool other_process_member(const struct qos_reserve *r, const struct qos_member *m)
-{
+static bool other_process_member(const struct qos_reserve *r, const struct qos_member *m) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] != m && r->members[i]->tid == 0)
 			return true;
@@ -453,8 +429,7 @@ static bool other_process_member(const struct qos_reserve *r, const struct qos_m
 	return false;
 }
 
-void qos_member_remove(struct qos_member *m, bool alive, bool exited)
-{
+void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	struct qos_reserve *r = m->reserve;
 	struct qos_manager *mgr = r->mgr;
 	/*
@@ -487,13 +462,13 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] == m) {
 			memmove(&r->members[i], &r->members[i + 1],
-				(r->n_members - i - 1) * sizeof(*r->members));
+					(r->n_members - i - 1) * sizeof(*r->members));
 			r->n_members--;
 			break;
 		}
 	}
-	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid,
-		m->tid, 0, NULL);
+	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid, m->tid,
+			0, NULL);
 	pid_t gone = m->pid;
 	qos_member_close_task_dir(mgr, m);
 	member_free(m);
@@ -523,8 +498,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited)
 	}
 }
 
-static bool admit(struct qos_reserve *r, char *err, size_t err_len)
-{
+static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
 	if (qos_policy_is_rt(r->params.policy) && !qos_rt_grants_allowed(mgr, now, err, err_len)) {
@@ -543,14 +517,12 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len)
 	}
 	r->granted = true;
 	r->granted_ppm = ppm;
-	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU",
-		ppm / 1e4);
+	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU", ppm / 1e4);
 	return true;
 }
 
-bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p,
-	char *err, size_t err_len)
-{
+bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
+		size_t err_len) {
 	/*
 	 * A thread moves alone only in the v1 cpu tree (hybrid); the freezer
 	 * and every pure-v2 control act on the group's processes, which a
@@ -559,34 +531,34 @@ bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_pa
 	bool other_or_idle = p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE;
 	/* On hybrid the v1 cpu group holds the thread to a kernel ceiling or
 	 * real-time limit; a ceiling outside the kernel's range is a freeze. */
-	if (p->policy == QOS_POLICY_PAUSE || (qos_params_has_limit(p) &&
-			p->fallback == QOS_POLICY_PAUSE && p->policy != QOS_POLICY_QOS &&
-			(mgr->cg.layout != QOS_CG_HYBRID ||
-			(other_or_idle && !qos_params_kernel_ceiling(p))))) {
+	if (p->policy == QOS_POLICY_PAUSE ||
+			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
+					p->policy != QOS_POLICY_QOS &&
+					(mgr->cg.layout != QOS_CG_HYBRID ||
+							(other_or_idle && !qos_params_kernel_ceiling(p))))) {
 		snprintf(err, err_len, "pause freezes whole processes; join the process instead");
 		return false;
 	}
 	if (mgr->cg.layout != QOS_CG_HYBRID && qos_params_has_limit(p) && other_or_idle) {
-		snprintf(err, err_len, "on cgroup v2 a limit on %s holds whole processes; "
-			"join the process instead", qos_policy_name(p->policy));
+		snprintf(err, err_len,
+				"on cgroup v2 a limit on %s holds whole processes; "
+				"join the process instead",
+				qos_policy_name(p->policy));
 		return false;
 	}
 	return true;
 }
 
-static bool group_taken(struct qos_manager *mgr, const char *group)
-{
+static bool group_taken(struct qos_manager *mgr, const char *group) {
 	/*
 	 * Nor a group that refused removal (its tasks are not this reserve's),
 	 * nor a control file of the root ("tasks", "cpu.max", ...).
 	 */
-	return qos_find_reserve_by_group(mgr, group) ||
-		qos_cgroup_name_is_file(&mgr->cg, group) ||
-		(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
+	return qos_find_reserve_by_group(mgr, group) || qos_cgroup_name_is_file(&mgr->cg, group) ||
+			(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
 }
 
-static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
-{
+static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
 	if (r->has_group)
 		return true;
 	/*
@@ -605,10 +577,9 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len)
 	return true;
 }
 
-static bool same_sched(const struct qos_sched *a, const struct qos_sched *b)
-{
+static bool same_sched(const struct qos_sched *a, const struct qos_sched *b) {
 	return a->policy == b->policy && a->priority == b->priority && a->nice == b->nice &&
-		a->reset_on_fork == b->reset_on_fork;
+			a->reset_on_fork == b->reset_on_fork;
 }
 
 /*
@@ -619,8 +590,7 @@ static bool same_sched(const struct qos_sched *a, const struct qos_sched *b)
  * process with that many threads of their own class, not any process with
  * that many threads.
  */
-static bool restored_unlisted(const struct qos_member *m, const struct qos_thread_orig *t)
-{
+static bool restored_unlisted(const struct qos_member *m, const struct qos_thread_orig *t) {
 	if (t->tid == m->pid)
 		return same_sched(&t->sched, &m->orig);
 	struct qos_sched u = m->orig;
@@ -635,8 +605,7 @@ static bool restored_unlisted(const struct qos_member *m, const struct qos_threa
  * once per manager: the join goes ahead, and reconciliation falls back to
  * another member's origin, or the top of the tree.
  */
-static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
-{
+static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 	struct qos_manager *mgr = r->mgr;
 	struct qos_journal_entry *e = calloc(1, sizeof(*e));
 	int err = -ENOMEM;
@@ -646,14 +615,15 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 		e->policy = m->orig.policy;
 		e->priority = m->orig.priority;
 		e->reset_on_fork = m->orig.reset_on_fork;
-		for (size_t i = 0; i < m->n_orig_threads && e->n_threads < QOS_JOURNAL_THREADS;
-				i++) {
+		for (size_t i = 0; i < m->n_orig_threads && e->n_threads < QOS_JOURNAL_THREADS; i++) {
 			const struct qos_thread_orig *t = &m->orig_threads[i];
 			if (restored_unlisted(m, t))
 				continue;
 			e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = t->tid,
-				.policy = t->sched.policy, .priority = t->sched.priority,
-				.nice = t->sched.nice, .reset_on_fork = t->sched.reset_on_fork };
+				.policy = t->sched.policy,
+				.priority = t->sched.priority,
+				.nice = t->sched.nice,
+				.reset_on_fork = t->sched.reset_on_fork };
 		}
 		/*
 		 * The limit from before any member of this process bounded it:
@@ -676,15 +646,15 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m)
 	if (err && !mgr->journal_warned) {
 		mgr->journal_warned = true;
 		qos_emit(mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
-			"cannot record where %d came from (%s): after a crash it would return "
-			"to another member's cgroup", m->tid ? m->tid : m->pid, strerror(-err));
+				"cannot record where %d came from (%s): after a crash it would return "
+				"to another member's cgroup",
+				m->tid ? m->tid : m->pid, strerror(-err));
 	}
 }
 
-static bool add_member(struct qos_reserve *r, struct qos_member *m)
-{
-	struct qos_member **grown = qos_array_room(r->members, &r->cap_members, r->n_members,
-		sizeof(*grown));
+static bool add_member(struct qos_reserve *r, struct qos_member *m) {
+	struct qos_member **grown =
+			qos_array_room(r->members, &r->cap_members, r->n_members, sizeof(*grown));
 	if (!grown)
 		return false;
 	r->members = grown;
@@ -700,15 +670,13 @@ struct adopt_ctx {
 	size_t n;
 };
 
-static void collect_pid(pid_t pid, void *data)
-{
+static void collect_pid(pid_t pid, void *data) {
 	struct adopt_ctx *c = data;
 	if (c->n < ADOPT_MAX)
 		c->pids[c->n++] = pid;
 }
 
-static void collect_new_pid(pid_t pid, void *data)
-{
+static void collect_new_pid(pid_t pid, void *data) {
 	struct adopt_ctx *c = data;
 	for (size_t i = 0; i < c->n; i++) {
 		if (c->pids[i] == pid)
@@ -717,8 +685,7 @@ static void collect_new_pid(pid_t pid, void *data)
 	collect_pid(pid, data);
 }
 
-static struct qos_member *process_member(struct qos_reserve *r, pid_t pid)
-{
+static struct qos_member *process_member(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i]->tid == 0 && (!pid || r->members[i]->pid == pid))
 			return r->members[i];
@@ -726,13 +693,11 @@ static struct qos_member *process_member(struct qos_reserve *r, pid_t pid)
 	return NULL;
 }
 
-static bool is_process_member(pid_t pid, void *data)
-{
+static bool is_process_member(pid_t pid, void *data) {
 	return process_member(data, pid) != NULL;
 }
 
-static bool is_thread_member_process(pid_t pid, void *data)
-{
+static bool is_thread_member_process(pid_t pid, void *data) {
 	return find_thread_member_in(data, pid) != NULL;
 }
 
@@ -743,8 +708,7 @@ static bool is_thread_member_process(pid_t pid, void *data)
  * so it is sent home, never adopted: *thread_child); else the first
  * process member.
  */
-static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *thread_child)
-{
+static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *thread_child) {
 	*thread_child = false;
 	pid_t ancestor = qos_sys_find_ancestor(pid, is_process_member, r);
 	if (!ancestor) {
@@ -757,15 +721,13 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
 	return process_member(r, ancestor);
 }
 
-static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
-{
+static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
 	qos_reserve_release_threads(r, NULL, pid, &origin->orig);
 	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
 	qos_reserve_restore_sched(r, NULL, pid, &origin->orig);
 }
 
-static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin)
-{
+static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
 	struct qos_manager *mgr = r->mgr;
 	struct qos_member *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -782,8 +744,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	/* Watched for its exit before it counts as a member (closing the pidfd unwatches). */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (m->pidfd < 0 || !member_alive(m) ||
-			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 ||
-			!add_member(r, m)) {
+			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 || !add_member(r, m)) {
 		if (m->pidfd >= 0)
 			close(m->pidfd);
 		qos_member_close_task_dir(mgr, m);
@@ -793,15 +754,13 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
 	journal_origin(r, m);
 	qos_member_bound_rttime(m);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
-		origin->pid);
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d", origin->pid);
 	unsigned n = (unsigned)qos_reserve_count_threads(r);
 	r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	return true;
 }
 /* The group's processes, through its cgroup.procs kept open within the budget. */
-static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
-{
+static void list_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
 	if (r->procs_fd < 0 && mgr->kept_fds_budget > 0) {
 		r->procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
@@ -823,8 +782,7 @@ static void list_group(struct qos_reserve *r, struct adopt_ctx *c)
  * processes its thread forks: they are found there, not in cgroup.procs of
  * the v2 tree that list_group reads.
  */
-static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c)
-{
+static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
 	bool threads = false;
 	for (size_t i = 0; i < r->n_members && !threads; i++)
@@ -840,7 +798,6 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c)
 	close(fd);
 }
 
-
 /*
  * A member's children start in its cgroup (the kernel puts them there) but
  * not in the reserve: with reset-on-fork they do not even keep a real-time
@@ -848,8 +805,7 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c)
  * children join the parent's reserve); without, they go back to where the
  * parent came from.  Found at each housekeeping pass.
  */
-void qos_reserve_adopt_children(struct qos_reserve *r)
-{
+void qos_reserve_adopt_children(struct qos_reserve *r) {
 	if (!r->has_group || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
@@ -882,8 +838,7 @@ void qos_reserve_adopt_children(struct qos_reserve *r)
  * reads the whole group, so a burst (a build, a shell loop, a thread pool
  * starting) gets one such pass per QOS_FORK_PASS_US.
  */
-static void member_changed(struct qos_reserve *r)
-{
+static void member_changed(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
 	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
@@ -895,8 +850,7 @@ static void member_changed(struct qos_reserve *r)
 	qos_manager_rearm(mgr);
 }
 
-void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
-{
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return; /* the next housekeeping pass finds the child */
 	struct qos_member *m = qos_find_member(mgr, parent, 0);
@@ -905,8 +859,7 @@ void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child)
 	member_changed(m->reserve);
 }
 
-void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid)
-{
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return; /* the next housekeeping pass finds the thread */
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
@@ -915,8 +868,7 @@ void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid)
 	member_changed(m->reserve);
 }
 
-static void release_if_unused(struct qos_reserve *r)
-{
+static void release_if_unused(struct qos_reserve *r) {
 	if (r->n_members == 0 && r->granted) {
 		qos_admission_release(&r->mgr->adm, r->granted_ppm);
 		r->granted = false;
@@ -924,9 +876,8 @@ static void release_if_unused(struct qos_reserve *r)
 	}
 }
 
-bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
-	char *err, size_t err_len)
-{
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
+		size_t err_len) {
 	if (qos_refuse_reentry(mgr, err, err_len))
 		return false;
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
@@ -957,7 +908,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	m->start_time = qos_sys_start_time(pid, m->tid);
 	if (!m->start_time) {
 		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
-			m->tid ? m->tid : pid);
+				m->tid ? m->tid : pid);
 		goto err_free;
 	}
 	if (!may_join(mgr, r, pid, m->tid, err, err_len))
@@ -999,14 +950,17 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	int gerr = first ? qos_reserve_apply_group(r) : 0;
 	if (gerr) {
 		if (r->params.policy == QOS_POLICY_PAUSE)
-			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be "
-				"frozen: %s", r->name, strerror(-gerr));
+			snprintf(err, err_len,
+					"'%s' refused by the kernel: its group cannot be "
+					"frozen: %s",
+					r->name, strerror(-gerr));
 		else {
 			char why[384];
 			qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
-			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot get %s "
-				"real-time bandwidth: %s", r->name, qos_policy_name(r->params.policy),
-				why);
+			snprintf(err, err_len,
+					"'%s' refused by the kernel: its group cannot get %s "
+					"real-time bandwidth: %s",
+					r->name, qos_policy_name(r->params.policy), why);
 		}
 		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
@@ -1041,8 +995,9 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	} else {
 		capture_orig(mgr, m);
 	}
-	if (!m->orig_v2[0] && !qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2,
-			sizeof(m->orig_v2), m->orig_cpu, sizeof(m->orig_cpu))) {
+	if (!m->orig_v2[0] &&
+			!qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2, sizeof(m->orig_v2), m->orig_cpu,
+					sizeof(m->orig_cpu))) {
 		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
 		goto err_admit;
 	}
@@ -1052,10 +1007,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	journal_origin(r, m);
 	bool released = release_rt_before_move(r, m);
 	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
-		: qos_cgroup_attach_process(&mgr->cg, r->group, pid);
+				   : qos_cgroup_attach_process(&mgr->cg, r->group, pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
-		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid,
-			r->name, strerror(-e));
+		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid, r->name,
+				strerror(-e));
 		goto err_restore;
 	}
 	if (e == -ENOTSUP) {
@@ -1063,12 +1018,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		 * undo if the manager dies: it finds no trace of it in our groups. */
 		if (!qos_guardian_track(mgr, m, true)) {
 			if (errno == ENOSPC)
-				snprintf(err, err_len, "already %d thread members outside the manager's "
-					"groups, as many as its guardian can restore after a crash",
-					QOS_GUARDIAN_MAX_THREADS);
+				snprintf(err, err_len,
+						"already %d thread members outside the manager's "
+						"groups, as many as its guardian can restore after a crash",
+						QOS_GUARDIAN_MAX_THREADS);
 			else
-				snprintf(err, err_len, "cannot tell the guardian of thread %d: %s",
-					m->tid, strerror(errno));
+				snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
+						strerror(errno));
 			goto err_restore;
 		}
 		m->outside_root = true;
@@ -1085,7 +1041,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0) {
 		snprintf(err, err_len, "cannot watch %d for its exit: %s", m->tid ? m->tid : pid,
-			strerror(errno));
+				strerror(errno));
 		goto err_restore;
 	}
 	m->reserve = r;
@@ -1138,25 +1094,28 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	uint64_t now = qos_sys_now_us();
 	if (first) {
 		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
-			qos_reserve_period_origin(r, now), qos_reserve_own_cpu_us(r));
+				qos_reserve_period_origin(r, now), qos_reserve_own_cpu_us(r));
 		r->police.parallel = 1;
 	}
-	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
-		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+	enum qos_policy active =
+			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			? r->params.fallback
+			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
 	if (active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)
 		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
-		: qos_reserve_apply_member(r, m, active, 0);
+										: qos_reserve_apply_member(r, m, active, 0);
 	if (perr && qos_policy_is_rt(active)) {
-		snprintf(err, err_len, "'%s' refused by the kernel: %s; running as other",
-			r->name, qos_reserve_policy_error(active, perr));
+		snprintf(err, err_len, "'%s' refused by the kernel: %s; running as other", r->name,
+				qos_reserve_policy_error(active, perr));
 		/* EBUSY: the kernel's deadline bound; EPERM for fifo/rr: no RT group
 		 * bandwidth left.  Both are capacity, not permission. */
-		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM) ?
-			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
+		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
+				? QOS_REFUSAL_CAPACITY
+				: QOS_REFUSAL_ERROR;
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
 		qos_member_remove(m, true, false);
 		return false;
@@ -1167,7 +1126,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	qos_root_weight_update(mgr);
 	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
-		qos_policy_name(r->params.policy));
+			qos_policy_name(r->params.policy));
 	qos_reserve_check(r, now);
 	qos_manager_rearm(mgr);
 	return true;
@@ -1189,8 +1148,7 @@ err_free:
 	return false;
 }
 
-bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
-{
+bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	if (qos_refuse_reentry(mgr, NULL, 0))
 		return false;
 	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
@@ -1202,8 +1160,7 @@ bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid)
 }
 
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
-	char *err, size_t err_len)
-{
+		char *err, size_t err_len) {
 	if (qos_refuse_reentry(mgr, err, err_len))
 		return false;
 	char name[QOS_NAME_MAX + 1];

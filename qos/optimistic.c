@@ -53,7 +53,7 @@ struct fb_thread {
 	uint64_t back_at_us; /* may return to SCHED_DEADLINE from then; 0: it is back */
 	uint64_t verify_at_us;
 	bool risky; /* it may have left throttled: check it after its return */
-	bool seen;  /* listed in this housekeeping pass */
+	bool seen; /* listed in this housekeeping pass */
 	struct qos_thread_files files;
 };
 
@@ -62,22 +62,19 @@ struct qos_optimistic {
 	size_t n, cap;
 };
 
-bool qos_optimistic_supported(void)
-{
+bool qos_optimistic_supported(void) {
 	/* The dl.* fields come with the scheduler's debug output. */
 	return access("/proc/self/sched", R_OK) == 0;
 }
 
-void qos_optimistic_clear(struct qos_reserve *r)
-{
+void qos_optimistic_clear(struct qos_reserve *r) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++)
 		qos_thread_files_finish(&r->opt->t[i].files);
 	if (r->opt)
 		r->opt->n = 0;
 }
 
-void qos_optimistic_destroy(struct qos_reserve *r)
-{
+void qos_optimistic_destroy(struct qos_reserve *r) {
 	if (!r->opt)
 		return;
 	qos_optimistic_clear(r);
@@ -87,13 +84,11 @@ void qos_optimistic_destroy(struct qos_reserve *r)
 }
 
 /* Waiting to return, or to be looked at: not merely kept for its files. */
-static bool busy_entry(const struct fb_thread *t)
-{
+static bool busy_entry(const struct fb_thread *t) {
 	return t->back_at_us || t->verify_at_us;
 }
 
-static struct fb_thread *find(struct qos_reserve *r, pid_t tid)
-{
+static struct fb_thread *find(struct qos_reserve *r, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
 		if (r->opt->t[i].tid == tid)
 			return &r->opt->t[i];
@@ -101,8 +96,7 @@ static struct fb_thread *find(struct qos_reserve *r, pid_t tid)
 	return NULL;
 }
 
-static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct fb_thread *t = find(r, tid);
 	if (t && t->pid != pid) {
 		/* A tid another member's thread had: nothing of it applies. */
@@ -125,15 +119,13 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid)
 	return t;
 }
 
-static void drop(struct qos_reserve *r, size_t i)
-{
+static void drop(struct qos_reserve *r, size_t i) {
 	struct qos_optimistic *o = r->opt;
 	qos_thread_files_finish(&o->t[i].files);
 	o->t[i] = o->t[--o->n];
 }
 
-bool qos_optimistic_any_waiting(const struct qos_reserve *r)
-{
+bool qos_optimistic_any_waiting(const struct qos_reserve *r) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
 		if (r->opt->t[i].back_at_us)
 			return true;
@@ -141,8 +133,7 @@ bool qos_optimistic_any_waiting(const struct qos_reserve *r)
 	return false;
 }
 
-bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid)
-{
+bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
 		if (r->opt->t[i].tid == tid)
 			return r->opt->t[i].back_at_us != 0;
@@ -151,19 +142,16 @@ bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid)
 }
 
 /* Through the entry's kept stat file when there is one, else by path. */
-static char state_of(struct fb_thread *t, pid_t tid)
-{
+static char state_of(struct fb_thread *t, pid_t tid) {
 	return t ? qos_thread_files_state(&t->files) : qos_sys_thread_state(tid);
 }
 
-char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct fb_thread *t = r->opt ? find(r, tid) : NULL;
 	return state_of(t && t->pid == pid ? t : NULL, tid);
 }
 
-void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n;) {
 		struct fb_thread *t = &r->opt->t[i];
 		if (t->pid == pid && (!tid || t->tid == tid))
@@ -174,19 +162,17 @@ void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid)
 }
 
 /* The 0-lag time of a throttled thread, on CLOCK_MONOTONIC (us). */
-static uint64_t zero_lag_us(struct qos_reserve *r, int64_t runtime_ns, int64_t deadline_ns)
-{
+static uint64_t zero_lag_us(struct qos_reserve *r, int64_t runtime_ns, int64_t deadline_ns) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
 	uint64_t debt = runtime_ns < 0 ? (uint64_t)-runtime_ns : 0;
 	int64_t z = deadline_ns - mgr->dl_clock_offset_ns +
-		(int64_t)(debt * (r->params.period_us * 1000u) / q);
+			(int64_t)(debt * (r->params.period_us * 1000u) / q);
 	return z > 0 ? (uint64_t)z / 1000u : 0;
 }
 
 /* The class a thread waits in outside its reservation: idle, else other. */
-static void to_fallback(struct qos_reserve *r, pid_t tid)
-{
+static void to_fallback(struct qos_reserve *r, pid_t tid) {
 	const struct qos_params *p = &r->params;
 	enum qos_policy fb = p->fallback == QOS_POLICY_IDLE ? QOS_POLICY_IDLE : QOS_POLICY_OTHER;
 	qos_sys_set_thread_policy(tid, fb, p->nice, 0, 0, 0);
@@ -198,8 +184,7 @@ struct leave_ctx {
 	uint64_t period_end_us;
 };
 
-static void leave_one(pid_t tid, void *data)
-{
+static void leave_one(pid_t tid, void *data) {
 	struct leave_ctx *c = data;
 	struct qos_reserve *r = c->r;
 	if (!qos_sys_thread_is_deadline(tid))
@@ -245,8 +230,7 @@ static void leave_one(pid_t tid, void *data)
 	}
 }
 
-void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us)
-{
+void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct leave_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
@@ -261,8 +245,7 @@ struct hold_ctx {
 	bool held;
 };
 
-static void hold_one(pid_t tid, void *data)
-{
+static void hold_one(pid_t tid, void *data) {
 	struct hold_ctx *c = data;
 	const struct fb_thread *w = find(c->r, tid);
 	if ((w && w->back_at_us) || qos_sys_thread_is_deadline(tid))
@@ -279,8 +262,7 @@ static void hold_one(pid_t tid, void *data)
 		to_fallback(c->r, tid);
 }
 
-bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us)
-{
+bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us) {
 	bool held = false;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -295,8 +277,7 @@ bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us)
  * Membership only: whether the thread itself still exists shows when it is
  * acted on (ESRCH), so a check costs no system call.
  */
-static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->pid == pid && (!m->tid || m->tid == tid))
@@ -311,8 +292,7 @@ static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid)
  * sleeping member is asked every pass).
  */
 static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t runtime,
-	int64_t deadline)
-{
+		int64_t deadline) {
 	if (runtime > 0)
 		return false;
 	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
@@ -323,8 +303,7 @@ static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t
 
 /* Takes a stuck thread out of SCHED_DEADLINE until its 0-lag time. */
 static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
-	int64_t runtime, int64_t deadline)
-{
+		int64_t runtime, int64_t deadline) {
 	to_fallback(r, tid);
 	if (!t)
 		t = add(r, pid, tid);
@@ -334,8 +313,8 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 		t->risky = true;
 	}
 	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
-		"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
-		r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
+			"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
+			r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
 }
 
 /*
@@ -348,10 +327,8 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
  * when its deadline is too near now to tell: look again a moment later.
  */
 static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
-	int64_t runtime, int64_t deadline)
-{
-	if (runtime > 0 ||
-			deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
+		int64_t runtime, int64_t deadline) {
+	if (runtime > 0 || deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
 		return false;
 	if (!stuck(r, t, tid, runtime, deadline))
 		return true;
@@ -360,8 +337,7 @@ static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, p
 }
 
 /* Returns false when the thread is gone. */
-static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
-{
+static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us) {
 	/* Its tid was kept since it left: act on it only while it is still the member's. */
 	if (!qos_sys_thread_in_process(t->pid, t->tid))
 		return false;
@@ -377,7 +353,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		/* EBUSY and the like: it stays in the fallback until housekeeping
 		 * gives the reserve's policy to every thread again. */
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
-			"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
+				"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
 		return true;
 	}
 	/*
@@ -406,8 +382,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	return true;
 }
 
-void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	int64_t runtime, deadline;
 	if (qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) &&
 			!check_entry(r, NULL, pid, tid, runtime, deadline))
@@ -418,19 +393,17 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid)
 }
 
 /* Undoes a return that left the thread throttled without a timer. */
-static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid)
-{
+static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid) {
 	int64_t runtime, deadline;
-	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL) :
-		qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
+	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL)
+				   : qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
 	if (!known || !stuck(r, t, tid, runtime, deadline))
 		return false;
 	repair(r, t, pid, tid, runtime, deadline);
 	return true;
 }
 
-uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback)
-{
+uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback) {
 	uint64_t next = UINT64_MAX;
 	for (size_t i = 0; r->opt && i < r->opt->n;) {
 		struct fb_thread *t = &r->opt->t[i];
@@ -438,8 +411,7 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 			drop(r, i);
 			continue;
 		}
-		if (t->back_at_us && !in_fallback && now_us >= t->back_at_us &&
-				!go_back(r, t, now_us)) {
+		if (t->back_at_us && !in_fallback && now_us >= t->back_at_us && !go_back(r, t, now_us)) {
 			drop(r, i);
 			continue;
 		}
@@ -467,8 +439,7 @@ struct scan_ctx {
 	pid_t pid;
 };
 
-static void scan_one(pid_t tid, void *data)
-{
+static void scan_one(pid_t tid, void *data) {
 	struct scan_ctx *c = data;
 	/* An entry for every member thread: the check below reads its /proc
 	 * files every pass, through descriptors kept within the budget. */
@@ -479,8 +450,7 @@ static void scan_one(pid_t tid, void *data)
 		unstick(c->r, t, c->pid, tid);
 }
 
-void qos_optimistic_housekeeping(struct qos_reserve *r)
-{
+void qos_optimistic_housekeeping(struct qos_reserve *r) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++)
 		r->opt->t[i].seen = false;
 	for (size_t i = 0; i < r->n_members; i++) {

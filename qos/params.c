@@ -13,8 +13,7 @@ static const char *const policy_names[] = {
 	[QOS_POLICY_PAUSE] = "pause",
 };
 
-void qos_params_init(struct qos_params *p)
-{
+void qos_params_init(struct qos_params *p) {
 	*p = (struct qos_params){
 		.policy = QOS_POLICY_OTHER,
 		.fallback = QOS_POLICY_OTHER,
@@ -22,15 +21,13 @@ void qos_params_init(struct qos_params *p)
 	};
 }
 
-const char *qos_policy_name(enum qos_policy policy)
-{
+const char *qos_policy_name(enum qos_policy policy) {
 	if ((unsigned)policy >= sizeof(policy_names) / sizeof(policy_names[0]))
 		return "?";
 	return policy_names[policy];
 }
 
-bool qos_policy_from_name(const char *name, enum qos_policy *out)
-{
+bool qos_policy_from_name(const char *name, enum qos_policy *out) {
 	for (size_t i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++) {
 		if (strcmp(name, policy_names[i]) == 0) {
 			*out = (enum qos_policy)i;
@@ -40,33 +37,28 @@ bool qos_policy_from_name(const char *name, enum qos_policy *out)
 	return false;
 }
 
-bool qos_policy_is_rt(enum qos_policy policy)
-{
+bool qos_policy_is_rt(enum qos_policy policy) {
 	return policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR || policy == QOS_POLICY_QOS;
 }
 
-bool qos_params_has_limit(const struct qos_params *p)
-{
+bool qos_params_has_limit(const struct qos_params *p) {
 	return p->period_us > 0 && p->slice_us > 0;
 }
 
-bool qos_params_kernel_ceiling(const struct qos_params *p)
-{
+bool qos_params_kernel_ceiling(const struct qos_params *p) {
 	return qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE &&
-		(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE) &&
-		p->slice_us >= 1000 && p->period_us >= 1000 && p->period_us <= 1000000;
+			(p->policy == QOS_POLICY_OTHER || p->policy == QOS_POLICY_IDLE) &&
+			p->slice_us >= 1000 && p->period_us >= 1000 && p->period_us <= 1000000;
 }
 
-uint64_t qos_params_util_ppm(const struct qos_params *p)
-{
+uint64_t qos_params_util_ppm(const struct qos_params *p) {
 	if (!qos_params_has_limit(p))
 		return 0;
 	return p->slice_us * 1000000u / p->period_us;
 }
 
 /* How much a policy gives its members; a fallback must give less. */
-static int policy_rank(enum qos_policy policy)
-{
+static int policy_rank(enum qos_policy policy) {
 	switch (policy) {
 	case QOS_POLICY_PAUSE:
 		return 0;
@@ -82,8 +74,7 @@ static int policy_rank(enum qos_policy policy)
 	return 3;
 }
 
-static const char *lower_policies(enum qos_policy policy)
-{
+static const char *lower_policies(enum qos_policy policy) {
 	switch (policy_rank(policy)) {
 	case 1:
 		return "pause";
@@ -94,9 +85,7 @@ static const char *lower_policies(enum qos_policy policy)
 	}
 }
 
-bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
-	size_t err_len)
-{
+bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, size_t err_len) {
 	enum qos_param_key unused;
 	if (!key)
 		key = &unused;
@@ -160,9 +149,11 @@ bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
 		if (p->policy == QOS_POLICY_PAUSE)
 			snprintf(err, err_len, "a pause reserve takes no limit: its members never run");
 		else
-			snprintf(err, err_len, "fallback %s does not take from policy %s: past the "
-				"limit members drop to %s", qos_policy_name(p->fallback),
-				qos_policy_name(p->policy), lower_policies(p->policy));
+			snprintf(err, err_len,
+					"fallback %s does not take from policy %s: past the "
+					"limit members drop to %s",
+					qos_policy_name(p->fallback), qos_policy_name(p->policy),
+					lower_policies(p->policy));
 		return false;
 	}
 	if (!qos_params_has_limit(p))
@@ -170,13 +161,11 @@ bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
 	return true;
 }
 
-bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len)
-{
+bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len) {
 	return qos_params_check(p, NULL, err, err_len);
 }
 
-bool qos_name_is_auto(const char *name)
-{
+bool qos_name_is_auto(const char *name) {
 	return strncmp(name, QOS_AUTO_PREFIX, strlen(QOS_AUTO_PREFIX)) == 0;
 }
 
@@ -184,12 +173,13 @@ bool qos_name_is_auto(const char *name)
  * Length of the UTF-8 sequence at s, or 0 when it is not one: no overlong
  * forms, no surrogates, nothing past U+10FFFF.
  */
-static size_t utf8_sequence(const unsigned char *s)
-{
+static size_t utf8_sequence(const unsigned char *s) {
 	if (s[0] < 0x80)
 		return 1;
-	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 :
-		s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+			: (s[0] & 0xf0) == 0xe0         ? 3
+			: s[0] >= 0xf0 && s[0] <= 0xf4  ? 4
+											: 0;
 	for (size_t i = 1; i < n; i++) {
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
@@ -200,8 +190,7 @@ static size_t utf8_sequence(const unsigned char *s)
 	return n;
 }
 
-bool qos_utf8_valid(const char *s)
-{
+bool qos_utf8_valid(const char *s) {
 	for (size_t len; *s; s += len) {
 		if (!(len = utf8_sequence((const unsigned char *)s)))
 			return false;
@@ -210,14 +199,12 @@ bool qos_utf8_valid(const char *s)
 }
 
 /* U+0080..U+009F in UTF-8: C1 controls, such as the CSI that starts a terminal escape. */
-static bool is_c1(const char *s)
-{
+static bool is_c1(const char *s) {
 	return (unsigned char)s[0] == 0xc2 && (unsigned char)s[1] >= 0x80 &&
-		(unsigned char)s[1] <= 0x9f;
+			(unsigned char)s[1] <= 0x9f;
 }
 
-void qos_escape_controls(const char *in, char *out, size_t len)
-{
+void qos_escape_controls(const char *in, char *out, size_t len) {
 	size_t n = 0;
 	for (; *in && n + 1 < len; in++) {
 		unsigned char c = (unsigned char)*in;
@@ -237,8 +224,7 @@ void qos_escape_controls(const char *in, char *out, size_t len)
 	out[n] = '\0';
 }
 
-bool qos_name_valid(const char *name, char *err, size_t err_len)
-{
+bool qos_name_valid(const char *name, char *err, size_t err_len) {
 	size_t n = strlen(name);
 	if (n == 0 || n > QOS_NAME_MAX) {
 		snprintf(err, err_len, "reserve names are 1 to %d bytes", QOS_NAME_MAX);
@@ -272,8 +258,7 @@ bool qos_name_valid(const char *name, char *err, size_t err_len)
 	return true;
 }
 
-const char *qos_parse_decimal(const char *p, unsigned shift, uint64_t limit, uint64_t *out)
-{
+const char *qos_parse_decimal(const char *p, unsigned shift, uint64_t limit, uint64_t *out) {
 	uint64_t v = 0;
 	bool fraction = false;
 	int dropped = -1; /* the first fraction digit past the precision kept */
@@ -315,10 +300,9 @@ const char *qos_parse_decimal(const char *p, unsigned shift, uint64_t limit, uin
 }
 
 #define DURATION_MAX_US 3600000000u /* an hour */
-#define PERCENT_MAX_PPM 64000000u   /* 64 CPUs */
+#define PERCENT_MAX_PPM 64000000u /* 64 CPUs */
 
-bool qos_parse_duration_us(const char *s, uint64_t *out)
-{
+bool qos_parse_duration_us(const char *s, uint64_t *out) {
 	/* The unit comes after the number, so try each scale in turn. */
 	static const struct {
 		const char *unit;
@@ -335,8 +319,7 @@ bool qos_parse_duration_us(const char *s, uint64_t *out)
 	return false;
 }
 
-bool qos_parse_percent_ppm(const char *s, uint64_t *out)
-{
+bool qos_parse_percent_ppm(const char *s, uint64_t *out) {
 	uint64_t v;
 	const char *end = qos_parse_decimal(s, 4, PERCENT_MAX_PPM, &v);
 	if (!end || (*end == '%' ? end[1] != '\0' : *end != '\0'))
@@ -345,8 +328,7 @@ bool qos_parse_percent_ppm(const char *s, uint64_t *out)
 	return true;
 }
 
-bool qos_parse_bool(const char *s, bool *out)
-{
+bool qos_parse_bool(const char *s, bool *out) {
 	if (!strcmp(s, "yes") || !strcmp(s, "1") || !strcmp(s, "true")) {
 		*out = true;
 		return true;
@@ -358,8 +340,7 @@ bool qos_parse_bool(const char *s, bool *out)
 	return false;
 }
 
-static void format_duration(char *buf, size_t len, uint64_t us)
-{
+static void format_duration(char *buf, size_t len, uint64_t us) {
 	if (us % 1000000 == 0)
 		snprintf(buf, len, "%" PRIu64 "s", us / 1000000);
 	else if (us % 1000 == 0)
@@ -368,8 +349,7 @@ static void format_duration(char *buf, size_t len, uint64_t us)
 		snprintf(buf, len, "%" PRIu64 "us", us);
 }
 
-void qos_params_format(const struct qos_params *p, char *buf, size_t len)
-{
+void qos_params_format(const struct qos_params *p, char *buf, size_t len) {
 	/* Only keys the parser takes back: no "period=0s" for a reserve without a
 	 * limit, no priority outside fifo/rr. */
 	char limit[96] = "", prio[24] = "";
@@ -378,10 +358,10 @@ void qos_params_format(const struct qos_params *p, char *buf, size_t len)
 		format_duration(per, sizeof(per), p->period_us);
 		format_duration(sl, sizeof(sl), p->slice_us);
 		snprintf(limit, sizeof(limit), " period=%s slice=%s fallback=%s", per, sl,
-			qos_policy_name(p->fallback));
+				qos_policy_name(p->fallback));
 	}
 	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR)
 		snprintf(prio, sizeof(prio), " priority=%d", p->priority);
 	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s", qos_policy_name(p->policy), limit,
-		p->nice, prio, p->inherit ? "yes" : "no");
+			p->nice, prio, p->inherit ? "yes" : "no");
 }

@@ -33,7 +33,7 @@ struct qos_params {
 	enum qos_policy fallback;
 	uint64_t period_us;
 	uint64_t slice_us;
-	int nice;     /* -20..19, OTHER and IDLE */
+	int nice; /* -20..19, OTHER and IDLE */
 	int priority; /* 1..99, FIFO and RR */
 	bool inherit;
 };
@@ -65,8 +65,7 @@ enum qos_param_key {
 };
 
 /* qos_params_normalize, also naming in *key (when not NULL) what was refused. */
-bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err,
-	size_t err_len);
+bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, size_t err_len);
 
 /* True when the reserve carries a period/slice pair. */
 bool qos_params_has_limit(const struct qos_params *p);

@@ -1,19 +1,16 @@
 #include "qos/police.h"
 
 /* Sums that stop at the top: a huge bill holds the fallback, it never wraps to nothing. */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
+static uint64_t add_sat(uint64_t a, uint64_t b) {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-static uint64_t window(const struct qos_police *p)
-{
+static uint64_t window(const struct qos_police *p) {
 	return p->period_us ? p->period_us : QOS_POLICE_REPORT_PERIOD_US;
 }
 
-void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
-	uint64_t now_us, uint64_t own_cumulative_us)
-{
+void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us, uint64_t now_us,
+		uint64_t own_cumulative_us) {
 	*p = (struct qos_police){
 		.period_us = slice_us ? period_us : 0,
 		.slice_us = period_us ? slice_us : 0,
@@ -24,8 +21,7 @@ void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_u
 }
 
 void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
-	uint64_t now_us, uint64_t own_cumulative_us)
-{
+		uint64_t now_us, uint64_t own_cumulative_us) {
 	bool fb = p->in_fallback;
 	uint64_t periods = p->periods, overruns = p->overruns, last = p->last_used_us;
 	uint64_t last_billed = p->last_billed_us;
@@ -41,8 +37,7 @@ void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t sli
 	p->notified = notified;
 }
 
-void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us)
-{
+void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumulative_us) {
 	/*
 	 * The held stretch since the boundary is no period of its own; what is
 	 * still owed (billed time past the slice) is owed all the same, and so
@@ -55,23 +50,19 @@ void qos_police_resume(struct qos_police *p, uint64_t now_us, uint64_t own_cumul
 	p->in_fallback = false;
 }
 
-void qos_police_bill(struct qos_police *p, uint64_t usec)
-{
+void qos_police_bill(struct qos_police *p, uint64_t usec) {
 	p->billed_us = add_sat(p->billed_us, usec);
 }
 
-uint64_t qos_police_used_us(const struct qos_police *p)
-{
+uint64_t qos_police_used_us(const struct qos_police *p) {
 	return add_sat(add_sat(p->own_us, p->billed_us), p->debt_us);
 }
 
-uint64_t qos_police_period_end_us(const struct qos_police *p)
-{
+uint64_t qos_police_period_end_us(const struct qos_police *p) {
 	return p->period_start_us + window(p);
 }
 
-uint64_t qos_police_fallback_end_us(const struct qos_police *p)
-{
+uint64_t qos_police_fallback_end_us(const struct qos_police *p) {
 	uint64_t end = qos_police_period_end_us(p);
 	if (!p->in_fallback || !p->notified || !p->slice_us || p->hold_fallback ||
 			p->fb_grace_left_us || p->billed_us || p->kernel_enforced)
@@ -83,8 +74,7 @@ uint64_t qos_police_fallback_end_us(const struct qos_police *p)
 }
 
 enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
-	uint64_t own_cumulative_us, uint64_t *next_check_us)
-{
+		uint64_t own_cumulative_us, uint64_t *next_check_us) {
 	enum qos_police_transition t = QOS_POLICE_NONE;
 	p->late_overrun = false;
 	/* A counter can go backwards when a member leaves; rebase instead of wrapping. */
@@ -126,12 +116,11 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		 * what it still owed, carry all the same.
 		 */
 		uint64_t charged = add_sat(p->billed_us, p->debt_us);
-		p->debt_us = (p->notified && !p->kernel_enforced) || excess < charged ? excess :
-			charged;
+		p->debt_us = (p->notified && !p->kernel_enforced) || excess < charged ? excess : charged;
 		/* One period, so the use is all its own (after several, it is not
 		 * known when in them it came). */
-		p->late_overrun = p->kernel_enforced && p->slice_us && !p->in_fallback &&
-			elapsed == 1 && used >= p->slice_us;
+		p->late_overrun = p->kernel_enforced && p->slice_us && !p->in_fallback && elapsed == 1 &&
+				used >= p->slice_us;
 		if (p->late_overrun)
 			p->overruns++;
 		if (p->notified && p->in_fallback && !p->hold_fallback && !p->kernel_enforced &&

@@ -25,16 +25,16 @@ enum qos_police_transition {
 };
 
 struct qos_police {
-	uint64_t period_us;       /* 0 when the reserve has no limit */
+	uint64_t period_us; /* 0 when the reserve has no limit */
 	uint64_t slice_us;
 	uint64_t period_start_us; /* start of the current period */
-	uint64_t base_own_us;     /* cumulative own time at period start */
-	uint64_t own_us;          /* own time used in this period */
-	uint64_t billed_us;       /* billed time charged in this period */
-	uint64_t last_used_us;    /* own + billed of the previous period (the average
+	uint64_t base_own_us; /* cumulative own time at period start */
+	uint64_t own_us; /* own time used in this period */
+	uint64_t billed_us; /* billed time charged in this period */
+	uint64_t last_used_us; /* own + billed of the previous period (the average
 	                           * per period when several passed unchecked) */
-	uint64_t last_billed_us;  /* the billed part of last_used_us (averaged alike) */
-	unsigned parallel;        /* CPUs the members can use at once (>= 1) */
+	uint64_t last_billed_us; /* the billed part of last_used_us (averaged alike) */
+	unsigned parallel; /* CPUs the members can use at once (>= 1) */
 	/*
 	 * Tick-notified policing (cputimer.h): the kernel reports an overrun
 	 * up to a tick late and the manager sleeps through quiet periods, so
@@ -45,8 +45,8 @@ struct qos_police {
 	 *    recent), not averaged away over the quiet periods.
 	 */
 	bool notified;
-	uint64_t debt_us;         /* carried over from earlier periods (notified) */
-	uint64_t fb_own_us;       /* own_us when the fallback began */
+	uint64_t debt_us; /* carried over from earlier periods (notified) */
+	uint64_t fb_own_us; /* own_us when the fallback began */
 	/*
 	 * Set by the caller: how much of what the members run in the fallback
 	 * after a switch still counts as use of the slice.  A switch the kernel
@@ -65,7 +65,7 @@ struct qos_police {
 	 * ends without a restore, and their time counts as fallback time.
 	 */
 	bool hold_fallback;
-	bool held;                /* in the fallback by hold_fallback, not by an overrun */
+	bool held; /* in the fallback by hold_fallback, not by an overrun */
 	/*
 	 * Set by the caller before each update: the overrun is declared once
 	 * no more than early_us of the slice is left, if the members ran since
@@ -106,16 +106,16 @@ struct qos_police {
 	bool kernel_enforced;
 	bool late_overrun;
 	bool in_fallback;
-	uint64_t periods;         /* completed periods */
-	uint64_t overruns;        /* periods in which the slice ran out */
+	uint64_t periods; /* completed periods */
+	uint64_t overruns; /* periods in which the slice ran out */
 };
 
-void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
-	uint64_t now_us, uint64_t own_cumulative_us);
+void qos_police_start(struct qos_police *p, uint64_t period_us, uint64_t slice_us, uint64_t now_us,
+		uint64_t own_cumulative_us);
 
 /* Changing parameters restarts the period; the fallback state is kept. */
 void qos_police_set_limit(struct qos_police *p, uint64_t period_us, uint64_t slice_us,
-	uint64_t now_us, uint64_t own_cumulative_us);
+		uint64_t now_us, uint64_t own_cumulative_us);
 
 /*
  * Ends a held fallback early: a new period starts at now_us, out of the
@@ -133,7 +133,7 @@ void qos_police_bill(struct qos_police *p, uint64_t usec);
  * called in *next_check_us.
  */
 enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
-	uint64_t own_cumulative_us, uint64_t *next_check_us);
+		uint64_t own_cumulative_us, uint64_t *next_check_us);
 
 /*
  * The first boundary at which a reserve in its fallback can leave it, if it

@@ -11,8 +11,7 @@
 #define PROC_PATH_MAX 96
 
 /* Reads the whole (small) file /proc/PID/name into buf; its length, or -1. */
-static ssize_t read_proc_file(pid_t pid, const char *name, char *buf, size_t len)
-{
+static ssize_t read_proc_file(pid_t pid, const char *name, char *buf, size_t len) {
 	char path[PROC_PATH_MAX];
 	if (pid <= 0 || len == 0)
 		return -1;
@@ -24,8 +23,7 @@ static ssize_t read_proc_file(pid_t pid, const char *name, char *buf, size_t len
  * The number after "field " (one space) at *p, which must end in a space or
  * a newline: a number cut off by the end of the text is not taken whole.
  */
-static bool next_field(const char **p, unsigned long long *out)
-{
+static bool next_field(const char **p, unsigned long long *out) {
 	if (**p != ' ')
 		return false;
 	char *end;
@@ -36,8 +34,7 @@ static bool next_field(const char **p, unsigned long long *out)
 	return true;
 }
 
-bool qos_proc_parse_stat(const char *text, struct qos_proc_stat *out)
-{
+bool qos_proc_parse_stat(const char *text, struct qos_proc_stat *out) {
 	const char *p = text ? strrchr(text, ')') : NULL;
 	if (!p || p[1] != ' ' || p[2] == '\0' || (p[3] != ' ' && p[3] != '\n'))
 		return false;
@@ -54,38 +51,32 @@ bool qos_proc_parse_stat(const char *text, struct qos_proc_stat *out)
 	return true;
 }
 
-bool qos_proc_read_stat(pid_t pid, pid_t tid, struct qos_proc_stat *out)
-{
+bool qos_proc_read_stat(pid_t pid, pid_t tid, struct qos_proc_stat *out) {
 	/* A stat line is some 300 bytes; field 22 comes well before 1024. */
 	char name[48], buf[1024];
 	if (tid > 0)
 		snprintf(name, sizeof(name), "task/%d/stat", (int)tid);
 	else
 		snprintf(name, sizeof(name), "stat");
-	return read_proc_file(pid, name, buf, sizeof(buf)) > 0 &&
-		qos_proc_parse_stat(buf, out);
+	return read_proc_file(pid, name, buf, sizeof(buf)) > 0 && qos_proc_parse_stat(buf, out);
 }
 
-pid_t qos_proc_parent(pid_t pid)
-{
+pid_t qos_proc_parent(pid_t pid) {
 	struct qos_proc_stat st;
 	return qos_proc_read_stat(pid, 0, &st) ? st.ppid : 0;
 }
 
-uint64_t qos_proc_start_time(pid_t pid, pid_t tid)
-{
+uint64_t qos_proc_start_time(pid_t pid, pid_t tid) {
 	struct qos_proc_stat st;
 	return qos_proc_read_stat(pid, tid, &st) ? st.start_time : 0;
 }
 
-char qos_proc_state(pid_t tid)
-{
+char qos_proc_state(pid_t tid) {
 	struct qos_proc_stat st;
 	return qos_proc_read_stat(tid, 0, &st) ? st.state : 0;
 }
 
-bool qos_proc_exe(pid_t pid, char *buf, size_t len)
-{
+bool qos_proc_exe(pid_t pid, char *buf, size_t len) {
 	if (len == 0)
 		return false;
 	buf[0] = '\0';
@@ -103,8 +94,7 @@ bool qos_proc_exe(pid_t pid, char *buf, size_t len)
 	return true;
 }
 
-bool qos_proc_cmdline(pid_t pid, char *buf, size_t len)
-{
+bool qos_proc_cmdline(pid_t pid, char *buf, size_t len) {
 	if (len == 0)
 		return false;
 	ssize_t n = read_proc_file(pid, "cmdline", buf, len);
@@ -120,8 +110,7 @@ bool qos_proc_cmdline(pid_t pid, char *buf, size_t len)
 	return true;
 }
 
-bool qos_proc_has_thread(pid_t pid, pid_t tid)
-{
+bool qos_proc_has_thread(pid_t pid, pid_t tid) {
 	char path[PROC_PATH_MAX];
 	if (pid <= 0 || tid <= 0)
 		return false;
@@ -130,8 +119,7 @@ bool qos_proc_has_thread(pid_t pid, pid_t tid)
 }
 
 /* The first number after "\nkey" in /proc/PID/status. */
-static bool status_field(pid_t pid, const char *key, long *out)
-{
+static bool status_field(pid_t pid, const char *key, long *out) {
 	char buf[4096];
 	if (read_proc_file(pid, "status", buf, sizeof(buf)) <= 0)
 		return false;
@@ -147,14 +135,12 @@ static bool status_field(pid_t pid, const char *key, long *out)
 	return true;
 }
 
-pid_t qos_proc_tgid(pid_t tid)
-{
+pid_t qos_proc_tgid(pid_t tid) {
 	long v;
 	return status_field(tid, "\nTgid:", &v) && v > 0 ? (pid_t)v : 0;
 }
 
-uid_t qos_proc_uid(pid_t pid)
-{
+uid_t qos_proc_uid(pid_t pid) {
 	/* "Uid:" shows the real, effective, saved and filesystem uids. */
 	long v;
 	return status_field(pid, "\nUid:", &v) && v >= 0 ? (uid_t)v : (uid_t)-1;
@@ -165,8 +151,7 @@ struct cpu_sum {
 	uint64_t ns;
 };
 
-static void add_thread_cpu(pid_t tid, void *data)
-{
+static void add_thread_cpu(pid_t tid, void *data) {
 	struct cpu_sum *sum = data;
 	char name[48], buf[128];
 	snprintf(name, sizeof(name), "task/%d/schedstat", (int)tid);
@@ -174,8 +159,7 @@ static void add_thread_cpu(pid_t tid, void *data)
 		sum->ns += strtoull(buf, NULL, 10);
 }
 
-bool qos_proc_cpu_ns(pid_t pid, uint64_t *out)
-{
+bool qos_proc_cpu_ns(pid_t pid, uint64_t *out) {
 	struct cpu_sum sum = { .pid = pid };
 	if (pid <= 0 || qos_sys_for_each_thread(pid, add_thread_cpu, &sum) < 0)
 		return false;

@@ -19,8 +19,8 @@
 
 /* The fields of a stat file (/proc/PID/stat, /proc/PID/task/TID/stat) in use. */
 struct qos_proc_stat {
-	char state;          /* R, S, D, Z, ... */
-	pid_t ppid;          /* 0 when not shown */
+	char state; /* R, S, D, Z, ... */
+	pid_t ppid; /* 0 when not shown */
 	uint64_t start_time; /* clock ticks since boot; 0 when not shown */
 };
 

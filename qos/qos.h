@@ -28,22 +28,22 @@ struct qos_manager;
 enum qos_event_type {
 	QOS_EVENT_RESERVE_CREATED,
 	QOS_EVENT_RESERVE_DELETED,
-	QOS_EVENT_RESERVE_RENAMED,   /* automatic reserve passed to a new owner */
+	QOS_EVENT_RESERVE_RENAMED, /* automatic reserve passed to a new owner */
 	QOS_EVENT_PARAMS_CHANGED,
-	QOS_EVENT_MEMBER_JOINED,     /* class of pid/tid changed to the reserve's */
-	QOS_EVENT_MEMBER_LEFT,       /* pid/tid back to its own class */
+	QOS_EVENT_MEMBER_JOINED, /* class of pid/tid changed to the reserve's */
+	QOS_EVENT_MEMBER_LEFT, /* pid/tid back to its own class */
 	QOS_EVENT_MEMBER_EXITED,
 	QOS_EVENT_ADMISSION_GRANTED,
 	QOS_EVENT_ADMISSION_REFUSED, /* message holds the reason for the user */
-	QOS_EVENT_OVERRUN,           /* slice used up: fallback policy until period end
+	QOS_EVENT_OVERRUN, /* slice used up: fallback policy until period end
 	                              * (kernel-capped reserves: qos_manager_watch_overruns) */
-	QOS_EVENT_RESTORED,          /* new period: back to the normal policy */
-	QOS_EVENT_WATCHDOG,          /* starvation: real-time members demoted; or a
+	QOS_EVENT_RESTORED, /* new period: back to the normal policy */
+	QOS_EVENT_WATCHDOG, /* starvation: real-time members demoted; or a
 	                              * reload's real-time definition waits for the
 	                              * cool-down to end */
-	QOS_EVENT_ERROR,             /* a kernel call failed, or the guardian died: see message */
-	QOS_EVENT_RT_DEMOTED,        /* a real-time thread that never sleeps: other for now */
-	QOS_EVENT_RT_RESUMED,        /* ... and real-time again, since it sleeps */
+	QOS_EVENT_ERROR, /* a kernel call failed, or the guardian died: see message */
+	QOS_EVENT_RT_DEMOTED, /* a real-time thread that never sleeps: other for now */
+	QOS_EVENT_RT_RESUMED, /* ... and real-time again, since it sleeps */
 };
 
 struct qos_event {
@@ -51,8 +51,8 @@ struct qos_event {
 	/* current name (old name for RENAMED is in message); NULL: the manager as a whole */
 	const char *reserve;
 	pid_t pid;
-	pid_t tid;           /* 0 for whole-process members */
-	uint64_t used_us;    /* OVERRUN/RESTORED: time used in the period concerned */
+	pid_t tid; /* 0 for whole-process members */
+	uint64_t used_us; /* OVERRUN/RESTORED: time used in the period concerned */
 	const char *message; /* may be NULL */
 };
 
@@ -79,11 +79,11 @@ struct qos_manager_config {
 	 * manager's root.
 	 */
 	const char *cgroup_parent;
-	const char *root_name;   /* default qosway-<uid> */
-	unsigned ncpus;          /* 0: online CPUs */
-	uint64_t rsvd_ppm;       /* share of each CPU kept from guarantees; default 10% */
-	uint64_t rttime_us;      /* RLIMIT_RTTIME bound for real-time members; default 5s */
-	uint64_t watchdog_timeout_us;  /* canary silence that triggers demotion; default 5s */
+	const char *root_name; /* default qosway-<uid> */
+	unsigned ncpus; /* 0: online CPUs */
+	uint64_t rsvd_ppm; /* share of each CPU kept from guarantees; default 10% */
+	uint64_t rttime_us; /* RLIMIT_RTTIME bound for real-time members; default 5s */
+	uint64_t watchdog_timeout_us; /* canary silence that triggers demotion; default 5s */
 	uint64_t watchdog_cooldown_us; /* no new real-time grants after that; default 30s */
 	/*
 	 * false (default): the manager runs its own canary thread at SCHED_OTHER.
@@ -115,7 +115,7 @@ struct qos_manager_config {
 	 * before exec.  0: none; reserves the manager polices are polled.
 	 */
 	int cputimer_signal;
-	bool fake_files;         /* cgroup_base is a fake tree (tests) */
+	bool fake_files; /* cgroup_base is a fake tree (tests) */
 	qos_event_fn event;
 	void *event_data;
 	/*
@@ -126,7 +126,7 @@ struct qos_manager_config {
 	 * session it runs under).
 	 */
 	bool (*may_redefine)(void *data, const char *reserve, const struct qos_params *params,
-		char *err, size_t err_len);
+			char *err, size_t err_len);
 	void *may_redefine_data;
 };
 
@@ -136,8 +136,8 @@ void qos_manager_config_init(struct qos_manager_config *config);
  * Detects the kernel layout, reconciles leftovers of a dead instance (thaws,
  * restores members, removes groups) and sets up our cgroup root.
  */
-struct qos_manager *qos_manager_create(const struct qos_manager_config *config,
-	char *err, size_t err_len);
+struct qos_manager *qos_manager_create(const struct qos_manager_config *config, char *err,
+		size_t err_len);
 /* Restores every member to its original cgroup and policy, removes our groups. */
 void qos_manager_destroy(struct qos_manager *mgr);
 
@@ -158,7 +158,7 @@ void qos_manager_watchdog_feed(struct qos_manager *mgr);
  * capacity fails and keeps the old parameters.
  */
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
-	bool create, bool modify, char *err, size_t err_len);
+		bool create, bool modify, char *err, size_t err_len);
 /* Fails while the reserve has members. */
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len);
 
@@ -171,8 +171,8 @@ bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, si
  * the task as other in its original cgroup, out of its previous reserve too.
  * If the reserve does not exist and the loaded rules define it, it is created.
  */
-bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid,
-	char *err, size_t err_len);
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
+		size_t err_len);
 /* Back to the original cgroup and policy.  False if it was not a member. */
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid);
 /*
@@ -193,7 +193,7 @@ void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child);
 void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid);
 /* Puts pid in its automatic reserve "auto-<pid>" with these parameters. */
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
-	char *err, size_t err_len);
+		char *err, size_t err_len);
 
 /*
  * AutoQOS: the manager takes the rules over (NULL clears them) and destroys
@@ -205,8 +205,8 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
  * err when refused, true (with *applied false) when no auto rule matched.
  */
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules);
-bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id,
-	bool *applied, char *err, size_t err_len);
+bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id, bool *applied,
+		char *err, size_t err_len);
 
 /*
  * Charges usec of CPU time spent on the reserve's behalf (e.g. compositor work
@@ -278,12 +278,12 @@ struct qos_reserve_info {
 	char group[QOS_NAME_MAX + 16]; /* cgroup directory under the root; "" before the first join */
 	struct qos_params params;
 	bool is_auto;
-	pid_t owner;           /* automatic reserves */
-	bool granted;          /* holds admitted qos capacity */
+	pid_t owner; /* automatic reserves */
+	bool granted; /* holds admitted qos capacity */
 	bool in_fallback;
 	size_t n_members;
-	uint64_t used_us;      /* own + billed in the current period, + what earlier ones left owed */
-	uint64_t billed_us;    /* billed part of used_us, billed in the current period */
+	uint64_t used_us; /* own + billed in the current period, + what earlier ones left owed */
+	uint64_t billed_us; /* billed part of used_us, billed in the current period */
 	uint64_t last_used_us; /* the same for the previous period (the average per period
 	                        * when several passed without a look: lazily accounted) */
 	uint64_t last_billed_us; /* billed part of last_used_us (averaged alike) */
@@ -296,22 +296,22 @@ struct qos_member_info {
 };
 
 struct qos_manager_info {
-	const char *layout;    /* "cgroup2" or "hybrid" */
+	const char *layout; /* "cgroup2" or "hybrid" */
 	const char *v2_root;
 	const char *cpu_root;
 	bool rt_group;
 	const char *rt_note;
 	unsigned ncpus;
 	uint64_t capacity_ppm, granted_ppm;
-	bool watchdog_cooldown;  /* real-time grants suspended after a starvation alarm */
+	bool watchdog_cooldown; /* real-time grants suspended after a starvation alarm */
 	uint64_t watchdog_alarms;
 };
 
 void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info);
 
 enum qos_refusal {
-	QOS_REFUSAL_ERROR,     /* bad request or a failed call (no such task, ...) */
-	QOS_REFUSAL_CAPACITY,  /* admission control, or the kernel's own bandwidth bound */
+	QOS_REFUSAL_ERROR, /* bad request or a failed call (no such task, ...) */
+	QOS_REFUSAL_CAPACITY, /* admission control, or the kernel's own bandwidth bound */
 	QOS_REFUSAL_FORBIDDEN, /* a safety policy (watchdog cool-down, no guardian running) */
 };
 
@@ -324,10 +324,10 @@ size_t qos_manager_reserve_count(struct qos_manager *mgr);
 /* index < reserve_count, in creation order. */
 bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out);
 bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
-	struct qos_reserve_info *out);
+		struct qos_reserve_info *out);
 /* Fills up to max members; returns the total count, or -1 if no such reserve. */
-ssize_t qos_manager_members(struct qos_manager *mgr, const char *name,
-	struct qos_member_info *out, size_t max);
+ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
+		size_t max);
 /*
  * The reserve pid (tid 0) or the thread is in, or NULL.  The name is the
  * manager's: good until the next call that changes reserves or members

@@ -28,27 +28,24 @@ struct rc_ctx {
 	struct qos_manager *mgr;
 	const char *group;
 	struct qos_journal_entry origin; /* of the task being released */
-	bool known;                      /* origin holds a record */
-	pid_t own_tid;                   /* the thread the record was written for */
-	bool own;                        /* the record is the released task's own */
-	bool lent;                       /* a record of the group's, not of a relative */
+	bool known; /* origin holds a record */
+	pid_t own_tid; /* the thread the record was written for */
+	bool own; /* the record is the released task's own */
+	bool lent; /* a record of the group's, not of a relative */
 };
 
 /* A record is trusted only for the task it was written for (pids are reused). */
-static bool own_record(struct rc_ctx *c, pid_t pid, pid_t tid)
-{
+static bool own_record(struct rc_ctx *c, pid_t pid, pid_t tid) {
 	return qos_journal_lookup(&c->mgr->cg, c->group, pid, tid, &c->origin) == 1 &&
-		c->origin.start_time == qos_sys_start_time(pid, tid);
+			c->origin.start_time == qos_sys_start_time(pid, tid);
 }
 
-static bool has_record(pid_t pid, void *data)
-{
+static bool has_record(pid_t pid, void *data) {
 	return own_record(data, pid, 0);
 }
 
 /* Fills c->origin for a process; true when the record is the process's own. */
-static bool find_origin(struct rc_ctx *c, pid_t pid)
-{
+static bool find_origin(struct rc_ctx *c, pid_t pid) {
 	c->known = true;
 	c->lent = false;
 	if (own_record(c, pid, 0))
@@ -61,8 +58,7 @@ static bool find_origin(struct rc_ctx *c, pid_t pid)
 }
 
 /* The thread's own line in the record (journal.h), when the record is its process's. */
-static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid)
-{
+static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid) {
 	for (size_t i = 0; c->own && i < c->origin.n_threads; i++) {
 		if (c->origin.threads[i].tid == tid)
 			return &c->origin.threads[i];
@@ -70,8 +66,7 @@ static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid
 	return NULL;
 }
 
-static void reset_thread(pid_t tid, void *data)
-{
+static void reset_thread(pid_t tid, void *data) {
 	struct rc_ctx *c = data;
 	int pol = qos_sys_get_thread_policy(tid, NULL);
 	if (pol < 0 || !qos_sys_release_deadline(tid))
@@ -94,15 +89,16 @@ static void reset_thread(pid_t tid, void *data)
  * (raising it needs CAP_SYS_RESOURCE) would get a thread that runs that
  * long without sleeping killed: it stays time-sharing, and an event says so.
  */
-static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s)
-{
+static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s) {
 	pid_t pid = qos_sys_tgid(tid);
 	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard))
 		return false;
-	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0, "thread %d is given back as "
-		"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
-		"needs CAP_SYS_RESOURCE), and the kernel would kill it once it ran that long "
-		"without sleeping", tid, pid);
+	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
+			"thread %d is given back as "
+			"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
+			"needs CAP_SYS_RESOURCE), and the kernel would kill it once it ran that long "
+			"without sleeping",
+			tid, pid);
 	return true;
 }
 
@@ -111,15 +107,16 @@ static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s)
  * time-sharing (reset_thread left it SCHED_OTHER at its nice): after the
  * move, since fifo/rr need the real-time bandwidth of home.
  */
-static void restore_class(pid_t tid, void *data)
-{
+static void restore_class(pid_t tid, void *data) {
 	struct rc_ctx *c = data;
 	const struct qos_journal_entry *o = &c->origin;
 	const struct qos_journal_thread *t = listed(c, tid);
 	if (t) {
 		/* Its own class at the join, real time included. */
-		struct qos_sched s = { .policy = t->policy, .priority = t->priority,
-			.nice = t->nice, .reset_on_fork = t->reset_on_fork };
+		struct qos_sched s = { .policy = t->policy,
+			.priority = t->priority,
+			.nice = t->nice,
+			.reset_on_fork = t->reset_on_fork };
 		if ((s.policy != 0 || s.reset_on_fork) && !rt_held(c, tid, &s))
 			qos_sys_set_sched(tid, &s);
 		return;
@@ -132,24 +129,23 @@ static void restore_class(pid_t tid, void *data)
 	 * lent to (lent). */
 	if ((o->policy == 1 || o->policy == 2) && tid != c->own_tid)
 		return;
-	struct qos_sched s = { .policy = o->policy, .priority = o->priority, .nice = o->nice,
+	struct qos_sched s = { .policy = o->policy,
+		.priority = o->priority,
+		.nice = o->nice,
 		.reset_on_fork = o->reset_on_fork };
 	if (!rt_held(c, tid, &s))
 		qos_sys_set_sched(tid, &s);
 }
 
 /* Back where the record says, or to the top when there is none or it is gone. */
-static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process)
-{
+static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process) {
 	if (c->known)
-		qos_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2,
-			c->origin.cpu);
+		qos_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2, c->origin.cpu);
 	else
 		qos_cgroup_restore(&c->mgr->cg, pid, tid, whole_process, "", "/");
 }
 
-static void release_pid(pid_t pid, void *data)
-{
+static void release_pid(pid_t pid, void *data) {
 	struct rc_ctx *c = data;
 	bool own = find_origin(c, pid);
 	c->own = own;
@@ -157,8 +153,7 @@ static void release_pid(pid_t pid, void *data)
 	qos_sys_for_each_thread(pid, reset_thread, c);
 	/* Children inherited the bounded limit; only a member's own record knows better. */
 	if (own)
-		qos_rtguard_restore_limit(c->mgr, c->group, pid, c->origin.rt_soft,
-			c->origin.rt_hard);
+		qos_rtguard_restore_limit(c->mgr, c->group, pid, c->origin.rt_soft, c->origin.rt_hard);
 	send_back(c, pid, 0, true);
 	qos_sys_for_each_thread(pid, restore_class, c);
 }
@@ -168,8 +163,7 @@ static void release_pid(pid_t pid, void *data)
  * threads' records held (RLIM_INFINITY is the largest value): the limit is
  * the process's, and each record holds what it was before the bound.
  */
-static void restore_thread_rttime(struct rc_ctx *c, pid_t pid, const struct qos_journal_entry *e)
-{
+static void restore_thread_rttime(struct rc_ctx *c, pid_t pid, const struct qos_journal_entry *e) {
 	uint64_t soft, hard;
 	if (qos_sys_get_rttime(pid, &soft, &hard) != 0)
 		return;
@@ -182,8 +176,7 @@ static void restore_thread_rttime(struct rc_ctx *c, pid_t pid, const struct qos_
 }
 
 /* A thread moved on its own (hybrid layout: the v1 cpu tree only). */
-static void release_tid(pid_t tid, void *data)
-{
+static void release_tid(pid_t tid, void *data) {
 	struct rc_ctx *c = data;
 	pid_t pid = qos_sys_tgid(tid);
 	c->known = true;
@@ -206,8 +199,7 @@ static void release_tid(pid_t tid, void *data)
  * given the loosest RLIMIT_RTTIME any of its threads' records held.
  */
 static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journal_entry *e,
-	void *data)
-{
+		void *data) {
 	struct rc_ctx *c = data;
 	if (qos_sys_start_time(pid, tid) != e->start_time)
 		return;
@@ -222,8 +214,7 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 }
 
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */
-static int release_group(struct qos_manager *mgr, const char *name)
-{
+static int release_group(struct qos_manager *mgr, const char *name) {
 	struct rc_ctx *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -240,25 +231,21 @@ static int release_group(struct qos_manager *mgr, const char *name)
 }
 
 void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
-		int err)
-{
+		int err) {
 	mgr->stale_groups++;
 	qos_emit(mgr, QOS_EVENT_ERROR, reserve, 0, 0, 0,
-		"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
+			"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
 }
 
-static void reconcile_group(const char *name, void *data)
-{
+static void reconcile_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
-	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0,
-		"reconciling group left by an earlier instance");
+	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0, "reconciling group left by an earlier instance");
 	int err = release_group(mgr, name);
 	if (err)
 		qos_reconcile_failed(mgr, name, name, err);
 }
 
-void qos_reconcile(struct qos_manager *mgr)
-{
+void qos_reconcile(struct qos_manager *mgr) {
 	/* Root-level thaw too, in case someone froze our whole subtree. */
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/cgroup.freeze", mgr->cg.v2_root);
@@ -266,8 +253,7 @@ void qos_reconcile(struct qos_manager *mgr)
 	qos_cgroup_for_each_group(&mgr->cg, reconcile_group, mgr);
 }
 
-static void retry_group(const char *name, void *data)
-{
+static void retry_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
 	if (qos_find_reserve_by_group(mgr, name))
 		return;
@@ -276,8 +262,7 @@ static void retry_group(const char *name, void *data)
 		mgr->stale_groups++;
 }
 
-void qos_reconcile_retry(struct qos_manager *mgr)
-{
+void qos_reconcile_retry(struct qos_manager *mgr) {
 	if (!mgr->stale_groups)
 		return;
 	mgr->stale_groups = 0;

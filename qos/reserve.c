@@ -14,8 +14,7 @@
 #include "qos/internal.h"
 #include "qos/sys.h"
 
-struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
-{
+struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (strcmp(r->name, name) == 0)
 			return r;
@@ -23,8 +22,7 @@ struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name)
 	return NULL;
 }
 
-struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group)
-{
+struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->has_group && strcmp(r->group, group) == 0)
 			return r;
@@ -32,8 +30,7 @@ struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const cha
 	return NULL;
 }
 
-struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie)
-{
+struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
 	for (struct qos_reserve *r = mgr->by_cookie[cookie % QOS_COOKIE_BUCKETS]; r;
 			r = r->cookie_next) {
 		if (r->cookie == cookie)
@@ -42,8 +39,7 @@ struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t
 	return NULL;
 }
 
-struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid)
-{
+struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *m = r->members[i];
@@ -55,20 +51,20 @@ struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid
 }
 
 /* The starvation watchdog's cool-down suspends every new real-time grant. */
-bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len)
-{
+bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len) {
 	uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, now);
 	if (!left)
 		return true;
-	snprintf(err, err_len, "real-time grants are suspended for %llus after a starvation "
-		"alarm", (unsigned long long)(left / 1000000u + 1));
+	snprintf(err, err_len,
+			"real-time grants are suspended for %llus after a starvation "
+			"alarm",
+			(unsigned long long)(left / 1000000u + 1));
 	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
-size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except,
-	char *out, size_t len)
-{
+size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except, char *out,
+		size_t len) {
 	size_t n = 0;
 	out[0] = '\0';
 	for (struct qos_reserve *r = mgr->reserves; r && n < len; r = r->next) {
@@ -77,7 +73,7 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
 			continue;
 		int w = snprintf(out + n, len - n, "%s'%s' (%llu%%)", n ? ", " : "", r->name,
-			(unsigned long long)(p->slice_us * 100 / p->period_us));
+				(unsigned long long)(p->slice_us * 100 / p->period_us));
 		if (w < 0)
 			break;
 		n += (size_t)w;
@@ -87,27 +83,27 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 
 /* Why a group got no real-time bandwidth: the other real-time reserves hold it. */
 void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
-	char *out, size_t len)
-{
+		char *out, size_t len) {
 	char holders[256];
 	if (gerr == -EINVAL && qos_reserve_rt_holders(mgr, r, holders, sizeof(holders)))
-		snprintf(out, len, "the real-time share of the manager's root is held by %s, "
-			"beside which a %s limit of %llu%% does not fit: give one a smaller limit "
-			"(cpu=)", holders, qos_policy_name(r->params.policy),
-			(unsigned long long)(r->params.period_us ?
-			r->params.slice_us * 100 / r->params.period_us : 0));
+		snprintf(out, len,
+				"the real-time share of the manager's root is held by %s, "
+				"beside which a %s limit of %llu%% does not fit: give one a smaller limit "
+				"(cpu=)",
+				holders, qos_policy_name(r->params.policy),
+				(unsigned long long)(r->params.period_us
+								? r->params.slice_us * 100 / r->params.period_us
+								: 0));
 	else
 		snprintf(out, len, "%s", strerror(-gerr));
 }
 
-bool qos_reserve_may_freeze(const struct qos_params *p)
-{
+bool qos_reserve_may_freeze(const struct qos_params *p) {
 	return p->policy == QOS_POLICY_PAUSE ||
-		(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);
+			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);
 }
 
-size_t qos_reserve_count_threads(struct qos_reserve *r)
-{
+size_t qos_reserve_count_threads(struct qos_reserve *r) {
 	size_t n = 0;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -132,8 +128,7 @@ struct thread_ctx {
 	pid_t err_tid;
 };
 
-static void set_one(pid_t tid, void *data)
-{
+static void set_one(pid_t tid, void *data) {
 	struct thread_ctx *c = data;
 	/* Never early: see optimistic.c for what an early return does. */
 	if (c->policy == QOS_POLICY_QOS && !c->release && qos_optimistic_waiting(c->r, tid))
@@ -147,21 +142,23 @@ static void set_one(pid_t tid, void *data)
 		/* Each housekeeping pass comes here for every thread: most have
 		 * their reservation already, and a system call fewer each. */
 		bool same;
-		entering_dl = !qos_sys_thread_is_deadline_as(tid, c->dl_runtime_ns,
-			p->period_us * 1000u, &same);
+		entering_dl =
+				!qos_sys_thread_is_deadline_as(tid, c->dl_runtime_ns, p->period_us * 1000u, &same);
 		if (same)
 			return;
 	}
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
 	bool static_rt = c->policy == QOS_POLICY_FIFO || c->policy == QOS_POLICY_RR;
 	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
-		(qos_rtguard_demoted(c->r, tid) ||
-		(static_rt && qos_rtguard_hold(c->r, c->pid, tid))) ? QOS_POLICY_OTHER : c->policy;
+					(qos_rtguard_demoted(c->r, tid) ||
+							(static_rt && qos_rtguard_hold(c->r, c->pid, tid)))
+			? QOS_POLICY_OTHER
+			: c->policy;
 	int nice = p->nice;
 	if (c->release)
 		nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
 	int e = qos_sys_set_thread_policy(tid, policy, nice, p->priority, c->dl_runtime_ns,
-		p->period_us * 1000u);
+			p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
 	if (e < 0 && e != -ESRCH && !c->err) {
@@ -171,10 +168,13 @@ static void set_one(pid_t tid, void *data)
 }
 
 void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	const struct qos_sched *orig)
-{
-	struct thread_ctx c = { .r = r, .pid = m ? m->pid : pid, .policy = QOS_POLICY_OTHER,
-		.release = true, .m = m, .orig = orig };
+		const struct qos_sched *orig) {
+	struct thread_ctx c = { .r = r,
+		.pid = m ? m->pid : pid,
+		.policy = QOS_POLICY_OTHER,
+		.release = true,
+		.m = m,
+		.orig = orig };
 	if (m)
 		qos_member_for_each_thread(r->mgr, m, set_one, &c);
 	else
@@ -185,11 +185,10 @@ struct restore_ctx {
 	const struct qos_member *m;
 	const struct qos_sched *orig;
 	bool rt_held; /* under a bound that stays: no real-time class back */
-	pid_t held;   /* a thread given none, for the event */
+	pid_t held; /* a thread given none, for the event */
 };
 
-static void restore_one(pid_t tid, void *data)
-{
+static void restore_one(pid_t tid, void *data) {
 	struct restore_ctx *c = data;
 	bool known = false;
 	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
@@ -206,30 +205,31 @@ static void restore_one(pid_t tid, void *data)
 }
 
 void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-	const struct qos_sched *orig)
-{
-	struct restore_ctx c = { .m = m, .orig = orig,
+		const struct qos_sched *orig) {
+	struct restore_ctx c = { .m = m,
+		.orig = orig,
 		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
 	if (m && m->tid)
 		restore_one(m->tid, &c);
 	else
 		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
 	if (c.held)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0, "real-time threads "
-			"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
-			"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
-			"ran that long without sleeping", m->pid, c.held);
+		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
+				"real-time threads "
+				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
+				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
+				"ran that long without sleeping",
+				m->pid, c.held);
 }
 
-const char *qos_reserve_policy_error(enum qos_policy policy, int err)
-{
+const char *qos_reserve_policy_error(enum qos_policy policy, int err) {
 	if (policy == QOS_POLICY_QOS && err == -EBUSY)
 		return "the kernel's deadline bandwidth is exhausted";
 	if (policy == QOS_POLICY_QOS && err == -EPERM)
 		return "deadline tasks must be allowed to run on every CPU";
 	if (policy == QOS_POLICY_QOS && err == -EDOM)
 		return "a slice longer than the period is split over the reserve's threads, and "
-			"it has too few: each would need more than the period";
+			   "it has too few: each would need more than the period";
 	if ((policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR) && err == -EPERM)
 		return "the reserve's group has no real-time bandwidth";
 	return strerror(-err);
@@ -237,20 +237,20 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err)
 
 /* Applies a per-thread policy to one member (all threads of a process member). */
 int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
-	uint64_t dl_runtime_ns)
-{
-	struct thread_ctx c = { .r = r, .pid = m->pid, .policy = policy,
+		uint64_t dl_runtime_ns) {
+	struct thread_ctx c = { .r = r,
+		.pid = m->pid,
+		.policy = policy,
 		.dl_runtime_ns = dl_runtime_ns };
 	qos_member_for_each_thread(r->mgr, m, set_one, &c);
 	if (c.err)
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
-			"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
-			qos_reserve_policy_error(policy, c.err));
+				"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
+				qos_reserve_policy_error(policy, c.err));
 	return c.err;
 }
 
-static uint64_t split_slice_ns(struct qos_reserve *r)
-{
+static uint64_t split_slice_ns(struct qos_reserve *r) {
 	/* Threads of one reserve split its slice evenly (thesis 5.3.2, option a). */
 	uint64_t ns = r->params.slice_us * 1000u / qos_reserve_count_threads(r);
 	return ns < 1024 ? 1024 : ns;
@@ -261,15 +261,13 @@ static uint64_t split_slice_ns(struct qos_reserve *r)
  * counting the threads again (a /proc read per member) at every return
  * would be most of what a return costs.
  */
-uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r)
-{
+uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r) {
 	if (!r->dl_runtime_ns)
 		r->dl_runtime_ns = split_slice_ns(r);
 	return r->dl_runtime_ns;
 }
 
-int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy)
-{
+int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy) {
 	uint64_t rt = 0;
 	if (policy == QOS_POLICY_QOS)
 		rt = r->dl_runtime_ns = split_slice_ns(r);
@@ -292,15 +290,13 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy)
  * share the root's weight.  Make the root stand for what is inside: idle when
  * every populated reserve is idle, else the sum of their nice weights.
  */
-void qos_root_weight_update(struct qos_manager *mgr)
-{
+void qos_root_weight_update(struct qos_manager *mgr) {
 	qos_root_weight_update_deferred(mgr, false);
 }
 
-static bool reserve_idle(const struct qos_reserve *r)
-{
+static bool reserve_idle(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_IDLE ||
-		(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
+			(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
 }
 
 /*
@@ -310,8 +306,7 @@ static bool reserve_idle(const struct qos_reserve *r)
  * fallback works against outside tasks); a new weight waits for the next
  * housekeeping pass.  Unchanged values are never written again.
  */
-void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer)
-{
+void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer) {
 	struct qos_cgroup *cg = &mgr->cg;
 	if (!cg->cpu_ctl)
 		return;
@@ -335,8 +330,9 @@ void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer)
 			continue;
 		any = true;
 		if (!reserve_idle(r))
-			weight += qos_cgroup_nice_to_weight(r->params.policy == QOS_POLICY_OTHER ?
-				r->params.nice : 0) * (long)r->n_members;
+			weight += qos_cgroup_nice_to_weight(
+							  r->params.policy == QOS_POLICY_OTHER ? r->params.nice : 0) *
+					(long)r->n_members;
 	}
 	int idle = any && weight == 0;
 	if (!weight)
@@ -356,14 +352,13 @@ void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer)
 }
 
 /* The group's cpu.idle, written only when it changes. */
-void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle)
-{
+void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
 	if (r->group_idle == (int)idle)
 		return;
 	if (r->idle_fd < 0)
 		r->idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
-	int e = r->idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->idle_fd, idle) :
-		qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
+	int e = r->idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->idle_fd, idle)
+							: qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
 	if (e == 0)
 		r->group_idle = idle;
 	else
@@ -371,8 +366,7 @@ void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle)
 }
 
 /* Group-level controls for the reserve's normal policy. */
-int qos_reserve_apply_group(struct qos_reserve *r)
-{
+int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
 	const struct qos_params *p = &r->params;
 	int rt_err = 0;
@@ -385,22 +379,20 @@ int qos_reserve_apply_group(struct qos_reserve *r)
 			qos_reserve_set_group_idle(r, true);
 		} else {
 			qos_reserve_set_group_idle(r, false);
-			qos_cgroup_set_nice_weight(cg, r->group,
-				p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+			qos_cgroup_set_nice_weight(cg, r->group, p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
 		if (e < 0)
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",
-				strerror(-e));
+					strerror(-e));
 	}
 	if (cg->rt_group) {
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
-		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000,
-			rt ? p->slice_us : 0);
+		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000, rt ? p->slice_us : 0);
 		if (e < 0 && rt) {
 			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
-				"cannot give the group real-time bandwidth: %s", strerror(-e));
+					"cannot give the group real-time bandwidth: %s", strerror(-e));
 			rt_err = e;
 		}
 	}
@@ -408,7 +400,7 @@ int qos_reserve_apply_group(struct qos_reserve *r)
 	if (fe < 0) {
 		/* A pause that did not happen must not be reported as one. */
 		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot %s the group: %s",
-			p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw", strerror(-fe));
+				p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw", strerror(-fe));
 		if (p->policy == QOS_POLICY_PAUSE && !rt_err)
 			rt_err = fe;
 	}
@@ -420,10 +412,11 @@ int qos_reserve_apply_group(struct qos_reserve *r)
  * so give them the reserve's current policy.  Deadline runtimes are re-split
  * over the new thread count at the same time.
  */
-static void apply_active(struct qos_reserve *r)
-{
-	enum qos_policy active = r->police.in_fallback && r->fb_applied &&
-		r->params.fallback != QOS_POLICY_PAUSE ? r->params.fallback : r->params.policy;
+static void apply_active(struct qos_reserve *r) {
+	enum qos_policy active =
+			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			? r->params.fallback
+			: r->params.policy;
 	if (!r->n_members)
 		return;
 	if (r->params.policy == QOS_POLICY_QOS) {
@@ -439,8 +432,7 @@ static void apply_active(struct qos_reserve *r)
 	}
 }
 
-void qos_reserve_housekeeping(struct qos_reserve *r)
-{
+void qos_reserve_housekeeping(struct qos_reserve *r) {
 	qos_reserve_adopt_children(r);
 	qos_threads_keep(r->mgr, true);
 	apply_active(r);
@@ -458,8 +450,7 @@ void qos_reserve_housekeeping(struct qos_reserve *r)
 }
 
 struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
-	const struct qos_params *params)
-{
+		const struct qos_params *params) {
 	struct qos_reserve *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
@@ -482,8 +473,7 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	return r;
 }
 
-void qos_reserve_free(struct qos_reserve *r)
-{
+void qos_reserve_free(struct qos_reserve *r) {
 	if (!r)
 		return;
 	struct qos_manager *mgr = r->mgr;
@@ -524,8 +514,7 @@ void qos_reserve_free(struct qos_reserve *r)
  * say, and the change is refused; `reverting` stops a second round.
  */
 static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_params p,
-	bool reverting, char *err, size_t err_len)
-{
+		bool reverting, char *err, size_t err_len) {
 	char why[256];
 	const char *name = r->name;
 	struct qos_params old = r->params;
@@ -542,11 +531,10 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 		return false;
 	}
 	bool to_bounded = (p.policy == QOS_POLICY_FIFO || p.policy == QOS_POLICY_RR) &&
-		r->params.policy != QOS_POLICY_FIFO && r->params.policy != QOS_POLICY_RR;
+			r->params.policy != QOS_POLICY_FIFO && r->params.policy != QOS_POLICY_RR;
 	for (size_t i = 0; to_bounded && !reverting && i < r->n_members; i++) {
 		if (!qos_member_rttime_boundable(mgr, &p, r->members[i]->pid, why, sizeof(why))) {
-			snprintf(err, err_len, "cannot make '%s' %s: %s", name,
-				qos_policy_name(p.policy), why);
+			snprintf(err, err_len, "cannot make '%s' %s: %s", name, qos_policy_name(p.policy), why);
 			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 			return false;
 		}
@@ -594,11 +582,10 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	 */
 	uint64_t now = qos_sys_now_us();
 	const struct qos_police *pol = &r->police;
-	bool keep_phase = r->n_members && r->mgr->cg.rt_group &&
-		qos_policy_is_rt(r->params.policy) && r->params.policy != QOS_POLICY_QOS &&
-		qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS &&
-		r->params.period_us == p.period_us && pol->period_us == p.period_us &&
-		now < pol->period_start_us + pol->period_us;
+	bool keep_phase = r->n_members && r->mgr->cg.rt_group && qos_policy_is_rt(r->params.policy) &&
+			r->params.policy != QOS_POLICY_QOS && qos_policy_is_rt(p.policy) &&
+			p.policy != QOS_POLICY_QOS && r->params.period_us == p.period_us &&
+			pol->period_us == p.period_us && now < pol->period_start_us + pol->period_us;
 	uint64_t base = keep_phase ? pol->base_own_us : qos_reserve_own_cpu_us(r);
 	qos_reserve_leave_fallback(r);
 	if (p.policy != QOS_POLICY_QOS)
@@ -606,14 +593,14 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 	r->params = p;
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
-		keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);
+			keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);
 	r->timers_armed = false;
 	/*
 	 * Leaving fifo/rr, the threads go first: the kernel refuses to take the
 	 * group's real-time bandwidth while it still holds real-time tasks.
 	 */
 	bool leaving_rt = qos_policy_is_rt(old.policy) && old.policy != QOS_POLICY_QOS &&
-		!(qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS);
+			!(qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS);
 	/*
 	 * A group refused the new real-time bandwidth still holds the old
 	 * (or, the period written, part of it), which its threads would run
@@ -632,19 +619,19 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 				snprintf(reason, sizeof(reason), "%s", strerror(-gerr));
 			else
 				qos_reserve_rt_refusal(mgr, r, gerr, reason, sizeof(reason));
-			snprintf(err, err_len, "'%s' refused by the kernel: its group cannot %s: %s; "
-				"it keeps its parameters", name, pausing ? "be frozen" :
-				"get that real-time bandwidth", reason);
-		}
-		else
-			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters",
-				name, qos_reserve_policy_error(p.policy, perr));
+			snprintf(err, err_len,
+					"'%s' refused by the kernel: its group cannot %s: %s; "
+					"it keeps its parameters",
+					name, pausing ? "be frozen" : "get that real-time bandwidth", reason);
+		} else
+			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters", name,
+					qos_reserve_policy_error(p.policy, perr));
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
 		char ignored[256];
 		change(mgr, r, old, true, ignored, sizeof(ignored));
-		mgr->last_refusal = gerr || perr == -EBUSY ||
-			(p.policy != QOS_POLICY_QOS && perr == -EPERM) ?
-			QOS_REFUSAL_CAPACITY : QOS_REFUSAL_ERROR;
+		mgr->last_refusal = gerr || perr == -EBUSY || (p.policy != QOS_POLICY_QOS && perr == -EPERM)
+				? QOS_REFUSAL_CAPACITY
+				: QOS_REFUSAL_ERROR;
 		return false;
 	}
 	/* Once the kernel took the change: a refused one bounds no one. */
@@ -659,8 +646,7 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 }
 
 /* A sysctl of the kernel's deadline class, or def when it cannot be read. */
-static uint64_t dl_sysctl(const char *name, uint64_t def)
-{
+static uint64_t dl_sysctl(const char *name, uint64_t def) {
 	char path[96], buf[32];
 	snprintf(path, sizeof(path), "/proc/sys/kernel/%s", name);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
@@ -671,23 +657,23 @@ static uint64_t dl_sysctl(const char *name, uint64_t def)
 }
 
 /* A qos period the kernel's SCHED_DEADLINE takes (its bounds are sysctls). */
-static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err_len)
-{
+static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err_len) {
 	if (p->policy != QOS_POLICY_QOS)
 		return true;
 	uint64_t lo = dl_sysctl("sched_deadline_period_min_us", 100);
 	uint64_t hi = dl_sysctl("sched_deadline_period_max_us", 1u << 22);
 	if (p->period_us >= lo && p->period_us <= hi)
 		return true;
-	snprintf(err, err_len, "a qos period must be %" PRIu64 "us to %" PRIu64 "us, the "
-		"kernel's bounds for deadline tasks (sysctl kernel.sched_deadline_period_min_us "
-		"and sched_deadline_period_max_us)", lo, hi);
+	snprintf(err, err_len,
+			"a qos period must be %" PRIu64 "us to %" PRIu64 "us, the "
+			"kernel's bounds for deadline tasks (sysctl kernel.sched_deadline_period_min_us "
+			"and sched_deadline_period_max_us)",
+			lo, hi);
 	return false;
 }
 
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
-	bool create, bool modify, char *err, size_t err_len)
-{
+		bool create, bool modify, char *err, size_t err_len) {
 	if (qos_refuse_reentry(mgr, err, err_len))
 		return false;
 	mgr->last_refusal = QOS_REFUSAL_ERROR;
@@ -726,8 +712,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	return true;
 }
 
-bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len)
-{
+bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len) {
 	if (qos_refuse_reentry(mgr, err, err_len))
 		return false;
 	if (!name) {
@@ -747,8 +732,7 @@ bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, si
 	return true;
 }
 
-void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us)
-{
+void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us) {
 	r->fork_pending = false;
 	r->fork_pass_us = now_us;
 	qos_reserve_adopt_children(r);
@@ -756,8 +740,7 @@ void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us)
 	qos_reserve_check(r, now_us);
 }
 
-void qos_demote_all_rt(struct qos_manager *mgr)
-{
+void qos_demote_all_rt(struct qos_manager *mgr) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (!qos_policy_is_rt(r->params.policy))
 			continue;
@@ -773,6 +756,6 @@ void qos_demote_all_rt(struct qos_manager *mgr)
 			r->wd_before = before;
 		}
 		qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
-			"normal tasks starved: demoted to other");
+				"normal tasks starved: demoted to other");
 	}
 }

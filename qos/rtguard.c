@@ -44,12 +44,12 @@
 struct rt_thread {
 	pid_t pid; /* the member's process */
 	pid_t tid;
-	uint64_t rt_ns;      /* estimated count when the open stretch began */
-	bool open;           /* real-time since the stretch began */
+	uint64_t rt_ns; /* estimated count when the open stretch began */
+	bool open; /* real-time since the stretch began */
 	uint64_t open_sleeps, open_run_ns;
 	uint64_t pass_sleeps, pass_run_ns; /* at the last pass */
-	bool demoted;        /* moved to other by this guard */
-	bool sleeps_again;   /* ... and has slept since: real-time again once caught asleep */
+	bool demoted; /* moved to other by this guard */
+	bool sleeps_again; /* ... and has slept since: real-time again once caught asleep */
 	bool seen;
 };
 
@@ -66,10 +66,10 @@ struct qos_rtguard {
 struct qos_rt_carry {
 	pid_t pid, tid;
 	uint64_t start_time; /* a tid may be reused */
-	uint64_t rt_ns;      /* the estimate as the thread left the guard */
-	uint64_t run_ns;     /* its CPU time then */
-	bool demoted;        /* moved to other by that guard ... */
-	uint64_t sleeps;     /* ... and not woken since it was, at this count */
+	uint64_t rt_ns; /* the estimate as the thread left the guard */
+	uint64_t run_ns; /* its CPU time then */
+	bool demoted; /* moved to other by that guard ... */
+	uint64_t sleeps; /* ... and not woken since it was, at this count */
 };
 
 struct pass_ctx {
@@ -79,8 +79,7 @@ struct pass_ctx {
 	uint64_t threshold_ns;
 };
 
-static struct rt_thread *find(struct qos_rtguard *g, pid_t tid)
-{
+static struct rt_thread *find(struct qos_rtguard *g, pid_t tid) {
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].tid == tid)
 			return &g->t[i];
@@ -88,8 +87,7 @@ static struct rt_thread *find(struct qos_rtguard *g, pid_t tid)
 	return NULL;
 }
 
-static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid)
-{
+static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid) {
 	struct rt_thread *t = qos_array_room(g->t, &g->cap, g->n, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -103,14 +101,12 @@ static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid)
  * Stop short of the bound by one and a half passes: a thread runs at most
  * one pass's worth between two of them, and a pass may come late.
  */
-static uint64_t threshold_of(uint64_t bound_us)
-{
+static uint64_t threshold_of(uint64_t bound_us) {
 	uint64_t margin = QOS_HOUSEKEEPING_US + QOS_HOUSEKEEPING_US / 2;
 	return (bound_us > 2 * margin ? bound_us - margin : bound_us / 2) * 1000u;
 }
 
-static uint64_t threshold_ns(const struct qos_manager *mgr)
-{
+static uint64_t threshold_ns(const struct qos_manager *mgr) {
 	return threshold_of(mgr->config.rttime_us);
 }
 
@@ -118,23 +114,20 @@ static uint64_t threshold_ns(const struct qos_manager *mgr)
  * A process may have had a tighter limit of its own before we bounded it
  * (rtkit's clients do): the kernel kills at that one, so it is the bound.
  */
-static uint64_t process_bound_us(const struct qos_manager *mgr, pid_t pid)
-{
+static uint64_t process_bound_us(const struct qos_manager *mgr, pid_t pid) {
 	uint64_t soft, hard;
 	if (qos_sys_get_rttime(pid, &soft, &hard) == 0 && hard < mgr->config.rttime_us)
 		return hard;
 	return mgr->config.rttime_us;
 }
 
-static void open_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run)
-{
+static void open_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run) {
 	e->open = true;
 	e->open_sleeps = sleeps;
 	e->open_run_ns = run;
 }
 
-static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bool awake)
-{
+static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bool awake) {
 	if (!e->open)
 		return;
 	uint64_t ran = run > e->open_run_ns ? run - e->open_run_ns : 0;
@@ -145,8 +138,7 @@ static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bo
 }
 
 /* Sleeps and CPU time of a thread, and whether it is awake (running or runnable). */
-static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake)
-{
+static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake) {
 	if (!qos_sys_thread_sleeps(tid, sleeps) || !qos_sys_thread_cpu_ns(tid, run))
 		return false;
 	*awake = qos_sys_thread_state(tid) == 'R';
@@ -154,13 +146,11 @@ static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake)
 }
 
 /* A tid kept from an earlier pass may name another thread by now: read only the member's. */
-static bool read_kept(const struct rt_thread *e, uint64_t *sleeps, uint64_t *run, bool *awake)
-{
+static bool read_kept(const struct rt_thread *e, uint64_t *sleeps, uint64_t *run, bool *awake) {
 	return qos_sys_thread_in_process(e->pid, e->tid) && read_thread(e->tid, sleeps, run, awake);
 }
 
-static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
-{
+static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy) {
 	const struct qos_params *p = &r->params;
 	return qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, 0, 0);
 }
@@ -168,16 +158,14 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy)
 /* Records kept at most; past it the oldest goes (a thread long out of any reserve). */
 #define RT_CARRY_MAX 4096
 
-static void drop_carry(struct qos_manager *mgr, size_t i)
-{
+static void drop_carry(struct qos_manager *mgr, size_t i) {
 	memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
-		(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
+			(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
 	mgr->n_rt_carry--;
 }
 
 /* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
-static void carry(struct qos_manager *mgr, struct rt_thread *e)
-{
+static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 	uint64_t sleeps, run;
 	bool awake;
 	if (!read_kept(e, &sleeps, &run, &awake))
@@ -193,14 +181,18 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
 		return;
 	if (mgr->n_rt_carry == RT_CARRY_MAX)
 		drop_carry(mgr, 0);
-	struct qos_rt_carry *c = qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry,
-		mgr->n_rt_carry, sizeof(*c));
+	struct qos_rt_carry *c =
+			qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry, mgr->n_rt_carry, sizeof(*c));
 	if (!c)
 		return;
 	mgr->rt_carry = c;
 	mgr->rt_carry[mgr->n_rt_carry++] = (struct qos_rt_carry){
-		.pid = e->pid, .tid = e->tid, .start_time = qos_sys_start_time(e->pid, e->tid),
-		.rt_ns = e->rt_ns, .run_ns = run, .demoted = e->demoted && sleeps == e->pass_sleeps,
+		.pid = e->pid,
+		.tid = e->tid,
+		.start_time = qos_sys_start_time(e->pid, e->tid),
+		.rt_ns = e->rt_ns,
+		.run_ns = run,
+		.demoted = e->demoted && sleeps == e->pass_sleeps,
 		.sleeps = sleeps,
 	};
 }
@@ -210,8 +202,7 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e)
  * may have been real-time all along: at most a pass's worth, as for a
  * thread new to the guard.
  */
-static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run)
-{
+static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run) {
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
 		struct qos_rt_carry c = mgr->rt_carry[i];
 		if (c.tid != tid)
@@ -226,8 +217,7 @@ static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64
 	return 0;
 }
 
-void qos_rtguard_prune(struct qos_manager *mgr)
-{
+void qos_rtguard_prune(struct qos_manager *mgr) {
 	size_t kept = 0;
 	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
 		struct qos_rt_carry c = mgr->rt_carry[i];
@@ -251,8 +241,7 @@ void qos_rtguard_prune(struct qos_manager *mgr)
 	mgr->n_rt_carry = kept;
 }
 
-void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m)
-{
+void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m) {
 	struct qos_rtguard *g = r->rtg;
 	if (!g)
 		return;
@@ -273,8 +262,7 @@ void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m
  * makes it so (its threads are other until then).
  */
 static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t sleeps,
-	uint64_t run)
-{
+		uint64_t run) {
 	if (r->fb_applied || qos_sys_thread_state(e->tid) == 'R')
 		return false;
 	if (set_policy(r, e->tid, r->params.policy) != 0)
@@ -290,12 +278,11 @@ static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t s
 	e->pass_sleeps = sleeps;
 	e->pass_run_ns = run;
 	qos_emit(r->mgr, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
-		"thread %d sleeps again: %s again", e->tid, qos_policy_name(r->params.policy));
+			"thread %d sleeps again: %s again", e->tid, qos_policy_name(r->params.policy));
 	return true;
 }
 
-static void check_thread(pid_t tid, void *data)
-{
+static void check_thread(pid_t tid, void *data) {
 	struct pass_ctx *c = data;
 	struct qos_rtguard *g = c->r->rtg;
 	uint64_t sleeps, run;
@@ -343,18 +330,17 @@ static void check_thread(pid_t tid, void *data)
 		if (err) {
 			/* Still real-time: said so, and tried again at the next pass. */
 			qos_emit(c->r->mgr, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
-				"cannot move thread %d, real-time for %.1f s without sleeping, to "
-				"other: %s (RLIMIT_RTTIME kills it at %.1f s)", tid,
-				(double)e->rt_ns / 1e9, strerror(-err),
-				(double)c->bound_us / 1e6);
+					"cannot move thread %d, real-time for %.1f s without sleeping, to "
+					"other: %s (RLIMIT_RTTIME kills it at %.1f s)",
+					tid, (double)e->rt_ns / 1e9, strerror(-err), (double)c->bound_us / 1e6);
 		} else {
 			e->demoted = true;
 			is_rt = false;
-			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid,
-				e->rt_ns / 1000u, "thread %d ran %.1f s as %s without sleeping: other "
-				"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)", tid,
-				(double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
-				(double)c->bound_us / 1e6);
+			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
+					"thread %d ran %.1f s as %s without sleeping: other "
+					"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)",
+					tid, (double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
+					(double)c->bound_us / 1e6);
 		}
 	}
 	if (is_rt)
@@ -364,8 +350,7 @@ static void check_thread(pid_t tid, void *data)
 }
 
 /* Arms the retry while a moved-out thread that sleeps waits to be caught asleep. */
-static void arm_retry(struct qos_reserve *r, uint64_t now_us)
-{
+static void arm_retry(struct qos_reserve *r, uint64_t now_us) {
 	struct qos_rtguard *g = r->rtg;
 	r->rtg_retry_us = 0;
 	if (!g || now_us >= g->retry_until_us)
@@ -378,8 +363,7 @@ static void arm_retry(struct qos_reserve *r, uint64_t now_us)
 	}
 }
 
-void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us)
-{
+void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us) {
 	struct qos_rtguard *g = r->rtg;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
@@ -392,8 +376,7 @@ void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us)
 	arm_retry(r, now_us);
 }
 
-void qos_rtguard_pass(struct qos_reserve *r)
-{
+void qos_rtguard_pass(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	/* Deadline threads get no bound: the kernel counts only fifo and rr time. */
 	bool bounded = r->params.policy == QOS_POLICY_FIFO || r->params.policy == QOS_POLICY_RR;
@@ -427,8 +410,7 @@ void qos_rtguard_pass(struct qos_reserve *r)
 	arm_retry(r, now);
 }
 
-void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
-{
+void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
 	struct qos_rtguard *g = r->rtg;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
@@ -443,8 +425,7 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt)
 	}
 }
 
-bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid)
-{
+bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid) {
 	if (!r->rtg)
 		return false;
 	const struct rt_thread *e = find(r->rtg, tid);
@@ -460,8 +441,7 @@ bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid)
  * first (a thread toggled fifo/other, or moved between fifo reserves, was
  * killed so).
  */
-bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid)
-{
+bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct qos_manager *mgr = r->mgr;
 	if (!mgr->config.rttime_us)
 		return false;
@@ -489,16 +469,15 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid)
 		e->pass_sleeps = sleeps;
 		e->pass_run_ns = run;
 		qos_emit(mgr, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
-			"thread %d ran %.1f s as real-time without sleeping: other until it sleeps "
-			"(RLIMIT_RTTIME would kill it at %.1f s)", tid, (double)c.rt_ns / 1e9,
-			(double)mgr->config.rttime_us / 1e6);
+				"thread %d ran %.1f s as real-time without sleeping: other until it sleeps "
+				"(RLIMIT_RTTIME would kill it at %.1f s)",
+				tid, (double)c.rt_ns / 1e9, (double)mgr->config.rttime_us / 1e6);
 		return true;
 	}
 	return false;
 }
 
-void qos_rtguard_destroy(struct qos_reserve *r)
-{
+void qos_rtguard_destroy(struct qos_reserve *r) {
 	if (!r->rtg)
 		return;
 	for (size_t i = 0; i < r->rtg->n; i++)
@@ -509,16 +488,14 @@ void qos_rtguard_destroy(struct qos_reserve *r)
 	r->rtg_retry_us = 0;
 }
 
-void qos_rtguard_finish(struct qos_manager *mgr)
-{
+void qos_rtguard_finish(struct qos_manager *mgr) {
 	free(mgr->rt_carry);
 	mgr->rt_carry = NULL;
 	mgr->n_rt_carry = mgr->cap_rt_carry = 0;
 }
 
 void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,
-	uint64_t soft, uint64_t hard)
-{
+		uint64_t soft, uint64_t hard) {
 	uint64_t cur_soft, cur_hard;
 	if (qos_sys_get_rttime(pid, &cur_soft, &cur_hard) != 0 ||
 			(cur_soft == soft && cur_hard == hard))
@@ -526,6 +503,6 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 	int e = qos_sys_restore_rttime(pid, soft, hard);
 	if (e != 0 && e != -ESRCH)
 		qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, 0, 0,
-			"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
-			(unsigned long long)cur_hard, strerror(-e));
+				"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
+				(unsigned long long)cur_hard, strerror(-e));
 }

@@ -7,13 +7,11 @@
 
 #include "qos/rules.h"
 
-struct qos_rules *qos_rules_create(void)
-{
+struct qos_rules *qos_rules_create(void) {
 	return calloc(1, sizeof(struct qos_rules));
 }
 
-void qos_rules_destroy(struct qos_rules *rules)
-{
+void qos_rules_destroy(struct qos_rules *rules) {
 	if (!rules)
 		return;
 	for (size_t i = 0; i < rules->n_rules; i++) {
@@ -34,24 +32,23 @@ void qos_rules_destroy(struct qos_rules *rules)
  * name exists (made through qosctl or the protocol); a misspelt name would
  * otherwise fail silently at every start of the program.
  */
-static void warn_undefined(const struct qos_rules *rules, qos_rules_diag_fn diag, void *data)
-{
+static void warn_undefined(const struct qos_rules *rules, qos_rules_diag_fn diag, void *data) {
 	for (size_t i = 0; diag && i < rules->n_rules; i++) {
 		const struct qos_rule *r = &rules->rules[i];
 		if (!r->reserve[0] || qos_rules_find_reserve(rules, r->reserve))
 			continue;
 		char msg[PATH_MAX + 256], shown[sizeof(msg) + 1024];
-		snprintf(msg, sizeof(msg), "%s:%d:%d: warning: reserve=%s names no reserve in "
-			"any qosrc; the rule applies only while one of that name exists", r->file,
-			r->line, r->reserve_col, r->reserve);
+		snprintf(msg, sizeof(msg),
+				"%s:%d:%d: warning: reserve=%s names no reserve in "
+				"any qosrc; the rule applies only while one of that name exists",
+				r->file, r->line, r->reserve_col, r->reserve);
 		qos_escape_controls(msg, shown, sizeof(shown));
 		diag(data, shown);
 	}
 }
 
-struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
-	qos_rules_diag_fn diag, void *data)
-{
+struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths, qos_rules_diag_fn diag,
+		void *data) {
 	struct qos_rules *rules = qos_rules_create();
 	if (!rules)
 		return NULL;
@@ -72,8 +69,7 @@ struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
 	return rules;
 }
 
-size_t qos_rules_default_paths(const char *datadir, char *out[3])
-{
+size_t qos_rules_default_paths(const char *datadir, char *out[3]) {
 	size_t n = 0;
 	char buf[4096];
 	snprintf(buf, sizeof(buf), "%s/qosrc", datadir);
@@ -103,8 +99,7 @@ err:
 }
 
 const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
-	const char *name)
-{
+		const char *name) {
 	for (size_t i = 0; i < rules->n_reserves; i++) {
 		if (strcmp(rules->reserves[i].name, name) == 0)
 			return &rules->reserves[i];
@@ -113,8 +108,7 @@ const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rul
 }
 
 static bool match_one(const struct qos_rule_match *m, const char *exe, const char *cmdline,
-	const char *app_id)
-{
+		const char *app_id) {
 	switch (m->kind) {
 	case QOS_MATCH_EXE:
 		if (!exe)
@@ -133,8 +127,7 @@ static bool match_one(const struct qos_rule_match *m, const char *exe, const cha
 }
 
 static bool rule_matches(const struct qos_rule *r, const char *exe, const char *cmdline,
-	const char *app_id)
-{
+		const char *app_id) {
 	for (size_t k = 0; k < r->n_matches; k++) {
 		if (!match_one(&r->matches[k], exe, cmdline, app_id))
 			return false;
@@ -143,8 +136,7 @@ static bool rule_matches(const struct qos_rule *r, const char *exe, const char *
 }
 
 const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
-	const char *cmdline, const char *app_id)
-{
+		const char *cmdline, const char *app_id) {
 	/* Walk backwards: the last matching line is the most specific one. */
 	for (size_t i = rules->n_rules; i-- > 0;) {
 		const struct qos_rule *r = &rules->rules[i];
@@ -154,8 +146,7 @@ const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char
 	return NULL;
 }
 
-void qos_app_limits_init(struct qos_app_limits *limits)
-{
+void qos_app_limits_init(struct qos_app_limits *limits) {
 	*limits = (struct qos_app_limits){
 		.allow = 1u << QOS_POLICY_QOS | 1u << QOS_POLICY_OTHER | 1u << QOS_POLICY_IDLE,
 		.max_cpu_ppm = QOS_APP_MAX_CPU_DEFAULT_PPM,
@@ -163,8 +154,7 @@ void qos_app_limits_init(struct qos_app_limits *limits)
 }
 
 void qos_rules_app_limits(const struct qos_rules *rules, const char *exe, const char *cmdline,
-	const char *app_id, struct qos_app_limits *out)
-{
+		const char *app_id, struct qos_app_limits *out) {
 	qos_app_limits_init(out);
 	for (size_t i = 0; rules && i < rules->n_rules; i++) {
 		const struct qos_rule *r = &rules->rules[i];

@@ -52,10 +52,10 @@ struct qos_reserve_def {
 
 /* What an application may request itself (qosway-reserve-v1). */
 struct qos_app_limits {
-	unsigned allow;       /* 1u << enum qos_policy, per policy it may request */
+	unsigned allow; /* 1u << enum qos_policy, per policy it may request */
 	uint64_t max_cpu_ppm; /* qos utilisation over all its reserves */
-	bool redefine;        /* may modify reserves defined in qosrc */
-	unsigned set;         /* enum qos_app_limit_key: given by some rule, not defaults */
+	bool redefine; /* may modify reserves defined in qosrc */
+	unsigned set; /* enum qos_app_limit_key: given by some rule, not defaults */
 };
 
 #define QOS_APP_MAX_CPU_DEFAULT_PPM 500000u
@@ -74,7 +74,7 @@ struct qos_rule {
 	/* ... or inline parameters for the process's automatic reserve. */
 	struct qos_params params;
 	bool auto_apply; /* apply at start; otherwise only when asked for */
-	bool places;     /* has reserve= or parameters (else only app limits) */
+	bool places; /* has reserve= or parameters (else only app limits) */
 	struct qos_app_limits limits;
 	unsigned limits_set; /* enum qos_app_limit_key bits given on this line */
 	const char *file;
@@ -104,11 +104,11 @@ void qos_rules_destroy(struct qos_rules *rules);
  * -1 when memory ran out.
  */
 int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const char *text,
-	qos_rules_diag_fn diag, void *data);
+		qos_rules_diag_fn diag, void *data);
 
 /* Same for a file; returns -1 (and reports it) when the file cannot be read. */
-int qos_rules_parse_file(struct qos_rules *rules, const char *path,
-	qos_rules_diag_fn diag, void *data);
+int qos_rules_parse_file(struct qos_rules *rules, const char *path, qos_rules_diag_fn diag,
+		void *data);
 
 /*
  * Loads the given files in order (missing files are skipped silently).  A rule
@@ -117,8 +117,8 @@ int qos_rules_parse_file(struct qos_rules *rules, const char *path,
  * Returns NULL when nothing at all could be loaded - no readable file, or no valid line
  * in any of them while there were errors - so a reload can keep the old set.
  */
-struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
-	qos_rules_diag_fn diag, void *data);
+struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths, qos_rules_diag_fn diag,
+		void *data);
 
 /*
  * The standard layering: datadir/qosrc (shipped from config/qosrc), then
@@ -128,7 +128,7 @@ struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths,
 size_t qos_rules_default_paths(const char *datadir, char *out[3]);
 
 const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
-	const char *name);
+		const char *name);
 
 /*
  * The last rule that places the program (reserve= or parameters); rules that
@@ -136,7 +136,7 @@ const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rul
  * on a missing attribute never holds.
  */
 const struct qos_rule *qos_rules_match(const struct qos_rules *rules, const char *exe,
-	const char *cmdline, const char *app_id);
+		const char *cmdline, const char *app_id);
 
 /* The defaults: qos, other and idle allowed, 50% of a CPU, no redefining. */
 void qos_app_limits_init(struct qos_app_limits *limits);
@@ -146,6 +146,6 @@ void qos_app_limits_init(struct qos_app_limits *limits);
  * order, each overriding the keys it gives.  rules may be NULL.
  */
 void qos_rules_app_limits(const struct qos_rules *rules, const char *exe, const char *cmdline,
-	const char *app_id, struct qos_app_limits *out);
+		const char *app_id, struct qos_app_limits *out);
 
 #endif

@@ -10,10 +10,10 @@
 #define MAX_TOKENS 32
 
 struct token {
-	char *key;   /* NULL for a bare word */
+	char *key; /* NULL for a bare word */
 	char *value; /* the word itself when key is NULL */
-	int col;     /* 1-based column of the token */
-	int vcol;    /* 1-based column of the value */
+	int col; /* 1-based column of the token */
+	int vcol; /* 1-based column of the value */
 };
 
 struct line_ctx {
@@ -24,10 +24,9 @@ struct line_ctx {
 };
 
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+		__attribute__((format(printf, 3, 4)));
 
-static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
-{
+static void report(const struct line_ctx *ctx, int col, const char *fmt, ...) {
 	if (!ctx->diag)
 		return;
 	/* Room for a whole path in a file-level message; escapes past the end are cut. */
@@ -47,8 +46,7 @@ static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
  * quoted values are unescaped into the same storage, which is safe because
  * unescaping only ever shortens them.
  */
-static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, int *ntok)
-{
+static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, int *ntok) {
 	char *p = buf;
 	*ntok = 0;
 	for (;;) {
@@ -57,8 +55,7 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 		if (*p == '\0' || *p == '#')
 			return 0;
 		if (*ntok == MAX_TOKENS) {
-			report(ctx, (int)(p - buf) + 1, "too many items on one line (at most %d)",
-				MAX_TOKENS);
+			report(ctx, (int)(p - buf) + 1, "too many items on one line (at most %d)", MAX_TOKENS);
 			return -1;
 		}
 		struct token *t = &tok[(*ntok)++];
@@ -124,8 +121,22 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 	}
 }
 
-enum key_id { K_POLICY, K_FALLBACK, K_PERIOD, K_SLICE, K_CPU, K_NICE, K_PRIORITY, K_RESERVE,
-	K_AUTO, K_INHERIT, K_ALLOW, K_MAX_CPU, K_REDEFINE, K_COUNT };
+enum key_id {
+	K_POLICY,
+	K_FALLBACK,
+	K_PERIOD,
+	K_SLICE,
+	K_CPU,
+	K_NICE,
+	K_PRIORITY,
+	K_RESERVE,
+	K_AUTO,
+	K_INHERIT,
+	K_ALLOW,
+	K_MAX_CPU,
+	K_REDEFINE,
+	K_COUNT
+};
 
 struct settings {
 	struct qos_params params;
@@ -141,13 +152,23 @@ struct settings {
 };
 
 static const char *const key_names[K_COUNT] = {
-	"policy", "fallback", "period", "slice", "cpu", "nice", "priority", "reserve", "auto",
-	"inherit", "allow", "max-cpu", "redefine",
+	"policy",
+	"fallback",
+	"period",
+	"slice",
+	"cpu",
+	"nice",
+	"priority",
+	"reserve",
+	"auto",
+	"inherit",
+	"allow",
+	"max-cpu",
+	"redefine",
 };
 
 /* allow=qos,fifo: a comma-separated list of policy names. */
-static bool parse_policy_list(const char *v, unsigned *out)
-{
+static bool parse_policy_list(const char *v, unsigned *out) {
 	unsigned mask = 1u << QOS_POLICY_OTHER; /* going back to normal is always allowed */
 	const char *p = v;
 	for (;;) {
@@ -170,8 +191,7 @@ static bool parse_policy_list(const char *v, unsigned *out)
 	return true;
 }
 
-static bool parse_int(const char *s, int lo, int hi, int *out)
-{
+static bool parse_int(const char *s, int lo, int hi, int *out) {
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
@@ -183,15 +203,14 @@ static bool parse_int(const char *s, int lo, int hi, int *out)
 
 /* Applies one key=value; is_rule allows reserve= and auto=. */
 static bool apply_key(const struct line_ctx *ctx, struct settings *s, const struct token *t,
-	bool is_rule)
-{
+		bool is_rule) {
 	int id = -1;
 	for (int i = 0; i < K_COUNT; i++) {
 		if (strcmp(t->key, key_names[i]) == 0)
 			id = i;
 	}
-	bool rule_only = id == K_RESERVE || id == K_AUTO || id == K_ALLOW || id == K_MAX_CPU ||
-		id == K_REDEFINE;
+	bool rule_only =
+			id == K_RESERVE || id == K_AUTO || id == K_ALLOW || id == K_MAX_CPU || id == K_REDEFINE;
 	if (id < 0 || (!is_rule && rule_only)) {
 		report(ctx, t->col, "unknown key '%s'", t->key);
 		return false;
@@ -208,8 +227,7 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 	switch ((enum key_id)id) {
 	case K_POLICY:
 	case K_FALLBACK:
-		ok = qos_policy_from_name(v, id == K_POLICY ? &s->params.policy :
-			&s->params.fallback);
+		ok = qos_policy_from_name(v, id == K_POLICY ? &s->params.policy : &s->params.fallback);
 		what = "a policy (qos, fifo, rr, other, idle, pause)";
 		s->has_policy_keys = true;
 		break;
@@ -285,8 +303,7 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 }
 
 /* Column of the first of the keys given, or the line's default col. */
-static int key_col(const struct settings *s, int col, int a, int b)
-{
+static int key_col(const struct settings *s, int col, int a, int b) {
 	if (s->seen & (1u << a))
 		return s->col[a];
 	if (b >= 0 && (s->seen & (1u << b)))
@@ -294,8 +311,7 @@ static int key_col(const struct settings *s, int col, int a, int b)
 	return col;
 }
 
-static int param_col(const struct settings *s, int col, enum qos_param_key key)
-{
+static int param_col(const struct settings *s, int col, enum qos_param_key key) {
 	switch (key) {
 	case QOS_PARAM_FALLBACK:
 		return key_col(s, col, K_FALLBACK, K_POLICY);
@@ -317,16 +333,15 @@ static int param_col(const struct settings *s, int col, enum qos_param_key key)
  * Turns cpu= into a slice and checks the whole parameter set; messages point
  * at the key concerned, or at col when the line gave none.
  */
-static bool finish_params(const struct line_ctx *ctx, struct settings *s, int col)
-{
+static bool finish_params(const struct line_ctx *ctx, struct settings *s, int col) {
 	if (s->has_cpu && s->has_slice) {
 		report(ctx, s->col[K_CPU] > s->col[K_SLICE] ? s->col[K_CPU] : s->col[K_SLICE],
-			"give either cpu= or slice=, not both");
+				"give either cpu= or slice=, not both");
 		return false;
 	}
 	if ((s->has_cpu || s->has_slice) && !s->has_period) {
-		report(ctx, key_col(s, col, K_CPU, K_SLICE), "%s= needs a period=",
-			s->has_cpu ? "cpu" : "slice");
+		report(ctx, key_col(s, col, K_CPU, K_SLICE),
+				"%s= needs a period=", s->has_cpu ? "cpu" : "slice");
 		return false;
 	}
 	if (s->has_period && !s->has_cpu && !s->has_slice) {
@@ -341,14 +356,14 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 		 */
 		bool rt = s->params.policy == QOS_POLICY_FIFO || s->params.policy == QOS_POLICY_RR;
 		if (!rt) {
-			report(ctx, s->col[K_FALLBACK],
-				"fallback= needs a limit: period= with cpu= or slice=");
+			report(ctx, s->col[K_FALLBACK], "fallback= needs a limit: period= with cpu= or slice=");
 			return false;
 		}
 		if (s->params.fallback != QOS_POLICY_OTHER) {
-			report(ctx, s->col[K_FALLBACK], "the safety limit of %s falls back to "
-				"other; give period= and cpu= or slice= for another fallback",
-				qos_policy_name(s->params.policy));
+			report(ctx, s->col[K_FALLBACK],
+					"the safety limit of %s falls back to "
+					"other; give period= and cpu= or slice= for another fallback",
+					qos_policy_name(s->params.policy));
 			return false;
 		}
 	}
@@ -372,8 +387,7 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 	return true;
 }
 
-static char *intern_file(struct qos_rules *rules, const char *file)
-{
+static char *intern_file(struct qos_rules *rules, const char *file) {
 	for (size_t i = 0; i < rules->n_files; i++) {
 		if (strcmp(rules->files[i], file) == 0)
 			return rules->files[i];
@@ -390,8 +404,7 @@ static char *intern_file(struct qos_rules *rules, const char *file)
 }
 
 static int add_reserve(struct qos_rules *rules, const char *file, int line, const char *name,
-	const struct qos_params *params)
-{
+		const struct qos_params *params) {
 	for (size_t i = 0; i < rules->n_reserves; i++) {
 		struct qos_reserve_def *d = &rules->reserves[i];
 		if (strcmp(d->name, name) == 0) {
@@ -402,8 +415,7 @@ static int add_reserve(struct qos_rules *rules, const char *file, int line, cons
 			return 0;
 		}
 	}
-	struct qos_reserve_def *r = realloc(rules->reserves,
-		(rules->n_reserves + 1) * sizeof(*r));
+	struct qos_reserve_def *r = realloc(rules->reserves, (rules->n_reserves + 1) * sizeof(*r));
 	if (!r)
 		return -1;
 	rules->reserves = r;
@@ -418,8 +430,7 @@ static int add_reserve(struct qos_rules *rules, const char *file, int line, cons
 
 /* Returns 1 when the line was accepted, 0 when skipped, -1 on allocation failure. */
 static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const char *file,
-	char *buf)
-{
+		char *buf) {
 	struct token tok[MAX_TOKENS];
 	int ntok;
 	if (tokenize(ctx, buf, tok, &ntok) < 0)
@@ -430,14 +441,14 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 		report(ctx, tok[0].col, "expected 'reserve' or 'rule' at the start of the line");
 		return 0;
 	}
-	struct settings s = {0};
+	struct settings s = { 0 };
 	qos_params_init(&s.params);
 	s.auto_apply = true;
 
 	if (strcmp(tok[0].value, "reserve") == 0) {
 		if (ntok < 2 || tok[1].key) {
 			report(ctx, ntok < 2 ? tok[0].col + 7 : tok[1].col,
-				"expected a reserve name after 'reserve'");
+					"expected a reserve name after 'reserve'");
 			return 0;
 		}
 		char err[128];
@@ -446,8 +457,10 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 			return 0;
 		}
 		if (qos_name_is_auto(tok[1].value)) {
-			report(ctx, tok[1].col, "names starting with '%s' are kept for automatic "
-				"reserves", QOS_AUTO_PREFIX);
+			report(ctx, tok[1].col,
+					"names starting with '%s' are kept for automatic "
+					"reserves",
+					QOS_AUTO_PREFIX);
 			return 0;
 		}
 		for (int i = 2; i < ntok; i++) {
@@ -464,11 +477,10 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	}
 
 	if (strcmp(tok[0].value, "rule") != 0) {
-		report(ctx, tok[0].col, "unknown item '%s': expected 'reserve' or 'rule'",
-			tok[0].value);
+		report(ctx, tok[0].col, "unknown item '%s': expected 'reserve' or 'rule'", tok[0].value);
 		return 0;
 	}
-	struct qos_rule rule = {0};
+	struct qos_rule rule = { 0 };
 	struct qos_rule_match m[MAX_TOKENS];
 	size_t nm = 0;
 	int i = 1;
@@ -493,7 +505,7 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	}
 	if (nm == 0) {
 		report(ctx, i < ntok ? tok[i].col : tok[0].col,
-			"a rule needs at least one of exe=, cmdline=, app_id= first");
+				"a rule needs at least one of exe=, cmdline=, app_id= first");
 		return 0;
 	}
 	for (; i < ntok; i++) {
@@ -516,13 +528,13 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	bool places = s.has_reserve || s.has_policy_keys;
 	if (!places && !s.limits_set) {
 		report(ctx, tok[0].col,
-			"a rule needs reserve=, scheduling parameters or app limits (allow=, "
-			"max-cpu=, redefine=)");
+				"a rule needs reserve=, scheduling parameters or app limits (allow=, "
+				"max-cpu=, redefine=)");
 		return 0;
 	}
 	if (!places && (s.has_auto || (s.seen & (1u << K_INHERIT)))) {
 		report(ctx, s.has_auto ? s.col[K_AUTO] : s.col[K_INHERIT],
-			"auto= and inherit= need reserve= or scheduling parameters");
+				"auto= and inherit= need reserve= or scheduling parameters");
 		return 0;
 	}
 	if (!s.has_reserve && places && !finish_params(ctx, &s, tok[1].col))
@@ -562,9 +574,8 @@ err_matches:
 }
 
 /* Parses len bytes of text; a line holding a NUL byte is reported and skipped. */
-static int parse_text(struct qos_rules *rules, const char *filename, const char *text,
-	size_t len, qos_rules_diag_fn diag, void *data)
-{
+static int parse_text(struct qos_rules *rules, const char *filename, const char *text, size_t len,
+		qos_rules_diag_fn diag, void *data) {
 	const char *file = intern_file(rules, filename);
 	if (!file)
 		return -1;
@@ -600,15 +611,13 @@ static int parse_text(struct qos_rules *rules, const char *filename, const char 
 }
 
 int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const char *text,
-	qos_rules_diag_fn diag, void *data)
-{
+		qos_rules_diag_fn diag, void *data) {
 	return parse_text(rules, filename, text, strlen(text), diag, data);
 }
 
 /* A diagnostic about the whole file: "path:0:0: message". */
 static void report_file(qos_rules_diag_fn diag, void *data, const char *path, const char *what,
-	int err)
-{
+		int err) {
 	if (!diag)
 		return;
 	struct line_ctx ctx = { .file = path, .diag = diag, .data = data };
@@ -620,9 +629,8 @@ static void report_file(qos_rules_diag_fn diag, void *data, const char *path, co
 
 #define FILE_MAX (8u << 20)
 
-int qos_rules_parse_file(struct qos_rules *rules, const char *path,
-	qos_rules_diag_fn diag, void *data)
-{
+int qos_rules_parse_file(struct qos_rules *rules, const char *path, qos_rules_diag_fn diag,
+		void *data) {
 	FILE *f = fopen(path, "re");
 	if (!f) {
 		report_file(diag, data, path, "cannot open", errno);

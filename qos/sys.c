@@ -38,15 +38,13 @@ struct qos_sched_attr {
 	uint64_t sched_period;
 };
 
-uint64_t qos_sys_now_us(void)
-{
+uint64_t qos_sys_now_us(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t qos_sys_tick_us(void)
-{
+uint64_t qos_sys_tick_us(void) {
 	struct timespec ts;
 	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0 || ts.tv_sec > 0)
 		return 10000; /* HZ=100, the coarsest a kernel has */
@@ -54,8 +52,7 @@ uint64_t qos_sys_tick_us(void)
 	return us ? us : 1;
 }
 
-int64_t qos_sys_now_ns(void)
-{
+int64_t qos_sys_now_ns(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -66,8 +63,7 @@ int64_t qos_sys_now_ns(void)
  * seq_file read fills the buffer as far as the file goes, so a short read
  * is the end and the read that would only say so is saved.
  */
-static ssize_t read_from_start(int fd, char *buf, size_t len)
-{
+static ssize_t read_from_start(int fd, char *buf, size_t len) {
 	size_t off = 0;
 	while (off + 1 < len) {
 		size_t want = len - 1 - off;
@@ -86,8 +82,7 @@ static ssize_t read_from_start(int fd, char *buf, size_t len)
 	return (ssize_t)off;
 }
 
-ssize_t qos_sys_read_file(const char *path, char *buf, size_t len)
-{
+ssize_t qos_sys_read_file(const char *path, char *buf, size_t len) {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -105,8 +100,7 @@ ssize_t qos_sys_read_file(const char *path, char *buf, size_t len)
 	return (ssize_t)off;
 }
 
-int qos_sys_write_file(const char *path, const char *value)
-{
+int qos_sys_write_file(const char *path, const char *value) {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -117,19 +111,16 @@ int qos_sys_write_file(const char *path, const char *value)
 	return err;
 }
 
-uint64_t qos_sys_start_time(pid_t pid, pid_t tid)
-{
+uint64_t qos_sys_start_time(pid_t pid, pid_t tid) {
 	return qos_proc_start_time(pid, tid);
 }
 
-int qos_sys_pidfd_open(pid_t pid, bool thread)
-{
+int qos_sys_pidfd_open(pid_t pid, bool thread) {
 	return (int)syscall(SYS_pidfd_open, pid, thread ? PIDFD_THREAD : 0);
 }
 
 /* First field of a schedstat file: CPU time in nanoseconds. */
-static bool read_schedstat_ns(const char *path, uint64_t *out)
-{
+static bool read_schedstat_ns(const char *path, uint64_t *out) {
 	char buf[128];
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
 		return false;
@@ -137,8 +128,7 @@ static bool read_schedstat_ns(const char *path, uint64_t *out)
 	return true;
 }
 
-bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
-{
+bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out) {
 	char path[64];
 	uint64_t ns;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
@@ -148,15 +138,13 @@ bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out)
 	return true;
 }
 
-bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out)
-{
+bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out) {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
 	return read_schedstat_ns(path, out);
 }
 
-bool qos_sys_self_run_delay_us(uint64_t *out)
-{
+bool qos_sys_self_run_delay_us(uint64_t *out) {
 	char buf[128];
 	if (qos_sys_read_file("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return false;
@@ -168,8 +156,7 @@ bool qos_sys_self_run_delay_us(uint64_t *out)
 	return true;
 }
 
-bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out)
-{
+bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out) {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
@@ -186,8 +173,7 @@ bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out)
 	return true;
 }
 
-static bool sched_field(const char *buf, const char *key, int64_t *out)
-{
+static bool sched_field(const char *buf, const char *key, int64_t *out) {
 	const char *p = strstr(buf, key);
 	if (!p)
 		return false;
@@ -200,8 +186,7 @@ static bool sched_field(const char *buf, const char *key, int64_t *out)
 }
 
 /* "se.sum_exec_runtime : MS.NNNNNN" (milliseconds, nanosecond decimals). */
-static bool sched_ns_field(const char *buf, const char *key, uint64_t *out)
-{
+static bool sched_ns_field(const char *buf, const char *key, uint64_t *out) {
 	const char *p = strstr(buf, key);
 	if (!p || !(p = strchr(p, ':')))
 		return false;
@@ -218,17 +203,15 @@ static bool sched_ns_field(const char *buf, const char *key, uint64_t *out)
 }
 
 static bool parse_dl_state(const char *buf, int64_t *runtime_ns, int64_t *deadline_ns,
-	uint64_t *cpu_ns)
-{
+		uint64_t *cpu_ns) {
 	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns))
 		return false;
 	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
-		sched_field(buf, "\ndl.deadline ", deadline_ns);
+			sched_field(buf, "\ndl.deadline ", deadline_ns);
 }
 
 bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns,
-	uint64_t *cpu_ns)
-{
+		uint64_t *cpu_ns) {
 	char path[64], buf[8192];
 	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
 	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
@@ -236,16 +219,13 @@ bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_n
 	return parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
 }
 
-void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
-	unsigned int *budget)
-{
+void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid, unsigned int *budget) {
 	*f = (struct qos_thread_files){ .pid = pid, .tid = tid, .budget = budget };
 	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
 		f->fd[i] = -1;
 }
 
-void qos_sys_drop_kept_fd(int *fd, unsigned int *budget)
-{
+void qos_sys_drop_kept_fd(int *fd, unsigned int *budget) {
 	if (*fd < 0)
 		return;
 	close(*fd);
@@ -253,13 +233,11 @@ void qos_sys_drop_kept_fd(int *fd, unsigned int *budget)
 	(*budget)++;
 }
 
-static void close_thread_file(struct qos_thread_files *f, enum qos_thread_file which)
-{
+static void close_thread_file(struct qos_thread_files *f, enum qos_thread_file which) {
 	qos_sys_drop_kept_fd(&f->fd[which], f->budget);
 }
 
-void qos_thread_files_finish(struct qos_thread_files *f)
-{
+void qos_thread_files_finish(struct qos_thread_files *f) {
 	if (!f)
 		return;
 	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
@@ -279,9 +257,8 @@ static const char *const thread_file_names[QOS_THREAD_FILES] = {
  * another thread's now, as it would be for a path.  Past the budget the
  * file is opened for this read only.
  */
-static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file which,
-	char *buf, size_t len)
-{
+static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file which, char *buf,
+		size_t len) {
 	if (f->fd[which] >= 0) {
 		ssize_t n = read_from_start(f->fd[which], buf, len);
 		if (n > 0)
@@ -289,8 +266,7 @@ static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file
 		close_thread_file(f, which);
 	}
 	char path[96];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", f->pid, f->tid,
-		thread_file_names[which]);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", f->pid, f->tid, thread_file_names[which]);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -304,24 +280,23 @@ static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file
 	return n > 0 ? n : -1;
 }
 
-char qos_thread_files_state(struct qos_thread_files *f)
-{
+char qos_thread_files_state(struct qos_thread_files *f) {
 	char buf[512];
 	struct qos_proc_stat st;
 	return read_thread_file(f, QOS_THREAD_STAT, buf, sizeof(buf)) > 0 &&
-		qos_proc_parse_stat(buf, &st) ? st.state : 0;
+					qos_proc_parse_stat(buf, &st)
+			? st.state
+			: 0;
 }
 
 bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
-	int64_t *deadline_ns, uint64_t *cpu_ns)
-{
+		int64_t *deadline_ns, uint64_t *cpu_ns) {
 	char buf[8192];
 	return read_thread_file(f, QOS_THREAD_SCHED, buf, sizeof(buf)) > 0 &&
-		parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
+			parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
 }
 
-bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out)
-{
+bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out) {
 	char buf[128];
 	if (read_thread_file(f, QOS_THREAD_SCHEDSTAT, buf, sizeof(buf)) < 0)
 		return false;
@@ -329,8 +304,7 @@ bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out)
 	return true;
 }
 
-bool qos_sys_sched_clock_offset(int64_t *offset_ns)
-{
+bool qos_sys_sched_clock_offset(int64_t *offset_ns) {
 	/*
 	 * A running thread that enters SCHED_DEADLINE gets deadline = scheduler
 	 * clock at the switch + its relative deadline.  A child does it, so
@@ -407,15 +381,13 @@ struct qos_dirent64 {
  * much of the buffer unused has reached the end of the directory. */
 #define DIRENT_ROOM 512
 
-int qos_sys_open_task_dir(pid_t pid)
-{
+int qos_sys_open_task_dir(pid_t pid) {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data)
-{
+int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *data) {
 	/*
 	 * Three system calls, not the five of opendir/readdir (an fstat, and a
 	 * last getdents that only finds the end): the manager lists threads at
@@ -429,8 +401,7 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 	return n;
 }
 
-int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), void *data)
-{
+int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), void *data) {
 	if (lseek(dir_fd, 0, SEEK_SET) != 0)
 		return -1;
 	_Alignas(struct qos_dirent64) char buf[8192];
@@ -456,8 +427,7 @@ int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), vo
 	return n;
 }
 
-bool qos_sys_process_clock_us(pid_t pid, uint64_t *out)
-{
+bool qos_sys_process_clock_us(pid_t pid, uint64_t *out) {
 	/* CPUCLOCK_SCHED of the process (the encoding clock_getcpuclockid uses). */
 	clockid_t id = (clockid_t)(((unsigned)~pid << 3) | 2);
 	struct timespec ts;
@@ -468,8 +438,7 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out)
 }
 
 int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
-	uint64_t dl_runtime_ns, uint64_t dl_period_ns)
-{
+		uint64_t dl_runtime_ns, uint64_t dl_period_ns) {
 	struct qos_sched_attr a = { .size = sizeof(a) };
 	switch (policy) {
 	case QOS_POLICY_OTHER:
@@ -500,9 +469,8 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	return 0;
 }
 
-bool qos_sys_get_sched(pid_t tid, struct qos_sched *out)
-{
-	struct qos_sched_attr a = {0};
+bool qos_sys_get_sched(pid_t tid, struct qos_sched *out) {
+	struct qos_sched_attr a = { 0 };
 	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
 		return false;
 	*out = (struct qos_sched){ .policy = (int)a.sched_policy,
@@ -531,14 +499,13 @@ bool qos_sys_get_sched(pid_t tid, struct qos_sched *out)
 	return true;
 }
 
-bool qos_sys_sched_is_rt(const struct qos_sched *s)
-{
+bool qos_sys_sched_is_rt(const struct qos_sched *s) {
 	return s->policy == SCHED_FIFO || s->policy == SCHED_RR;
 }
 
-int qos_sys_set_sched(pid_t tid, const struct qos_sched *s)
-{
-	struct qos_sched_attr a = { .size = sizeof(a), .sched_policy = (uint32_t)s->policy,
+int qos_sys_set_sched(pid_t tid, const struct qos_sched *s) {
+	struct qos_sched_attr a = { .size = sizeof(a),
+		.sched_policy = (uint32_t)s->policy,
 		.sched_flags = s->reset_on_fork ? QOS_SCHED_FLAG_RESET_ON_FORK : 0 };
 	if (s->policy == SCHED_FIFO || s->policy == SCHED_RR)
 		a.sched_priority = (uint32_t)s->priority;
@@ -549,19 +516,16 @@ int qos_sys_set_sched(pid_t tid, const struct qos_sched *s)
 	return 0;
 }
 
-bool qos_sys_thread_in_process(pid_t pid, pid_t tid)
-{
+bool qos_sys_thread_in_process(pid_t pid, pid_t tid) {
 	return tid == pid || qos_proc_has_thread(pid, tid);
 }
 
-char qos_sys_thread_state(pid_t tid)
-{
+char qos_sys_thread_state(pid_t tid) {
 	return qos_proc_state(tid);
 }
 
 /* The shrink qos_sys_release_deadline explains, for a thread in this state. */
-static bool release_in(pid_t tid, char state, uint64_t flags)
-{
+static bool release_in(pid_t tid, char state, uint64_t flags) {
 	if (state == 'Z' || state == 'X' || state == 'x')
 		return false;
 	/*
@@ -583,8 +547,7 @@ static bool release_in(pid_t tid, char state, uint64_t flags)
 	return true;
 }
 
-bool qos_sys_release_deadline(pid_t tid)
-{
+bool qos_sys_release_deadline(pid_t tid) {
 	/*
 	 * Two kernel behaviours (seen on 6.18) decide how a deadline thread
 	 * may leave the class:
@@ -601,7 +564,7 @@ bool qos_sys_release_deadline(pid_t tid)
 	 * normal path, which releases its bandwidth at its 0-lag time.  Dead
 	 * threads (zombies) have released it already and are left alone.
 	 */
-	struct qos_sched_attr cur = {0};
+	struct qos_sched_attr cur = { 0 };
 	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0)
 		return false;
 	if (cur.sched_policy != SCHED_DEADLINE)
@@ -609,32 +572,26 @@ bool qos_sys_release_deadline(pid_t tid)
 	return release_in(tid, qos_sys_thread_state(tid), cur.sched_flags);
 }
 
-bool qos_sys_release_deadline_in(pid_t tid, char state)
-{
+bool qos_sys_release_deadline_in(pid_t tid, char state) {
 	return release_in(tid, state, QOS_SCHED_FLAG_RESET_ON_FORK);
 }
 
-bool qos_sys_thread_is_deadline(pid_t tid)
-{
+bool qos_sys_thread_is_deadline(pid_t tid) {
 	return qos_sys_get_thread_policy(tid, NULL) == SCHED_DEADLINE;
 }
 
-bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns,
-	bool *same)
-{
-	struct qos_sched_attr a = {0};
+bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns, bool *same) {
+	struct qos_sched_attr a = { 0 };
 	*same = false;
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0 ||
-			a.sched_policy != SCHED_DEADLINE)
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0 || a.sched_policy != SCHED_DEADLINE)
 		return false;
 	*same = a.sched_runtime == runtime_ns && a.sched_deadline == period_ns &&
-		a.sched_period == period_ns && a.sched_flags == QOS_SCHED_FLAG_RESET_ON_FORK;
+			a.sched_period == period_ns && a.sched_flags == QOS_SCHED_FLAG_RESET_ON_FORK;
 	return true;
 }
 
-int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)
-{
-	struct qos_sched_attr a = {0};
+int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork) {
+	struct qos_sched_attr a = { 0 };
 	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
 		return -1;
 	if (reset_on_fork)
@@ -642,8 +599,7 @@ int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork)
 	return (int)a.sched_policy;
 }
 
-int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
-{
+int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard) {
 	struct rlimit rl;
 	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0)
 		return -errno;
@@ -652,14 +608,12 @@ int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard)
 	return 0;
 }
 
-bool qos_sys_rttime_tighter(pid_t pid, uint64_t hard)
-{
+bool qos_sys_rttime_tighter(pid_t pid, uint64_t hard) {
 	uint64_t soft, now;
 	return qos_sys_get_rttime(pid, &soft, &now) == 0 && now < hard;
 }
 
-int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard)
-{
+int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard) {
 	int e = qos_sys_get_rttime(pid, old_soft, old_hard);
 	if (e)
 		return e;
@@ -674,14 +628,12 @@ int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t 
 	return 0;
 }
 
-int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard)
-{
+int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard) {
 	struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
 	return prlimit(pid, RLIMIT_RTTIME, &rl, NULL) == 0 ? 0 : -errno;
 }
 
-pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data)
-{
+pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data) {
 	for (pid_t p = qos_proc_parent(pid), depth = 0; p > 1 && depth < 16;
 			p = qos_proc_parent(p), depth++) {
 		if (match(p, data))
@@ -690,7 +642,6 @@ pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data)
 	return 0;
 }
 
-pid_t qos_sys_tgid(pid_t tid)
-{
+pid_t qos_sys_tgid(pid_t tid) {
 	return qos_proc_tgid(tid);
 }

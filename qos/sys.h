@@ -48,7 +48,11 @@ bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out);
  * (shared by all the files of a manager, which lives in a process with a
  * descriptor limit); past it, each read opens and closes.
  */
-enum qos_thread_file { QOS_THREAD_STAT, QOS_THREAD_SCHED, QOS_THREAD_SCHEDSTAT };
+enum qos_thread_file {
+	QOS_THREAD_STAT,
+	QOS_THREAD_SCHED,
+	QOS_THREAD_SCHEDSTAT
+};
 #define QOS_THREAD_FILES 3
 
 struct qos_thread_files {
@@ -57,8 +61,7 @@ struct qos_thread_files {
 	unsigned int *budget;
 };
 
-void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid,
-	unsigned int *budget);
+void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid, unsigned int *budget);
 /* Closes a kept descriptor, if *fd is one, and gives its place back to *budget. */
 void qos_sys_drop_kept_fd(int *fd, unsigned int *budget);
 /* Closes what is kept; NULL is fine.  The struct may be initialized again. */
@@ -66,7 +69,7 @@ void qos_thread_files_finish(struct qos_thread_files *f);
 /* As qos_sys_thread_state, qos_sys_thread_dl_state, qos_sys_thread_cpu_ns. */
 char qos_thread_files_state(struct qos_thread_files *f);
 bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
-	int64_t *deadline_ns, uint64_t *cpu_ns);
+		int64_t *deadline_ns, uint64_t *cpu_ns);
 bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out);
 
 /*
@@ -76,7 +79,7 @@ bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out);
  * when the thread is not SCHED_DEADLINE or the kernel does not show them.
  */
 bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_ns,
-	uint64_t *cpu_ns);
+		uint64_t *cpu_ns);
 
 /*
  * Cumulative CPU time of a whole process from its CPU clock: exact to the
@@ -109,7 +112,7 @@ int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), vo
  * period.  Returns 0 or a negative errno.
  */
 int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
-	uint64_t dl_runtime_ns, uint64_t dl_period_ns);
+		uint64_t dl_runtime_ns, uint64_t dl_period_ns);
 
 /*
  * A thread's class as it was before the manager took it: what a member gets
@@ -165,8 +168,7 @@ bool qos_sys_thread_is_deadline(pid_t tid);
  * what qos_sys_set_thread_policy would give it for this runtime and period:
  * then setting it again would change nothing.
  */
-bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns,
-	bool *same);
+bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns, bool *same);
 
 /* Reads the kernel policy of a thread (SCHED_* value) or -1. */
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork);

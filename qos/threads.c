@@ -20,8 +20,7 @@ struct collect_ctx {
 	bool failed;
 };
 
-static void collect(pid_t tid, void *data)
-{
+static void collect(pid_t tid, void *data) {
 	struct collect_ctx *x = data;
 	struct qos_thread_cache *c = x->c;
 	pid_t *grown = qos_array_room(c->tids, &c->cap_tids, c->n_tids, sizeof(*grown));
@@ -34,11 +33,10 @@ static void collect(pid_t tid, void *data)
 }
 
 static int list_member(struct qos_manager *mgr, struct qos_member *m,
-	void (*fn)(pid_t tid, void *data), void *data);
+		void (*fn)(pid_t tid, void *data), void *data);
 
 /* The kept listing of m, listing it first; NULL when it cannot be kept. */
-static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_member *m)
-{
+static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_member *m) {
 	struct qos_thread_cache *c = &mgr->threads;
 	pid_t pid = m->pid;
 	for (size_t i = 0; i < c->n; i++) {
@@ -57,8 +55,10 @@ static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_me
 		return NULL;
 	}
 	struct qos_thread_listing *l = &c->lists[c->n++];
-	*l = (struct qos_thread_listing){ .pid = pid, .first = first,
-		.n = n < 0 ? 0 : (size_t)n, .gone = n < 0 };
+	*l = (struct qos_thread_listing){ .pid = pid,
+		.first = first,
+		.n = n < 0 ? 0 : (size_t)n,
+		.gone = n < 0 };
 	return l;
 }
 
@@ -67,8 +67,7 @@ static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_me
  * kept directory that is a rewind and a getdents, without the path walk.
  */
 static int list_member(struct qos_manager *mgr, struct qos_member *m,
-	void (*fn)(pid_t tid, void *data), void *data)
-{
+		void (*fn)(pid_t tid, void *data), void *data) {
 	if (m->task_fd < 0 && mgr->kept_fds_budget > 0) {
 		m->task_fd = qos_sys_open_task_dir(m->pid);
 		/* Kept, it lists whichever process had the pid when it opened:
@@ -86,14 +85,12 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 	return qos_sys_for_each_thread(m->pid, fn, data);
 }
 
-void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m)
-{
+void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m) {
 	qos_sys_drop_kept_fd(&m->task_fd, &mgr->kept_fds_budget);
 }
 
 int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
-	void (*fn)(pid_t tid, void *data), void *data)
-{
+		void (*fn)(pid_t tid, void *data), void *data) {
 	if (m->tid) {
 		if (fn)
 			fn(m->tid, data);
@@ -112,16 +109,14 @@ int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
 	return (int)n;
 }
 
-void qos_threads_keep(struct qos_manager *mgr, bool keep)
-{
+void qos_threads_keep(struct qos_manager *mgr, bool keep) {
 	struct qos_thread_cache *c = &mgr->threads;
 	c->keep = keep;
 	c->n = 0;
 	c->n_tids = 0;
 }
 
-void qos_threads_finish(struct qos_manager *mgr)
-{
+void qos_threads_finish(struct qos_manager *mgr) {
 	struct qos_thread_cache *c = &mgr->threads;
 	free(c->lists);
 	free(c->tids);

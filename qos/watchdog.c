@@ -25,8 +25,7 @@
 #include "qos/watchdog.h"
 
 void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t cooldown_us,
-	uint64_t now_us)
-{
+		uint64_t now_us) {
 	*w = (struct qos_watchdog){
 		.timeout_us = timeout_us,
 		.cooldown_us = cooldown_us,
@@ -34,22 +33,19 @@ void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t coo
 	};
 }
 
-void qos_watchdog_checked(struct qos_watchdog *w, uint64_t now_us, uint64_t waited_us)
-{
+void qos_watchdog_checked(struct qos_watchdog *w, uint64_t now_us, uint64_t waited_us) {
 	uint64_t gap = w->checked_us && now_us > w->checked_us ? now_us - w->checked_us : 0;
 	w->checked_us = now_us;
 	if (gap >= QOS_WATCHDOG_GAP_US && waited_us < gap / 2 && now_us > w->seen_us)
 		w->seen_us = now_us;
 }
 
-void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us)
-{
+void qos_watchdog_tick(struct qos_watchdog *w, uint64_t now_us) {
 	if (now_us > w->seen_us)
 		w->seen_us = now_us;
 }
 
-bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us)
-{
+bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us) {
 	if (!w->timeout_us || now_us < w->seen_us || now_us - w->seen_us < w->timeout_us)
 		return false;
 	w->cooldown_until_us = now_us + w->cooldown_us;
@@ -58,9 +54,7 @@ bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us)
 	return true;
 }
 
-uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us,
-	uint64_t now_us)
-{
+uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us, uint64_t now_us) {
 	if (until_us <= now_us || !w->cooldown_us)
 		return 0;
 	if (until_us - now_us > w->cooldown_us)
@@ -70,18 +64,15 @@ uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us,
 	return w->cooldown_until_us - now_us;
 }
 
-bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us)
-{
+bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us) {
 	return now_us >= w->cooldown_until_us;
 }
 
-uint64_t qos_watchdog_cooldown_left_us(const struct qos_watchdog *w, uint64_t now_us)
-{
+uint64_t qos_watchdog_cooldown_left_us(const struct qos_watchdog *w, uint64_t now_us) {
 	return now_us < w->cooldown_until_us ? w->cooldown_until_us - now_us : 0;
 }
 
-static void *canary_main(void *data)
-{
+static void *canary_main(void *data) {
 	struct qos_manager *mgr = data;
 	struct sched_param sp = { 0 };
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
@@ -102,8 +93,7 @@ static void *canary_main(void *data)
 	return NULL;
 }
 
-bool qos_watchdog_start(struct qos_manager *mgr)
-{
+bool qos_watchdog_start(struct qos_manager *mgr) {
 	mgr->canary_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (mgr->canary_fd < 0)
 		return false;
@@ -112,14 +102,16 @@ bool qos_watchdog_start(struct qos_manager *mgr)
 		goto err;
 	uint64_t now = qos_sys_now_us(), until;
 	qos_watchdog_init(&mgr->watchdog, mgr->config.watchdog_timeout_us,
-		mgr->config.watchdog_cooldown_us, now);
+			mgr->config.watchdog_cooldown_us, now);
 	/* A predecessor that died during a cool-down: the rest of it holds. */
 	if (qos_journal_load_cooldown(&mgr->cg, &until)) {
 		uint64_t left = qos_watchdog_carry_cooldown(&mgr->watchdog, until, now);
 		if (left)
-			qos_emit(mgr, QOS_EVENT_WATCHDOG, NULL, 0, 0, 0, "a cool-down after a "
-				"starvation alarm of the previous instance: real-time grants stay "
-				"suspended for %llus", (unsigned long long)(left / 1000000u + 1));
+			qos_emit(mgr, QOS_EVENT_WATCHDOG, NULL, 0, 0, 0,
+					"a cool-down after a "
+					"starvation alarm of the previous instance: real-time grants stay "
+					"suspended for %llus",
+					(unsigned long long)(left / 1000000u + 1));
 	}
 	if (mgr->config.watchdog_external_canary)
 		return true;
@@ -141,8 +133,7 @@ err:
 	return false;
 }
 
-void qos_watchdog_stop(struct qos_manager *mgr)
-{
+void qos_watchdog_stop(struct qos_manager *mgr) {
 	if (mgr->canary_running) {
 		uint64_t one = 1;
 		pthread_t t = (pthread_t)mgr->canary_thread;
@@ -160,8 +151,7 @@ void qos_watchdog_stop(struct qos_manager *mgr)
 	mgr->canary_fd = -1;
 }
 
-void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
-{
+void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us) {
 	if (mgr->canary_fd < 0)
 		return;
 	uint64_t v, delay, waited = UINT64_MAX;
@@ -177,15 +167,15 @@ void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us)
 	if (qos_watchdog_expired(&mgr->watchdog, now_us)) {
 		int e = qos_journal_save_cooldown(&mgr->cg, mgr->watchdog.cooldown_until_us);
 		if (e < 0)
-			qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0, "cannot keep the cool-down "
-				"on %s (%s): a restart after a crash would not keep it",
-				mgr->cg.v2_root, strerror(-e));
+			qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+					"cannot keep the cool-down "
+					"on %s (%s): a restart after a crash would not keep it",
+					mgr->cg.v2_root, strerror(-e));
 		qos_demote_all_rt(mgr);
 	}
 }
 
-void qos_manager_watchdog_feed(struct qos_manager *mgr)
-{
+void qos_manager_watchdog_feed(struct qos_manager *mgr) {
 	uint64_t one = 1;
 	if (mgr->canary_fd >= 0 && write(mgr->canary_fd, &one, sizeof(one)) < 0)
 		return;

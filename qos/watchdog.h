@@ -11,12 +11,12 @@
 #include <stdint.h>
 
 struct qos_watchdog {
-	uint64_t timeout_us;        /* canary silence that counts as starvation */
-	uint64_t cooldown_us;       /* no new real-time grants for this long after */
-	uint64_t seen_us;           /* last canary tick (or start, or last alarm) */
+	uint64_t timeout_us; /* canary silence that counts as starvation */
+	uint64_t cooldown_us; /* no new real-time grants for this long after */
+	uint64_t seen_us; /* last canary tick (or start, or last alarm) */
 	uint64_t cooldown_until_us; /* 0: no cool-down yet */
-	uint64_t alarms;            /* starvation alarms so far */
-	uint64_t checked_us;        /* the manager's last check (0: none yet) */
+	uint64_t alarms; /* starvation alarms so far */
+	uint64_t checked_us; /* the manager's last check (0: none yet) */
 };
 
 /*
@@ -26,7 +26,7 @@ struct qos_watchdog {
 #define QOS_WATCHDOG_GAP_US 2000000u
 
 void qos_watchdog_init(struct qos_watchdog *w, uint64_t timeout_us, uint64_t cooldown_us,
-	uint64_t now_us);
+		uint64_t now_us);
 /*
  * The manager checks at now_us, having waited waited_us for a CPU since its
  * last check (UINT64_MAX: unknown).  After a gap of QOS_WATCHDOG_GAP_US or
@@ -50,8 +50,7 @@ bool qos_watchdog_expired(struct qos_watchdog *w, uint64_t now_us);
  * now (a saved end beyond that is no end this watchdog would set).
  * Returns the microseconds of it left (0: none).
  */
-uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us,
-	uint64_t now_us);
+uint64_t qos_watchdog_carry_cooldown(struct qos_watchdog *w, uint64_t until_us, uint64_t now_us);
 /* False during the cool-down that follows an alarm. */
 bool qos_watchdog_rt_allowed(const struct qos_watchdog *w, uint64_t now_us);
 /* Microseconds of cool-down left (0 when real-time grants are allowed). */

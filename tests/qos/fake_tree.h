@@ -15,8 +15,7 @@
 #include "qos/qos.h"
 #include "qos/rules.h"
 
-static inline void fake_tree_touch(const char *dir, const char *file, const char *text)
-{
+static inline void fake_tree_touch(const char *dir, const char *file, const char *text) {
 	char p[512];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
 	FILE *f = fopen(p, "w");
@@ -28,8 +27,7 @@ static inline void fake_tree_touch(const char *dir, const char *file, const char
 }
 
 /* Makes base (a mkdtemp template) a fake tree with the cpu controller. */
-static inline bool fake_tree_create(char *base)
-{
+static inline bool fake_tree_create(char *base) {
 	if (!mkdtemp(base)) {
 		perror("mkdtemp");
 		return false;
@@ -41,23 +39,20 @@ static inline bool fake_tree_create(char *base)
 }
 
 static inline int fake_tree_remove_entry(const char *path, const struct stat *sb, int flag,
-	struct FTW *ftw)
-{
+		struct FTW *ftw) {
 	(void)sb;
 	(void)flag;
 	(void)ftw;
 	return remove(path);
 }
 
-static inline void fake_tree_remove(const char *base)
-{
+static inline void fake_tree_remove(const char *base) {
 	nftw(base, fake_tree_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* A manager's config over the fake tree at base: control files faked, no guardian. */
 static inline void fake_tree_config(struct qos_manager_config *cfg, const char *base,
-	const char *root_name)
-{
+		const char *root_name) {
 	qos_manager_config_init(cfg);
 	cfg->cgroup_base = base;
 	cfg->root_name = root_name;
@@ -72,19 +67,16 @@ struct fake_tree_events {
 	char last[512]; /* "reserve: message" of the last one */
 };
 
-static inline void fake_tree_count_event(void *data, const struct qos_event *ev)
-{
+static inline void fake_tree_count_event(void *data, const struct qos_event *ev) {
 	struct fake_tree_events *e = data;
 	if (ev->type != e->type || !ev->message)
 		return;
 	e->count++;
-	snprintf(e->last, sizeof(e->last), "%s: %s", ev->reserve ? ev->reserve : "",
-		ev->message);
+	snprintf(e->last, sizeof(e->last), "%s: %s", ev->reserve ? ev->reserve : "", ev->message);
 }
 
 /* A child that sleeps until killed, to be a member. */
-static inline pid_t fake_tree_sleeper(void)
-{
+static inline pid_t fake_tree_sleeper(void) {
 	pid_t pid = fork();
 	if (pid == 0) {
 		pause();
@@ -94,8 +86,7 @@ static inline pid_t fake_tree_sleeper(void)
 }
 
 /* Rules parsed from text, which must be valid. */
-static inline struct qos_rules *fake_tree_rules(const char *text)
-{
+static inline struct qos_rules *fake_tree_rules(const char *text) {
 	struct qos_rules *r = qos_rules_create();
 	CHECK(r && qos_rules_parse_string(r, "t", text, NULL, NULL) == 0);
 	return r;

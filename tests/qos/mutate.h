@@ -19,8 +19,7 @@
 
 static uint64_t rng_state;
 
-static inline uint64_t rnd(void)
-{
+static inline uint64_t rnd(void) {
 	/* xorshift64*: deterministic for a seed, good enough to pick mutations. */
 	rng_state ^= rng_state >> 12;
 	rng_state ^= rng_state << 25;
@@ -28,13 +27,11 @@ static inline uint64_t rnd(void)
 	return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
-static inline size_t below(size_t n)
-{
+static inline size_t below(size_t n) {
 	return n ? (size_t)(rnd() % n) : 0;
 }
 
-static inline void print_escaped(const char *what, const char *s, size_t len)
-{
+static inline void print_escaped(const char *what, const char *s, size_t len) {
 	fprintf(stderr, "%s: \"", what);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -52,8 +49,7 @@ static inline void print_escaped(const char *what, const char *s, size_t len)
 
 /* Stops after the first failing input: one escaped input is enough to debug. */
 static inline bool failed_before(int before, const char *what, const char *input, size_t len,
-	uint64_t seed, int iteration)
-{
+		uint64_t seed, int iteration) {
 	if (check_failures == before)
 		return false;
 	fprintf(stderr, "seed %" PRIu64 ", iteration %d\n", seed, iteration);
@@ -62,19 +58,101 @@ static inline bool failed_before(int before, const char *what, const char *input
 }
 
 static const char *const dictionary[] = {
-	"policy=", "fallback=", "period=", "slice=", "cpu=", "nice=", "priority=", "reserve=",
-	"auto=", "inherit=", "allow=", "max-cpu=", "redefine=", "exe=", "cmdline=", "app_id=",
-	"reserve ", "rule ", "\"", "\\\"", "\\", "=", "==", "#", " ", "\t", "\r", "\n", "%",
-	"99999999999999999999999", "-2147483649", "18446744073709551616", "4294967296", "1e308",
-	"1e-400", "0x10", "nan", "inf", "1.", ".5", "ms", "us", "s", "qos", "fifo", "rr", "idle",
-	"pause", "other", "auto-", ".", "..", "/", "*", "?", "[", "]", "yes", "no", ",",
-	"\x01", "\x1b[2J", "\x7f", "\xc3\xa9", "\xff",
+	"policy=",
+	"fallback=",
+	"period=",
+	"slice=",
+	"cpu=",
+	"nice=",
+	"priority=",
+	"reserve=",
+	"auto=",
+	"inherit=",
+	"allow=",
+	"max-cpu=",
+	"redefine=",
+	"exe=",
+	"cmdline=",
+	"app_id=",
+	"reserve ",
+	"rule ",
+	"\"",
+	"\\\"",
+	"\\",
+	"=",
+	"==",
+	"#",
+	" ",
+	"\t",
+	"\r",
+	"\n",
+	"%",
+	"99999999999999999999999",
+	"-2147483649",
+	"18446744073709551616",
+	"4294967296",
+	"1e308",
+	"1e-400",
+	"0x10",
+	"nan",
+	"inf",
+	"1.",
+	".5",
+	"ms",
+	"us",
+	"s",
+	"qos",
+	"fifo",
+	"rr",
+	"idle",
+	"pause",
+	"other",
+	"auto-",
+	".",
+	"..",
+	"/",
+	"*",
+	"?",
+	"[",
+	"]",
+	"yes",
+	"no",
+	",",
+	"\x01",
+	"\x1b[2J",
+	"\x7f",
+	"\xc3\xa9",
+	"\xff",
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	/* the compositor's config */
-	"output-mode ", "x", "@", "Hz", "bind ", "Super+", "Shift+", "+", "exec ", "exit",
-	"color ", "#", "#ffffff", "#0000007f", "buttons ", "close", "realtime", "titlebar-height ",
-	"border-width ", "terminal ", "font ", "realtime-cpu ", "qos-reserved ",
-	"realtime-period ", "realtime-fallback ", "16384", "65", "1000",
+	"output-mode ",
+	"x",
+	"@",
+	"Hz",
+	"bind ",
+	"Super+",
+	"Shift+",
+	"+",
+	"exec ",
+	"exit",
+	"color ",
+	"#",
+	"#ffffff",
+	"#0000007f",
+	"buttons ",
+	"close",
+	"realtime",
+	"titlebar-height ",
+	"border-width ",
+	"terminal ",
+	"font ",
+	"realtime-cpu ",
+	"qos-reserved ",
+	"realtime-period ",
+	"realtime-fallback ",
+	"16384",
+	"65",
+	"1000",
 };
 #define N_DICT (sizeof(dictionary) / sizeof(dictionary[0]))
 
@@ -82,15 +160,13 @@ static const char *const dictionary[] = {
  * Applies one random edit to buf (length *len, capacity TEXT_MAX, NUL kept
  * after it); nul_ok lets a NUL byte in, for input read by length.
  */
-static inline void mutate(char *buf, size_t *len, bool nul_ok)
-{
+static inline void mutate(char *buf, size_t *len, bool nul_ok) {
 	size_t at = below(*len + 1);
 	switch (rnd() % 4) {
 	case 0: /* overwrite a byte */
 		if (*len) {
 			const char *w = dictionary[below(N_DICT)];
-			buf[below(*len)] = rnd() % 2 ? w[0] :
-				(char)(nul_ok ? below(256) : 1 + below(255));
+			buf[below(*len)] = rnd() % 2 ? w[0] : (char)(nul_ok ? below(256) : 1 + below(255));
 		}
 		break;
 	case 1: { /* insert a word */

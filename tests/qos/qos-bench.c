@@ -80,23 +80,20 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(clockid_t clock)
-{
+static uint64_t now_ns(clockid_t clock) {
 	struct timespec ts;
 	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_until(uint64_t t_ns)
-{
+static void sleep_until(uint64_t t_ns) {
 	struct timespec ts = { .tv_sec = (time_t)(t_ns / 1000000000u),
 		.tv_nsec = (long)(t_ns % 1000000000u) };
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
-static bool wait_go(void)
-{
+static bool wait_go(void) {
 	char line[64];
 	if (!fgets(line, sizeof(line), stdin))
 		return false;
@@ -104,7 +101,7 @@ static bool wait_go(void)
 }
 
 struct sched_stat {
-	uint64_t wait_ns;  /* runnable but not running (run_delay) */
+	uint64_t wait_ns; /* runnable but not running (run_delay) */
 	uint64_t arrivals; /* times this thread was given a CPU (pcount) */
 };
 
@@ -112,8 +109,7 @@ struct sched_stat {
  * Read through an fd kept open: the job pays for it out of its reservation,
  * and an fopen() per job costs tens of microseconds, sometimes far more.
  */
-static struct sched_stat sched_stat_now(int fd)
-{
+static struct sched_stat sched_stat_now(int fd) {
 	char buf[128];
 	unsigned long long run = 0, wait = 0, count = 0;
 	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
@@ -128,14 +124,13 @@ static struct sched_stat sched_stat_now(int fd)
 #define GAP_NS 100000u
 
 struct burn_note {
-	uint64_t stops;  /* the wall clock jumped: not running, or stalled */
+	uint64_t stops; /* the wall clock jumped: not running, or stalled */
 	uint64_t stolen; /* the thread's own clock jumped: charged, not used */
 };
 
 /* Burns cpu_ns of this thread's CPU time. */
-static struct burn_note burn(uint64_t cpu_ns)
-{
-	struct burn_note n = {0};
+static struct burn_note burn(uint64_t cpu_ns) {
+	struct burn_note n = { 0 };
 	uint64_t start = now_ns(CLOCK_THREAD_CPUTIME_ID), cpu_last = start;
 	uint64_t last = now_ns(CLOCK_MONOTONIC);
 	for (;;) {
@@ -159,8 +154,7 @@ struct job_note {
 
 #define JOB_HISTORY 4
 
-static int periodic(int argc, char **argv)
-{
+static int periodic(int argc, char **argv) {
 	if (argc < 3)
 		return 2;
 	uint64_t work_ppm = strtoull(argv[0], NULL, 10);
@@ -176,7 +170,7 @@ static int periodic(int argc, char **argv)
 			break;
 		uint64_t start = now_ns(CLOCK_MONOTONIC) + period_ns;
 		uint64_t done = 0, missed = 0, worst = 0;
-		struct job_note worst_note = {0}, hist[JOB_HISTORY] = {0};
+		struct job_note worst_note = { 0 }, hist[JOB_HISTORY] = { 0 };
 		struct sched_stat before = sched_stat_now(stat_fd);
 		for (uint64_t k = 0; k < jobs; k++) {
 			uint64_t release = start + k * period_ns;
@@ -210,16 +204,16 @@ static int periodic(int argc, char **argv)
 			}
 		}
 		printf("result %s %llu %llu %llu %llu %llu %llu", argv[i], (unsigned long long)done,
-			(unsigned long long)missed, (unsigned long long)(worst / 1000u),
-			(unsigned long long)(worst_note.wait_ns / 1000u),
-			(unsigned long long)(worst_note.lost_ns / 1000u),
-			(unsigned long long)worst_note.switches);
+				(unsigned long long)missed, (unsigned long long)(worst / 1000u),
+				(unsigned long long)(worst_note.wait_ns / 1000u),
+				(unsigned long long)(worst_note.lost_ns / 1000u),
+				(unsigned long long)worst_note.switches);
 		uint64_t first = done > JOB_HISTORY ? done - JOB_HISTORY : 0;
 		for (uint64_t k = first; k < done; k++) {
 			const struct job_note *h = &hist[k % JOB_HISTORY];
 			printf(" %llu:%llu:%llu:%llu:%llu", (unsigned long long)(h->lost_ns / 1000u),
-				(unsigned long long)(h->wait_ns / 1000u), (unsigned long long)h->switches,
-				(unsigned long long)h->stops, (unsigned long long)h->stolen);
+					(unsigned long long)(h->wait_ns / 1000u), (unsigned long long)h->switches,
+					(unsigned long long)h->stops, (unsigned long long)h->stolen);
 		}
 		printf("\n");
 		fflush(stdout);
@@ -234,8 +228,7 @@ static int periodic(int argc, char **argv)
 	return 0;
 }
 
-static int timerlat(int argc, char **argv)
-{
+static int timerlat(int argc, char **argv) {
 	if (argc < 4)
 		return 2;
 	long count = atol(argv[0]);
@@ -262,8 +255,7 @@ static int timerlat(int argc, char **argv)
 	return 0;
 }
 
-static int waker(int argc, char **argv)
-{
+static int waker(int argc, char **argv) {
 	double hz = argc >= 1 ? atof(argv[0]) : 0;
 	if (hz <= 0 || hz > 100000)
 		return 2;
@@ -275,7 +267,7 @@ static int waker(int argc, char **argv)
 	uint64_t ns = (uint64_t)(1e9 / hz);
 	struct itimerspec its = {
 		.it_interval = { .tv_sec = (time_t)(ns / 1000000000u),
-			.tv_nsec = (long)(ns % 1000000000u) },
+				.tv_nsec = (long)(ns % 1000000000u) },
 	};
 	its.it_value = its.it_interval;
 	if (timerfd_settime(tfd, 0, &its, NULL) < 0)
@@ -309,16 +301,14 @@ struct bench_sched_attr {
 	uint64_t sched_runtime, sched_deadline, sched_period;
 };
 
-static void print_pair(double cpu_ns, long pairs, bool ok)
-{
+static void print_pair(double cpu_ns, long pairs, bool ok) {
 	if (ok)
 		printf(" %.2f", cpu_ns / 1000.0 / (double)pairs);
 	else
 		printf(" -");
 }
 
-static pid_t spin_child(void)
-{
+static pid_t spin_child(void) {
 	pid_t parent = getpid();
 	pid_t child = fork();
 	if (child == 0) {
@@ -331,8 +321,7 @@ static pid_t spin_child(void)
 	return child;
 }
 
-static void end_child(pid_t child)
-{
+static void end_child(pid_t child) {
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
@@ -347,14 +336,12 @@ static void end_child(pid_t child)
  */
 static const struct timespec op_gap = { .tv_nsec = 1000000 };
 
-static uint64_t op_start(void)
-{
+static uint64_t op_start(void) {
 	nanosleep(&op_gap, NULL);
 	return now_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static uint64_t clock_pair_ns(long n)
-{
+static uint64_t clock_pair_ns(long n) {
 	uint64_t sum = 0;
 	for (long i = 0; i < n; i++) {
 		uint64_t t0 = op_start();
@@ -364,13 +351,12 @@ static uint64_t clock_pair_ns(long n)
 }
 
 /* Moves a busy child of ours into the group whose cpu.idle is idle_path. */
-static bool fill_group(const char *idle_path, pid_t child)
-{
+static bool fill_group(const char *idle_path, pid_t child) {
 	char procs[4096];
 	const char *slash = strrchr(idle_path, '/');
 	if (!slash || child <= 0 ||
 			snprintf(procs, sizeof(procs), "%.*s/cgroup.procs", (int)(slash - idle_path),
-				idle_path) >= (int)sizeof(procs))
+					idle_path) >= (int)sizeof(procs))
 		return false;
 	int fd = open(procs, O_WRONLY | O_CLOEXEC);
 	bool ok = fd >= 0 && dprintf(fd, "%d", child) > 0;
@@ -379,8 +365,7 @@ static bool fill_group(const char *idle_path, pid_t child)
 	return ok;
 }
 
-static bool idle_pairs(const char *idle_path, long pairs, uint64_t *ns)
-{
+static bool idle_pairs(const char *idle_path, long pairs, uint64_t *ns) {
 	pid_t child = spin_child();
 	int fd = open(idle_path, O_WRONLY | O_CLOEXEC);
 	bool ok = fd >= 0 && fill_group(idle_path, child);
@@ -397,11 +382,13 @@ static bool idle_pairs(const char *idle_path, long pairs, uint64_t *ns)
 	return ok;
 }
 
-static bool setattr_pairs(long pairs, uint64_t *ns)
-{
-	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
-		.sched_flags = 1 /* RESET_ON_FORK */, .sched_runtime = 100000,
-		.sched_deadline = 10000000, .sched_period = 10000000 };
+static bool setattr_pairs(long pairs, uint64_t *ns) {
+	struct bench_sched_attr dl = { .size = sizeof(dl),
+		.sched_policy = 6 /* DEADLINE */,
+		.sched_flags = 1 /* RESET_ON_FORK */,
+		.sched_runtime = 100000,
+		.sched_deadline = 10000000,
+		.sched_period = 10000000 };
 	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
 	pid_t child = spin_child();
 	bool ok = child > 0;
@@ -417,8 +404,7 @@ static bool setattr_pairs(long pairs, uint64_t *ns)
 }
 
 /* A busy child of ours that runs on that CPU alone. */
-static pid_t pinned_spin_child(int cpu)
-{
+static pid_t pinned_spin_child(int cpu) {
 	pid_t child = spin_child();
 	cpu_set_t set;
 	CPU_ZERO(&set);
@@ -430,8 +416,7 @@ static pid_t pinned_spin_child(int cpu)
 	return child;
 }
 
-static uint64_t process_cpu_ns(pid_t pid)
-{
+static uint64_t process_cpu_ns(pid_t pid) {
 	clockid_t clock;
 	struct timespec ts;
 	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
@@ -444,12 +429,14 @@ static uint64_t process_cpu_ns(pid_t pid)
  * those flags, and the loops' mean share of theirs; false if the kernel
  * refused the class.
  */
-static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int n,
-	double *own, double *theirs)
-{
-	struct bench_sched_attr dl = { .size = sizeof(dl), .sched_policy = 6 /* DEADLINE */,
-		.sched_flags = 1 /* RESET_ON_FORK */ | flags, .sched_runtime = 100000,
-		.sched_deadline = 10000000, .sched_period = 10000000 };
+static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int n, double *own,
+		double *theirs) {
+	struct bench_sched_attr dl = { .size = sizeof(dl),
+		.sched_policy = 6 /* DEADLINE */,
+		.sched_flags = 1 /* RESET_ON_FORK */ | flags,
+		.sched_runtime = 100000,
+		.sched_deadline = 10000000,
+		.sched_period = 10000000 };
 	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
 	uint64_t loops0 = 0, loops1 = 0;
 	for (int i = 0; i < n; i++)
@@ -470,8 +457,7 @@ static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int 
 	return true;
 }
 
-static int reclaim(int argc, char **argv)
-{
+static int reclaim(int argc, char **argv) {
 	double secs = argc >= 1 ? atof(argv[0]) : 0;
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (!(secs > 0 && secs <= 60) || ncpus < 1 || ncpus > 64)
@@ -506,8 +492,7 @@ static int reclaim(int argc, char **argv)
 	return ok[0] && ok[1] ? 0 : 1;
 }
 
-static int switchcost(int argc, char **argv)
-{
+static int switchcost(int argc, char **argv) {
 	long pairs = argc >= 1 ? atol(argv[0]) : 0;
 	if (pairs <= 0 || pairs > 100000 || argc < 2)
 		return 2;
@@ -524,8 +509,7 @@ static int switchcost(int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
 	if (argc >= 2 && strcmp(argv[1], "periodic") == 0)
 		return periodic(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "timerlat") == 0)
@@ -540,9 +524,10 @@ int main(int argc, char **argv)
 		for (volatile unsigned long n = 0;; n++)
 			;
 	}
-	fprintf(stderr, "usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "
-		"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ | switchcost PAIRS IDLE_FILE | "
-		"reclaim SECONDS\n",
-		argv[0]);
+	fprintf(stderr,
+			"usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "
+			"timerlat COUNT MIN_MS MAX_MS SEED | spin | waker HZ | switchcost PAIRS IDLE_FILE | "
+			"reclaim SECONDS\n",
+			argv[0]);
 	return 2;
 }

@@ -33,8 +33,21 @@
 #include "qos/qos.h"
 
 static const char *const event_names[] = {
-	"created", "deleted", "renamed", "params", "joined", "left", "exited", "granted",
-	"refused", "overrun", "restored", "watchdog", "error", "rt-demoted", "rt-resumed",
+	"created",
+	"deleted",
+	"renamed",
+	"params",
+	"joined",
+	"left",
+	"exited",
+	"granted",
+	"refused",
+	"overrun",
+	"restored",
+	"watchdog",
+	"error",
+	"rt-demoted",
+	"rt-resumed",
 };
 
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
@@ -45,27 +58,23 @@ static unsigned long long event_counts[N_EVENTS];
 /* Times the manager's fd woke the loop: its own wake-ups, not commands'. */
 static unsigned long long dispatches;
 
-static void on_event(void *data, const struct qos_event *ev)
-{
+static void on_event(void *data, const struct qos_event *ev) {
 	if ((size_t)ev->type < N_EVENTS)
 		event_counts[ev->type]++;
 	if (quiet)
 		return;
 	printf("event %s reserve=%s pid=%d tid=%d used=%llu msg=%s\n", event_names[ev->type],
-		ev->reserve ? ev->reserve : "-", ev->pid, ev->tid,
-		(unsigned long long)ev->used_us, ev->message ? ev->message : "");
+			ev->reserve ? ev->reserve : "-", ev->pid, ev->tid, (unsigned long long)ev->used_us,
+			ev->message ? ev->message : "");
 	fflush(stdout);
 }
 
-static void diag(void *data, const char *msg)
-{
+static void diag(void *data, const char *msg) {
 	snprintf(data, 512, "%s", msg);
 }
 
 /* Parses "key=value..." with the rule-file parser so both accept the same syntax. */
-static bool parse_params(const char *kind, const char *rest, struct qos_params *out,
-	char *err)
-{
+static bool parse_params(const char *kind, const char *rest, struct qos_params *out, char *err) {
 	char line[1024];
 	snprintf(line, sizeof(line), "%s %s", kind, rest);
 	struct qos_rules *rules = qos_rules_create();
@@ -84,8 +93,7 @@ static bool parse_params(const char *kind, const char *rest, struct qos_params *
 	return ok;
 }
 
-static void command(struct qos_manager *mgr, char *line, bool *quit)
-{
+static void command(struct qos_manager *mgr, char *line, bool *quit) {
 	static const char *const refusal_names[] = { "error", "capacity", "forbidden" };
 	char err[512] = "";
 	char name[128];
@@ -149,12 +157,12 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		char params[256];
 		qos_params_format(&info.params, params, sizeof(params));
 		printf("ok name=%s members=%zu granted=%d fallback=%d used=%llu billed=%llu "
-			"last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n",
-			info.name, info.n_members, info.granted, info.in_fallback,
-			(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
-			(unsigned long long)info.last_used_us,
-			(unsigned long long)info.last_billed_us, (unsigned long long)info.periods,
-			(unsigned long long)info.overruns, info.owner, info.is_auto, params);
+			   "last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n",
+				info.name, info.n_members, info.granted, info.in_fallback,
+				(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
+				(unsigned long long)info.last_used_us, (unsigned long long)info.last_billed_us,
+				(unsigned long long)info.periods, (unsigned long long)info.overruns, info.owner,
+				info.is_auto, params);
 		fflush(stdout);
 		return;
 	} else if (sscanf(line, "path %127s", name) == 1) {
@@ -162,10 +170,10 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		struct qos_reserve_info ri;
 		qos_manager_get_info(mgr, &mi);
 		/* The group directory once there is one, else where it will be. */
-		const char *group = qos_manager_reserve_info(mgr, name, &ri) && ri.group[0]
-			? ri.group : name;
+		const char *group =
+				qos_manager_reserve_info(mgr, name, &ri) && ri.group[0] ? ri.group : name;
 		printf("ok v2=%s/%s cpu=%s/%s layout=%s\n", mi.v2_root, group, mi.cpu_root, group,
-			mi.layout);
+				mi.layout);
 		fflush(stdout);
 		return;
 	} else if (sscanf(line, "hold %d", &pid) == 1) {
@@ -188,9 +196,10 @@ static void command(struct qos_manager *mgr, char *line, bool *quit)
 		struct qos_manager_info mi;
 		qos_manager_get_info(mgr, &mi);
 		printf("ok watchdog_alarms=%llu cooldown=%d granted=%llu capacity=%llu "
-			"dispatches=%llu", (unsigned long long)mi.watchdog_alarms,
-			mi.watchdog_cooldown, (unsigned long long)mi.granted_ppm,
-			(unsigned long long)mi.capacity_ppm, dispatches);
+			   "dispatches=%llu",
+				(unsigned long long)mi.watchdog_alarms, mi.watchdog_cooldown,
+				(unsigned long long)mi.granted_ppm, (unsigned long long)mi.capacity_ppm,
+				dispatches);
 		for (size_t i = 0; i < N_EVENTS; i++)
 			printf(" %s=%llu", event_names[i], event_counts[i]);
 		printf("\n");
@@ -215,8 +224,7 @@ fail:
 	fflush(stdout);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
 	struct qos_manager_config cfg;
 	qos_manager_config_init(&cfg);
 	cfg.event = on_event;
@@ -246,9 +254,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--rttime") && i + 1 < argc)
 			cfg.rttime_us = strtoull(argv[++i], NULL, 10) * 1000u;
 		else {
-			fprintf(stderr, "usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake] "
-				"[--quiet] [--rsvd PERCENT] [--ncpus N] [--watchdog-timeout MS] "
-				"[--watchdog-cooldown MS] [--external-canary] [--rttime MS]\n", argv[0]);
+			fprintf(stderr,
+					"usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake] "
+					"[--quiet] [--rsvd PERCENT] [--ncpus N] [--watchdog-timeout MS] "
+					"[--watchdog-cooldown MS] [--external-canary] [--rttime MS]\n",
+					argv[0]);
 			return 2;
 		}
 	}
@@ -261,7 +271,7 @@ int main(int argc, char **argv)
 	struct qos_manager_info mi;
 	qos_manager_get_info(mgr, &mi);
 	printf("ready layout=%s rt_group=%d capacity=%llu v2=%s cpu=%s\n", mi.layout, mi.rt_group,
-		(unsigned long long)mi.capacity_ppm, mi.v2_root, mi.cpu_root);
+			(unsigned long long)mi.capacity_ppm, mi.v2_root, mi.cpu_root);
 	fflush(stdout);
 	bool quit = false;
 	char line[2048];

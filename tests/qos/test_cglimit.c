@@ -10,8 +10,7 @@
 
 static char base[512];
 
-static void put(const char *rel, const char *text)
-{
+static void put(const char *rel, const char *text) {
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/%s", base, rel);
 	/* Make every directory on the way. */
@@ -27,8 +26,7 @@ static void put(const char *rel, const char *text)
 	}
 }
 
-static void make_base(const char *name)
-{
+static void make_base(const char *name) {
 	const char *tmp = getenv("QOSWAY_TEST_TMP");
 	snprintf(base, sizeof(base), "%s/cglimit-%s-%d", tmp ? tmp : "/tmp", name, (int)getpid());
 	char cmd[700];
@@ -39,8 +37,7 @@ static void make_base(const char *name)
 	mkdir(base, 0755);
 }
 
-static void remove_base(void)
-{
+static void remove_base(void) {
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0) {
@@ -48,8 +45,7 @@ static void remove_base(void)
 	}
 }
 
-static void test_v1_hybrid(void)
-{
+static void test_v1_hybrid(void) {
 	make_base("v1");
 	/* cpu and cpuacct apart, as on this machine kind. */
 	put("cpu/cpu.cfs_quota_us", "-1\n");
@@ -107,14 +103,14 @@ static void test_v1_hybrid(void)
 	remove_base();
 }
 
-static void test_v2(void)
-{
+static void test_v2(void) {
 	make_base("v2");
 	put("cgroup.controllers", "cpu memory\n");
 	put("user.slice/cpu.max", "max 100000\n");
 	put("user.slice/app-game.scope/cpu.max", "25000 50000\n");
-	put("user.slice/app-game.scope/cpu.stat", "usage_usec 4242\nuser_usec 4000\n"
-		"system_usec 242\n");
+	put("user.slice/app-game.scope/cpu.stat",
+			"usage_usec 4242\nuser_usec 4000\n"
+			"system_usec 242\n");
 	put("user.slice/app-idle.scope/cpu.max", "max 100000\n");
 	struct qos_cglimit l;
 	CHECK(qos_cglimit_from(base, "0::/user.slice/app-game.scope\n", NULL, &l));
@@ -131,8 +127,7 @@ static void test_v2(void)
 	remove_base();
 }
 
-static void test_real_processes(void)
-{
+static void test_real_processes(void) {
 	struct qos_cglimit l;
 	/* Whatever this machine's groups are, these must not fail wrongly. */
 	CHECK(!qos_cglimit_of(NULL, -1, 0, &l));
@@ -142,8 +137,7 @@ static void test_real_processes(void)
 	CHECK(!qos_cglimit_of(NULL, getpid(), getpid(), &l));
 }
 
-int main(void)
-{
+int main(void) {
 	test_v1_hybrid();
 	test_v2();
 	test_real_processes();

@@ -16,22 +16,19 @@
 
 #define SIGNO (SIGRTMAX - 1)
 
-static uint64_t clock_of(clockid_t clock)
-{
+static uint64_t clock_of(clockid_t clock) {
 	struct timespec ts;
 	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t left_ns(timer_t t)
-{
+static uint64_t left_ns(timer_t t) {
 	struct itimerspec its;
 	timer_gettime(t, &its);
 	return (uint64_t)its.it_value.tv_sec * 1000000000u + (uint64_t)its.it_value.tv_nsec;
 }
 
-static void test_rearm_gives_back_the_clock(clockid_t clock, timer_t t)
-{
+static void test_rearm_gives_back_the_clock(clockid_t clock, timer_t t) {
 	uint64_t at = clock_of(clock) + 5000000000u;
 	CHECK(qos_cputimer_arm(t, at) == 0);
 	for (int i = 0; i < 50; i++) {
@@ -49,8 +46,7 @@ static void test_rearm_gives_back_the_clock(clockid_t clock, timer_t t)
 	}
 }
 
-static void test_fired_or_disarmed_gives_nothing(clockid_t clock, timer_t t, int sfd)
-{
+static void test_fired_or_disarmed_gives_nothing(clockid_t clock, timer_t t, int sfd) {
 	uint64_t now = 0;
 	CHECK(qos_cputimer_arm(t, 0) == 0);
 	CHECK(!qos_cputimer_rearm_after(t, 0, 10000000000u, &now));
@@ -69,8 +65,7 @@ static void test_fired_or_disarmed_gives_nothing(clockid_t clock, timer_t t, int
 	CHECK(qos_cputimer_arm(t, 0) == 0);
 }
 
-int main(void)
-{
+int main(void) {
 	int sfd = qos_cputimer_open(SIGNO);
 	CHECK(sfd >= 0);
 	pid_t child = fork();

@@ -31,8 +31,7 @@ struct diags {
 	int n;
 };
 
-static void collect(void *data, const char *message)
-{
+static void collect(void *data, const char *message) {
 	struct diags *d = data;
 	if (d->n < 64)
 		snprintf(d->msg[d->n], sizeof(d->msg[0]), "%s", message);
@@ -40,8 +39,7 @@ static void collect(void *data, const char *message)
 }
 
 /* Length of line number `line` (1-based) of text, or -1 past the end. */
-static long line_length(const char *text, long line)
-{
+static long line_length(const char *text, long line) {
 	const char *p = text;
 	for (long l = 1; l < line; l++) {
 		p = strchr(p, '\n');
@@ -53,8 +51,7 @@ static long line_length(const char *text, long line)
 	return nl ? nl - p : (long)strlen(p);
 }
 
-static void check_diagnostic(const char *text, long lines, const char *msg)
-{
+static void check_diagnostic(const char *text, long lines, const char *msg) {
 	char *end;
 	size_t prefix = strlen(FILE_NAME ":");
 	CHECK(strncmp(msg, FILE_NAME ":", prefix) == 0);
@@ -69,22 +66,20 @@ static void check_diagnostic(const char *text, long lines, const char *msg)
 		CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 }
 
-static bool params_equal(const struct qos_params *a, const struct qos_params *b)
-{
-	return a->policy == b->policy && a->fallback == b->fallback &&
-		a->period_us == b->period_us && a->slice_us == b->slice_us && a->nice == b->nice &&
-		a->inherit == b->inherit &&
-		(a->policy != QOS_POLICY_FIFO && a->policy != QOS_POLICY_RR ?
-			true : a->priority == b->priority);
+static bool params_equal(const struct qos_params *a, const struct qos_params *b) {
+	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
+			a->slice_us == b->slice_us && a->nice == b->nice && a->inherit == b->inherit &&
+			(a->policy != QOS_POLICY_FIFO && a->policy != QOS_POLICY_RR
+							? true
+							: a->priority == b->priority);
 }
 
 /* What formatting gives back when parsed as a reserve line: the same parameters. */
-static void check_round_trip(const char *name, const struct qos_params *p)
-{
+static void check_round_trip(const char *name, const struct qos_params *p) {
 	char fmt[256], line[400];
 	qos_params_format(p, fmt, sizeof(fmt));
 	snprintf(line, sizeof(line), "reserve %s %s\n", name, fmt);
-	struct diags d = {0};
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_string(r, FILE_NAME, line, collect, &d) == 0);
 	const struct qos_reserve_def *def = qos_rules_find_reserve(r, name);
@@ -97,8 +92,7 @@ static void check_round_trip(const char *name, const struct qos_params *p)
 	qos_rules_destroy(r);
 }
 
-static void check_accepted(const struct qos_rules *r)
-{
+static void check_accepted(const struct qos_rules *r) {
 	char err[160];
 	for (size_t i = 0; i < r->n_reserves; i++) {
 		const struct qos_reserve_def *d = &r->reserves[i];
@@ -116,8 +110,7 @@ static void check_accepted(const struct qos_rules *r)
 			CHECK(qos_name_valid(rule->reserve, err, sizeof(err)));
 		} else if (rule->places) {
 			struct qos_params p = rule->params;
-			CHECK(qos_params_normalize(&p, err, sizeof(err)) &&
-				params_equal(&p, &rule->params));
+			CHECK(qos_params_normalize(&p, err, sizeof(err)) && params_equal(&p, &rule->params));
 		}
 		/* Matching the patterns against the text they came from must not trip. */
 		const char *pat = rule->matches[0].pattern;
@@ -130,8 +123,7 @@ static void check_accepted(const struct qos_rules *r)
 
 #define SENTINEL "reserve fuzz-sentinel policy=qos period=20ms slice=5ms fallback=pause\n"
 
-static void fuzz_rules(uint64_t seed, int iterations)
-{
+static void fuzz_rules(uint64_t seed, int iterations) {
 	static const char *const extra[] = {
 		"rule exe=/usr/bin/mpv app_id=\"mpv\" reserve=video inherit=yes\n",
 		"rule app_id=org.foo allow=qos,fifo max-cpu=80% redefine=yes\n",
@@ -183,8 +175,8 @@ static void fuzz_rules(uint64_t seed, int iterations)
 			check_diagnostic(text, lines, d.msg[i]);
 		const struct qos_reserve_def *s = qos_rules_find_reserve(r, "fuzz-sentinel");
 		CHECK(s && s->line == lines && s->params.policy == QOS_POLICY_QOS &&
-			s->params.period_us == 20000 && s->params.slice_us == 5000 &&
-			s->params.fallback == QOS_POLICY_PAUSE);
+				s->params.period_us == 20000 && s->params.slice_us == 5000 &&
+				s->params.fallback == QOS_POLICY_PAUSE);
 		check_accepted(r);
 		qos_rules_destroy(r);
 		if (failed_before(before, "rules", text, strlen(text), seed, it)) {
@@ -201,8 +193,7 @@ static void fuzz_rules(uint64_t seed, int iterations)
  * locale, and the value is the decimal's, rounded to a microsecond or to a
  * part per million of a CPU.
  */
-static bool decimal(const char *s, long double *v, const char **rest)
-{
+static bool decimal(const char *s, long double *v, const char **rest) {
 	size_t i = strspn(s, "0123456789");
 	if (i == 0)
 		return false;
@@ -222,8 +213,7 @@ static bool decimal(const char *s, long double *v, const char **rest)
 	return true;
 }
 
-static void fuzz_values(uint64_t seed, int iterations)
-{
+static void fuzz_values(uint64_t seed, int iterations) {
 	static const char alphabet[] = "0123456789012345678901234567890123456789.usm%exXpP+- ,";
 	char s[24];
 	for (int it = 0; it < iterations; it++) {
@@ -238,8 +228,11 @@ static void fuzz_values(uint64_t seed, int iterations)
 
 		uint64_t us = 0;
 		bool dur = qos_parse_duration_us(s, &us);
-		long double mult = !num ? 0 : !*rest || !strcmp(rest, "us") ? 1 :
-			!strcmp(rest, "ms") ? 1e3L : !strcmp(rest, "s") ? 1e6L : 0;
+		long double mult = !num                 ? 0
+				: !*rest || !strcmp(rest, "us") ? 1
+				: !strcmp(rest, "ms")           ? 1e3L
+				: !strcmp(rest, "s")            ? 1e6L
+												: 0;
 		long double want = v * mult;
 		/* Refused when it rounds to more than an hour. */
 		bool valid = mult > 0 && want < 3600e6L + 0.5L;
@@ -259,10 +252,9 @@ static void fuzz_values(uint64_t seed, int iterations)
 }
 
 /* Random valid parameters survive qos_params_format and the parser. */
-static void fuzz_params_format(uint64_t seed, int iterations)
-{
-	static const uint64_t periods[] = { 1000, 1001, 1500, 2000, 16667, 20000, 33333, 50000,
-		100000, 999999, 1000000, 1000001, 2500000, 10000000 };
+static void fuzz_params_format(uint64_t seed, int iterations) {
+	static const uint64_t periods[] = { 1000, 1001, 1500, 2000, 16667, 20000, 33333, 50000, 100000,
+		999999, 1000000, 1000001, 2500000, 10000000 };
 	for (int it = 0; it < iterations; it++) {
 		struct qos_params p;
 		qos_params_init(&p);
@@ -287,8 +279,7 @@ static void fuzz_params_format(uint64_t seed, int iterations)
 	}
 }
 
-static bool path_clean(const char *path, bool may_be_empty)
-{
+static bool path_clean(const char *path, bool may_be_empty) {
 	if (!path[0])
 		return may_be_empty;
 	if (path[0] != '/')
@@ -301,10 +292,9 @@ static bool path_clean(const char *path, bool may_be_empty)
 	return true;
 }
 
-static void fuzz_journal(uint64_t seed, int iterations)
-{
-	static const char *const paths[] = { "/", "/user.slice/app-foo.scope", "/a/b/c",
-		"/qosway-0/r0", "/x..y/.z" };
+static void fuzz_journal(uint64_t seed, int iterations) {
+	static const char *const paths[] = { "/", "/user.slice/app-foo.scope", "/a/b/c", "/qosway-0/r0",
+		"/x..y/.z" };
 	char buf[TEXT_MAX + 1];
 	for (int it = 0; it < iterations; it++) {
 		struct qos_journal_entry e = {
@@ -332,15 +322,14 @@ static void fuzz_journal(uint64_t seed, int iterations)
 			struct qos_journal_entry twice;
 			size_t n = qos_journal_format(&back, again, sizeof(again));
 			CHECK(n > 0 && qos_journal_parse(again, n, &twice) &&
-				memcmp(&twice, &back, sizeof(back)) == 0);
+					memcmp(&twice, &back, sizeof(back)) == 0);
 		}
 		if (failed_before(before, "journal", buf, len, seed, it))
 			return;
 	}
 }
 
-int main(void)
-{
+int main(void) {
 	const char *env = getenv("QOS_FUZZ_ITERATIONS");
 	int iterations = env ? atoi(env) : 100000;
 	env = getenv("QOS_FUZZ_SEED");

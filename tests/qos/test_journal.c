@@ -4,13 +4,11 @@
 #include "check.h"
 #include "qos/journal.h"
 
-static bool parse(const char *text, struct qos_journal_entry *e)
-{
+static bool parse(const char *text, struct qos_journal_entry *e) {
 	return qos_journal_parse(text, strlen(text), e);
 }
 
-static void test_round_trip(void)
-{
+static void test_round_trip(void) {
 	struct qos_journal_entry in = {
 		.start_time = 123456,
 		.nice = -7,
@@ -39,20 +37,22 @@ static void test_round_trip(void)
 	n = qos_journal_format(&in, buf, sizeof(buf));
 	CHECK(strstr(buf, "sched=2 7 1\n") != NULL);
 	CHECK(qos_journal_parse(buf, n, &out) && out.policy == 2 && out.priority == 7 &&
-		out.reset_on_fork);
+			out.reset_on_fork);
 	in.policy = in.priority = 0;
 	in.reset_on_fork = false;
 	/* Each thread's class, nice below zero included. */
 	in.n_threads = 2;
-	in.threads[0] = (struct qos_journal_thread){ .tid = 41, .policy = 1, .priority = 9,
-		.nice = -3, .reset_on_fork = true };
+	in.threads[0] = (struct qos_journal_thread){ .tid = 41,
+		.policy = 1,
+		.priority = 9,
+		.nice = -3,
+		.reset_on_fork = true };
 	in.threads[1] = (struct qos_journal_thread){ .tid = 42, .policy = 3, .nice = 7 };
 	n = qos_journal_format(&in, buf, sizeof(buf));
 	CHECK(strstr(buf, "thread=41 1 9 -3 1\nthread=42 3 0 7 0\n") != NULL);
 	CHECK(qos_journal_parse(buf, n, &out) && out.n_threads == 2);
-	CHECK(out.threads[0].tid == 41 && out.threads[0].policy == 1 &&
-		out.threads[0].priority == 9 && out.threads[0].nice == -3 &&
-		out.threads[0].reset_on_fork);
+	CHECK(out.threads[0].tid == 41 && out.threads[0].policy == 1 && out.threads[0].priority == 9 &&
+			out.threads[0].nice == -3 && out.threads[0].reset_on_fork);
 	CHECK(out.threads[1].tid == 42 && out.threads[1].policy == 3 && out.threads[1].nice == 7);
 	in.n_threads = 0;
 	/* A buffer too small gives nothing rather than a cut record. */
@@ -65,8 +65,7 @@ static void test_round_trip(void)
 
 #define GOOD "qosway-journal 1\nstart=5\nnice=19\nrttime=inf inf\nv2=/a\ncpu=/b\n"
 
-static void test_accepts(void)
-{
+static void test_accepts(void) {
 	struct qos_journal_entry e;
 	CHECK(parse(GOOD, &e) && e.nice == 19 && e.start_time == 5);
 	CHECK(parse("qosway-journal 1\ncpu=/b\nv2=/a\nrttime=1 2\nnice=-20\nstart=5\n", &e));
@@ -75,8 +74,7 @@ static void test_accepts(void)
 	CHECK(parse(GOOD "policy=fifo\n", &e));
 	/* A record from before sched= was written: plain time-sharing. */
 	CHECK(parse(GOOD, &e) && e.policy == 0 && e.priority == 0 && !e.reset_on_fork);
-	CHECK(parse(GOOD "sched=1 10 1\n", &e) && e.policy == 1 && e.priority == 10 &&
-		e.reset_on_fork);
+	CHECK(parse(GOOD "sched=1 10 1\n", &e) && e.policy == 1 && e.priority == 10 && e.reset_on_fork);
 	CHECK(parse(GOOD "sched=3 0 0\n", &e) && e.policy == 3);
 	CHECK(parse(GOOD "sched=5 0 0\n", &e) && e.policy == 5);
 	CHECK(parse(GOOD, &e) && e.n_threads == 0);
@@ -84,16 +82,15 @@ static void test_accepts(void)
 	static char many[8192];
 	int len = snprintf(many, sizeof(many), "%s", GOOD);
 	for (int i = 0; i < QOS_JOURNAL_THREADS + 3; i++)
-		len += snprintf(many + len, sizeof(many) - (size_t)len, "thread=%d 0 0 %d 0\n",
-			100 + i, i % 20);
+		len += snprintf(many + len, sizeof(many) - (size_t)len, "thread=%d 0 0 %d 0\n", 100 + i,
+				i % 20);
 	CHECK(parse(many, &e) && e.n_threads == QOS_JOURNAL_THREADS);
 	CHECK(e.threads[QOS_JOURNAL_THREADS - 1].tid == 100 + QOS_JOURNAL_THREADS - 1);
 	CHECK(parse("qosway-journal 1\nstart=5\nnice=0\nrttime=0 0\nv2=/a/...b/.c\ncpu=\n", &e));
 	CHECK_STR(e.v2, "/a/...b/.c");
 }
 
-static void test_rejects(void)
-{
+static void test_rejects(void) {
 	struct qos_journal_entry e = { .nice = 3 };
 	const char *bad[] = {
 		"",
@@ -163,16 +160,16 @@ static void test_rejects(void)
 	CHECK(!qos_journal_parse(nul, sizeof(nul) - 1, &e));
 	/* A path as long as the buffer does not fit. */
 	char *big = malloc(3 * QOS_CG_REL_PATH);
-	int n = snprintf(big, 3 * QOS_CG_REL_PATH, "qosway-journal 1\nstart=5\nnice=0\n"
-		"rttime=inf inf\ncpu=/b\nv2=/");
+	int n = snprintf(big, 3 * QOS_CG_REL_PATH,
+			"qosway-journal 1\nstart=5\nnice=0\n"
+			"rttime=inf inf\ncpu=/b\nv2=/");
 	memset(big + n, 'x', QOS_CG_REL_PATH);
 	snprintf(big + n + QOS_CG_REL_PATH, 3, "\n");
 	CHECK(!parse(big, &e));
 	free(big);
 }
 
-int main(void)
-{
+int main(void) {
 	test_round_trip();
 	test_accepts();
 	test_rejects();

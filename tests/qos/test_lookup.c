@@ -14,8 +14,7 @@
 
 #define N (int)(3 * QOS_COOKIE_BUCKETS + 5)
 
-int main(void)
-{
+int main(void) {
 	char base[] = "/tmp/qos-lookup-XXXXXX";
 	if (!fake_tree_create(base))
 		return 1;
@@ -59,7 +58,7 @@ int main(void)
 	}
 	struct qos_reserve *late = qos_find_reserve(mgr, "late");
 	CHECK(late && late->cookie != cookies[0] &&
-		qos_find_reserve_by_cookie(mgr, late->cookie) == late);
+			qos_find_reserve_by_cookie(mgr, late->cookie) == late);
 	CHECK(qos_find_reserve_by_cookie(mgr, 0) == NULL);
 	qos_manager_destroy(mgr);
 out:

@@ -2,8 +2,7 @@
 #include "qos/admission.h"
 #include "qos/params.h"
 
-static void test_names(void)
-{
+static void test_names(void) {
 	char err[128];
 	CHECK(qos_name_valid("ui", err, sizeof(err)));
 	CHECK(qos_name_valid("video player (mpv)", err, sizeof(err)));
@@ -21,13 +20,24 @@ static void test_names(void)
 	CHECK(!qos_name_valid("tab\there", err, sizeof(err)));
 	CHECK(!qos_name_valid("del\x7f", err, sizeof(err)));
 	/* C1 controls: U+0085 (next line) and U+009B (CSI); U+00A0 and é are fine. */
-	CHECK(!qos_name_valid("a\xc2\x85" "b", err, sizeof(err)));
-	CHECK(!qos_name_valid("x\xc2\x9b" "2J", err, sizeof(err)));
-	CHECK(qos_name_valid("a\xc2\xa0" "b", err, sizeof(err)));
+	CHECK(!qos_name_valid("a\xc2\x85"
+						  "b",
+			err, sizeof(err)));
+	CHECK(!qos_name_valid("x\xc2\x9b"
+						  "2J",
+			err, sizeof(err)));
+	CHECK(qos_name_valid("a\xc2\xa0"
+						 "b",
+			err, sizeof(err)));
 	CHECK(qos_name_valid("caf\xc3\xa9", err, sizeof(err)));
 	char shown[64];
-	qos_escape_controls("x\xc2\x9b" "2J\x1b" "caf\xc3\xa9", shown, sizeof(shown));
-	CHECK(strcmp(shown, "x\\xc2\\x9b2J\\x1b" "caf\xc3\xa9") == 0);
+	qos_escape_controls("x\xc2\x9b"
+						"2J\x1b"
+						"caf\xc3\xa9",
+			shown, sizeof(shown));
+	CHECK(strcmp(shown,
+				  "x\\xc2\\x9b2J\\x1b"
+				  "caf\xc3\xa9") == 0);
 	CHECK(!qos_name_valid("..", err, sizeof(err)));
 	/* Hidden groups are passed over by reconcile and the guardian. */
 	CHECK(!qos_name_valid(".x", err, sizeof(err)));
@@ -36,7 +46,7 @@ static void test_names(void)
 	/* UTF-8, as JSON and Wayland strings need: no stray, cut, overlong or
 	 * surrogate sequences. */
 	CHECK(qos_name_valid("vid\xc3\xa9o \xe6\x98\xa0\xe5\x83\x8f \xf0\x9f\x8e\xac", err,
-		sizeof(err)));
+			sizeof(err)));
 	CHECK(!qos_name_valid("\xff", err, sizeof(err)));
 	CHECK(strcmp(err, "reserve names must be valid UTF-8") == 0);
 	CHECK(!qos_name_valid("cut\xc3", err, sizeof(err)));
@@ -50,8 +60,7 @@ static void test_names(void)
 	CHECK(!qos_name_is_auto("autopilot"));
 }
 
-static void test_values(void)
-{
+static void test_values(void) {
 	uint64_t v;
 	CHECK(qos_parse_duration_us("20ms", &v) && v == 20000);
 	CHECK(qos_parse_duration_us("1s", &v) && v == 1000000);
@@ -90,8 +99,7 @@ static void test_values(void)
 	CHECK(!qos_policy_from_name("deadline", &pol));
 }
 
-static void test_normalize(void)
-{
+static void test_normalize(void) {
 	char err[128];
 	struct qos_params p;
 	qos_params_init(&p);
@@ -142,7 +150,9 @@ static void test_normalize(void)
 
 	/* A fallback only takes: never a real-time or qos one past the limit. */
 	static const enum qos_policy granting[] = {
-		QOS_POLICY_QOS, QOS_POLICY_FIFO, QOS_POLICY_RR,
+		QOS_POLICY_QOS,
+		QOS_POLICY_FIFO,
+		QOS_POLICY_RR,
 	};
 	for (size_t i = 0; i < sizeof(granting) / sizeof(granting[0]); i++) {
 		qos_params_init(&p);
@@ -194,16 +204,15 @@ static void test_normalize(void)
 		bool ok = qos_params_check(&p, &key, e, sizeof(e));
 		if (ok != order[i].ok)
 			fprintf(stderr, "%s -> %s: %s\n", qos_policy_name(order[i].policy),
-				qos_policy_name(order[i].fallback), e);
+					qos_policy_name(order[i].fallback), e);
 		CHECK(ok == order[i].ok);
 		if (!ok)
-			CHECK(key == (order[i].policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD :
-				QOS_PARAM_FALLBACK));
+			CHECK(key ==
+					(order[i].policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD : QOS_PARAM_FALLBACK));
 	}
 }
 
-static void test_kernel_ceiling(void)
-{
+static void test_kernel_ceiling(void) {
 	struct qos_params p;
 	qos_params_init(&p);
 	p.policy = QOS_POLICY_OTHER;
@@ -233,8 +242,7 @@ static void test_kernel_ceiling(void)
 	CHECK(!qos_params_kernel_ceiling(&p));
 }
 
-static void test_admission(void)
-{
+static void test_admission(void) {
 	char why[256];
 	struct qos_admission a;
 	qos_admission_init(&a, 2, QOS_RSVD_DEFAULT_PPM);
@@ -266,8 +274,7 @@ static void test_admission(void)
 	CHECK(!qos_admission_request(&a, 4000001, why, sizeof(why)));
 }
 
-int main(void)
-{
+int main(void) {
 	test_names();
 	test_values();
 	test_kernel_ceiling();

@@ -2,8 +2,7 @@
 #include "check.h"
 #include "qos/police.h"
 
-static void test_ceiling_cycle(void)
-{
+static void test_ceiling_cycle(void) {
 	struct qos_police p;
 	uint64_t next;
 	/* 20 ms period, 4 ms slice; the member runs flat out from t=0. */
@@ -25,8 +24,7 @@ static void test_ceiling_cycle(void)
 	CHECK_EQ_U(next, 1024000);
 }
 
-static void test_light_member(void)
-{
+static void test_light_member(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 10000, 5000, 0, 0);
@@ -48,8 +46,7 @@ static void test_light_member(void)
 	CHECK_EQ_U(next, 1000 + QOS_POLICE_MIN_STEP_US);
 }
 
-static void test_billing(void)
-{
+static void test_billing(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 20000, 6000, 0, 0);
@@ -70,8 +67,7 @@ static void test_billing(void)
 	CHECK(qos_police_update(&p, 21000, 1500, &next) == QOS_POLICE_OVERRUN);
 }
 
-static void test_missed_boundaries(void)
-{
+static void test_missed_boundaries(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 10000, 2000, 0, 0);
@@ -105,8 +101,7 @@ static void test_missed_boundaries(void)
  * reserve as for a notified one, survives the return from a held fallback,
  * and a bill too big to count holds the fallback rather than wrapping.
  */
-static void test_billed_debt(void)
-{
+static void test_billed_debt(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 100000, 20000, 0, 0);
@@ -139,8 +134,7 @@ static void test_billed_debt(void)
 	CHECK(qos_police_update(&p, 1000, 500, &next) == QOS_POLICE_OVERRUN);
 }
 
-static void test_unlimited_and_parallel(void)
-{
+static void test_unlimited_and_parallel(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 0, 0, 0, 0);
@@ -160,8 +154,7 @@ static void test_unlimited_and_parallel(void)
 	CHECK(qos_police_update(&p, 45000, 9000, &next) == QOS_POLICE_RESTORE);
 }
 
-static void test_notified_debt(void)
-{
+static void test_notified_debt(void) {
 	struct qos_police p;
 	uint64_t next;
 	/* 10 ms period, 1 ms slice; the kernel reports the overrun a 4 ms tick late. */
@@ -214,8 +207,7 @@ static void test_notified_debt(void)
  * ends a bounded number of periods later (before, a reserve alone for 3 s
  * carried 2.7 s of debt and got 0.4% instead of 10% once load came).
  */
-static void test_idle_fallback_debt_is_bounded(void)
-{
+static void test_idle_fallback_debt_is_bounded(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 10000, 1000, 0, 0);
@@ -249,8 +241,7 @@ static void test_idle_fallback_debt_is_bounded(void)
  * before qos_police_fallback_end_us: one check there (a wake-up late) leaves
  * it as checks at every boundary do, in debt, state and overruns.
  */
-static void test_fallback_end_skips_boundaries(void)
-{
+static void test_fallback_end_skips_boundaries(void) {
 	for (uint64_t over = 0; over <= 7000; over += 700) {
 		struct qos_police every, once;
 		uint64_t next;
@@ -261,7 +252,7 @@ static void test_fallback_end_skips_boundaries(void)
 		CHECK(qos_police_update(&every, 3000, 1000 + over, &next) == QOS_POLICE_OVERRUN);
 		uint64_t own = 1000 + over + 3500;
 		CHECK(qos_police_update(&every, 10050, own, &next) == QOS_POLICE_NONE ||
-			!every.in_fallback);
+				!every.in_fallback);
 		if (!every.in_fallback) {
 			CHECK(over < 1000); /* within the grace, so nothing was carried */
 			continue;
@@ -296,8 +287,7 @@ static void test_fallback_end_skips_boundaries(void)
 	CHECK_EQ_U(qos_police_fallback_end_us(&p), 20000);
 }
 
-static void test_notified_quiet_periods(void)
-{
+static void test_notified_quiet_periods(void) {
 	struct qos_police p;
 	uint64_t next;
 	/* Checked last at t=0; the kernel wakes us at 52 ms after 2 ms of use. */
@@ -320,8 +310,7 @@ static void test_notified_quiet_periods(void)
 	CHECK_EQ_U(qos_police_used_us(&p), 0);
 }
 
-static void test_early_overrun_and_hold(void)
-{
+static void test_early_overrun_and_hold(void) {
 	struct qos_police p;
 	uint64_t next;
 	/*
@@ -402,8 +391,7 @@ static void test_early_overrun_and_hold(void)
  * billed time is carried, time run after the overrun is use, and a period
  * that ends used up unseen counts as an overrun at its end.
  */
-static void test_kernel_enforced(void)
-{
+static void test_kernel_enforced(void) {
 	struct qos_police p;
 	uint64_t next;
 	/*
@@ -500,8 +488,7 @@ static void test_kernel_enforced(void)
  * The billed part of the previous period's use, beside it; averaged alike
  * over periods passed without a look.
  */
-static void test_last_billed(void)
-{
+static void test_last_billed(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 10000, 5000, 0, 0);
@@ -524,8 +511,7 @@ static void test_last_billed(void)
  * Bills in a held fallback (optimistic threads waiting for their return)
  * are owed once the threads are back, like bills in any fallback.
  */
-static void test_billed_while_held(void)
-{
+static void test_billed_while_held(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 10000, 1000, 0, 0);
@@ -544,8 +530,7 @@ static void test_billed_while_held(void)
 }
 
 /* With no margin (nothing to switch), the look comes when the slice will be used. */
-static void test_no_margin(void)
-{
+static void test_no_margin(void) {
 	struct qos_police p;
 	uint64_t next;
 	qos_police_start(&p, 20000, 6000, 0, 0);
@@ -562,8 +547,7 @@ static void test_no_margin(void)
 	CHECK(qos_police_update(&p, 4050, 2101, &next) == QOS_POLICE_OVERRUN);
 }
 
-int main(void)
-{
+int main(void) {
 	test_ceiling_cycle();
 	test_light_member();
 	test_billing();

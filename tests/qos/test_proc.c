@@ -26,8 +26,7 @@
 
 /* Whether /proc/PID/task/TID/comm reads ODD_NAME: the stat line to parse
  * then holds it. */
-static bool named_odd(pid_t pid, pid_t tid)
-{
+static bool named_odd(pid_t pid, pid_t tid) {
 	char path[96], comm[32] = "";
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 	FILE *f = fopen(path, "re");
@@ -38,8 +37,7 @@ static bool named_odd(pid_t pid, pid_t tid)
 }
 
 /* Reads until EOF: the writer closed its end, or exec closed it for it. */
-static void wait_eof(int fd)
-{
+static void wait_eof(int fd) {
 	char c;
 	while (read(fd, &c, 1) > 0 || errno == EINTR)
 		errno = 0;
@@ -54,8 +52,7 @@ struct child {
 	int to_child, from_child;
 };
 
-static struct child start_child(void)
-{
+static struct child start_child(void) {
 	int down[2], up[2];
 	struct child c = { .pid = -1 };
 	if (pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0) {
@@ -83,8 +80,7 @@ static struct child start_child(void)
 	return c;
 }
 
-static void test_self(void)
-{
+static void test_self(void) {
 	pid_t self = getpid();
 	struct qos_proc_stat st;
 	CHECK(qos_proc_read_stat(self, 0, &st));
@@ -114,8 +110,7 @@ static void test_self(void)
 	CHECK(qos_proc_cpu_ns(self, &b) && b >= a);
 }
 
-static void test_thread(void)
-{
+static void test_thread(void) {
 	pthread_t th;
 	pid_t self = getpid();
 	pid_t tid = start_thread(&th);
@@ -144,8 +139,7 @@ static void test_thread(void)
 	CHECK_EQ_U(qos_proc_start_time(self, tid), 0);
 }
 
-static void test_child(void)
-{
+static void test_child(void) {
 	pid_t self = getpid();
 	struct child c = start_child();
 	if (c.pid <= 0)
@@ -223,8 +217,7 @@ static void test_child(void)
 	CHECK(!qos_proc_cpu_ns(c.pid, &ns) && ns == 7);
 }
 
-static void test_bad_pids(void)
-{
+static void test_bad_pids(void) {
 	/* Above any pid_max (2^22): never a process. */
 	const pid_t bad[] = { 0, -1, INT_MIN, INT_MAX, 1 << 23 };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -253,8 +246,7 @@ static void test_bad_pids(void)
 	}
 }
 
-static void test_parse(void)
-{
+static void test_parse(void) {
 	struct qos_proc_stat st;
 	CHECK(!qos_proc_parse_stat(NULL, &st));
 	CHECK(!qos_proc_parse_stat("", &st));
@@ -265,7 +257,7 @@ static void test_parse(void)
 	CHECK(!qos_proc_parse_stat("12 (name) SS 1", &st));
 	/* Fields 3 to 22 and more; the name ends at the last ')'. */
 	const char *full = "12 (x) (y) 3 4) S 77 12 12 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 "
-		"123456789 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
+					   "123456789 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
 	CHECK(qos_proc_parse_stat(full, &st));
 	CHECK(st.state == 'S');
 	CHECK_EQ_U(st.ppid, 77);
@@ -276,7 +268,7 @@ static void test_parse(void)
 	CHECK_EQ_U(st.ppid, 77);
 	CHECK_EQ_U(st.start_time, 0);
 	CHECK(qos_proc_parse_stat("12 (x) R 77 12 12 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 12345",
-		&st));
+			&st));
 	CHECK_EQ_U(st.start_time, 0);
 	CHECK(qos_proc_parse_stat("12 (x) Z 7", &st));
 	CHECK(st.state == 'Z');
@@ -285,8 +277,7 @@ static void test_parse(void)
 	CHECK(qos_proc_parse_stat("12 (x) S 5x 1", &st) && st.ppid == 0);
 }
 
-int main(void)
-{
+int main(void) {
 	test_parse();
 	test_self();
 	test_thread();

@@ -17,8 +17,7 @@
 
 /* Refuses anything that pauses members, as the compositor does for its session. */
 static bool no_pausing(void *data, const char *reserve, const struct qos_params *p, char *err,
-	size_t err_len)
-{
+		size_t err_len) {
 	(void)data;
 	if (p->policy != QOS_POLICY_PAUSE && p->fallback != QOS_POLICY_PAUSE)
 		return true;
@@ -26,14 +25,12 @@ static bool no_pausing(void *data, const char *reserve, const struct qos_params 
 	return false;
 }
 
-static int nice_of(struct qos_manager *mgr, const char *name)
-{
+static int nice_of(struct qos_manager *mgr, const char *name) {
 	struct qos_reserve_info info;
 	return qos_manager_reserve_info(mgr, name, &info) ? info.params.nice : 99;
 }
 
-int main(void)
-{
+int main(void) {
 	struct fake_tree_events errors = { .type = QOS_EVENT_ERROR };
 	char base[] = "/tmp/qos-redefine-XXXXXX";
 	if (!fake_tree_create(base))
@@ -51,8 +48,10 @@ int main(void)
 		fprintf(stderr, "%s\n", err);
 		goto out;
 	}
-	CHECK(qos_manager_set_rules(mgr, fake_tree_rules("reserve bg policy=other nice=3\n"
-		"reserve kept policy=other nice=2\nreserve held policy=other nice=1\n")));
+	CHECK(qos_manager_set_rules(mgr,
+			fake_tree_rules(
+					"reserve bg policy=other nice=3\n"
+					"reserve kept policy=other nice=2\nreserve held policy=other nice=1\n")));
 	CHECK(qos_manager_join(mgr, "bg", a, 0, err, sizeof(err)));
 	CHECK(qos_manager_join(mgr, "held", b, 0, err, sizeof(err)));
 	struct qos_params p;
@@ -62,16 +61,17 @@ int main(void)
 	CHECK(qos_reserve_set(mgr, "kept", &p, true, false, err, sizeof(err)));
 	CHECK(nice_of(mgr, "bg") == 3 && nice_of(mgr, "kept") == 5 && nice_of(mgr, "held") == 1);
 
-	CHECK(qos_manager_set_rules(mgr, fake_tree_rules("reserve bg policy=other nice=8\n"
-		"reserve kept policy=other nice=9\nreserve held policy=pause\n")));
+	CHECK(qos_manager_set_rules(mgr,
+			fake_tree_rules("reserve bg policy=other nice=8\n"
+							"reserve kept policy=other nice=9\nreserve held policy=pause\n")));
 	/* as qosrc made it: the edit; changed at run time: kept */
 	CHECK(nice_of(mgr, "bg") == 8);
 	CHECK(getpriority(PRIO_PROCESS, (id_t)a) == 8);
 	CHECK(nice_of(mgr, "kept") == 5);
 	/* vetoed: as it was, and said why */
 	struct qos_reserve_info info;
-	CHECK(qos_manager_reserve_info(mgr, "held", &info) &&
-		info.params.policy == QOS_POLICY_OTHER && info.params.nice == 1);
+	CHECK(qos_manager_reserve_info(mgr, "held", &info) && info.params.policy == QOS_POLICY_OTHER &&
+			info.params.nice == 1);
 	CHECK(errors.count == 1 && strstr(errors.last, "must not be paused") != NULL);
 	if (errors.count != 1)
 		fprintf(stderr, "%d errors, last: %s\n", errors.count, errors.last);

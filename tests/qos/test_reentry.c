@@ -23,8 +23,7 @@ struct seen {
 	int events, refused, queried, exited;
 };
 
-static void try_changes(void *data, const struct qos_event *ev)
-{
+static void try_changes(void *data, const struct qos_event *ev) {
 	struct seen *s = data;
 	struct qos_manager *mgr = s->mgr;
 	char err[256] = "";
@@ -37,14 +36,14 @@ static void try_changes(void *data, const struct qos_event *ev)
 	qos_params_init(&p);
 	int refused = 0;
 	refused += !qos_manager_join(mgr, "r", s->other, 0, err, sizeof(err)) &&
-		strstr(err, "event callback") != NULL;
+			strstr(err, "event callback") != NULL;
 	refused += !qos_manager_leave(mgr, ev->pid, ev->tid);
 	refused += !qos_reserve_delete(mgr, "r", err, sizeof(err)) &&
-		strstr(err, "event callback") != NULL;
+			strstr(err, "event callback") != NULL;
 	refused += !qos_reserve_set(mgr, "r", &p, true, true, err, sizeof(err)) &&
-		strstr(err, "event callback") != NULL;
+			strstr(err, "event callback") != NULL;
 	refused += !qos_manager_set_class(mgr, s->other, &p, err, sizeof(err)) &&
-		strstr(err, "event callback") != NULL;
+			strstr(err, "event callback") != NULL;
 	refused += !qos_manager_bill(mgr, "r", 1000);
 	errno = 0;
 	refused += qos_manager_dispatch(mgr) == -1 && errno == EDEADLK;
@@ -56,8 +55,7 @@ static void try_changes(void *data, const struct qos_event *ev)
 		s->queried++;
 }
 
-int main(void)
-{
+int main(void) {
 	char base[] = "/tmp/qos-reentry-XXXXXX";
 	if (!fake_tree_create(base))
 		return 1;

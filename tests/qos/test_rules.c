@@ -10,8 +10,7 @@ struct diags {
 	int n;
 };
 
-static void collect(void *data, const char *message)
-{
+static void collect(void *data, const char *message) {
 	struct diags *d = data;
 	if (d->n < 16)
 		snprintf(d->msg[d->n], sizeof(d->msg[0]), "%s", message);
@@ -19,8 +18,7 @@ static void collect(void *data, const char *message)
 }
 
 /* Parses one line and returns its single diagnostic ("" when accepted). */
-static const char *diag_for(const char *line)
-{
+static const char *diag_for(const char *line) {
 	static struct diags d;
 	memset(&d, 0, sizeof(d));
 	struct qos_rules *r = qos_rules_create();
@@ -34,9 +32,8 @@ static const char *diag_for(const char *line)
 }
 
 /* Parses text that must load cleanly: no error, no diagnostic (printed if any). */
-static struct qos_rules *parse_valid(const char *text)
-{
-	struct diags d = {0};
+static struct qos_rules *parse_valid(const char *text) {
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
 	CHECK(d.n == 0);
@@ -45,17 +42,16 @@ static struct qos_rules *parse_valid(const char *text)
 	return r;
 }
 
-static void test_valid(void)
-{
+static void test_valid(void) {
 	const char *text =
-		"# comment\n"
-		"\n"
-		"reserve video policy=qos period=20ms slice=6ms fallback=pause   # trailing\n"
-		"reserve bg policy=idle nice=10\n"
-		"rule exe=/usr/bin/mpv reserve=video inherit=yes\n"
-		"rule exe=mpv* app_id=\"mpv\" reserve=bg auto=no\n"
-		"rule cmdline=\"foo --x \\\"y\\\"\" policy=fifo priority=10 period=10ms cpu=50%\n"
-		"reserve video policy=qos period=40ms cpu=25% fallback=other\n";
+			"# comment\n"
+			"\n"
+			"reserve video policy=qos period=20ms slice=6ms fallback=pause   # trailing\n"
+			"reserve bg policy=idle nice=10\n"
+			"rule exe=/usr/bin/mpv reserve=video inherit=yes\n"
+			"rule exe=mpv* app_id=\"mpv\" reserve=bg auto=no\n"
+			"rule cmdline=\"foo --x \\\"y\\\"\" policy=fifo priority=10 period=10ms cpu=50%\n"
+			"reserve video policy=qos period=40ms cpu=25% fallback=other\n";
 	struct qos_rules *r = parse_valid(text);
 	CHECK_EQ_U(r->n_reserves, 2);
 	CHECK_EQ_U(r->n_rules, 3);
@@ -80,139 +76,139 @@ static void test_valid(void)
 	qos_rules_destroy(r);
 }
 
-static void test_invalid(void)
-{
+static void test_invalid(void) {
 	CHECK_STR(diag_for("reserve"), "t:1:8: expected a reserve name after 'reserve'");
 	CHECK_STR(diag_for("frobnicate x"),
-		"t:1:1: unknown item 'frobnicate': expected 'reserve' or 'rule'");
+			"t:1:1: unknown item 'frobnicate': expected 'reserve' or 'rule'");
 	CHECK_STR(diag_for("policy=qos"),
-		"t:1:1: expected 'reserve' or 'rule' at the start of the line");
+			"t:1:1: expected 'reserve' or 'rule' at the start of the line");
 	CHECK_STR(diag_for("reserve a/b policy=idle"), "t:1:9: reserve names cannot contain '/'");
 	CHECK_STR(diag_for("reserve auto-1 policy=idle"),
-		"t:1:9: names starting with 'auto-' are kept for automatic reserves");
+			"t:1:9: names starting with 'auto-' are kept for automatic reserves");
 	CHECK_STR(diag_for("reserve x policy=turbo"),
-		"t:1:18: bad value 'turbo' for policy: expected a policy (qos, fifo, rr, other, "
-		"idle, pause)");
+			"t:1:18: bad value 'turbo' for policy: expected a policy (qos, fifo, rr, other, "
+			"idle, pause)");
 	CHECK_STR(diag_for("reserve x policy=qos period=20 slice=5parsecs"),
-		"t:1:38: bad value '5parsecs' for slice: expected a duration such as 5ms");
+			"t:1:38: bad value '5parsecs' for slice: expected a duration such as 5ms");
 	CHECK_STR(diag_for("reserve x colour=red"), "t:1:11: unknown key 'colour'");
 	CHECK_STR(diag_for("rule exe=foo cmdline=\"\" reserve=x"),
-		"t:1:22: empty pattern for cmdline=");
+			"t:1:22: empty pattern for cmdline=");
 	CHECK_STR(diag_for("reserve x auto=yes"), "t:1:11: unknown key 'auto'");
 	CHECK_STR(diag_for("reserve x nice=5 nice=6"), "t:1:18: 'nice' given twice");
 	CHECK_STR(diag_for("reserve x nice=40"),
-		"t:1:16: bad value '40' for nice: expected a nice value in -20..19");
+			"t:1:16: bad value '40' for nice: expected a nice value in -20..19");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=100"),
-		"t:1:32: bad value '100' for priority: expected a static priority in 1..99");
+			"t:1:32: bad value '100' for priority: expected a static priority in 1..99");
 	CHECK_STR(diag_for("reserve x policy=qos"), "t:1:11: policy qos needs a period and a slice");
 	CHECK_STR(diag_for("reserve x period=10ms cpu=10% slice=1ms"),
-		"t:1:31: give either cpu= or slice=, not both");
+			"t:1:31: give either cpu= or slice=, not both");
 	CHECK_STR(diag_for("reserve x cpu=10%"), "t:1:11: cpu= needs a period=");
 	CHECK_STR(diag_for("reserve x period=10ms"), "t:1:11: period= needs a cpu= or slice=");
 	CHECK_STR(diag_for("reserve x policy=qos period=10ms cpu=abc"),
-		"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%");
+			"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%");
 	CHECK_STR(diag_for("reserve x inherit=maybe"),
-		"t:1:19: bad value 'maybe' for inherit: expected yes or no");
+			"t:1:19: bad value 'maybe' for inherit: expected yes or no");
 	CHECK_STR(diag_for("reserve x stray"), "t:1:11: expected key=value, found 'stray'");
 	CHECK_STR(diag_for("reserve x =5"), "t:1:11: missing key before '='");
 	CHECK_STR(diag_for("reserve x nice="), "t:1:16: missing value after 'nice='");
-	CHECK_STR(diag_for("rule cmdline=\"abc policy=qos"),
-		"t:1:14: unterminated quoted value");
+	CHECK_STR(diag_for("rule cmdline=\"abc policy=qos"), "t:1:14: unterminated quoted value");
 	CHECK_STR(diag_for("rule cmdline=\"a\"b reserve=x"),
-		"t:1:17: expected a space after the quoted value");
+			"t:1:17: expected a space after the quoted value");
 	CHECK_STR(diag_for("rule reserve=x"),
-		"t:1:6: a rule needs at least one of exe=, cmdline=, app_id= first");
-	CHECK_STR(diag_for("rule exe=a"), "t:1:1: a rule needs reserve=, scheduling parameters "
-		"or app limits (allow=, max-cpu=, redefine=)");
+			"t:1:6: a rule needs at least one of exe=, cmdline=, app_id= first");
+	CHECK_STR(diag_for("rule exe=a"),
+			"t:1:1: a rule needs reserve=, scheduling parameters "
+			"or app limits (allow=, max-cpu=, redefine=)");
 	CHECK_STR(diag_for("rule exe=a allow=fifo,warp"),
-		"t:1:18: bad value 'fifo,warp' for allow: expected a list of policies such as "
-		"qos,fifo");
+			"t:1:18: bad value 'fifo,warp' for allow: expected a list of policies such as "
+			"qos,fifo");
 	CHECK_STR(diag_for("rule exe=a allow=qos,"),
-		"t:1:18: bad value 'qos,' for allow: expected a list of policies such as qos,fifo");
+			"t:1:18: bad value 'qos,' for allow: expected a list of policies such as qos,fifo");
 	CHECK_STR(diag_for("rule exe=a max-cpu=lots"),
-		"t:1:20: bad value 'lots' for max-cpu: expected a percentage of one CPU such as 80%");
+			"t:1:20: bad value 'lots' for max-cpu: expected a percentage of one CPU such as 80%");
 	CHECK_STR(diag_for("rule exe=a redefine=perhaps"),
-		"t:1:21: bad value 'perhaps' for redefine: expected yes or no");
+			"t:1:21: bad value 'perhaps' for redefine: expected yes or no");
 	CHECK_STR(diag_for("reserve x max-cpu=10%"), "t:1:11: unknown key 'max-cpu'");
 	CHECK_STR(diag_for("rule exe=a max-cpu=80% auto=yes"),
-		"t:1:24: auto= and inherit= need reserve= or scheduling parameters");
+			"t:1:24: auto= and inherit= need reserve= or scheduling parameters");
 	CHECK_STR(diag_for("rule exe=a reserve=x policy=idle"),
-		"t:1:12: a rule names a reserve or gives parameters, not both");
+			"t:1:12: a rule names a reserve or gives parameters, not both");
 	CHECK_STR(diag_for("reserve x period=1ms cpu=0.01%"),
-		"t:1:22: cpu= gives less than 1us of this period=");
+			"t:1:22: cpu= gives less than 1us of this period=");
 	CHECK_STR(diag_for("reserve x policy=other period=10ms slice=9ms fallback=fifo"),
-		"t:1:46: fallback fifo does not take from policy other: past the limit members "
-		"drop to idle or pause");
+			"t:1:46: fallback fifo does not take from policy other: past the limit members "
+			"drop to idle or pause");
 	CHECK_STR(diag_for("reserve .x policy=idle"), "t:1:9: reserve names cannot start with '.'");
 	CHECK_STR(diag_for("reserve x policy=other fallback=pause"),
-		"t:1:24: fallback= needs a limit: period= with cpu= or slice=");
+			"t:1:24: fallback= needs a limit: period= with cpu= or slice=");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=idle"),
-		"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
-		"slice= for another fallback");
+			"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
+			"slice= for another fallback");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=other"), "");
 	CHECK_STR(diag_for("rule exe=a reserve=x exe=b"),
-		"t:1:22: matches must come before the settings");
+			"t:1:22: matches must come before the settings");
 	CHECK_STR(diag_for("rule exe=a reserve=auto-5"),
-		"t:1:20: 'auto-5' is an automatic reserve name");
+			"t:1:20: 'auto-5' is an automatic reserve name");
 	CHECK_STR(diag_for("rule exe=a policy=fifo priority=5 period=10ms cpu=100%"),
-		"t:1:47: a fifo/rr limit must stay below 100%");
+			"t:1:47: a fifo/rr limit must stay below 100%");
 	CHECK_STR(diag_for("rule exe=a=b reserve=x"), "t:1:11: unexpected '=' in a value");
 	/* Whole-line checks point at the key concerned (review, session 20). */
 	CHECK_STR(diag_for("reserve x policy=qos period=20s cpu=5%"),
-		"t:1:22: period must be between 1ms and 10s");
+			"t:1:22: period must be between 1ms and 10s");
 	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=5% slice=1ms"),
-		"t:1:41: give either cpu= or slice=, not both");
+			"t:1:41: give either cpu= or slice=, not both");
 	/* A fallback must take from the policy, and an equal one is no limit. */
 	CHECK_STR(diag_for("reserve x policy=idle period=50ms cpu=10% fallback=other"),
-		"t:1:43: fallback other does not take from policy idle: past the limit members "
-		"drop to pause");
+			"t:1:43: fallback other does not take from policy idle: past the limit members "
+			"drop to pause");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 period=50ms cpu=50% fallback=fifo"),
-		"t:1:54: fallback fifo does not take from policy fifo: past the limit members "
-		"drop to other, idle or pause");
+			"t:1:54: fallback fifo does not take from policy fifo: past the limit members "
+			"drop to other, idle or pause");
 	CHECK_STR(diag_for("reserve x policy=qos period=50ms cpu=10% fallback=qos"),
-		"t:1:42: fallback qos does not take from policy qos: past the limit members "
-		"drop to other, idle or pause");
+			"t:1:42: fallback qos does not take from policy qos: past the limit members "
+			"drop to other, idle or pause");
 	CHECK_STR(diag_for("reserve x policy=pause period=50ms cpu=10%"),
-		"t:1:24: a pause reserve takes no limit: its members never run");
+			"t:1:24: a pause reserve takes no limit: its members never run");
 	CHECK_STR(diag_for("reserve x policy=fifo priority=5 fallback=fifo"),
-		"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
-		"slice= for another fallback");
+			"t:1:34: the safety limit of fifo falls back to other; give period= and cpu= or "
+			"slice= for another fallback");
 	/* C1 controls (here U+009B, a terminal's CSI) are control characters too. */
 	CHECK_STR(diag_for("reserve x\xc2\x9b[2J policy=idle"),
-		"t:1:9: reserve names cannot contain control characters");
-	CHECK_STR(diag_for("reserve x policy=\xc2\x9b" "2J"),
-		"t:1:18: bad value '\\xc2\\x9b2J' for policy: expected a policy (qos, fifo, rr, "
-		"other, idle, pause)");
+			"t:1:9: reserve names cannot contain control characters");
+	CHECK_STR(diag_for("reserve x policy=\xc2\x9b"
+					   "2J"),
+			"t:1:18: bad value '\\xc2\\x9b2J' for policy: expected a policy (qos, fifo, rr, "
+			"other, idle, pause)");
 	/* A quoted name: names may hold spaces, and a file can define them. */
 	CHECK_STR(diag_for("reserve \"video player\" policy=idle"), "");
 	CHECK_STR(diag_for("reserve \"\" policy=idle"), "t:1:9: reserve names are 1 to 63 bytes");
 
 	/* A bad line is skipped with its position, and the rest of the file loads. */
-	struct diags d = {0};
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	int errs = qos_rules_parse_string(r, "f.rc",
-		"reserve a policy=idle\n  reserve b policy=bogus\nreserve c policy=pause\n",
-		collect, &d);
+			"reserve a policy=idle\n  reserve b policy=bogus\nreserve c policy=pause\n", collect,
+			&d);
 	CHECK(errs == 1 && d.n == 1);
-	CHECK_STR(d.msg[0], "f.rc:2:20: bad value 'bogus' for policy: expected a policy (qos, "
-		"fifo, rr, other, idle, pause)");
+	CHECK_STR(d.msg[0],
+			"f.rc:2:20: bad value 'bogus' for policy: expected a policy (qos, "
+			"fifo, rr, other, idle, pause)");
 	CHECK_EQ_U(r->n_reserves, 2);
 	CHECK(qos_rules_find_reserve(r, "c") != NULL);
 	qos_rules_destroy(r);
 }
 
 /* A limit on other or idle without fallback= is a ceiling; qos and fifo drop to other. */
-static void test_default_fallback(void)
-{
+static void test_default_fallback(void) {
 	struct qos_rules *r = parse_valid("reserve c policy=other period=50ms cpu=10%\n"
-		"reserve i policy=idle period=50ms cpu=10%\n"
-		"reserve q policy=qos period=50ms cpu=10%\n"
-		"reserve f policy=fifo priority=3 period=50ms cpu=10%\n");
+									  "reserve i policy=idle period=50ms cpu=10%\n"
+									  "reserve q policy=qos period=50ms cpu=10%\n"
+									  "reserve f policy=fifo priority=3 period=50ms cpu=10%\n");
 	static const struct {
 		const char *name;
 		enum qos_policy fallback;
-	} want[] = { { "c", QOS_POLICY_PAUSE }, { "i", QOS_POLICY_PAUSE },
-		{ "q", QOS_POLICY_OTHER }, { "f", QOS_POLICY_OTHER } };
+	} want[] = { { "c", QOS_POLICY_PAUSE }, { "i", QOS_POLICY_PAUSE }, { "q", QOS_POLICY_OTHER },
+		{ "f", QOS_POLICY_OTHER } };
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct qos_reserve_def *d = qos_rules_find_reserve(r, want[i].name);
 		CHECK(d && d->params.fallback == want[i].fallback);
@@ -220,9 +216,8 @@ static void test_default_fallback(void)
 	qos_rules_destroy(r);
 }
 
-static void test_thesis_example(void)
-{
-	struct diags d = {0};
+static void test_thesis_example(void) {
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	int errs = qos_rules_parse_file(r, QOSWAY_SOURCE_CONFIG "/qosrc", collect, &d);
 	CHECK(errs == 0);
@@ -267,16 +262,13 @@ static void test_thesis_example(void)
 		int nice, priority;
 		bool auto_apply, inherit;
 	} rules[] = {
-		{ "/usr/bin/xmms", "xmms song.mp3", "", QOS_POLICY_QOS, QOS_POLICY_PAUSE,
-			50000, 25000, 0, 1, true, true },
-		{ NULL, "kmp3", "", QOS_POLICY_QOS, QOS_POLICY_OTHER, 50000, 12500, 0, 1, true,
-			true },
-		{ NULL, "xanim", "", QOS_POLICY_FIFO, QOS_POLICY_OTHER, 50000, 25000, 0, 30, true,
-			true },
-		{ NULL, "/opt/realplayer/realplay x.rm", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE,
-			50000, 45000, -20, 1, true, true },
-		{ NULL, "xlock", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE, 100000, 10000, 0, 1, true,
-			true },
+		{ "/usr/bin/xmms", "xmms song.mp3", "", QOS_POLICY_QOS, QOS_POLICY_PAUSE, 50000, 25000, 0,
+				1, true, true },
+		{ NULL, "kmp3", "", QOS_POLICY_QOS, QOS_POLICY_OTHER, 50000, 12500, 0, 1, true, true },
+		{ NULL, "xanim", "", QOS_POLICY_FIFO, QOS_POLICY_OTHER, 50000, 25000, 0, 30, true, true },
+		{ NULL, "/opt/realplayer/realplay x.rm", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE, 50000,
+				45000, -20, 1, true, true },
+		{ NULL, "xlock", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE, 100000, 10000, 0, 1, true, true },
 		{ NULL, "krecord", "fifo", 0, 0, 0, 0, 0, 0, true, true },
 		{ NULL, "kmedia", "fifo", 0, 0, 0, 0, 0, 0, true, true },
 		/* Anything else falls to the catch-all, which is not applied automatically. */
@@ -287,11 +279,10 @@ static void test_thesis_example(void)
 		CHECK(m != NULL);
 		if (!m)
 			continue;
-		if (strcmp(m->reserve, rules[i].reserve) != 0 ||
-				m->auto_apply != rules[i].auto_apply ||
+		if (strcmp(m->reserve, rules[i].reserve) != 0 || m->auto_apply != rules[i].auto_apply ||
 				m->params.inherit != rules[i].inherit)
-			fprintf(stderr, "rule for '%s': reserve '%s' auto %d inherit %d\n",
-				rules[i].cmdline, m->reserve, m->auto_apply, m->params.inherit);
+			fprintf(stderr, "rule for '%s': reserve '%s' auto %d inherit %d\n", rules[i].cmdline,
+					m->reserve, m->auto_apply, m->params.inherit);
 		CHECK(strcmp(m->reserve, rules[i].reserve) == 0);
 		CHECK(m->auto_apply == rules[i].auto_apply);
 		CHECK(m->params.inherit == rules[i].inherit);
@@ -302,9 +293,9 @@ static void test_thesis_example(void)
 				p->period_us != rules[i].period || p->slice_us != rules[i].slice ||
 				p->nice != rules[i].nice || p->priority != rules[i].priority)
 			fprintf(stderr, "rule for '%s': %s/%s %llu/%llu nice %d priority %d\n",
-				rules[i].cmdline, qos_policy_name(p->policy),
-				qos_policy_name(p->fallback), (unsigned long long)p->period_us,
-				(unsigned long long)p->slice_us, p->nice, p->priority);
+					rules[i].cmdline, qos_policy_name(p->policy), qos_policy_name(p->fallback),
+					(unsigned long long)p->period_us, (unsigned long long)p->slice_us, p->nice,
+					p->priority);
 		CHECK(p->policy == rules[i].policy);
 		CHECK(p->fallback == rules[i].fallback);
 		CHECK_EQ_U(p->period_us, rules[i].period);
@@ -315,8 +306,7 @@ static void test_thesis_example(void)
 	qos_rules_destroy(r);
 }
 
-static void write_file(const char *path, const char *text)
-{
+static void write_file(const char *path, const char *text) {
 	FILE *f = fopen(path, "w");
 	CHECK(f != NULL);
 	if (f) {
@@ -325,8 +315,7 @@ static void write_file(const char *path, const char *text)
 	}
 }
 
-static void test_layering(void)
-{
+static void test_layering(void) {
 	char dir[] = "/tmp/qos-rules-XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
 	char sys[64], etc[64], user[64], missing[64];
@@ -334,15 +323,17 @@ static void test_layering(void)
 	snprintf(etc, sizeof(etc), "%s/etc", dir);
 	snprintf(user, sizeof(user), "%s/user", dir);
 	snprintf(missing, sizeof(missing), "%s/none", dir);
-	write_file(sys, "reserve ui policy=qos period=50ms cpu=5% fallback=other\n"
-		"rule exe=* reserve=ui\n"
-		"rule exe=mpv reserve=\"video player\"\n"
-		"rule exe=vlc reserve=vidoe\n");
-	write_file(etc, "reserve ui policy=qos period=20ms cpu=10% fallback=pause\n"
-		"reserve \"video player\" policy=idle\n");
+	write_file(sys,
+			"reserve ui policy=qos period=50ms cpu=5% fallback=other\n"
+			"rule exe=* reserve=ui\n"
+			"rule exe=mpv reserve=\"video player\"\n"
+			"rule exe=vlc reserve=vidoe\n");
+	write_file(etc,
+			"reserve ui policy=qos period=20ms cpu=10% fallback=pause\n"
+			"reserve \"video player\" policy=idle\n");
 	write_file(user, "rule exe=foot policy=other nice=-5\nbroken line\n");
 	const char *paths[] = { sys, missing, etc, user };
-	struct diags d = {0};
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_load(paths, 4, collect, &d);
 	CHECK(r != NULL);
 	/* The bad line, then (after every layer) the rule whose reserve none defines:
@@ -410,21 +401,20 @@ static void test_layering(void)
  * Damage a file can carry: a NUL byte costs only its line, control bytes are
  * shown escaped, and what cannot be read whole is refused by name.
  */
-static void test_file_damage(void)
-{
+static void test_file_damage(void) {
 	char dir[] = "/tmp/qos-rules-XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
 	char path[64];
 	snprintf(path, sizeof(path), "%s/qosrc", dir);
 	static const char text[] = "reserve a policy=idle\n"
-		"reserve b policy=\0idle\n"
-		"reserve c policy=\x1b[2J\n"
-		"reserve d policy=pause\n";
+							   "reserve b policy=\0idle\n"
+							   "reserve c policy=\x1b[2J\n"
+							   "reserve d policy=pause\n";
 	FILE *f = fopen(path, "w");
 	CHECK(f && fwrite(text, 1, sizeof(text) - 1, f) == sizeof(text) - 1);
 	if (f)
 		fclose(f);
-	struct diags d = {0};
+	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_file(r, path, collect, &d) == 2);
 	CHECK(d.n == 2);
@@ -477,13 +467,11 @@ static void test_file_damage(void)
 }
 
 /* Per-app protocol limits: defaults, per-key layering, no shadowing of placement. */
-static void test_app_limits(void)
-{
-	const char *text =
-		"rule exe=/usr/bin/mpv policy=qos period=20ms cpu=30%\n"
-		"rule exe=mpv allow=qos,fifo,pause max-cpu=80%\n"
-		"rule cmdline=\"mpv --quiet*\" redefine=yes\n"
-		"rule exe=greedy allow=idle max-cpu=0\n";
+static void test_app_limits(void) {
+	const char *text = "rule exe=/usr/bin/mpv policy=qos period=20ms cpu=30%\n"
+					   "rule exe=mpv allow=qos,fifo,pause max-cpu=80%\n"
+					   "rule cmdline=\"mpv --quiet*\" redefine=yes\n"
+					   "rule exe=greedy allow=idle max-cpu=0\n";
 	struct qos_rules *r = parse_valid(text);
 	struct qos_app_limits l;
 	qos_rules_app_limits(NULL, "/usr/bin/foot", NULL, NULL, &l);
@@ -491,8 +479,9 @@ static void test_app_limits(void)
 	CHECK(l.allow == (1u << QOS_POLICY_QOS | 1u << QOS_POLICY_OTHER | 1u << QOS_POLICY_IDLE));
 	qos_rules_app_limits(r, "/usr/bin/mpv", "mpv a.mkv", NULL, &l);
 	CHECK(l.max_cpu_ppm == 800000 && !l.redefine);
-	CHECK(l.allow == (1u << QOS_POLICY_QOS | 1u << QOS_POLICY_FIFO | 1u << QOS_POLICY_PAUSE |
-		1u << QOS_POLICY_OTHER));
+	CHECK(l.allow ==
+			(1u << QOS_POLICY_QOS | 1u << QOS_POLICY_FIFO | 1u << QOS_POLICY_PAUSE |
+					1u << QOS_POLICY_OTHER));
 	/* A later rule overrides only the keys it gives. */
 	qos_rules_app_limits(r, "/usr/bin/mpv", "mpv --quiet a.mkv", NULL, &l);
 	CHECK(l.max_cpu_ppm == 800000 && l.redefine && (l.allow & (1u << QOS_POLICY_FIFO)));
@@ -506,8 +495,7 @@ static void test_app_limits(void)
 	qos_rules_destroy(r);
 }
 
-int main(void)
-{
+int main(void) {
 	test_app_limits();
 	test_valid();
 	test_invalid();

@@ -17,8 +17,7 @@
 #include "waiting_thread.h"
 
 /* A child process that waits to be killed. */
-static pid_t start_child(void)
-{
+static pid_t start_child(void) {
 	pid_t child = fork();
 	CHECK(child >= 0);
 	if (child == 0) {
@@ -28,8 +27,7 @@ static pid_t start_child(void)
 	return child;
 }
 
-static void test_thread_in_process(void)
-{
+static void test_thread_in_process(void) {
 	pthread_t th;
 	pid_t tid = start_thread(&th);
 	pid_t child = start_child();
@@ -58,8 +56,7 @@ static void test_thread_in_process(void)
  * how many stay open, another process's tid never opens, and a thread's
  * files fail (and give their descriptors back) once it has exited.
  */
-static void test_thread_files(void)
-{
+static void test_thread_files(void) {
 	pthread_t th;
 	pid_t tid = start_thread(&th);
 	unsigned int budget = 2;
@@ -103,8 +100,7 @@ static void test_thread_files(void)
 
 static pthread_barrier_t many_started, many_stop;
 
-static void *many_main(void *arg)
-{
+static void *many_main(void *arg) {
 	(void)arg;
 	pthread_barrier_wait(&many_started);
 	pthread_barrier_wait(&many_stop);
@@ -117,8 +113,7 @@ struct listing {
 	int overflow;
 };
 
-static void note_tid(pid_t tid, void *data)
-{
+static void note_tid(pid_t tid, void *data) {
 	struct listing *l = data;
 	if (l->n < (int)(sizeof(l->tids) / sizeof(l->tids[0])))
 		l->tids[l->n++] = tid;
@@ -126,15 +121,13 @@ static void note_tid(pid_t tid, void *data)
 		l->overflow++;
 }
 
-static int cmp_tid(const void *a, const void *b)
-{
+static int cmp_tid(const void *a, const void *b) {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 	return (x > y) - (x < y);
 }
 
 /* The listing is the task directory as readdir shows it: every thread once. */
-static void test_many_threads(void)
-{
+static void test_many_threads(void) {
 	pthread_t th[MANY_THREADS];
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -179,8 +172,7 @@ static void test_many_threads(void)
  * The CPU time taken from /proc/TID/sched with the deadline state is the
  * counter schedstat shows (ms with six decimals there, ns here).
  */
-static int dl_state_child(void)
-{
+static int dl_state_child(void) {
 	pid_t tid = gettid();
 	if (qos_sys_set_thread_policy(tid, QOS_POLICY_QOS, 0, 0, 5000000, 10000000) != 0)
 		return 2;
@@ -212,8 +204,7 @@ static int dl_state_child(void)
 	return qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) ? 0 : 7;
 }
 
-static void test_dl_state(void)
-{
+static void test_dl_state(void) {
 	if (geteuid() != 0) {
 		printf("test_dl_state: skipped: SCHED_DEADLINE needs root\n");
 		return;
@@ -242,8 +233,7 @@ static void test_dl_state(void)
  * waiting 21 s in CI; the bound below is a hang check, 30 times what it
  * takes here.  The offset was 0.07-1.9 ms on the machines measured.
  */
-static void test_sched_clock_offset(void)
-{
+static void test_sched_clock_offset(void) {
 	if (geteuid() != 0) {
 		printf("test_sched_clock_offset: skipped: SCHED_DEADLINE needs root\n");
 		return;
@@ -258,7 +248,7 @@ static void test_sched_clock_offset(void)
 	CHECK(qos_sys_sched_clock_offset(&offset));
 	uint64_t took = qos_sys_now_us() - t0;
 	printf("test_sched_clock_offset: %lld ns, measured in %llu us\n", (long long)offset,
-		(unsigned long long)took);
+			(unsigned long long)took);
 	CHECK(offset > -100000000 && offset < 100000000);
 	CHECK(took < 3000000);
 	bool same = true;
@@ -266,8 +256,7 @@ static void test_sched_clock_offset(void)
 	free(mem);
 }
 
-int main(void)
-{
+int main(void) {
 	test_thread_in_process();
 	test_thread_files();
 	test_many_threads();

@@ -32,11 +32,10 @@ struct seen {
 	char reserve[MAX_SEEN][QOS_NAME_MAX + 1];
 	uint64_t used[MAX_SEEN];
 	int watch_refused; /* watch calls the callback made that were refused */
-	int queried;       /* reserve_info calls from the callback that worked */
+	int queried; /* reserve_info calls from the callback that worked */
 };
 
-static void record(void *data, const struct qos_event *ev)
-{
+static void record(void *data, const struct qos_event *ev) {
 	struct seen *s = data;
 	if (ev->type != QOS_EVENT_OVERRUN && ev->type != QOS_EVENT_RESTORED)
 		return;
@@ -53,8 +52,7 @@ static void record(void *data, const struct qos_event *ev)
 		s->watch_refused++;
 }
 
-static int count(const struct seen *s, enum qos_event_type type, const char *reserve)
-{
+static int count(const struct seen *s, enum qos_event_type type, const char *reserve) {
 	int n = 0;
 	for (int i = 0; i < s->n; i++)
 		n += s->type[i] == type && strcmp(s->reserve[i], reserve) == 0;
@@ -62,8 +60,7 @@ static int count(const struct seen *s, enum qos_event_type type, const char *res
 }
 
 /* The last event of this type for the reserve, or -1. */
-static int last(const struct seen *s, enum qos_event_type type, const char *reserve)
-{
+static int last(const struct seen *s, enum qos_event_type type, const char *reserve) {
 	for (int i = s->n - 1; i >= 0; i--) {
 		if (s->type[i] == type && strcmp(s->reserve[i], reserve) == 0)
 			return i;
@@ -71,8 +68,7 @@ static int last(const struct seen *s, enum qos_event_type type, const char *rese
 	return -1;
 }
 
-static char *group_file(struct qos_manager *mgr, const char *reserve, const char *file)
-{
+static char *group_file(struct qos_manager *mgr, const char *reserve, const char *file) {
 	static char p[1024];
 	struct qos_manager_info mi;
 	struct qos_reserve_info ri;
@@ -87,19 +83,16 @@ static char *group_file(struct qos_manager *mgr, const char *reserve, const char
 }
 
 /* What the members ran, as the kernel's cpu.stat would say. */
-static void set_usage(struct qos_manager *mgr, const char *reserve, uint64_t usec)
-{
+static void set_usage(struct qos_manager *mgr, const char *reserve, uint64_t usec) {
 	FILE *f = fopen(group_file(mgr, reserve, "cpu.stat"), "w");
 	CHECK(f != NULL);
 	if (f) {
-		fprintf(f, "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
-			(unsigned long long)usec);
+		fprintf(f, "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n", (unsigned long long)usec);
 		fclose(f);
 	}
 }
 
-static bool frozen(struct qos_manager *mgr, const char *reserve)
-{
+static bool frozen(struct qos_manager *mgr, const char *reserve) {
 	char buf[8] = "";
 	FILE *f = fopen(group_file(mgr, reserve, "cgroup.freeze"), "r");
 	if (f) {
@@ -112,8 +105,7 @@ static bool frozen(struct qos_manager *mgr, const char *reserve)
 
 /* Dispatches until an event of this type for the reserve arrives (at most 5 s). */
 static bool wait_for(struct qos_manager *mgr, struct seen *s, enum qos_event_type type,
-	const char *reserve)
-{
+		const char *reserve) {
 	int before = count(s, type, reserve);
 	for (int i = 0; i < 1000; i++) {
 		qos_manager_dispatch(mgr);
@@ -124,8 +116,7 @@ static bool wait_for(struct qos_manager *mgr, struct seen *s, enum qos_event_typ
 	return false;
 }
 
-static void *sleep_forever(void *arg)
-{
+static void *sleep_forever(void *arg) {
 	(void)arg;
 	for (;;)
 		pause();
@@ -133,8 +124,7 @@ static void *sleep_forever(void *arg)
 }
 
 /* A child with a second thread; its tid in *tid. */
-static pid_t two_threads(pid_t *tid)
-{
+static pid_t two_threads(pid_t *tid) {
 	pid_t pid = fork();
 	if (pid == 0) {
 		pthread_t t;
@@ -161,8 +151,7 @@ static pid_t two_threads(pid_t *tid)
 	return pid;
 }
 
-static struct qos_params ceiling(void)
-{
+static struct qos_params ceiling(void) {
 	struct qos_params p;
 	qos_params_init(&p);
 	p.policy = QOS_POLICY_OTHER;
@@ -172,8 +161,7 @@ static struct qos_params ceiling(void)
 	return p;
 }
 
-int main(void)
-{
+int main(void) {
 	char base[] = "/tmp/qos-watch-XXXXXX";
 	if (!fake_tree_create(base))
 		return 1;
@@ -223,8 +211,8 @@ int main(void)
 	i = last(&s, QOS_EVENT_RESTORED, "ceil");
 	/* Unless the boundary came between the two writes: 10 ms more in that period. */
 	CHECK(i >= 0 && (s.used[i] == 260000 || s.used[i] == 250000));
-	CHECK(qos_manager_reserve_info(mgr, "ceil", &info) && !info.in_fallback &&
-		info.overruns == 1 && info.last_billed_us == 0);
+	CHECK(qos_manager_reserve_info(mgr, "ceil", &info) && !info.in_fallback && info.overruns == 1 &&
+			info.last_billed_us == 0);
 	/* The callback may query, but not change the watch. */
 	CHECK(s.watch_refused == s.n && s.queried == s.n);
 
@@ -260,7 +248,7 @@ int main(void)
 	CHECK(i >= 0 && s.used[i] == 250000);
 	CHECK(frozen(mgr, "billed"));
 	CHECK(qos_manager_reserve_info(mgr, "billed", &info) && info.billed_us == 250000 &&
-		info.used_us == 250000 && info.in_fallback);
+			info.used_us == 250000 && info.in_fallback);
 	CHECK(wait_for(mgr, &s, QOS_EVENT_RESTORED, "billed"));
 	CHECK(!frozen(mgr, "billed"));
 	CHECK(qos_manager_reserve_info(mgr, "billed", &info));
@@ -295,7 +283,7 @@ int main(void)
 	CHECK(qos_manager_bill_pid(mgr, d, 5000000));
 	CHECK(qos_manager_watch_overruns(mgr, "stop", true));
 	CHECK(qos_manager_reserve_info(mgr, "stop", &info) && info.billed_us == 5000000 &&
-		!info.in_fallback);
+			!info.in_fallback);
 	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "stop"), 0);
 
 	qos_manager_destroy(mgr);

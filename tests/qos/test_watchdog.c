@@ -4,8 +4,7 @@
 
 #define S 1000000u
 
-static void test_canary_keeps_it_quiet(void)
-{
+static void test_canary_keeps_it_quiet(void) {
 	struct qos_watchdog w;
 	qos_watchdog_init(&w, 5 * S, 30 * S, 100 * S);
 	/* A canary ticking every second never raises the alarm. */
@@ -19,8 +18,7 @@ static void test_canary_keeps_it_quiet(void)
 	CHECK(!qos_watchdog_expired(&w, 204 * S + S / 2));
 }
 
-static void test_starvation_alarm_and_cooldown(void)
-{
+static void test_starvation_alarm_and_cooldown(void) {
 	struct qos_watchdog w;
 	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
 	qos_watchdog_tick(&w, 1 * S);
@@ -48,8 +46,7 @@ static void test_starvation_alarm_and_cooldown(void)
 	CHECK_EQ_U(qos_watchdog_cooldown_left_us(&w, 41 * S), 0);
 }
 
-static void test_late_tick_and_disabled(void)
-{
+static void test_late_tick_and_disabled(void) {
 	struct qos_watchdog w;
 	qos_watchdog_init(&w, 5 * S, 30 * S, 10 * S);
 	/* A tick stamped before the last one (dispatch order) does not rewind. */
@@ -68,8 +65,7 @@ static void test_late_tick_and_disabled(void)
  * resume the manager checks before the canary has ticked.  That silence is
  * no starvation; a starved manager (waiting for a CPU all the gap) alarms.
  */
-static void test_stopped_manager_is_no_starvation(void)
-{
+static void test_stopped_manager_is_no_starvation(void) {
 	struct qos_watchdog w;
 	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
 	for (uint64_t t = S; t <= 3 * S; t += S) {
@@ -106,8 +102,7 @@ static void test_stopped_manager_is_no_starvation(void)
 	CHECK(qos_watchdog_expired(&w, 6 * S));
 }
 
-static void test_cooldown_carried_over(void)
-{
+static void test_cooldown_carried_over(void) {
 	struct qos_watchdog w;
 	/* A predecessor's cool-down with 12 s left holds for those 12 s. */
 	qos_watchdog_init(&w, 5 * S, 30 * S, 100 * S);
@@ -134,8 +129,7 @@ static void test_cooldown_carried_over(void)
 	CHECK(qos_watchdog_rt_allowed(&w, 100 * S));
 }
 
-int main(void)
-{
+int main(void) {
 	test_cooldown_carried_over();
 	test_canary_keeps_it_quiet();
 	test_starvation_alarm_and_cooldown();

@@ -23,16 +23,14 @@
 #include "qos/qos.h"
 #include "qos/rules.h"
 
-static uint64_t now_ms(void)
-{
+static uint64_t now_ms(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Runs the manager's loop for ms, feeding the canary every 100 ms if asked. */
-static void run(struct qos_manager *mgr, unsigned ms, bool feed)
-{
+static void run(struct qos_manager *mgr, unsigned ms, bool feed) {
 	uint64_t end = now_ms() + ms;
 	for (uint64_t t = now_ms(); t < end; t = now_ms()) {
 		if (feed)
@@ -44,15 +42,13 @@ static void run(struct qos_manager *mgr, unsigned ms, bool feed)
 	}
 }
 
-static bool cooling_down(struct qos_manager *mgr)
-{
+static bool cooling_down(struct qos_manager *mgr) {
 	struct qos_manager_info mi;
 	qos_manager_get_info(mgr, &mi);
 	return mi.watchdog_cooldown;
 }
 
-static struct qos_params params_of(struct qos_manager *mgr, const char *name)
-{
+static struct qos_params params_of(struct qos_manager *mgr, const char *name) {
 	struct qos_reserve_info info;
 	if (!qos_manager_reserve_info(mgr, name, &info))
 		info.params.policy = QOS_POLICY_PAUSE; /* matches nothing the test wants */
@@ -60,14 +56,12 @@ static struct qos_params params_of(struct qos_manager *mgr, const char *name)
 }
 
 /* The task's class, without SCHED_RESET_ON_FORK (the manager sets it with fifo). */
-static int policy_of(pid_t pid)
-{
+static int policy_of(pid_t pid) {
 	int pol = sched_getscheduler(pid);
 	return pol < 0 ? pol : pol & ~SCHED_RESET_ON_FORK;
 }
 
-static bool rt_allowed(void)
-{
+static bool rt_allowed(void) {
 	if (geteuid() == 0)
 		return true;
 	struct rlimit rl;
@@ -78,8 +72,7 @@ static bool rt_allowed(void)
 #define MINE "reserve mine policy=fifo priority=5 period=100ms cpu=10% fallback=other\n"
 #define GAME11 "reserve game policy=fifo priority=11 period=100ms cpu=20% fallback=other\n"
 
-int main(void)
-{
+int main(void) {
 	struct fake_tree_events wd = { .type = QOS_EVENT_WATCHDOG };
 	if (!rt_allowed()) {
 		printf("test_watchdog_reload: skipped: SCHED_FIFO needs root or RLIMIT_RTPRIO\n");
@@ -133,7 +126,7 @@ int main(void)
 	CHECK(params_of(mgr, "game").policy == QOS_POLICY_OTHER);
 	CHECK(policy_of(a) == SCHED_OTHER);
 	CHECK(wd.count == before + 1 && strstr(wd.last, "game: ") == wd.last &&
-		strstr(wd.last, "cool-down") != NULL);
+			strstr(wd.last, "cool-down") != NULL);
 	if (wd.count != before + 1)
 		fprintf(stderr, "%d watchdog events, last: %s\n", wd.count, wd.last);
 
@@ -146,8 +139,7 @@ int main(void)
 	struct qos_params g = params_of(mgr, "game");
 	CHECK(g.policy == QOS_POLICY_FIFO && g.priority == 11 && g.fallback == QOS_POLICY_OTHER);
 	struct sched_param sp = { 0 };
-	CHECK(policy_of(a) == SCHED_FIFO && sched_getparam(a, &sp) == 0 &&
-		sp.sched_priority == 11);
+	CHECK(policy_of(a) == SCHED_FIFO && sched_getparam(a, &sp) == 0 && sp.sched_priority == 11);
 	/* mine keeps the user's change; no alarm since */
 	struct qos_params m = params_of(mgr, "mine");
 	CHECK(m.policy == QOS_POLICY_OTHER && m.nice == 4);

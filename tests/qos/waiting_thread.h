@@ -17,8 +17,7 @@ static pthread_cond_t waiting_cond = PTHREAD_COND_INITIALIZER;
 static pid_t waiting_tid;
 static int waiting_stop;
 
-static void *waiting_main(void *arg)
-{
+static void *waiting_main(void *arg) {
 	(void)arg;
 	pthread_mutex_lock(&waiting_lock);
 	waiting_tid = gettid();
@@ -30,8 +29,7 @@ static void *waiting_main(void *arg)
 }
 
 /* Starts a thread that waits until stop_thread(); returns its tid. */
-static inline pid_t start_thread(pthread_t *th)
-{
+static inline pid_t start_thread(pthread_t *th) {
 	waiting_stop = 0;
 	waiting_tid = 0;
 	CHECK(pthread_create(th, NULL, waiting_main, NULL) == 0);
@@ -43,8 +41,7 @@ static inline pid_t start_thread(pthread_t *th)
 	return tid;
 }
 
-static inline void stop_thread(pthread_t th)
-{
+static inline void stop_thread(pthread_t th) {
 	pthread_mutex_lock(&waiting_lock);
 	waiting_stop = 1;
 	pthread_cond_broadcast(&waiting_cond);

@@ -36,7 +36,7 @@ int main(void) {
 	close(tmp);
 	unlink(path);
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
 	CHECK(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
 	CHECK(listen(lfd, 1) == 0);

@@ -14,8 +14,7 @@ static bool apply(struct qw_config *c, const char *line, char *msg) {
 	return config_apply_line(c, line, msg, 256);
 }
 
-static const struct qw_binding *find_binding(struct qw_config *c, uint32_t mods,
-		xkb_keysym_t sym) {
+static const struct qw_binding *find_binding(struct qw_config *c, uint32_t mods, xkb_keysym_t sym) {
 	for (size_t i = 0; i < c->binding_count; i++) {
 		if (c->bindings[i].modifiers == mods && c->bindings[i].keysym == sym) {
 			return &c->bindings[i];
@@ -62,14 +61,14 @@ static void test_valid_lines(void) {
 	CHECK(apply(&c, "border-width 0", msg) && c.border_width == 0);
 	CHECK(apply(&c, "color titlebar-focused #ff0000", msg));
 	CHECK(c.colors[QW_COLOR_TITLEBAR_FOCUSED][0] == 1.0f &&
-		c.colors[QW_COLOR_TITLEBAR_FOCUSED][1] == 0.0f);
+			c.colors[QW_COLOR_TITLEBAR_FOCUSED][1] == 0.0f);
 	CHECK(apply(&c, "color button-on #00ff0080", msg));
 	CHECK(c.colors[QW_COLOR_BUTTON_ON][3] > 0.49f && c.colors[QW_COLOR_BUTTON_ON][3] < 0.51f);
 	CHECK(apply(&c, "buttons close pause", msg));
 	CHECK(c.button_count == 2 && c.buttons[0] == QW_BUTTON_CLOSE);
 	CHECK(apply(&c, "bind Super+Shift+Return exec foot -e top", msg));
-	const struct qw_binding *b = find_binding(&c,
-		WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_Return);
+	const struct qw_binding *b =
+			find_binding(&c, WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_Return);
 	CHECK(b && b->action == QW_ACTION_EXEC && strcmp(b->arg, "foot -e top") == 0);
 	/* A later binding of the same keys replaces the earlier one. */
 	size_t n = c.binding_count;
@@ -87,19 +86,18 @@ static bool same_str(const char *a, const char *b) {
 /* Every setting a line can change, compared (error_count aside). */
 static bool same_settings(const struct qw_config *a, const struct qw_config *b) {
 	return a->output_width == b->output_width && a->output_height == b->output_height &&
-		a->output_refresh_mhz == b->output_refresh_mhz &&
-		same_str(a->terminal, b->terminal) && same_str(a->font, b->font) &&
-		a->titlebar_height == b->titlebar_height && a->border_width == b->border_width &&
-		a->cascade_step == b->cascade_step && a->button_count == b->button_count &&
-		memcmp(a->buttons, b->buttons, sizeof(a->buttons)) == 0 &&
-		memcmp(a->colors, b->colors, sizeof(a->colors)) == 0 &&
-		a->binding_count == b->binding_count &&
-		a->realtime_cpu_ppm == b->realtime_cpu_ppm &&
-		a->realtime_period_us == b->realtime_period_us &&
-		a->realtime_fallback == b->realtime_fallback &&
-		a->qos_reserved_ppm == b->qos_reserved_ppm &&
-		memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
-		a->in_scheduling_block == b->in_scheduling_block;
+			a->output_refresh_mhz == b->output_refresh_mhz && same_str(a->terminal, b->terminal) &&
+			same_str(a->font, b->font) && a->titlebar_height == b->titlebar_height &&
+			a->border_width == b->border_width && a->cascade_step == b->cascade_step &&
+			a->button_count == b->button_count &&
+			memcmp(a->buttons, b->buttons, sizeof(a->buttons)) == 0 &&
+			memcmp(a->colors, b->colors, sizeof(a->colors)) == 0 &&
+			a->binding_count == b->binding_count && a->realtime_cpu_ppm == b->realtime_cpu_ppm &&
+			a->realtime_period_us == b->realtime_period_us &&
+			a->realtime_fallback == b->realtime_fallback &&
+			a->qos_reserved_ppm == b->qos_reserved_ppm &&
+			memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
+			a->in_scheduling_block == b->in_scheduling_block;
 }
 
 static void test_invalid_lines(void) {
@@ -107,44 +105,44 @@ static void test_invalid_lines(void) {
 		const char *line;
 		const char *expect; /* substring of the message */
 	} cases[] = {
-		{"bogus 1", "unknown setting 'bogus'"},
-		{"output-mode 1920", "output-mode wants"},
-		{"output-mode 10x10", "output-mode wants"},
-		{"output-mode 1920x1080@abc", "output-mode wants"},
+		{ "bogus 1", "unknown setting 'bogus'" },
+		{ "output-mode 1920", "output-mode wants" },
+		{ "output-mode 10x10", "output-mode wants" },
+		{ "output-mode 1920x1080@abc", "output-mode wants" },
 		/* sscanf and strtod took these; "@nan" gave a refresh rate of INT_MIN */
-		{"output-mode 1920x1080@nan", "output-mode wants"},
-		{"output-mode 1920x1080@6e1", "output-mode wants"},
-		{"output-mode +1920x1080", "output-mode wants"},
-		{"output-mode 1920x+1080", "output-mode wants"},
-		{"output-mode 1920.5x1080", "output-mode wants"},
-		{"output-mode 4294969216x1080", "output-mode wants"},
-		{"output-mode 1920x1080@1000.0005", "output-mode wants"},
-		{"output-mode 1920x1080@0.999", "output-mode wants"},
-		{"titlebar-height 5", "from 12 to 128"},
-		{"titlebar-height x", "from 12 to 128"},
-		{"border-width -1", "from 0 to 32"},
-		{"color titlebar-focused red", "bad colour"},
-		{"color nosuch #ffffff", "unknown colour name"},
-		{"color titlebar-focused", "usage: color"},
-		{"buttons realtime sparkle", "unknown button 'sparkle'"},
-		{"buttons close close", "listed twice"},
-		{"bind Hyper+x exit", "unknown modifier 'Hyper'"},
-		{"bind Super+NoSuchKey exit", "unknown key"},
-		{"bind Super+x", "usage: bind"},
-		{"bind Super+x exec", "needs a command"},
-		{"bind Super+x exit now", "takes no arguments"},
-		{"bind Super+x dance", "unknown action 'dance'"},
-		{"terminal", "needs a value"},
-		{"scheduling", "scheduling wants on, off"},
-		{"scheduling fast", "unknown scheduling setting 'fast'"},
-		{"scheduling boost", "scheduling boost wants on or off"},
-		{"scheduling boost maybe", "scheduling boost wants on or off"},
-		{"scheduling bill on off", "takes one value"},
-		{"scheduling off now", "takes nothing after it"},
-		{"scheduling hidden-frame-rate 0", "hidden-frame-rate wants 1 to 1000"},
-		{"scheduling hidden-frame-rate 10x", "hidden-frame-rate wants 1 to 1000"},
-		{"scheduling { serve-by-reserve off", "text after '{'"},
-		{"}", "unknown setting '}'"},
+		{ "output-mode 1920x1080@nan", "output-mode wants" },
+		{ "output-mode 1920x1080@6e1", "output-mode wants" },
+		{ "output-mode +1920x1080", "output-mode wants" },
+		{ "output-mode 1920x+1080", "output-mode wants" },
+		{ "output-mode 1920.5x1080", "output-mode wants" },
+		{ "output-mode 4294969216x1080", "output-mode wants" },
+		{ "output-mode 1920x1080@1000.0005", "output-mode wants" },
+		{ "output-mode 1920x1080@0.999", "output-mode wants" },
+		{ "titlebar-height 5", "from 12 to 128" },
+		{ "titlebar-height x", "from 12 to 128" },
+		{ "border-width -1", "from 0 to 32" },
+		{ "color titlebar-focused red", "bad colour" },
+		{ "color nosuch #ffffff", "unknown colour name" },
+		{ "color titlebar-focused", "usage: color" },
+		{ "buttons realtime sparkle", "unknown button 'sparkle'" },
+		{ "buttons close close", "listed twice" },
+		{ "bind Hyper+x exit", "unknown modifier 'Hyper'" },
+		{ "bind Super+NoSuchKey exit", "unknown key" },
+		{ "bind Super+x", "usage: bind" },
+		{ "bind Super+x exec", "needs a command" },
+		{ "bind Super+x exit now", "takes no arguments" },
+		{ "bind Super+x dance", "unknown action 'dance'" },
+		{ "terminal", "needs a value" },
+		{ "scheduling", "scheduling wants on, off" },
+		{ "scheduling fast", "unknown scheduling setting 'fast'" },
+		{ "scheduling boost", "scheduling boost wants on or off" },
+		{ "scheduling boost maybe", "scheduling boost wants on or off" },
+		{ "scheduling bill on off", "takes one value" },
+		{ "scheduling off now", "takes nothing after it" },
+		{ "scheduling hidden-frame-rate 0", "hidden-frame-rate wants 1 to 1000" },
+		{ "scheduling hidden-frame-rate 10x", "hidden-frame-rate wants 1 to 1000" },
+		{ "scheduling { serve-by-reserve off", "text after '{'" },
+		{ "}", "unknown setting '}'" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct qw_config c;
@@ -152,8 +150,8 @@ static void test_invalid_lines(void) {
 		config_init_defaults(&c);
 		bool ok = apply(&c, cases[i].line, msg);
 		if (ok || !strstr(msg, cases[i].expect)) {
-			fprintf(stderr, "line '%s': ok=%d msg='%s', want '%s'\n",
-				cases[i].line, ok, msg, cases[i].expect);
+			fprintf(stderr, "line '%s': ok=%d msg='%s', want '%s'\n", cases[i].line, ok, msg,
+					cases[i].expect);
 			check_failures++;
 		}
 		/* A rejected line leaves the defaults untouched, in part neither. */
@@ -205,7 +203,7 @@ static void test_file_errors(void) {
 	/* A NUL byte costs its line, not silently the rest of it; control bytes
 	 * are shown escaped; a directory is refused by name. */
 	static const char damaged[] = "titlebar-height 40\0 junk\nfont \x1b]0;x\x07\n"
-		"bind Super+\x1b exit\nborder-width 5\n";
+								  "bind Super+\x1b exit\nborder-width 5\n";
 	f = fopen(path, "w");
 	CHECK(f && fwrite(damaged, 1, sizeof(damaged) - 1, f) == sizeof(damaged) - 1);
 	if (f) {
@@ -266,14 +264,13 @@ static void check_sane(const struct qw_config *c) {
 		CHECK(b->keysym != XKB_KEY_NoSymbol && b->action <= QW_ACTION_EXIT);
 		CHECK(b->action != QW_ACTION_EXEC || (b->arg && b->arg[0]));
 		for (size_t j = 0; j < i; j++) {
-			CHECK(b->modifiers != c->bindings[j].modifiers ||
-				b->keysym != c->bindings[j].keysym);
+			CHECK(b->modifiers != c->bindings[j].modifiers || b->keysym != c->bindings[j].keysym);
 		}
 	}
 	CHECK(c->realtime_cpu_ppm > 0 && c->realtime_cpu_ppm <= 1000000);
 	CHECK(c->realtime_period_us >= 100 && c->realtime_period_us <= 10000000);
 	CHECK(c->realtime_fallback == QOS_POLICY_OTHER || c->realtime_fallback == QOS_POLICY_IDLE ||
-		c->realtime_fallback == QOS_POLICY_PAUSE);
+			c->realtime_fallback == QOS_POLICY_PAUSE);
 	CHECK(c->qos_reserved_ppm >= 50000 && c->qos_reserved_ppm <= 1000000);
 }
 
@@ -350,7 +347,7 @@ static void test_scheduling(void) {
 	CHECK(apply(&c, "", msg) && apply(&c, "# inside", msg) && c.in_scheduling_block);
 	CHECK(apply(&c, "  hidden-frame-rate 4", msg) && c.scheduling.hidden_frame_rate == 4);
 	CHECK(!apply(&c, "  output-mode 800x600", msg) &&
-		strstr(msg, "unknown scheduling setting 'output-mode'"));
+			strstr(msg, "unknown scheduling setting 'output-mode'"));
 	CHECK(apply(&c, "}", msg) && !c.in_scheduling_block);
 	CHECK(apply(&c, "output-mode 800x600", msg) && c.output_width == 800);
 	config_finish(&c);
@@ -358,8 +355,7 @@ static void test_scheduling(void) {
 	/* A block left open is reported at the line that opened it. */
 	const char *dir = getenv("QOSWAY_TEST_TMP");
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/test-config-sched-%d", dir ? dir : "/tmp",
-		(int)getpid());
+	snprintf(path, sizeof(path), "%s/test-config-sched-%d", dir ? dir : "/tmp", (int)getpid());
 	FILE *f = fopen(path, "w");
 	CHECK(f != NULL);
 	if (!f) {
