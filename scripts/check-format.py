@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Format check for the rules in .editorconfig.
+"""Format check: .clang-format for C, .editorconfig for everything else.
 
-C sources and meson files indent with tabs, lines stay within 100 columns
-(tabs count as 4), no trailing whitespace, files end with one newline.
-Prints file:line: message for each violation; exit 1 if any.
+C sources must be exactly what clang-format makes of them (one style for the
+whole tree); meson files indent with tabs; no trailing whitespace; files end
+with one newline. Prints file:line: message for each violation; exit 1 if any.
+Fix C files with `clang-format -i FILE...`.
 """
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -46,12 +48,31 @@ def check(path, problems):
             problems.append(f"{path}:{no}: longer than {MAX_COLS} columns")
 
 
+def check_clang_format(root, paths, problems):
+    c_files = [str(p) for p in paths if p.suffix in (".c", ".h") and p.is_file()]
+    if not c_files:
+        return
+    try:
+        out = subprocess.run(["clang-format", "--dry-run", "--Werror"] + c_files,
+                             cwd=root, capture_output=True, text=True)
+    except FileNotFoundError:
+        problems.append("clang-format is not installed (apt-get install clang-format)")
+        return
+    for line in out.stderr.splitlines():
+        m = re.match(r"(.*?):(\d+):\d+: (?:error|warning): code should be clang-formatted", line)
+        if m:
+            problems.append(f"{m.group(1)}:{m.group(2)}: not in clang-format style")
+    if out.returncode and not any("clang-format" in p for p in problems):
+        problems.append("clang-format failed: " + out.stderr.strip()[:200])
+
+
 def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     problems = []
-    for path in tracked_files(root):
-        if path.is_file() and "_proto" not in path.parts:
-            check(path, problems)
+    paths = [p for p in tracked_files(root) if p.is_file() and "_proto" not in p.parts]
+    for path in paths:
+        check(path, problems)
+    check_clang_format(root, paths, problems)
     for p in problems:
         print(p)
     if problems:

@@ -8,6 +8,8 @@ apt_packages=(
 	libwlroots-dev libwayland-dev wayland-protocols libpixman-1-dev
 	libinput-dev libxkbcommon-dev libcairo2-dev libpango1.0-dev libglib2.0-dev libjson-c-dev
 	fonts-dejavu-core
+	# the format check (.clang-format)
+	clang-format
 	# real clients and tools used by the demo, tests and benchmarks
 	foot weston grim sway util-linux procps python3 python3-pip valgrind
 )
