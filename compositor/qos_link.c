@@ -61,7 +61,7 @@ const char *qos_link_error(struct qw_server *server) {
 }
 
 static void rules_diag(void *data, const char *message) {
-	/* file:line:col: message, as the issue asks: on stderr via the log. */
+	/* file:line:col: message, on stderr through the log. */
 	wlr_log(WLR_ERROR, "%s", message);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole qosway test suite:
-#   1. format check (.editorconfig rules)
+#   1. format check (clang-format for C, .editorconfig for the rest)
 #   2. warning-free build (werror) and C unit tests (meson test)
 #   3. pytest: integration tests against the real compositor, QoS kernel tests
 #   4. the C unit tests and the integration tests again against an ASan+UBSan build
@@ -37,8 +37,8 @@ echo "build $($build_ok && echo 0 || echo 1)" >"$results/build.status"
 if $build_ok; then
 	meson test -C build --print-errorlogs --num-processes 2
 	cp build/meson-logs/testlog.json "$results/meson.json"
-	# The C unit tests again under ASan+UBSan (a thread cancelled at
-	# shutdown once tripped ASan there, unseen by the plain build).
+	# The C unit tests again under ASan+UBSan: memory errors such as a
+	# thread cancelled at shutdown show only there, not in the plain build.
 	LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:${LSAN_OPTIONS:-}" \
 		meson test -C build-asan --print-errorlogs --num-processes 2
 	cp build-asan/meson-logs/testlog.json "$results/meson-asan.json"

@@ -59,7 +59,7 @@ def xml_files():
     ] + [f for f in OPTIONAL_XML if os.path.exists(f)]
 
 
-# Generated when present (a checkout predating the protocol has no XML).
+# Generated when present: the tests of other protocols run without it.
 OPTIONAL_XML = [
     os.path.join(REPO, "protocols/qosway-reserve-v1.xml"),
 ]

@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5), abuse: request floods, 65 objects, join
+"""qosway-reserve-v1, abuse: request floods, 65 objects, join
 with another process's tid, objects destroyed mid-flight, disconnecting
 with reserves held.  In every case the compositor stays up, another
 client's frames keep coming, the compositor's memory returns to its

@@ -1,6 +1,6 @@
-"""qosway-reserve-v1 (issue 5): every set_params is answered by granted or
-refused (the issue: "a request to define or modify the reserve. It is
-answered by granted or refused"), also before the reserve has members."""
+"""qosway-reserve-v1: every set_params is answered by granted or
+refused, as the protocol's set_params request says, also before the
+reserve has members."""
 
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
 from test_protocol_reserve import RClient

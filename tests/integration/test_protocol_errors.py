@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5): protocol errors, one test per error value
+"""qosway-reserve-v1: protocol errors, one test per error value
 and bad argument.  Each gets exactly the expected error code on the expected
 interface; the compositor and the other clients carry on (a bystander
 window keeps getting frame callbacks, another reserve client keeps its

@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5): clients/qos-player asks for a reserve
+"""qosway-reserve-v1: clients/qos-player asks for a reserve
 through the protocol (-q on its automatic reserve, -r by name), prints the
 result on stderr and in its JSON line, and its process is in the reserve
 while it plays."""

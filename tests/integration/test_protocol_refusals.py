@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5): legal requests that are denied get
+"""qosway-reserve-v1: legal requests that are denied get
 ``refused`` with the right reason, and nothing changes: capacity exhausted
 (admission control), fifo without a qosrc rule (forbidden), the 11th
 set_params within a second (rate_limited)."""

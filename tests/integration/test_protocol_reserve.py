@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5), positive cases with a real client
+"""qosway-reserve-v1, positive cases with a real client
 (reserve_client.py, pywayland, bindings generated from our XML): the kernel
 state of the process and its threads and the events received.
 

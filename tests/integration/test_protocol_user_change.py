@@ -1,4 +1,4 @@
-"""qosway-reserve-v1 (issue 5): the user turns an app's real-time off
+"""qosway-reserve-v1: the user turns an app's real-time off
 (qosctl set pid:N normal, or the titlebar's realtime button with the virtual
 pointer) while the app holds a granted automatic reserve: the app receives
 params describing the new state (policy other) and the process is back to

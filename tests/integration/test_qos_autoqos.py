@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): AutoQOS.  A rule in the user's qosrc layer
+"""Per-window QoS: AutoQOS.  A rule in the user's qosrc layer
 applies to a program started by `qosctl exec` from its first instruction
 (the child joins before it execs), and to a Wayland client that connects on
 its own, by app_id, and to a program the same user starts anywhere else,

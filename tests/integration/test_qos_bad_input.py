@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): bad QoS requests.  Every failure is a one-line
+"""Per-window QoS: bad QoS requests.  Every failure is a one-line
 reason with a non-zero exit (1 refused by the compositor, 2 bad usage), the
 compositor is unaffected, nothing changes in the kernel, and later requests
 still work."""

@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): each titlebar class button, clicked with the
+"""Per-window QoS: each titlebar class button, clicked with the
 virtual pointer (plain and Shift), changes the kernel state of the window's
 process, and the button image and ``class`` show what the manager confirmed.
 A second click restores SCHED_OTHER, nice 0 and the original cgroup.

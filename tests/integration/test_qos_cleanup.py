@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): never leave a process frozen or re-scheduled.
+"""Per-window QoS: never leave a process frozen or re-scheduled.
 SIGTERM restores every member (original cgroup, SCHED_OTHER, nice 0,
 thawed); after kill -9 of the compositor its guard thaws a paused client
 within 2 s, the client notices the lost connection and exits cleanly, and a

@@ -73,8 +73,8 @@ def test_top_and_windows_show_qos_columns(qcomp):
 
 def test_reserves_params_read_back_as_reserve_arguments(qcomp):
     """What `qosctl reserves` shows as a reserve's parameters is accepted by
-    `qosctl reserve` and gives the same reserve (it used to print
-    period=0s for reserves without a limit, which no parser takes)."""
+    `qosctl reserve` and gives the same reserve (a reserve without a limit
+    shows no period=0s, which no parser takes)."""
     given = {
         "rt-idle": ["policy=idle", "nice=5"],
         "rt-fifo": ["policy=fifo", "priority=20"],

@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): a paused client survives 60 s paused while the
+"""Per-window QoS: a paused client survives 60 s paused while the
 virtual pointer moves over it continuously (20 Hz) and a border resize is
 attempted: it stays connected (the compositor sends it nothing that could
 fill its socket buffer), and after unpausing it answers a ping and its

@@ -1,4 +1,4 @@
-"""Per-window QoS (issue 4): admission refusal when the real-time capacity is
+"""Per-window QoS: admission refusal when the real-time capacity is
 exhausted.  Two named qos reserves, each with a `sleep` member, take the
 capacity (so much that the 50% `default` reserve no longer fits, but with
 some slack left in the kernel's own deadline admission); the realtime button is then refused: the refused

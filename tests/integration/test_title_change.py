@@ -72,7 +72,7 @@ def test_title_that_is_not_utf8_is_drawn_and_listed_as_text(qosway):
     c.wait_event("mapped")
     before = qosway.window_by_title("Clean")
     # A stray byte, a cut sequence, then 300 two-byte characters: past the
-    # titlebar's 512-byte buffer, which used to cut one in half.
+    # titlebar's 512-byte buffer, which cuts one of them in half.
     raw = b"Bad \xff title \xc3 " + "\u00e9".encode() * 300
     c.send("title-hex " + raw.hex())
     c.wait_event("title")
