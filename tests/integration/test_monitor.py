@@ -1,7 +1,8 @@
 """qosway-monitor against a real compositor and QoS manager: its frame shows
 a bar for every reserve that exists (own use in its colour, the slice
 marked, the admission capacity filled), its members with their windows'
-titles; its editor applies parameters through the IPC and shows a refusal.
+titles; its editor applies parameters through the IPC and shows a refusal;
+the reserve menu's "Monitor..." starts it.
 
 Where things are drawn comes from the monitor itself (--layout-json), so
 the pixel checks look at the rows and bars it says it drew."""
@@ -16,7 +17,7 @@ import harness
 import pixels
 from harness import wait_for
 from test_qos_buttons import no_frozen_leftovers  # noqa: F401  (fixture)
-from vinput import VirtualInput, KEY_ENTER, KEY_ESC
+from vinput import VirtualInput, BTN_RIGHT, KEY_ENTER, KEY_ESC
 
 CLIENTS = os.path.join(harness.build_dir(), "clients")
 MONITOR = os.path.join(CLIENTS, "qosway-monitor")
@@ -29,7 +30,9 @@ def rgb(hexcolor):
 
 @pytest.fixture
 def mcomp(start_qosway):
-    return start_qosway(config=harness.qos_test_config())
+    # the menu starts qosway-monitor from PATH, as an installed one would be
+    path = CLIENTS + ":" + os.environ.get("PATH", "/usr/bin:/bin")
+    return start_qosway(config=harness.qos_test_config(), env_extra={"PATH": path})
 
 
 def define(comp, name, params):
@@ -236,3 +239,39 @@ def test_editor_driven_with_pointer_and_keyboard(mcomp):
         vi.key(KEY_ESC)
     assert mon.wait(10) == 0, mon.stderr_tail()
     assert monitor_window(mcomp) is None
+
+
+def test_menu_starts_the_monitor(mcomp):
+    from test_qos_menu import QOSRC_RESERVES, ITEM_H, open_menu, menu_shown
+    from test_qos_buttons import Win
+    win = Win(mcomp, "Menu Monitor")
+    r = mcomp.ipc({"command": "join", "target": "pid:%d" % win.pid, "reserve": "ui"})
+    assert r["success"], r
+    with VirtualInput(mcomp.client_env()) as vi:
+        x, y = open_menu(vi, win)
+        wait_for(lambda: menu_shown(mcomp, x, y), desc="menu drawn")
+        last = len(QOSRC_RESERVES)  # after the reserves: "Monitor..."
+        vi.click(x + 30, y + last * ITEM_H + ITEM_H // 2)
+    w = mcomp.wait_window(lambda x: x["app_id"] == "qosway-monitor", desc="monitor window")
+    with open("/proc/%d/cmdline" % w["pid"], "rb") as fh:
+        argv = fh.read().split(b"\0")
+    assert argv[:3] == [b"qosway-monitor", b"--select", b"ui"], argv
+    # its window exists only once its IPC connection is up; the capacity
+    # bar it draws from the compositor's answer is there
+    _, _, _, headless = run_monitor(mcomp, name="colours")
+    colors = {k: rgb(v) for k, v in headless["colors"].items()}
+    bar = dict(headless["capacity_bar"])
+    bar["x"] += w["geometry"]["x"]
+    bar["y"] += w["geometry"]["y"]
+    bar["width"] = min(bar["width"], w["geometry"]["width"] - 24)
+
+    def capacity_drawn(img):
+        n = (pixels.count_near(img, bar, colors["capacity_free"]) +
+             pixels.count_near(img, bar, colors["capacity_granted"]))
+        if n > 0.95 * bar["width"] * bar["height"]:
+            return None
+        return "no capacity bar: %s" % pixels.describe(img, bar)
+    mcomp.wait_screenshot(capacity_drawn, name="menu-monitor")
+    assert mcomp.ipc({"command": "close", "id": w["id"]})["success"]
+    wait_for(lambda: monitor_window(mcomp) is None, desc="the monitor closed")
+    assert win.w()["reserve"] == "ui"
