@@ -78,7 +78,9 @@ def test_summary_matches_a_class_run(lcomp):
     lg = lcomp.spawn([LOADGEN, "--hogs", "1", "--class", "idle", "--duration", "1s"],
                      name="loadgen")
     pid = wait_for(lambda: children_of(lg.pid), desc="the task")[0]
-    assert harness.sched_attr(pid)["policy"] == harness.SCHED_IDLE
+    # set before it starts; the fork is seen a moment earlier
+    wait_for(lambda: harness.sched_attr(pid)["policy"] == harness.SCHED_IDLE,
+             desc="the task at SCHED_IDLE")
     out = finish(lg)
     assert (out["class"], out["reserve"]) == ("idle", None)
     assert [(t["kind"], t["pid"], t["class"]) for t in out["tasks"]] == [("hog", pid, "idle")]
