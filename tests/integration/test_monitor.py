@@ -76,6 +76,7 @@ def row_of(layout, name):
 def test_png_shows_a_bar_for_every_reserve(mcomp):
     define(mcomp, "busy", "policy=qos period=20ms slice=8ms fallback=other")
     define(mcomp, "quiet", "policy=qos period=40ms slice=4ms fallback=other")
+    define(mcomp, "empty", "policy=qos period=10ms slice=2ms fallback=other")
     hog = loadgen(mcomp, "--hogs", "1", "--reserve", "busy", name="hog")
     client, win = mcomp.open_window("Monitored Window")
     r = mcomp.ipc({"command": "join", "target": "pid:%d" % client.pid, "reserve": "quiet"})
@@ -88,8 +89,8 @@ def test_png_shows_a_bar_for_every_reserve(mcomp):
     existing = list(reserves(mcomp))
     assert [r["name"] for r in layout["rows"]] == existing
 
-    busy, quiet = row_of(layout, "busy"), row_of(layout, "quiet")
-    for row in (busy, quiet):
+    busy, quiet, empty = (row_of(layout, n) for n in ("busy", "quiet", "empty"))
+    for row in (busy, quiet, empty):
         bar = row["bar"]
         mid = bar["y"] + bar["height"] // 2
         own = row["own"]["width"] + row["billed"]["width"]
@@ -111,7 +112,8 @@ def test_png_shows_a_bar_for_every_reserve(mcomp):
                          if o["x"] <= x < o["x"] + o["width"])
         assert drawn == o["width"] - under_mark, (row, drawn)
     assert busy["own"]["width"] > 0, busy
-    assert quiet["own"]["width"] == 0, quiet
+    assert empty["own"]["width"] == 0 and empty["billed"]["width"] == 0, empty
+    assert empty["members"] == []
     # the hog's one task (qos-loadgen's child) is the member shown
     assert [parent_of(m["pid"]) for m in busy["members"]] == [hog.pid], busy["members"]
     assert quiet["members"] == [{"pid": client.pid, "titles": "Monitored Window"}]
