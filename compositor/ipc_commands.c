@@ -325,12 +325,18 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 				json_object_new_string(qos_policy_name(info.params.policy)));
 		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
 		json_object_object_add(obj, "slice_us", json_object_new_int64(info.params.slice_us));
+		json_object_object_add(obj, "fallback",
+				qos_params_has_limit(&info.params)
+						? json_object_new_string(qos_policy_name(info.params.fallback))
+						: NULL);
 		json_object_object_add(obj, "granted", json_object_new_boolean(info.granted));
 		json_object_object_add(obj, "automatic", json_object_new_boolean(info.is_auto));
 		json_object_object_add(obj, "in_fallback", json_object_new_boolean(info.in_fallback));
 		json_object_object_add(obj, "used_us", json_object_new_int64(info.used_us));
 		json_object_object_add(obj, "billed_us", json_object_new_int64(info.billed_us));
 		json_object_object_add(obj, "last_used_us", json_object_new_int64(info.last_used_us));
+		json_object_object_add(obj, "last_billed_us", json_object_new_int64(info.last_billed_us));
+		json_object_object_add(obj, "periods", json_object_new_int64(info.periods));
 		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
 		struct qos_member_info members[64];
 		ssize_t count = qos_manager_members(qos, info.name, members, 64);

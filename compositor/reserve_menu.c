@@ -1,7 +1,9 @@
+#include <limits.h>
 #include <pango/pangocairo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <wlr/types/wlr_buffer.h>
 #include <wlr/types/wlr_scene.h>
 #include <wlr/util/log.h>
@@ -15,10 +17,12 @@
 #include "view.h"
 
 #define ITEM_PADDING 8
+#define MONITOR_COMMAND "qosway-monitor"
 #define MAX_ITEMS 32
 
 struct qw_menu_item {
 	char reserve[QOS_NAME_MAX + 1];
+	bool monitor; /* the last item: starts qosway-monitor instead */
 	struct wlr_scene_tree *tree;
 	struct wlr_scene_buffer *normal, *hover;
 	struct qw_node_desc desc;
@@ -127,12 +131,15 @@ bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, in
 		width = w > width ? w : width;
 		menu->count++;
 	}
-	if (menu->count == 0) {
-		free(menu);
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
-				"no named reserves defined");
-		return false;
+	/* The way to see what the reserves do, and to change them. */
+	if (menu->count == MAX_ITEMS) {
+		menu->count--;
 	}
+	menu->items[menu->count].monitor = true;
+	snprintf(labels[menu->count], sizeof(labels[0]), "Monitor\u2026");
+	int mw = text_width(&server->config, labels[menu->count]);
+	width = mw > width ? mw : width;
+	menu->count++;
 	width += 2 * ITEM_PADDING;
 	int height = server->config.titlebar_height;
 	/* Above every layer: it belongs to the user's pointer, not to a window. */
@@ -200,6 +207,42 @@ void reserve_menu_hover(struct qw_server *server, struct qw_node_desc *desc) {
 	set_hovered(server->menu, desc && desc->type == QW_NODE_MENU_ITEM ? desc->button : -1);
 }
 
+/* Whether name is an executable file in $PATH. */
+static bool in_path(const char *name) {
+	const char *path = getenv("PATH");
+	char *copy = path ? strdup(path) : NULL;
+	bool found = false;
+	char *save = NULL;
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;
+			dir = strtok_r(NULL, ":", &save)) {
+		char candidate[PATH_MAX];
+		snprintf(candidate, sizeof(candidate), "%s/%s", dir, name);
+		found = access(candidate, X_OK) == 0;
+	}
+	free(copy);
+	return found;
+}
+
+/* qosway-monitor, with the window's reserve selected if it has one. */
+static void start_monitor(struct qw_server *server, struct qw_view *view) {
+	if (!in_path(MONITOR_COMMAND)) {
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
+				MONITOR_COMMAND " is not in PATH");
+		return;
+	}
+	char reserve[QOS_NAME_MAX + 1] = "";
+	pid_t pid = view_get_pid(view);
+	const char *name = pid > 0 ? qos_manager_reserve_of(qos_link_manager(server), pid, 0) : NULL;
+	if (name) {
+		snprintf(reserve, sizeof(reserve), "%s", name);
+	}
+	char *argv[] = { MONITOR_COMMAND, reserve[0] ? "--select" : NULL, reserve, NULL };
+	if (server_spawn_argv(server, argv) < 0) {
+		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
+				"cannot start " MONITOR_COMMAND);
+	}
+}
+
 void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 	struct qw_menu *menu = server->menu;
 	if (!menu) {
@@ -211,9 +254,14 @@ void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 		return;
 	}
 	struct qw_view *view = menu->view;
+	bool monitor = menu->items[desc->button].monitor;
 	char reserve[QOS_NAME_MAX + 1];
 	snprintf(reserve, sizeof(reserve), "%s", menu->items[desc->button].reserve);
 	reserve_menu_close(server);
+	if (monitor) {
+		start_monitor(server, view);
+		return;
+	}
 	char err[256];
 	/* The user, through the menu: no process asks. */
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };

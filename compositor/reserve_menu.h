@@ -1,6 +1,8 @@
 /*
  * The reserve menu: right-click on a QoS titlebar button lists the named
- * reserves; picking one moves the window's process into it. Drawn
+ * reserves; picking one moves the window's process into it. The last item,
+ * "Monitor...", starts qosway-monitor (from PATH) with the window's reserve
+ * selected. Drawn
  * server-side; one buffer per item and visual state (normal, hover), built
  * when the menu opens.
  *

@@ -9,8 +9,8 @@ machine, mostly the host's delays).
 Each takes COUNT alarms at delays uniformly random in 1..1000 ms (the paper's
 BLK process: it computes nothing) and records, for every alarm, the wake-up
 latency: the time it got the CPU minus the time the alarm expired.  Eight
-busy loops run on every CPU, so whichever CPU an alarm process is on, it
-competes with eight of them.  p90/p95/p99/max are printed beside the paper's
+busy loops (qos-loadgen hogs) run on every CPU, so whichever CPU an alarm
+process is on, it competes with eight of them.  p90/p95/p99/max are printed beside the paper's
 numbers.  Goal: p99 <= 0.1 ms with a reserve (paper, tuned 20 kHz kernel,
 8 CONT processes: p99 15 ms).
 
@@ -80,9 +80,10 @@ def main():
             # e.g. a v1 cpu group without real-time runtime: no floor row
             print("no fifo 99 floor: %s" % e, flush=True)
             qc.stop(procs.pop("fifo"))
+        loadgen = os.path.join(build, "clients", "qos-loadgen")
         for c in range(os.cpu_count()):
-            for _ in range(args.loops):
-                qc.spin(bench, c)
+            qc.spawn(["taskset", "-c", str(c), loadgen, "--hogs", str(args.loops), "--quiet"],
+                     stdout=subprocess.DEVNULL)
         time.sleep(0.5)
         for p in procs.values():
             p.stdin.write("go\n")
