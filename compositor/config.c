@@ -525,6 +525,13 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		config->button_count = n;
 		return true;
 	}
+	if (strcmp(key, "taskbar-class") == 0) {
+		char *value = next_word(&cursor);
+		if (!parse_switch(value, &config->taskbar_class) || next_word(&cursor)) {
+			return fail(msg, size, "taskbar-class wants on or off");
+		}
+		return true;
+	}
 	if (strcmp(key, "color") == 0) {
 		char *name = next_word(&cursor);
 		char *value = next_word(&cursor);

@@ -69,6 +69,8 @@ struct qw_config {
 	enum qw_button_kind buttons[QW_BUTTON_KIND_COUNT];
 	size_t button_count;
 	float colors[QW_COLOR_COUNT][4];
+	/* Taskbars see "[class] title" instead of the bare title. */
+	bool taskbar_class;
 	struct qw_binding *bindings;
 	size_t binding_count;
 	/* The standard reserve the real-time button gives a window that no

@@ -29,6 +29,7 @@
 #include <wlr/util/log.h>
 
 #include "cursor.h"
+#include "foreign_toplevel.h"
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
@@ -186,7 +187,7 @@ static bool create_protocols(struct qw_server *server) {
 			!wlr_primary_selection_v1_device_manager_create(display) ||
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
-			!wlr_viewporter_create(display)) {
+			!wlr_viewporter_create(display) || !foreign_toplevel_init(server)) {
 		wlr_log(WLR_ERROR, "failed to create a protocol global");
 		return false;
 	}

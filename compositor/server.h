@@ -125,6 +125,8 @@ struct qw_server {
 	struct wlr_idle *idle;
 	struct wlr_idle_inhibit_manager_v1 *idle_inhibit;
 
+	struct wlr_foreign_toplevel_manager_v1 *foreign_toplevel_manager;
+
 	/* Input */
 	struct wlr_seat *seat;
 	struct wl_listener new_input;
