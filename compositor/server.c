@@ -30,6 +30,7 @@
 
 #include "cursor.h"
 #include "foreign_toplevel.h"
+#include "idle.h"
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
@@ -245,6 +246,7 @@ bool server_init(struct qw_server *server) {
 	if (!cursor_init(server) || !seat_init(server)) {
 		return false;
 	}
+	idle_init(server);
 	server->scheduler = scheduler_create(server);
 	if (!server->scheduler) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
@@ -324,6 +326,7 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->new_toplevel_decoration.link);
 		wl_list_remove(&server->request_activate.link);
 	}
+	idle_finish(server);
 	seat_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);

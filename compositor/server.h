@@ -124,6 +124,11 @@ struct qw_server {
 
 	struct wlr_idle *idle;
 	struct wlr_idle_inhibit_manager_v1 *idle_inhibit;
+	struct wl_listener new_idle_inhibitor;
+	struct wl_list idle_inhibitors; /* qw_idle_inhibitor.link (idle.c) */
+	bool idle_inhibited; /* an inhibitor's surface is visible */
+	struct wl_listener idle_new_input; /* touch devices, for activity */
+	struct wl_list idle_touch_devices; /* qw_idle_touch.link (idle.c) */
 
 	struct wlr_foreign_toplevel_manager_v1 *foreign_toplevel_manager;
 

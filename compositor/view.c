@@ -12,6 +12,7 @@
 #include "client_identity.h"
 #include "cursor.h"
 #include "foreign_toplevel.h"
+#include "idle.h"
 #include "ipc.h"
 #include "output.h"
 #include "qos_gate.h"
@@ -154,6 +155,7 @@ void view_focus(struct qw_view *view) {
 	if (view->minimized) {
 		view->minimized = false;
 		wlr_scene_node_set_enabled(&view->tree->node, true);
+		idle_update_inhibit(server);
 		ipc_notify_window(server, view, "changed");
 	}
 	struct qw_view *prev = focused_view(server);
@@ -327,6 +329,7 @@ void view_set_minimized(struct qw_view *view, bool minimized) {
 		focus_next_after(view);
 	}
 	foreign_toplevel_update_state(view);
+	idle_update_inhibit(server);
 	/* The pointer may have been over it: give it to what is below now. */
 	cursor_rebase(server, 0);
 	ipc_notify_window(server, view, "changed");
@@ -384,6 +387,7 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 	}
 	decoration_update_buttons(&view->deco, view);
 	foreign_toplevel_update_title(view);
+	idle_update_inhibit(view->server);
 	ipc_notify_window(view->server, view, "class");
 }
 
@@ -451,6 +455,7 @@ static void handle_map(struct wl_listener *listener, void *data) {
 	}
 	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
 	foreign_toplevel_map(view);
+	idle_update_inhibit(view->server);
 	ipc_notify_window(view->server, view, "new");
 }
 
@@ -477,6 +482,7 @@ static void handle_unmap(struct wl_listener *listener, void *data) {
 	if (was_focused) {
 		focus_next_after(view);
 	}
+	idle_update_inhibit(server);
 	ipc_notify_window(server, view, "close");
 }
 
