@@ -203,6 +203,9 @@ static bool create_protocols(struct qw_server *server) {
 	server->new_toplevel_decoration.notify = xdg_decoration_handle_new;
 	wl_signal_add(&server->xdg_decoration_manager->events.new_toplevel_decoration,
 			&server->new_toplevel_decoration);
+	server->new_server_decoration.notify = xdg_decoration_handle_new_kde;
+	wl_signal_add(&server->server_decoration_manager->events.new_decoration,
+			&server->new_server_decoration);
 	server->request_activate.notify = handle_request_activate;
 	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
 	return true;
@@ -324,6 +327,7 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->new_xdg_surface.link);
 		wl_list_remove(&server->new_layer_surface.link);
 		wl_list_remove(&server->new_toplevel_decoration.link);
+		wl_list_remove(&server->new_server_decoration.link);
 		wl_list_remove(&server->request_activate.link);
 	}
 	idle_finish(server);

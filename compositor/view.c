@@ -44,11 +44,11 @@ bool view_class_from_name(const char *name, enum qw_view_class *class) {
 }
 
 static int deco_border(const struct qw_view *view) {
-	return view->deco.visible ? view->server->config.border_width : 0;
+	return decoration_border(&view->deco, view->server);
 }
 
 static int deco_titlebar(const struct qw_view *view) {
-	return view->deco.visible ? view->server->config.titlebar_height : 0;
+	return decoration_top(&view->deco, view->server);
 }
 
 struct wlr_box view_frame_box(const struct qw_view *view) {
@@ -63,12 +63,13 @@ struct wlr_box view_frame_box(const struct qw_view *view) {
 
 struct wlr_box view_titlebar_box(const struct qw_view *view) {
 	int t = deco_titlebar(view);
-	return (struct wlr_box){ view->x, view->y - t, t ? view->width : 0, t };
+	return (struct wlr_box){ view->x + view->deco.bar_x, view->y - t, t ? view->deco.bar_width : 0,
+		t };
 }
 
 bool view_button_box(const struct qw_view *view, enum qw_button_kind kind, struct wlr_box *box) {
 	const struct qw_button *button = &view->deco.buttons[kind];
-	if (!view->deco.visible || !button->present) {
+	if (!view->deco.visible || view->deco.mode == QW_DECO_NONE || !button->present) {
 		return false;
 	}
 	struct wlr_box title = view_titlebar_box(view);
