@@ -525,6 +525,24 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		config->button_count = n;
 		return true;
 	}
+	if (strcmp(key, "csd-buttons") == 0) {
+		char *value = next_word(&cursor);
+		static const char *const names[] = { "strip", "titlebar", "none" };
+		for (size_t i = 0; value && i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(value, names[i]) == 0 && !next_word(&cursor)) {
+				config->csd_buttons = (enum qw_csd_buttons)i;
+				return true;
+			}
+		}
+		return fail(msg, size, "csd-buttons wants strip, titlebar or none");
+	}
+	if (strcmp(key, "taskbar-class") == 0) {
+		char *value = next_word(&cursor);
+		if (!parse_switch(value, &config->taskbar_class) || next_word(&cursor)) {
+			return fail(msg, size, "taskbar-class wants on or off");
+		}
+		return true;
+	}
 	if (strcmp(key, "color") == 0) {
 		char *name = next_word(&cursor);
 		char *value = next_word(&cursor);

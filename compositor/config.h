@@ -21,6 +21,13 @@ enum qw_button_kind {
 	QW_BUTTON_KIND_COUNT,
 };
 
+/* What a window that draws its own decorations gets from us. */
+enum qw_csd_buttons {
+	QW_CSD_BUTTONS_STRIP, /* a compact strip of the QoS buttons on its top edge */
+	QW_CSD_BUTTONS_TITLEBAR, /* our full titlebar and border regardless */
+	QW_CSD_BUTTONS_NONE, /* nothing: QoS only from keys, IPC and qosctl */
+};
+
 enum qw_color {
 	QW_COLOR_TITLEBAR_FOCUSED,
 	QW_COLOR_TITLEBAR_UNFOCUSED,
@@ -69,6 +76,9 @@ struct qw_config {
 	enum qw_button_kind buttons[QW_BUTTON_KIND_COUNT];
 	size_t button_count;
 	float colors[QW_COLOR_COUNT][4];
+	enum qw_csd_buttons csd_buttons;
+	/* Taskbars see "[class] title" instead of the bare title. */
+	bool taskbar_class;
 	struct qw_binding *bindings;
 	size_t binding_count;
 	/* The standard reserve the real-time button gives a window that no

@@ -415,6 +415,7 @@ static void handle_cursor_axis(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_axis);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_axis *event = data;
+	notify_activity(server);
 	wlr_seat_pointer_notify_axis(server->seat, event->time_msec, event->orientation, event->delta,
 			event->delta_discrete, event->source);
 }

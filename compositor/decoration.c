@@ -117,11 +117,71 @@ void decoration_finish(struct qw_decoration *deco) {
 	deco->message = NULL;
 }
 
+int decoration_border(const struct qw_decoration *deco, const struct qw_server *server) {
+	return deco->visible && deco->mode == QW_DECO_FULL ? server->config.border_width : 0;
+}
+
+int decoration_top(const struct qw_decoration *deco, const struct qw_server *server) {
+	if (!deco->visible) {
+		return 0;
+	}
+	switch (deco->mode) {
+	case QW_DECO_FULL:
+		return server->config.titlebar_height;
+	case QW_DECO_STRIP:
+		return server->theme.button_height;
+	case QW_DECO_NONE:
+		break;
+	}
+	return 0;
+}
+
+/* The strip carries the QoS buttons only: the client has its own close. */
+static bool button_shown(const struct qw_decoration *deco, enum qw_button_kind kind) {
+	return deco->mode == QW_DECO_FULL || kind != QW_BUTTON_CLOSE;
+}
+
+void decoration_set_client_side(struct qw_decoration *deco, struct qw_view *view,
+		bool client_side) {
+	struct qw_server *server = view->server;
+	enum qw_deco_mode mode = QW_DECO_FULL;
+	if (client_side && server->config.csd_buttons == QW_CSD_BUTTONS_STRIP) {
+		mode = QW_DECO_STRIP;
+	} else if (client_side && server->config.csd_buttons == QW_CSD_BUTTONS_NONE) {
+		mode = QW_DECO_NONE;
+	}
+	if (mode == deco->mode) {
+		return;
+	}
+	deco->mode = mode;
+	/*
+	 * The strip sits over the band where a client-side-decorated window
+	 * draws its shadow and takes input for resizing, so it must be above
+	 * the client's surface to be seen and clicked.
+	 */
+	if (mode == QW_DECO_STRIP) {
+		wlr_scene_node_reparent(&deco->titlebar->node, &view->tree->node);
+		wlr_scene_node_raise_to_top(&deco->titlebar->node);
+	} else {
+		wlr_scene_node_reparent(&deco->titlebar->node, &deco->tree->node);
+	}
+	for (int k = 0; k < QW_BUTTON_KIND_COUNT; k++) {
+		struct qw_button *button = &deco->buttons[k];
+		if (button->tree) {
+			button->present = button_shown(deco, k);
+			wlr_scene_node_set_enabled(&button->tree->node, button->present);
+		}
+	}
+	if (view->mapped) {
+		decoration_update_geometry(deco, view);
+	}
+}
+
 void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view) {
 	const struct qw_config *config = &view->server->config;
 	const struct qw_theme *theme = &view->server->theme;
-	int b = deco->visible ? config->border_width : 0;
-	int t = deco->visible ? config->titlebar_height : 0;
+	int b = decoration_border(deco, view->server);
+	int t = decoration_top(deco, view->server);
 	int w = view->width, h = view->height;
 	int fw = w + 2 * b, fh = h + t + 2 * b;
 
@@ -131,8 +191,37 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 		wlr_scene_node_set_position(&deco->dim->node, b, b + t);
 		wlr_scene_rect_set_size(deco->dim, w > 0 ? w : 1, h > 0 ? h : 1);
 	}
-	wlr_scene_node_set_enabled(&deco->tree->node, deco->visible);
-	if (!deco->visible) {
+	bool framed = deco->visible && deco->mode == QW_DECO_FULL;
+	wlr_scene_node_set_enabled(&deco->tree->node, framed);
+	wlr_scene_node_set_enabled(&deco->titlebar->node, deco->visible && deco->mode != QW_DECO_NONE);
+	if (deco->visible && deco->mode == QW_DECO_STRIP) {
+		int n = 0;
+		for (size_t i = 0; i < config->button_count; i++) {
+			n += button_shown(deco, config->buttons[i]);
+		}
+		deco->bar_width = n * theme->button_width;
+		deco->bar_x = w > deco->bar_width ? w - deco->bar_width : 0;
+		wlr_scene_node_set_position(&deco->titlebar->node, deco->bar_x, 0);
+		wlr_scene_rect_set_size(deco->title_bg, deco->bar_width > 0 ? deco->bar_width : 1, t);
+		int x = 0;
+		for (size_t i = 0; i < config->button_count; i++) {
+			struct qw_button *button = &deco->buttons[config->buttons[i]];
+			if (button_shown(deco, button->kind)) {
+				button->x = x;
+				wlr_scene_node_set_position(&button->tree->node, x, 0);
+				x += theme->button_width;
+			}
+		}
+		for (int f = 0; f < 2; f++) {
+			if (deco->title[f]) {
+				wlr_scene_node_set_enabled(&deco->title[f]->node, false);
+			}
+		}
+		return;
+	}
+	deco->bar_x = 0;
+	deco->bar_width = w;
+	if (!framed) {
 		return;
 	}
 
@@ -206,7 +295,8 @@ void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 		/* Keep the text below the buttons in case they overlap. */
 		wlr_scene_node_place_above(&deco->title[f]->node, &deco->title_bg->node);
 		wlr_scene_node_set_position(&deco->title[f]->node, view->server->theme.title_padding, 0);
-		wlr_scene_node_set_enabled(&deco->title[f]->node, (f == 1) == deco->focused);
+		wlr_scene_node_set_enabled(&deco->title[f]->node,
+				(f == 1) == deco->focused && deco->mode == QW_DECO_FULL);
 	}
 }
 
@@ -221,7 +311,8 @@ void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server
 	}
 	for (int f = 0; f < 2; f++) {
 		if (deco->title[f]) {
-			wlr_scene_node_set_enabled(&deco->title[f]->node, (f == 1) == focused);
+			wlr_scene_node_set_enabled(&deco->title[f]->node,
+					(f == 1) == focused && deco->mode == QW_DECO_FULL);
 		}
 	}
 }

@@ -24,8 +24,19 @@ struct qw_button {
 	bool present;
 };
 
+/* How much of our frame a window gets. */
+enum qw_deco_mode {
+	QW_DECO_FULL, /* border and titlebar */
+	QW_DECO_STRIP, /* it draws its own: the QoS buttons on its top edge */
+	QW_DECO_NONE, /* it draws its own, and we add nothing */
+};
+
 struct qw_decoration {
 	struct wlr_scene_tree *tree;
+	enum qw_deco_mode mode;
+	/* The titlebar (or strip) spans bar_x .. bar_x + bar_width of the
+	 * content's width. */
+	int bar_x, bar_width;
 	struct wlr_scene_rect *grips[4];
 	struct wlr_scene_rect *border[4];
 	struct wlr_scene_tree *titlebar;
@@ -59,6 +70,14 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 void decoration_update_title(struct qw_decoration *deco, struct qw_view *view);
 void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server, bool focused);
 void decoration_set_visible(struct qw_decoration *deco, bool visible);
+/*
+ * The client said whether it draws its own decorations; `csd-buttons`
+ * picks the mode that gives it. Lays the frame out again.
+ */
+void decoration_set_client_side(struct qw_decoration *deco, struct qw_view *view, bool client_side);
+/* Border width and height above the content, 0 while hidden. */
+int decoration_border(const struct qw_decoration *deco, const struct qw_server *server);
+int decoration_top(const struct qw_decoration *deco, const struct qw_server *server);
 /* Show the right image for each button from the view's class and pointer state. */
 void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view);
 

@@ -75,6 +75,7 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
+	json_object_object_add(obj, "minimized", json_object_new_boolean(view->minimized));
 	json_object_object_add(obj, "geometry",
 			box_json((struct wlr_box){ view->x, view->y, view->width, view->height }));
 	json_object_object_add(obj, "frame", box_json(view_frame_box(view)));

@@ -12,6 +12,7 @@
 #include <wlr/util/log.h>
 #include <xkbcommon/xkbcommon.h>
 
+#include "idle.h"
 #include "reserve_menu.h"
 #include "scheduler.h"
 #include "seat.h"
@@ -118,6 +119,7 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	struct wlr_event_keyboard_key *event = data;
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
 	bool handled = false;
+	idle_notify_activity(server);
 	if (event->state == WL_KEYBOARD_KEY_STATE_RELEASED) {
 		for (size_t i = 0; i < keyboard->swallowed_count; i++) {
 			if (keyboard->swallowed[i] == event->keycode) {

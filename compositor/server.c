@@ -29,6 +29,8 @@
 #include <wlr/util/log.h>
 
 #include "cursor.h"
+#include "foreign_toplevel.h"
+#include "idle.h"
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
@@ -186,7 +188,7 @@ static bool create_protocols(struct qw_server *server) {
 			!wlr_primary_selection_v1_device_manager_create(display) ||
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
-			!wlr_viewporter_create(display)) {
+			!wlr_viewporter_create(display) || !foreign_toplevel_init(server)) {
 		wlr_log(WLR_ERROR, "failed to create a protocol global");
 		return false;
 	}
@@ -201,6 +203,9 @@ static bool create_protocols(struct qw_server *server) {
 	server->new_toplevel_decoration.notify = xdg_decoration_handle_new;
 	wl_signal_add(&server->xdg_decoration_manager->events.new_toplevel_decoration,
 			&server->new_toplevel_decoration);
+	server->new_server_decoration.notify = xdg_decoration_handle_new_kde;
+	wl_signal_add(&server->server_decoration_manager->events.new_decoration,
+			&server->new_server_decoration);
 	server->request_activate.notify = handle_request_activate;
 	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
 	return true;
@@ -244,6 +249,7 @@ bool server_init(struct qw_server *server) {
 	if (!cursor_init(server) || !seat_init(server)) {
 		return false;
 	}
+	idle_init(server);
 	server->scheduler = scheduler_create(server);
 	if (!server->scheduler) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
@@ -321,8 +327,10 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->new_xdg_surface.link);
 		wl_list_remove(&server->new_layer_surface.link);
 		wl_list_remove(&server->new_toplevel_decoration.link);
+		wl_list_remove(&server->new_server_decoration.link);
 		wl_list_remove(&server->request_activate.link);
 	}
+	idle_finish(server);
 	seat_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);

@@ -6,8 +6,9 @@
  *   layers[BACKGROUND]        layer-shell surfaces
  *   layers[BOTTOM]
  *   view_tree                 one qw_view tree per toplevel, stacking order
- *     view->tree  (desc VIEW, at the frame's top-left corner)
- *       deco.tree
+ *     view->tree  (desc VIEW, at the frame's top-left corner; disabled
+ *                  while unmapped or minimized)
+ *       deco.tree             disabled unless the full frame shows
  *         grips[4]            transparent resize handles outside the border
  *         border[4]           rects, focused/unfocused colour
  *         titlebar tree       (desc TITLEBAR)
@@ -16,6 +17,9 @@
  *           button[i] tree    (desc BUTTON)
  *             state buffers   one per visual state, exactly one enabled
  *       surface tree          wlr_scene_xdg_surface (+ its popups)
+ *       dim rect              over the content while paused
+ *       titlebar tree         here instead, as the button strip, for a
+ *                             window that draws its own decorations
  *   layers[TOP]
  *   fullscreen_tree           a fullscreen view is reparented here
  *   layers[OVERLAY]
@@ -113,6 +117,7 @@ struct qw_server {
 	struct wlr_xdg_decoration_manager_v1 *xdg_decoration_manager;
 	struct wl_listener new_toplevel_decoration;
 	struct wlr_server_decoration_manager *server_decoration_manager;
+	struct wl_listener new_server_decoration;
 
 	struct wlr_xdg_activation_v1 *xdg_activation;
 	struct wl_listener request_activate;
@@ -124,6 +129,13 @@ struct qw_server {
 
 	struct wlr_idle *idle;
 	struct wlr_idle_inhibit_manager_v1 *idle_inhibit;
+	struct wl_listener new_idle_inhibitor;
+	struct wl_list idle_inhibitors; /* qw_idle_inhibitor.link (idle.c) */
+	bool idle_inhibited; /* an inhibitor's surface is visible */
+	struct wl_listener idle_new_input; /* touch devices, for activity */
+	struct wl_list idle_touch_devices; /* qw_idle_touch.link (idle.c) */
+
+	struct wlr_foreign_toplevel_manager_v1 *foreign_toplevel_manager;
 
 	/* Input */
 	struct wlr_seat *seat;

@@ -11,6 +11,8 @@
 
 #include "client_identity.h"
 #include "cursor.h"
+#include "foreign_toplevel.h"
+#include "idle.h"
 #include "ipc.h"
 #include "output.h"
 #include "qos_gate.h"
@@ -42,11 +44,11 @@ bool view_class_from_name(const char *name, enum qw_view_class *class) {
 }
 
 static int deco_border(const struct qw_view *view) {
-	return view->deco.visible ? view->server->config.border_width : 0;
+	return decoration_border(&view->deco, view->server);
 }
 
 static int deco_titlebar(const struct qw_view *view) {
-	return view->deco.visible ? view->server->config.titlebar_height : 0;
+	return decoration_top(&view->deco, view->server);
 }
 
 struct wlr_box view_frame_box(const struct qw_view *view) {
@@ -61,12 +63,13 @@ struct wlr_box view_frame_box(const struct qw_view *view) {
 
 struct wlr_box view_titlebar_box(const struct qw_view *view) {
 	int t = deco_titlebar(view);
-	return (struct wlr_box){ view->x, view->y - t, t ? view->width : 0, t };
+	return (struct wlr_box){ view->x + view->deco.bar_x, view->y - t, t ? view->deco.bar_width : 0,
+		t };
 }
 
 bool view_button_box(const struct qw_view *view, enum qw_button_kind kind, struct wlr_box *box) {
 	const struct qw_button *button = &view->deco.buttons[kind];
-	if (!view->deco.visible || !button->present) {
+	if (!view->deco.visible || view->deco.mode == QW_DECO_NONE || !button->present) {
 		return false;
 	}
 	struct wlr_box title = view_titlebar_box(view);
@@ -150,6 +153,12 @@ void view_focus(struct qw_view *view) {
 		return;
 	}
 	struct qw_server *server = view->server;
+	if (view->minimized) {
+		view->minimized = false;
+		wlr_scene_node_set_enabled(&view->tree->node, true);
+		idle_update_inhibit(server);
+		ipc_notify_window(server, view, "changed");
+	}
 	struct qw_view *prev = focused_view(server);
 	if (prev && prev != view) {
 		decoration_set_focused(&prev->deco, server, false);
@@ -184,7 +193,7 @@ static void focus_next_after(struct qw_view *gone) {
 	struct qw_server *server = gone->server;
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
-		if (view != gone && view->mapped) {
+		if (view != gone && view->mapped && !view->minimized) {
 			view_focus(view);
 			return;
 		}
@@ -202,6 +211,7 @@ void view_move_to(struct qw_view *view, int x, int y) {
 	view->x = x;
 	view->y = y;
 	decoration_update_geometry(&view->deco, view);
+	foreign_toplevel_update_state(view);
 }
 
 void view_set_geometry(struct qw_view *view, int x, int y, int width, int height) {
@@ -218,6 +228,8 @@ bool view_is_paused(const struct qw_view *view) {
 }
 
 void view_send_configure(struct qw_view *view) {
+	/* Taskbars may hear of the new state before the frozen client does. */
+	foreign_toplevel_update_state(view);
 	if (view_is_paused(view)) {
 		/* A frozen client reads nothing: queued events would fill its
 		 * socket buffer and get it disconnected. Sent on thaw. */
@@ -293,6 +305,37 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 	ipc_notify_window(server, view, "changed");
 }
 
+void view_set_minimized(struct qw_view *view, bool minimized) {
+	if (!view->mapped || view->minimized == minimized) {
+		return;
+	}
+	if (!minimized) {
+		view_focus(view);
+		return;
+	}
+	struct qw_server *server = view->server;
+	bool was_focused = focused_view(server) == view;
+	view->minimized = true;
+	wlr_scene_node_set_enabled(&view->tree->node, false);
+	if (server->grabbed_view == view) {
+		server->grabbed_view = NULL;
+		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
+	}
+	if (server->hovered_view == view) {
+		server->hovered_view = NULL;
+	}
+	if (was_focused) {
+		decoration_set_focused(&view->deco, server, false);
+		view_send_configure(view);
+		focus_next_after(view);
+	}
+	foreign_toplevel_update_state(view);
+	idle_update_inhibit(server);
+	/* The pointer may have been over it: give it to what is below now. */
+	cursor_rebase(server, 0);
+	ipc_notify_window(server, view, "changed");
+}
+
 static bool surface_is_client(struct wlr_surface *surface, struct wl_client *client) {
 	return surface && wl_resource_get_client(surface->resource) == client;
 }
@@ -344,6 +387,8 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 		update_paused(view, was_paused);
 	}
 	decoration_update_buttons(&view->deco, view);
+	foreign_toplevel_update_title(view);
+	idle_update_inhibit(view->server);
 	ipc_notify_window(view->server, view, "class");
 }
 
@@ -394,6 +439,7 @@ static void handle_map(struct wl_listener *listener, void *data) {
 	view->width = geo.width;
 	view->height = geo.height;
 	view->mapped = true;
+	view->minimized = false;
 	place_new_view(view);
 	wlr_scene_node_set_enabled(&view->tree->node, true);
 	if (view->toplevel->requested.fullscreen) {
@@ -409,6 +455,8 @@ static void handle_map(struct wl_listener *listener, void *data) {
 		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
 	}
 	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
+	foreign_toplevel_map(view);
+	idle_update_inhibit(view->server);
 	ipc_notify_window(view->server, view, "new");
 }
 
@@ -418,6 +466,8 @@ static void handle_unmap(struct wl_listener *listener, void *data) {
 	bool was_focused = focused_view(server) == view;
 	reserve_menu_view_gone(server, view);
 	view->mapped = false;
+	view->minimized = false;
+	foreign_toplevel_unmap(view);
 	wlr_scene_node_set_enabled(&view->tree->node, false);
 	if (server->grabbed_view == view) {
 		server->grabbed_view = NULL;
@@ -433,6 +483,7 @@ static void handle_unmap(struct wl_listener *listener, void *data) {
 	if (was_focused) {
 		focus_next_after(view);
 	}
+	idle_update_inhibit(server);
 	ipc_notify_window(server, view, "close");
 }
 
@@ -536,6 +587,7 @@ static void handle_request_fullscreen(struct wl_listener *listener, void *data) 
 static void handle_set_title(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, set_title);
 	decoration_update_title(&view->deco, view);
+	foreign_toplevel_update_title(view);
 	if (view->mapped) {
 		ipc_notify_window(view->server, view, "title");
 	}
@@ -548,6 +600,7 @@ static void handle_set_app_id(struct wl_listener *listener, void *data) {
 		/* app_id= rules can only match once the toplevel names itself. */
 		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
 	}
+	foreign_toplevel_update_app_id(view);
 	if (view->mapped) {
 		ipc_notify_window(view->server, view, "app_id");
 	}

@@ -47,6 +47,8 @@ struct qw_view {
 	int width, height; /* content size, from the committed geometry */
 	bool mapped;
 	bool maximized, fullscreen;
+	/* Hidden until a taskbar, `qosctl focus` or a focus change restores it. */
+	bool minimized;
 	struct wlr_box saved; /* content box before maximize/fullscreen */
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
@@ -65,6 +67,14 @@ struct qw_view {
 	/* The client's destroy signal: its identity is gone from then on. */
 	struct wl_listener client_destroy;
 	bool client_gone;
+
+	/* The window as taskbars see it (foreign_toplevel.h), while mapped. */
+	struct wlr_foreign_toplevel_handle_v1 *ftl;
+	struct wl_listener ftl_request_activate;
+	struct wl_listener ftl_request_maximize;
+	struct wl_listener ftl_request_minimize;
+	struct wl_listener ftl_request_fullscreen;
+	struct wl_listener ftl_request_close;
 };
 
 /* Called for every new xdg surface (toplevels and popups). */
@@ -77,6 +87,8 @@ void view_move_to(struct qw_view *view, int x, int y);
 void view_set_geometry(struct qw_view *view, int x, int y, int width, int height);
 void view_set_maximized(struct qw_view *view, bool maximized);
 void view_set_fullscreen(struct qw_view *view, bool fullscreen);
+/* Hide the window and focus the next one; view_focus() shows it again. */
+void view_set_minimized(struct qw_view *view, bool minimized);
 /* Send the client its size and states, or hold them while it is paused. */
 void view_send_configure(struct qw_view *view);
 

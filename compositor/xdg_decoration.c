@@ -1,23 +1,58 @@
 /*
- * xdg-decoration: every toplevel gets our frame, so we answer every mode
- * request with server-side. Clients without the protocol are framed anyway.
+ * Decoration negotiation. A client that draws its own decorations says so
+ * with xdg-decoration (client_side) or, like GTK 3, with KDE's
+ * server-decoration protocol (mode client); `csd-buttons` then decides what
+ * we add (decoration.h). Everyone else, including clients that use neither
+ * protocol, gets our full frame.
  */
 #include <stdlib.h>
+#include <wlr/types/wlr_server_decoration.h>
 #include <wlr/types/wlr_xdg_decoration_v1.h>
+#include <wlr/types/wlr_xdg_shell.h>
 #include <wlr/util/log.h>
 
+#include "decoration.h"
+#include "server.h"
+#include "view.h"
 #include "xdg_decoration.h"
 
 struct xdg_decoration {
+	struct qw_server *server;
 	struct wlr_xdg_toplevel_decoration_v1 *decoration;
 	struct wl_listener request_mode;
 	struct wl_listener destroy;
 };
 
+struct kde_decoration {
+	struct wlr_server_decoration *decoration;
+	struct wl_listener mode;
+	struct wl_listener destroy;
+};
+
+static struct qw_view *view_of_surface(struct wlr_surface *surface) {
+	if (!surface || !wlr_surface_is_xdg_surface(surface)) {
+		return NULL;
+	}
+	struct wlr_xdg_surface *xdg = wlr_xdg_surface_from_wlr_surface(surface);
+	if (!xdg || xdg->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL || !xdg->data) {
+		return NULL;
+	}
+	struct qw_node_desc *desc = node_desc_find(xdg->data);
+	return desc ? desc->view : NULL;
+}
+
 static void handle_request_mode(struct wl_listener *listener, void *data) {
 	struct xdg_decoration *deco = wl_container_of(listener, deco, request_mode);
+	bool client_side =
+			deco->decoration->requested_mode == WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_CLIENT_SIDE &&
+			deco->server->config.csd_buttons != QW_CSD_BUTTONS_TITLEBAR;
 	wlr_xdg_toplevel_decoration_v1_set_mode(deco->decoration,
-			WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
+			client_side ? WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_CLIENT_SIDE
+						: WLR_XDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
+	struct qw_view *view = view_of_surface(deco->decoration->surface->surface);
+	if (view) {
+		decoration_set_client_side(&view->deco, view, client_side);
+	}
 }
 
 static void handle_destroy(struct wl_listener *listener, void *data) {
@@ -28,16 +63,49 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 }
 
 void xdg_decoration_handle_new(struct wl_listener *listener, void *data) {
+	struct qw_server *server = wl_container_of(listener, server, new_toplevel_decoration);
 	struct wlr_xdg_toplevel_decoration_v1 *decoration = data;
 	struct xdg_decoration *deco = calloc(1, sizeof(*deco));
 	if (!deco) {
 		wlr_log(WLR_ERROR, "out of memory for a decoration");
 		return;
 	}
+	deco->server = server;
 	deco->decoration = decoration;
 	deco->request_mode.notify = handle_request_mode;
 	wl_signal_add(&decoration->events.request_mode, &deco->request_mode);
 	deco->destroy.notify = handle_destroy;
 	wl_signal_add(&decoration->events.destroy, &deco->destroy);
 	handle_request_mode(&deco->request_mode, decoration);
+}
+
+static void handle_kde_mode(struct wl_listener *listener, void *data) {
+	struct kde_decoration *deco = wl_container_of(listener, deco, mode);
+	struct qw_view *view = view_of_surface(deco->decoration->surface);
+	if (view) {
+		decoration_set_client_side(&view->deco, view,
+				deco->decoration->mode == WLR_SERVER_DECORATION_MANAGER_MODE_CLIENT);
+	}
+}
+
+static void handle_kde_destroy(struct wl_listener *listener, void *data) {
+	struct kde_decoration *deco = wl_container_of(listener, deco, destroy);
+	wl_list_remove(&deco->mode.link);
+	wl_list_remove(&deco->destroy.link);
+	free(deco);
+}
+
+void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data) {
+	struct wlr_server_decoration *decoration = data;
+	struct kde_decoration *deco = calloc(1, sizeof(*deco));
+	if (!deco) {
+		wlr_log(WLR_ERROR, "out of memory for a decoration");
+		return;
+	}
+	deco->decoration = decoration;
+	deco->mode.notify = handle_kde_mode;
+	wl_signal_add(&decoration->events.mode, &deco->mode);
+	deco->destroy.notify = handle_kde_destroy;
+	wl_signal_add(&decoration->events.destroy, &deco->destroy);
+	handle_kde_mode(&deco->mode, decoration);
 }

@@ -5,5 +5,7 @@
 
 /* new_toplevel_decoration handler of the xdg-decoration manager. */
 void xdg_decoration_handle_new(struct wl_listener *listener, void *data);
+/* new_decoration handler of KDE's server-decoration manager. */
+void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data);
 
 #endif

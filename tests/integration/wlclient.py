@@ -31,6 +31,9 @@ Commands are read from stdin, one a line:
                          point (X, Y) of the window, allowed to slide and
                          flip; prints "popup_configure {x,y,width,height}"
                          (parent-relative) and "popup_mapped"
+    inhibit              create a zwp_idle_inhibitor_v1 on the surface and
+                         commit; prints "inhibit {}"
+    uninhibit            destroy it; prints "uninhibit {}"
     child CMD ARGS...    start CMD (split like a shell would, no shell) as a
                          child process with stdio on /dev/null, in our process
                          group; prints "child {pid}"
@@ -57,6 +60,7 @@ from _proto.xdg_shell import XdgWmBase  # noqa: E402
 from _proto.presentation_time import WpPresentation  # noqa: E402
 from _proto.xdg_decoration_unstable_v1 import ZxdgDecorationManagerV1  # noqa: E402
 from _proto.wlr_layer_shell_unstable_v1 import ZwlrLayerShellV1  # noqa: E402
+from _proto.idle_inhibit_unstable_v1 import ZwpIdleInhibitManagerV1  # noqa: E402
 
 LAYERS = {"background": 0, "bottom": 1, "top": 2, "overlay": 3}
 ANCHORS = {"top": 1, "bottom": 2, "left": 4, "right": 8}
@@ -115,6 +119,10 @@ class Client:
         self.outputs = []
         if "wl_output" in self.globals:
             self.outputs.append(bind(WlOutput, 2))
+        self.inhibit_manager = None
+        self.inhibitor = None
+        if "zwp_idle_inhibit_manager_v1" in self.globals:
+            self.inhibit_manager = bind(ZwpIdleInhibitManagerV1, 1)
         self.deco_manager = None
         if not args.no_decoration and "zxdg_decoration_manager_v1" in self.globals:
             self.deco_manager = bind(ZxdgDecorationManagerV1, 1)
@@ -135,7 +143,7 @@ class Client:
         if self.deco_manager is not None:
             self.decoration = self.deco_manager.get_toplevel_decoration(self.toplevel)
             self.decoration.dispatcher["configure"] = self._on_deco_configure
-            self.decoration.set_mode(2)  # server_side
+            self.decoration.set_mode(1 if args.client_side else 2)
         self.surface.commit()
         self.display.roundtrip()
         emit("ready", globals=sorted(self.globals))
@@ -374,6 +382,15 @@ class Client:
             self.start_presentation(float(arg))
         elif cmd == "popup" and self.toplevel is not None:
             self.open_popup(*[int(v) for v in arg.split()])
+        elif cmd == "inhibit" and self.inhibit_manager is not None:
+            self.inhibitor = self.inhibit_manager.create_inhibitor(self.surface)
+            self.surface.commit()
+            emit("inhibit")
+        elif cmd == "uninhibit" and self.inhibitor is not None:
+            self.inhibitor.destroy()
+            self.inhibitor = None
+            self.surface.commit()
+            emit("uninhibit")
         elif cmd == "child":
             import shlex
             import subprocess
@@ -417,6 +434,8 @@ def main():
     ap.add_argument("--height", type=int, default=300)
     ap.add_argument("--no-decoration", action="store_true",
                     help="do not use xdg-decoration")
+    ap.add_argument("--client-side", action="store_true",
+                    help="ask xdg-decoration for client_side (it draws its own)")
     ap.add_argument("--layer", choices=sorted(LAYERS),
                     help="map a layer-shell surface instead of a toplevel")
     ap.add_argument("--anchor", default="", help="e.g. top,left,right")
