@@ -567,6 +567,13 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		config->qos_reserved_ppm = ppm;
 		return true;
 	}
+	if (strcmp(key, "qos-other-users") == 0) {
+		char *value = next_word(&cursor);
+		if (!parse_switch(value, &config->qos_other_users) || next_word(&cursor)) {
+			return fail(msg, size, "qos-other-users wants on or off");
+		}
+		return true;
+	}
 	if (strcmp(key, "realtime-period") == 0) {
 		char *value = next_word(&cursor);
 		uint64_t us;

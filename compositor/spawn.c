@@ -9,6 +9,7 @@
 #include <wlr/util/log.h>
 
 #include "qos/qos.h"
+#include "qos_gate.h"
 #include "qos_link.h"
 #include "scheduler.h"
 #include "server.h"
@@ -43,7 +44,14 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[], 
 	struct qos_manager *qos = qos_link_manager(server);
 	const struct qos_rules *rules = qos_link_rules(server);
 	if (reserve) {
+		struct qos_reserve_info info;
+		const struct qos_reserve_def *def = rules ? qos_rules_find_reserve(rules, reserve) : NULL;
+		const struct qos_params *params = qos && qos_manager_reserve_info(qos, reserve, &info)
+				? &info.params
+				: def ? &def->params
+					  : NULL;
 		if (qos_link_ready(server, err, err_len) &&
+				(!params || qos_gate_may_raise(params, err, err_len)) &&
 				!qos_manager_join(qos, reserve, pid, 0, err, err_len)) {
 			wlr_log(WLR_INFO, "pid %d runs without reserve %s: %s", (int)pid, reserve, err);
 		}
@@ -70,6 +78,12 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[], 
 	}
 	const struct qos_rule *rule = qos_rules_match(rules, exe, cmdline, NULL);
 	if (!rule || !rule->auto_apply) {
+		return;
+	}
+	const struct qos_reserve_def *def =
+			rule->reserve[0] ? qos_rules_find_reserve(rules, rule->reserve) : NULL;
+	if (!qos_gate_may_raise(def ? &def->params : &rule->params, err, err_len)) {
+		wlr_log(WLR_INFO, "AutoQOS for %s (pid %d) not applied: %s", exe, (int)pid, err);
 		return;
 	}
 	bool ok = rule->reserve[0] ? qos_manager_join(qos, rule->reserve, pid, 0, err, err_len)
