@@ -679,10 +679,14 @@ char *config_find_default(void) {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 	char *path = NULL;
-	if (xdg && *xdg) {
+	/* The XDG base directory spec: a relative value is invalid and ignored. */
+	if (xdg && xdg[0] == '/') {
 		path = path_if_readable(xdg, "/qosway/config");
 	} else if (home && *home) {
 		path = path_if_readable(home, "/.config/qosway/config");
+	}
+	if (!path) {
+		path = path_if_readable(QOSWAY_SYSCONFDIR, "/config");
 	}
 	if (!path) {
 		path = path_if_readable(QOSWAY_DATADIR, "/config");
