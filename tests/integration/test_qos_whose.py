@@ -38,6 +38,16 @@ def as_nobody():
     nobody = pwd.getpwnam("nobody")
     p = subprocess.Popen(["setpriv", "--reuid=%d" % nobody.pw_uid,
                           "--regid=%d" % nobody.pw_gid, "--clear-groups", "sleep", "1000"])
+
+    def switched():  # setpriv has changed user and exec'd sleep
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                uid = next(line.split()[1] for line in f if line.startswith("Uid:"))
+            return uid == str(nobody.pw_uid) and os.readlink(
+                "/proc/%d/exe" % p.pid).endswith("/sleep")
+        except OSError:
+            return False
+    harness.wait_for(switched, desc="sleep running as nobody")
     yield p.pid
     p.kill()
     p.wait()
