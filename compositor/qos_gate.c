@@ -585,6 +585,22 @@ bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker
 	return true;
 }
 
+bool qos_gate_leave_thread(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		pid_t tid, char *err, size_t err_len) {
+	struct qos_manager *qos = manager_for(server, asker, err, err_len);
+	if (!qos || !qos_gate_may_touch(server, pid, err, err_len)) {
+		return false;
+	}
+	const char *in = qos_manager_reserve_of(qos, pid, tid);
+	if (!in) {
+		snprintf(err, err_len, "thread %d of pid %d is in no reserve", (int)tid, (int)pid);
+		return false;
+	}
+	qos_manager_leave(qos, pid, tid);
+	qos_link_schedule_refresh(server);
+	return true;
+}
+
 bool qos_gate_may_reload(struct qw_server *server, const char *name,
 		const struct qos_params *params, char *err, size_t err_len) {
 	return qos_link_ready(server, err, err_len) &&

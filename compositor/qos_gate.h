@@ -108,6 +108,14 @@ bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t e
 bool qos_gate_may_raise(const struct qos_params *params, char *err, size_t err_len);
 
 /*
+ * The user takes thread tid of process pid out of the reserve it is in (as
+ * a member of its own), after qos_gate_may_touch. False with the reason in
+ * err, also when it is in none.
+ */
+bool qos_gate_leave_thread(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		pid_t tid, char *err, size_t err_len);
+
+/*
  * Whether a qosrc reload may give reserve `name`, as it is now, these
  * params: as qosctl reserve may, for every member.
  */
