@@ -126,7 +126,9 @@ static bool is_session_service(pid_t pid, char *name, size_t len) {
 	return false;
 }
 
-bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len) {
+/* qos_gate_may_touch, with or without the compositor's ancestors. */
+static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, char *err,
+		size_t err_len) {
 	if (pid == 1) {
 		snprintf(err, err_len, "refusing to change pid 1: the whole system runs under it");
 		return false;
@@ -159,7 +161,7 @@ bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t e
 				ours == 0 ? " (set qos-other-users on in the config to allow it)" : "");
 		return false;
 	}
-	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
+	for (pid_t p = getppid(); ancestors && p > 1; p = qos_proc_parent(p)) {
 		if (p == pid) {
 			snprintf(err, err_len,
 					"refusing to change pid %d: the session runs the "
@@ -177,10 +179,14 @@ bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t e
 	return true;
 }
 
+bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len) {
+	return touch_rules(server, pid, true, err, err_len);
+}
+
 /*
- * Whether pid's scheduling may be changed on request: qos_gate_may_touch;
- * and when the change can freeze it (`freezing`), not `asker` (the
- * requesting process, -1 if none).
+ * Whether pid's scheduling may be changed on request: qos_gate_may_touch,
+ * but the compositor's ancestors only when the change can freeze them
+ * (`freezing`); and then not `asker` (the requesting process, -1 if none).
  */
 static bool may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing, char *err,
 		size_t err_len) {
@@ -188,7 +194,7 @@ static bool may_change(struct qw_server *server, pid_t pid, pid_t asker, bool fr
 		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
 		return false;
 	}
-	if (!qos_gate_may_touch(server, pid, err, err_len)) {
+	if (!touch_rules(server, pid, freezing, err, err_len)) {
 		if (freezing && strstr(err, "the session runs the compositor under it")) {
 			snprintf(err, err_len,
 					"refusing to pause pid %d: the session runs the "

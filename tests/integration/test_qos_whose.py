@@ -1,7 +1,8 @@
 """Whose processes a session may touch: every way of asking (qosctl set and
 join here; buttons, the protocol and AutoQOS go through the same gate)
-refuses pid 1, kernel threads, other users' processes, the compositor's
-ancestors and the services the session depends on, naming the reason; and
+refuses pid 1, kernel threads, other users' processes, the services the
+session depends on and a pause of the compositor's ancestors, naming the
+reason; and
 a real-time class without CAP_SYS_NICE is refused before the kernel is
 asked, with the fix. (The same refusals for an ordinary user's session on
 pure cgroup v2 are checked in the virtual machine, tests/vm.)"""
@@ -86,9 +87,9 @@ def test_root_session_may_allow_other_users(start_qosway, as_nobody):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_ancestor_is_refused_for_any_class(comp):
+def test_ancestor_is_refused_a_pause(comp):
     # pytest started the compositor: the session runs it under us
-    out = qosctl_refused(comp, "set", "pid:%d" % os.getpid(), "idle")
+    out = qosctl_refused(comp, "set", "pid:%d" % os.getpid(), "paused")
     assert "the session runs the compositor under it" in out, out
 
 
