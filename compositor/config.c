@@ -585,6 +585,13 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		config->qos_reserved_ppm = ppm;
 		return true;
 	}
+	if (strcmp(key, "qos-other-users") == 0) {
+		char *value = next_word(&cursor);
+		if (!parse_switch(value, &config->qos_other_users) || next_word(&cursor)) {
+			return fail(msg, size, "qos-other-users wants on or off");
+		}
+		return true;
+	}
 	if (strcmp(key, "realtime-period") == 0) {
 		char *value = next_word(&cursor);
 		uint64_t us;
@@ -690,10 +697,14 @@ char *config_find_default(void) {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 	char *path = NULL;
-	if (xdg && *xdg) {
+	/* The XDG base directory spec: a relative value is invalid and ignored. */
+	if (xdg && xdg[0] == '/') {
 		path = path_if_readable(xdg, "/qosway/config");
 	} else if (home && *home) {
 		path = path_if_readable(home, "/.config/qosway/config");
+	}
+	if (!path) {
+		path = path_if_readable(QOSWAY_SYSCONFDIR, "/config");
 	}
 	if (!path) {
 		path = path_if_readable(QOSWAY_DATADIR, "/config");

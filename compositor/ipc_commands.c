@@ -19,6 +19,7 @@
 #include "client_identity.h"
 #include "ipc_commands.h"
 #include "output.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_gate.h"
 #include "qos_link.h"
@@ -178,15 +179,33 @@ static const char *get_string(struct json_object *req, const char *key) {
 	return json_object_get_string(v);
 }
 
-/* "ID" (a window) or "pid:N" -> a live pid, or an error reply. */
-static pid_t resolve_target(struct qw_server *server, struct json_object *req,
+/*
+ * "ID" (a window), "pid:N" or "tid:N" (one thread, in *tid; 0 for the
+ * others) -> a live pid, or an error reply.
+ */
+static pid_t resolve_target(struct qw_server *server, struct json_object *req, pid_t *tid,
 		struct json_object **error) {
+	*tid = 0;
 	const char *target = get_string(req, "target");
 	if (!target) {
-		*error = ipc_reply_error("missing string 'target' (a window id or pid:N)");
+		*error = ipc_reply_error("missing string 'target' (a window id, pid:N or tid:N)");
 		return -1;
 	}
 	char *end;
+	if (strncmp(target, "tid:", 4) == 0) {
+		long t = strtol(target + 4, &end, 10);
+		if (*end || end == target + 4 || t <= 0 || t > INT32_MAX) {
+			*error = ipc_reply_error("bad target '%.64s': want tid:N", target);
+			return -1;
+		}
+		pid_t pid = qos_proc_tgid((pid_t)t);
+		if (pid <= 0) {
+			*error = ipc_reply_error("no thread %ld", t);
+			return -1;
+		}
+		*tid = (pid_t)t;
+		return pid;
+	}
 	if (strncmp(target, "pid:", 4) == 0) {
 		long pid = strtol(target + 4, &end, 10);
 		if (*end || end == target + 4 || pid <= 0 || pid > INT32_MAX) {
@@ -218,7 +237,8 @@ static pid_t resolve_target(struct qw_server *server, struct json_object *req,
 static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 		struct json_object *req) {
 	struct json_object *error = NULL;
-	pid_t pid = resolve_target(server, req, &error);
+	pid_t tid;
+	pid_t pid = resolve_target(server, req, &tid, &error);
 	if (pid < 0) {
 		return error;
 	}
@@ -231,6 +251,19 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 	}
 	char err[256];
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	if (tid && class != QW_VIEW_CLASS_NORMAL) {
+		return ipc_reply_error("a thread takes a class by joining a reserve (join tid:N "
+							   "RESERVE); set tid:N normal takes it out");
+	}
+	if (tid) {
+		if (!qos_gate_leave_thread(server, &asker, pid, tid, err, sizeof(err))) {
+			return ipc_reply_error("%s", err);
+		}
+		struct json_object *reply = reply_ok();
+		json_object_object_add(reply, "pid", json_object_new_int(pid));
+		json_object_object_add(reply, "tid", json_object_new_int(tid));
+		return reply;
+	}
 	if (!qos_gate_set_class(server, &asker, pid, class, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -244,7 +277,8 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 		struct json_object *req) {
 	struct json_object *error = NULL;
-	pid_t pid = resolve_target(server, req, &error);
+	pid_t tid;
+	pid_t pid = resolve_target(server, req, &tid, &error);
 	if (pid < 0) {
 		return error;
 	}
@@ -254,7 +288,7 @@ static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
 	}
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
-	if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
+	if (!qos_gate_join(server, &asker, reserve, pid, tid, NULL, NULL, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
 	return reply_ok();

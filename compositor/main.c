@@ -9,16 +9,16 @@
 #include "scheduler.h"
 #include "server.h"
 
-static const char usage[] =
-		"Usage: qosway [options]\n"
-		"\n"
-		"  -c FILE   read the configuration from FILE\n"
-		"  -s CMD    run CMD with sh -c once the display is up\n"
-		"  -d        verbose (debug) logging\n"
-		"  -h        show this help\n"
-		"  -v        show the version\n"
-		"\n"
-		"Without -c, $XDG_CONFIG_HOME/qosway/config is used, else the default.\n";
+static const char usage[] = "Usage: qosway [options]\n"
+							"\n"
+							"  -c FILE   read the configuration from FILE\n"
+							"  -s CMD    run CMD with sh -c once the display is up\n"
+							"  -d        verbose (debug) logging\n"
+							"  -h        show this help\n"
+							"  -v        show the version\n"
+							"\n"
+							"Without -c, the first of $XDG_CONFIG_HOME/qosway/config,\n"
+							"" QOSWAY_SYSCONFDIR "/config and " QOSWAY_DATADIR "/config is used.\n";
 
 int main(int argc, char *argv[]) {
 	const char *config_path = NULL;

@@ -1,7 +1,9 @@
 #include <stdlib.h>
 #include <time.h>
+#include <wlr/backend/drm.h>
 #include <wlr/backend/headless.h>
 #include <wlr/interfaces/wlr_output.h>
+#include <wlr/render/pixman.h>
 #include <wlr/types/wlr_output.h>
 #include <wlr/types/wlr_output_layout.h>
 #include <wlr/types/wlr_scene.h>
@@ -160,6 +162,14 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 		wl_list_init(&output->layers[i]);
 	}
 	wlr_output->data = output;
+	/*
+	 * The pixman renderer cannot fill a buffer the DRM cursor plane takes
+	 * (wlroots 0.15 logs an error at every cursor image and then draws
+	 * it itself): draw the cursor into each frame from the start.
+	 */
+	if (wlr_output_is_drm(wlr_output) && wlr_renderer_is_pixman(server->renderer)) {
+		wlr_output_lock_software_cursors(wlr_output, true);
+	}
 	output->frame.notify = handle_frame;
 	wl_signal_add(&wlr_output->events.frame, &output->frame);
 	output->destroy.notify = handle_destroy;
