@@ -34,7 +34,8 @@ def under(stage, path):
 
 
 @pytest.mark.parametrize("path", [
-    "/usr/bin/qosway", "/usr/bin/qosctl", "/usr/bin/qos-player", "/usr/bin/qosway-session"])
+    "/usr/bin/qosway", "/usr/bin/qosctl", "/usr/bin/qos-player", "/usr/bin/qosway-monitor",
+    "/usr/bin/qos-loadgen", "/usr/bin/qosway-session"])
 def test_programs_installed_executable(staged, path):
     f = under(staged, path)
     assert f.is_file(), path
