@@ -7,7 +7,6 @@ otherwise every test is skipped with the reason printed.
 """
 import contextlib
 import ctypes
-import glob
 import os
 import resource
 import signal
@@ -17,138 +16,15 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qos_helper_driver import CG, QosHelper  # noqa: E402
-from qos_helper_driver import force_cleanup as _force_cleanup  # noqa: E402
-from qos_helper_driver import groups_below, rmdir_when_empty  # noqa: E402
+from kernel_helpers import (
+    CG, Helper, ROOT, THREAD_ON_DEMAND, assert_no_test_cgroup_left, busy, cgroup_lines, cgroup_of,
+    check_rttime_restored, cpu_ns, crash_after, force_cleanup, frozen, group_idle_of, info_fields,
+    kill9, kill9_frozen, kill_grandchild, kill_guardian, live_guardians, manager_stats, move_to,
+    place, policy_of, pytestmark, rt_events, running_helper, settled_share, share, start_periodic,
+    thread_member_forks, thread_owner, wait_for, wait_frozen)
+from qos_helper_driver import rmdir_when_empty
 
-BUILD = os.environ.get("QOSWAY_BUILD_DIR", "build")
-HELPER = os.path.join(BUILD, "tests", "qos", "qos-helper")
-ROOT = "qosway-test-%d" % os.getpid()
-
-
-def _skip_reason():
-    if os.geteuid() != 0:
-        return "kernel tests need root (cgroups, SCHED_FIFO/DEADLINE)"
-    if not os.path.exists(HELPER):
-        return "qos-helper not built at %s (set QOSWAY_BUILD_DIR)" % HELPER
-    if not (os.path.exists(CG + "/cgroup.controllers") or os.path.exists(CG + "/unified/cgroup.procs")):
-        return "no cgroup2 hierarchy"
-    if os.cpu_count() < 2:
-        return "needs 2 CPUs"
-    return None
-
-
-REASON = _skip_reason()
-if REASON:
-    print("skipping qos kernel tests:", REASON, file=sys.stderr)
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-
-
-class Helper(QosHelper):
-    def __init__(self, root=ROOT, guardian=True, extra=(), pass_fds=(), prefix=()):
-        super().__init__(HELPER, root, guardian, extra, pass_fds=pass_fds, prefix=prefix)
-
-
-@pytest.fixture
-def procs():
-    started = []
-
-    def spawn(args, **kw):
-        p = subprocess.Popen(args, **kw)
-        started.append(p)
-        return p
-
-    yield spawn
-    for p in started:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-
-
-@contextlib.contextmanager
-def running_helper(**kw):
-    """A Helper(**kw), closed and its cgroups cleaned up afterwards."""
-    h = Helper(**kw)
-    try:
-        yield h
-    finally:
-        h.close()
-        left = groups_below(ROOT) if h.quit_cleanly else []
-        _force_cleanup(ROOT)
-    # A clean shutdown restores every member and removes every group it made.
-    assert not left, "groups left by a clean shutdown: %s" % left
-
-
-@pytest.fixture
-def helper(procs):
-    with running_helper() as h:
-        yield h
-
-
-def busy(spawn, cpu=None):
-    args = ["sh", "-c", "while :; do :; done"]
-    if cpu is not None:
-        args = ["taskset", "-c", str(cpu)] + args
-    return spawn(args)
-
-
-def cpu_ns(pid):
-    """Precise CPU time of a single-threaded process (schedstat, not ticks)."""
-    with open("/proc/%d/schedstat" % pid) as f:
-        return int(f.read().split()[0])
-
-
-def share(pid, seconds):
-    a = cpu_ns(pid)
-    t0 = time.monotonic()
-    time.sleep(seconds)
-    b = cpu_ns(pid)
-    return (b - a) / ((time.monotonic() - t0) * 1e9)
-
-
-def settled_share(pid, seconds=3.0):
-    """share() after 0.3 s in which the new scheduling settles."""
-    time.sleep(0.3)
-    return share(pid, seconds)
-
-
-def group_idle_of(helper, name):
-    """A function that says whether the reserve's cpu group is idle now."""
-    _, cpu = helper.path(name)
-
-    def idle():
-        with open(cpu + "/cpu.idle") as f:
-            return f.read().strip() == "1"
-    return idle
-
-
-def place(helper, reserve, pid):
-    """Define the reserve ("NAME PARAMS...") and join pid to it."""
-    helper.ok("reserve " + reserve)
-    helper.ok("join %s %d" % (reserve.split()[0], pid))
-
-
-def frozen(v2_group):
-    with open(v2_group + "/cgroup.events") as f:
-        return dict(l.split() for l in f)["frozen"] == "1"
-
-
-def wait_frozen(v2_group, want, what, timeout=1.0):
-    """Poll cgroup.events until the group's frozen state is `want`."""
-    deadline = time.monotonic() + timeout
-    while frozen(v2_group) != want:
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
-def kill_grandchild(pid):
-    """SIGKILL a process a test child forked (reaped here only if it is ours)."""
-    os.kill(pid, signal.SIGKILL)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+assert pytestmark  # root, or skipped with the reason printed
 
 
 def sched_fields(pid, prefixes):
@@ -156,10 +32,6 @@ def sched_fields(pid, prefixes):
     with open("/proc/%d/sched" % pid) as f:
         return "; ".join(" ".join(line.split()) for line in f
                          if line.strip().startswith(prefixes))
-
-
-def policy_of(pid):
-    return os.sched_getscheduler(pid) & ~0x40000000  # without SCHED_RESET_ON_FORK
 
 
 def test_ceiling_other_20_percent(helper, procs):
@@ -238,7 +110,7 @@ def test_cut_to_idle_members_running_at_once_share_the_slice_watch(helper, procs
     # and each period's timers are armed afresh while they run.
     def overruns():
         return [e for e in helper.events if e.startswith("event overrun reserve=two ")]
-    _wait_for(helper, lambda: len(overruns()) >= 3, 7, "not three overruns")
+    wait_for(helper, lambda: len(overruns()) >= 3, 7, "not three overruns")
     over = overruns()[:3]
     used = [int(e.split(" used=")[1].split()[0]) for e in over]
     # 200 ms, plus up to a tick (4 ms at HZ=250) on each CPU and a wake-up.
@@ -299,7 +171,7 @@ def manager_wakeups(helper):
     on a lock inside a system call (a cgroup file under contention from
     other groups being removed): once 12 in 3 s in a CI run where the loop
     woke its usual 6 times."""
-    return int(_stats(helper)["dispatches"])
+    return int(manager_stats(helper)["dispatches"])
 
 
 @pytest.mark.parametrize("params", [
@@ -376,17 +248,13 @@ def test_cut_to_idle_group_is_normal_again_for_the_next_member(helper, procs):
     a = busy(procs, 1)
     place(helper, "cut policy=other period=100ms cpu=20% fallback=idle", a.pid)
     group_idle = group_idle_of(helper, "cut")
-    _wait_for(helper, group_idle, 3, "the group never went idle")
+    wait_for(helper, group_idle, 3, "the group never went idle")
     helper.ok("leave %d" % a.pid)
     b = busy(procs, 1)
     helper.ok("join cut %d" % b.pid)
     assert not group_idle()
     s = settled_share(b.pid)
     assert 0.16 <= s <= 0.26, "share %.3f; %s" % (s, helper.ok("info cut"))
-
-
-def info_fields(helper, name):
-    return dict(kv.split("=", 1) for kv in helper.ok("info " + name).split()[1:])
 
 
 @pytest.mark.parametrize("how", ["leave", "exit"])
@@ -409,7 +277,7 @@ def test_a_member_going_leaves_its_time_in_the_period(helper, procs, how):
         else:
             b.kill()
             b.wait()
-            _wait_for(helper, lambda: info_fields(helper, "acc")["members"] == "1", 3,
+            wait_for(helper, lambda: info_fields(helper, "acc")["members"] == "1", 3,
                       "the exit was never seen")
         f2 = info_fields(helper, "acc")
         if f0["periods"] == f1["periods"] == f2["periods"]:  # no boundary in between
@@ -447,7 +315,7 @@ def test_billed_time_counts_against_the_slice(helper, procs):
     assert group_idle()
     overruns = [e for e in helper.events[mark:] if e.startswith("event overrun reserve=b ")]
     assert overruns, helper.events[mark:]
-    _wait_for(helper, lambda: not group_idle(), 4, "never restored after the debt")
+    wait_for(helper, lambda: not group_idle(), 4, "never restored after the debt")
     assert any(e.startswith("event restored reserve=b ") for e in helper.events[mark:]), \
         helper.events[mark:]
 
@@ -514,39 +382,6 @@ def test_qos_hard_30_percent_under_load(helper, procs):
         print("first window out of range: " + why(s))
         s = share(p.pid, 3.0)
     assert 0.27 <= s <= 0.33, why(s)
-
-
-PERIODIC = r"""
-import os, sys, time
-period, work, seconds = 0.020, 0.004, float(sys.argv[1])
-sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
-missed = 0
-n = int(seconds / period)
-start = time.monotonic() + period
-for i in range(n):
-    release = start + i * period
-    while time.monotonic() < release:
-        time.sleep(max(0.0, release - time.monotonic()))
-    t = time.thread_time()
-    while time.thread_time() - t < work:
-        pass
-    if time.monotonic() > release + period:
-        missed += 1
-print(missed, n)
-"""
-
-
-def start_periodic(helper, procs, reserve, seconds=3):
-    """PERIODIC for `seconds`, placed in `reserve` ("NAME PARAMS...") while
-    it waits (None: left as it is); returns it running."""
-    w = procs([sys.executable, "-c", PERIODIC, str(seconds)], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert w.stdout.readline().strip() == "ready"
-    if reserve:
-        place(helper, reserve, w.pid)
-    w.stdin.write("go\n")
-    w.stdin.flush()
-    return w
 
 
 def test_qos_periodic_workload_meets_every_period(helper, procs):
@@ -710,52 +545,6 @@ def test_change_the_kernel_refuses_keeps_the_reserve_as_it_was(procs):
         assert "slice=10ms" in helper.ok("info kb")
         assert policy_of(b.pid) == 6
         assert dl_runtime_ns(b.pid) == 10_000_000
-
-
-@pytest.fixture
-def rt_bandwidth():
-    """The fifo tests need a new cpu group to get 50% real-time runtime.
-
-    Must be requested before `helper`: the manager's root takes 90% itself.
-
-    With RT group scheduling (hybrid v1 layout) the kernel keeps counting the
-    runtime of removed-but-not-yet-freed ("dying") cgroups.  qosway now gives
-    the runtime back before each rmdir, but groups left dying by older builds
-    (pinned by deadline timers for up to hours, see docs/qos-kernel-mapping.md)
-    can still hold it; the kernel then refuses the grant with EINVAL until it
-    frees them, and the tests skip with that reason.
-    """
-    base = "/sys/fs/cgroup/cpu"
-    if not os.path.exists(os.path.join(base, "cpu.rt_runtime_us")):
-        return
-    probe = os.path.join(base, "qosway-rtprobe-%d" % os.getpid())
-    os.mkdir(probe)
-    try:
-        with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
-            f.write("500000")
-    except OSError as e:
-        holders = []
-        for f in glob.glob(base + "/*/cpu.rt_runtime_us"):
-            try:
-                with open(f) as fh:
-                    if int(fh.read()) > 0 and not f.startswith(probe):
-                        holders.append(os.path.basename(os.path.dirname(f)))
-            except (OSError, ValueError):
-                pass
-        held = ("live groups hold it: %s" % ", ".join(holders) if holders else
-                "removed (dying) cpu groups hold it (see /proc/cgroups)")
-        if any(h.startswith("qosway") for h in holders):
-            # ours, alive: a manager kept runtime it should have given back
-            pytest.fail("kernel refuses 50%% RT group bandwidth (%s); %s" % (e, held))
-        pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); %s"
-                    % (e, held))
-    finally:
-        try:
-            with open(os.path.join(probe, "cpu.rt_runtime_us"), "w") as f:
-                f.write("0")
-        except OSError:
-            pass
-        os.rmdir(probe)
 
 
 def test_leaving_fifo_gives_back_the_groups_rt_bandwidth(rt_bandwidth, helper, procs):
@@ -928,11 +717,6 @@ while True:
 """
 
 
-def rt_events(helper, kind):
-    helper.ok("sync")  # events are collected with replies
-    return [e for e in helper.events if e.startswith("event rt-%s " % kind)]
-
-
 def test_fifo_thread_that_never_sleeps_is_moved_out_not_killed(rt_bandwidth, procs):
     """RLIMIT_RTTIME (3 s here) kills a real-time thread that runs that long
     without sleeping, and a policy change does not reset the kernel's count.
@@ -1102,10 +886,10 @@ def test_fifo_thread_under_a_tighter_limit_of_its_own_is_moved_out_in_time(rt_ba
     with running_helper() as h:
         p = procs(["prlimit", "--rttime=4000000:4000000", sys.executable, "-c", PULSE, "30"])
         os.sched_setaffinity(p.pid, {1})
-        _wait_for(h, lambda: not os.readlink("/proc/%d/exe" % p.pid).endswith("prlimit"),
+        wait_for(h, lambda: not os.readlink("/proc/%d/exe" % p.pid).endswith("prlimit"),
                   5, "prlimit never ran python")
         place(h, "f policy=fifo priority=10", p.pid)
-        _wait_for(h, lambda: rt_events(h, "demoted"), 5, "never moved out")
+        wait_for(h, lambda: rt_events(h, "demoted"), 5, "never moved out")
         (ev,) = rt_events(h, "demoted")
         used = int(ev.split("used=")[1].split()[0])
         assert used < 3500000, ev
@@ -1113,7 +897,7 @@ def test_fifo_thread_under_a_tighter_limit_of_its_own_is_moved_out_in_time(rt_ba
         assert p.poll() is None, "killed (status %s)" % p.returncode
         assert policy_of(p.pid) == os.SCHED_OTHER
         q = procs(["prlimit", "--rttime=200000:200000", "sleep", "30"])
-        _wait_for(h, lambda: os.readlink("/proc/%d/exe" % q.pid).endswith("sleep"), 5,
+        wait_for(h, lambda: os.readlink("/proc/%d/exe" % q.pid).endswith("sleep"), 5,
                   "prlimit never ran sleep")
         h.ok("join f %d" % q.pid)
         assert any("RLIMIT_RTTIME of its own of 0.20 s" in e for e in h.events), h.events[-3:]
@@ -1146,13 +930,13 @@ def test_fifo_thread_that_slept_as_other_is_real_time_again_only_asleep(rt_bandw
         t0 = time.monotonic()
         os.sched_setaffinity(p.pid, {1})
         place(h, "f policy=fifo priority=10", p.pid)
-        _wait_for(h, lambda: rt_events(h, "demoted"), 4, "never moved out")
+        wait_for(h, lambda: rt_events(h, "demoted"), 4, "never moved out")
         assert time.monotonic() - t0 < 2.4, "moved out only after its nap"
         while time.monotonic() - t0 < 6.2:
             assert p.poll() is None, "killed (status %s)" % p.returncode
             assert policy_of(p.pid) == os.SCHED_OTHER, "made fifo again while it spins"
             time.sleep(0.05)
-        _wait_for(h, lambda: rt_events(h, "resumed"), 3, "never made fifo again")
+        wait_for(h, lambda: rt_events(h, "resumed"), 3, "never made fifo again")
         time.sleep(1.5)
         assert p.poll() is None, "killed (status %s)" % p.returncode
         assert policy_of(p.pid) == os.SCHED_FIFO
@@ -1224,11 +1008,6 @@ def fork_children(p):
     return [int(x) for x in p.stdout.readline().split()]
 
 
-def cgroup_lines(pid):
-    with open("/proc/%d/cgroup" % pid) as f:
-        return sorted(f.read().split())
-
-
 def test_forked_child_is_adopted_at_once(helper, procs):
     """inherit=yes: told of the fork (the compositor passes on the kernel's
     process-event connector), the manager adopts the child right then, not
@@ -1248,7 +1027,7 @@ def test_forked_child_is_adopted_at_once(helper, procs):
         children += more
         for c in more:
             helper.ok("forked %d %d" % (p.pid, c))
-        _wait_for(helper, lambda: " members=4 " in helper.ok("info kin"), 3,
+        wait_for(helper, lambda: " members=4 " in helper.ok("info kin"), 3,
                   "the two forks were never adopted")
         assert all(policy_of(c) == os.SCHED_IDLE for c in more)
     finally:
@@ -1272,7 +1051,7 @@ def member_forks_and_exits(helper, procs, params, before_fork=None):
     try:
         sh.wait(5)
         exited = "event exited reserve=c pid=%d " % sh.pid
-        _wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
+        wait_for(helper, lambda: any(e.startswith(exited) for e in helper.events), 3,
                   "the member's exit was never seen")
     except BaseException:
         kill_grandchild(child)
@@ -1350,7 +1129,7 @@ def test_group_listing_stays_open_and_is_given_back(helper, procs):
             (child,) = fork_children(p)
             children.append(child)
             helper.ok("forked %d %d" % (p.pid, child))
-            _wait_for(helper, lambda: " members=%d " % members in helper.ok("info kept"), 3,
+            wait_for(helper, lambda: " members=%d " % members in helper.ok("info kept"), 3,
                       "child %d was not adopted" % child)
             assert policy_of(child) == os.SCHED_IDLE
             assert helper.open_files().count(listing) == 1, helper.open_files()
@@ -1358,7 +1137,7 @@ def test_group_listing_stays_open_and_is_given_back(helper, procs):
         for c in children:
             kill_grandchild(c)
     helper.ok("leave %d" % p.pid)
-    _wait_for(helper, lambda: " members=0 " in helper.ok("info kept"), 3,
+    wait_for(helper, lambda: " members=0 " in helper.ok("info kept"), 3,
               "the killed children are still members")
     helper.ok("delete kept")
     assert listing not in helper.open_files()
@@ -1387,24 +1166,6 @@ def test_fork_reports_of_strangers_are_ignored(helper, procs):
     helper.ok("forked %d %d" % (p.pid, p.pid))
     helper.ok("forked 999999 999998")
     assert policy_of(p.pid) == os.SCHED_OTHER
-
-
-# Starts a thread (which sleeps) per line read, printing its tid.
-THREAD_ON_DEMAND = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "thread_on_demand.py")
-
-
-def thread_owner(procs, n=1):
-    """A THREAD_ON_DEMAND process and the tids of n sleeping threads it started."""
-    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    tids = []
-    for _ in range(n):
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        tids.append(int(p.stdout.readline()))
-    return p, tids
 
 
 def test_new_thread_of_member_gets_policy_at_once(rt_bandwidth, helper, procs):
@@ -1529,23 +1290,8 @@ def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
     assert share(stranger.pid, 0.5) > 0.5, "the stranger should run again"
 
 
-def _kill9_frozen(procs, guardian):
-    p = busy(procs, 1)
-    h = Helper(guardian=guardian)
-    try:
-        place(h, "stop policy=pause", p.pid)
-        v2, _ = h.path("stop")
-        wait_frozen(v2, True, "cgroup.events never said frozen")
-        os.kill(h.proc.pid, signal.SIGKILL)
-        h.proc.wait()
-        return p, v2
-    except BaseException:
-        h.close()
-        raise
-
-
 def test_kill9_manager_next_instance_thaws(procs):
-    p, v2 = _kill9_frozen(procs, guardian=False)
+    p, v2 = kill9_frozen(procs, guardian=False)
     try:
         time.sleep(0.3)
         assert frozen(v2), "nothing should have thawed it without a guardian"
@@ -1556,7 +1302,7 @@ def test_kill9_manager_next_instance_thaws(procs):
         finally:
             h.close()
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_guardian_sees_the_manager_die_though_a_child_holds_its_socket(procs):
@@ -1575,7 +1321,7 @@ def test_guardian_sees_the_manager_die_though_a_child_holds_its_socket(procs):
         v2, _ = h.path("stop")
         wait_frozen(v2, True, "cgroup.events never said frozen")
         holder = int(h.ok("hold 30").split()[1])
-        _kill9(h)
+        kill9(h)
         wait_frozen(v2, False, "the guardian did not thaw while a child held its socket",
                     timeout=3)
         Helper().close()  # the next instance reconciles the leftover group
@@ -1590,7 +1336,7 @@ def test_guardian_sees_the_manager_die_though_a_child_holds_its_socket(procs):
         if holder:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(holder, signal.SIGKILL)
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_guardian_holds_no_inherited_descriptor(procs):
@@ -1621,7 +1367,7 @@ def test_guardian_holds_no_inherited_descriptor(procs):
                 return found
             # The child names itself once it has closed what it inherited,
             # which under load may come after the manager is ready.
-            _wait_for(h, lambda: guardians(), 5, "no child named qos-guardian")
+            wait_for(h, lambda: guardians(), 5, "no child named qos-guardian")
             assert len(guardians()) == 1, guardians()
             g = guardians()[0]
             fds = [int(fd) for fd in os.listdir("/proc/%d/fd" % g)]
@@ -1637,55 +1383,15 @@ def test_guardian_holds_no_inherited_descriptor(procs):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def live_guardians(pid):
-    """The qos-guardian children of pid still running (a killed one the
-    manager has not reaped yet is a zombie, and not counted)."""
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        kids = f.read().split()
-    found = []
-    for k in kids:
-        try:
-            with open("/proc/%s/stat" % k) as f:
-                stat = f.read()
-        except OSError:
-            continue  # reaped meanwhile
-        comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
-        if comm == "qos-guardian" and state != "Z":
-            found.append(int(k))
-    return found
-
-
-def kill_guardian(h, replaced=True, timeout=5.0):
-    """SIGKILLs the manager's guardian and waits for the error event naming
-    it and, when `replaced`, for its successor.  Returns the event.  (A
-    guardian names itself once it has closed what it inherited, which
-    under load may come after the manager is ready.)"""
-    (old,) = _wait_for(h, lambda: live_guardians(h.proc.pid), timeout, "no guardian")
-    os.kill(old, signal.SIGKILL)
-    give_up = time.monotonic() + timeout
-    while True:
-        h.ok("sync")
-        said = [e for e in h.events
-                if e.startswith("event error") and "guardian (pid %d)" % old in e]
-        now = live_guardians(h.proc.pid)
-        if said and (now or not replaced):
-            break
-        assert time.monotonic() < give_up, ("no event or no new guardian", now, h.events)
-        time.sleep(0.02)
-    assert "killed by signal 9" in said[0], said
-    assert old not in now and len(now) == (1 if replaced else 0), now
-    return said[0]
-
-
 def test_kill9_manager_guardian_thaws(procs):
-    p, v2 = _kill9_frozen(procs, guardian=True)
+    p, v2 = kill9_frozen(procs, guardian=True)
     try:
         wait_frozen(v2, False, "guardian did not thaw")
         assert share(p.pid, 0.5) > 0.5
         Helper().close()  # the next instance reconciles the leftover group
         assert not os.path.exists(v2)
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_killing_the_managers_cgroup_spares_the_guardian(procs):
@@ -1705,7 +1411,7 @@ def test_killing_the_managers_cgroup_spares_the_guardian(procs):
             place(h, "stop policy=pause", p.pid)
             v2, _ = h.path("stop")
             wait_frozen(v2, True, "cgroup.events never said frozen")
-            (guardian,) = _wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
+            (guardian,) = wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
             leaf = os.path.dirname(v2) + "/.guardian"
             with open(leaf + "/cgroup.procs") as f:
                 assert f.read().split() == [str(guardian)]
@@ -1720,7 +1426,7 @@ def test_killing_the_managers_cgroup_spares_the_guardian(procs):
         Helper().close()  # reconciles the leftover group; closing removes the root
         assert not os.path.exists(leaf) and not os.path.exists(os.path.dirname(v2))
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
         rmdir_when_empty(session, 50)
 
 
@@ -1739,7 +1445,7 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
         h.ok("reserve rtt policy=rr priority=5 period=100ms cpu=10% fallback=other")
         h.ok("join rtt %d %d" % (owner.pid, tid))
         assert policy_of(dl.pid) == 6 and policy_of(tid) == os.SCHED_RR
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         raise
@@ -1752,7 +1458,7 @@ def test_kill9_manager_guardian_demotes_real_time_members(rt_bandwidth, procs):
         assert fifo.poll() is None and dl.poll() is None and owner.poll() is None
         Helper().close()  # the next instance reconciles the leftover groups
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidth, procs):
@@ -1779,7 +1485,7 @@ def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidt
         said = kill_guardian(h)
         assert "a new one" in said, said
         assert frozen(v2) and policy_of(fifo.pid) == os.SCHED_FIFO
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         raise
@@ -1794,7 +1500,7 @@ def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidt
         assert fifo.poll() is None and owner.poll() is None
         Helper().close()  # the next instance reconciles the leftover groups
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_no_guardian_refuses_real_time_and_pauses_until_one_runs(procs):
@@ -1840,7 +1546,7 @@ def test_no_guardian_refuses_real_time_and_pauses_until_one_runs(procs):
         wait_frozen(h.path("stop")[0], True, "cgroup.events never said frozen")
     finally:
         h.close()
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
         rmdir_when_empty(group, 100)  # the helper and its guardian may still be exiting
         assert not os.path.exists(group), "test cgroup %s left behind" % group
 
@@ -1870,7 +1576,7 @@ def test_clean_close_after_the_guardian_died_removes_its_leaf(procs):
         assert not os.path.exists(root), os.listdir(root)
     finally:
         h.close()
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
         rmdir_when_empty(group, 100)  # the helper may still be exiting
         assert not os.path.exists(group), "test cgroup %s left behind" % group
 
@@ -1902,7 +1608,7 @@ def test_kill9_guardian_gives_back_deadline_bandwidth(procs):
         place(h, "rtd policy=qos period=100ms cpu=10% fallback=pause", dl.pid)
         assert policy_of(dl.pid) == 6
         time.sleep(0.3)  # asleep past its 0-lag time
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         raise
@@ -1918,59 +1624,7 @@ def test_kill9_guardian_gives_back_deadline_bandwidth(procs):
         # 10% of a CPU is 104857; a thread's rounding is a few units
         assert after - before < 10000, (before, after)
     finally:
-        _force_cleanup(ROOT)
-
-
-@pytest.fixture
-def origin():
-    """A cgroup outside the manager's root, in every tree members move in:
-    where a member lived before joining.  Yields its path relative to each
-    mount; removed (once its tasks are gone) afterwards."""
-    rel = "/qosway-origin-%d" % os.getpid()
-    if os.path.exists(CG + "/cgroup.controllers"):
-        dirs = [CG + rel]
-    else:
-        dirs = [CG + "/unified" + rel, CG + "/cpu" + rel]
-    for d in dirs:
-        os.makedirs(d, exist_ok=True)
-    yield rel, dirs
-    # Runs before `procs` kills the test's processes: whatever sits here is ours.
-    for d in dirs:
-        if not os.path.isdir(d):
-            continue  # the test removed it
-        for pid in open(d + "/cgroup.procs").read().split():
-            with contextlib.suppress(OSError):
-                os.kill(int(pid), signal.SIGKILL)
-    for d in dirs:
-        for _ in range(100):
-            try:
-                os.rmdir(d)
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert not os.path.exists(d), "test cgroup %s left behind" % d
-
-
-def move_to(dirs, pid):
-    for d in dirs:
-        with open(d + "/cgroup.procs", "w") as f:
-            f.write(str(pid))
-
-
-def cgroup_of(pid):
-    """{"v2": path, "cpu": path} from /proc/PID/cgroup (cpu is v2 on pure v2)."""
-    out = {}
-    with open("/proc/%d/cgroup" % pid) as f:
-        for line in f:
-            _, ctrls, path = line.rstrip("\n").split(":", 2)
-            if ctrls == "":
-                out["v2"] = path
-            elif "cpu" in ctrls.split(","):
-                out["cpu"] = path
-    out.setdefault("cpu", out.get("v2"))
-    return out
+        force_cleanup(ROOT)
 
 
 def forking_shell(procs, dirs, then):
@@ -1988,11 +1642,6 @@ def tell(p, line):
     p.stdin.write(line + "\n")
     p.stdin.flush()
     return int(p.stdout.readline())
-
-
-def _kill9(h):
-    os.kill(h.proc.pid, signal.SIGKILL)
-    h.proc.wait()
 
 
 def test_leaving_after_origin_removed_goes_to_the_top_not_stays_frozen(helper, procs, origin):
@@ -2050,11 +1699,11 @@ def test_member_joining_during_a_cut_to_idle_fallback_stays_time_sharing(helper,
     a = busy(procs, 1)
     place(helper, "cut policy=other period=1s cpu=5% fallback=idle", a.pid)
     group_idle = group_idle_of(helper, "cut")
-    _wait_for(helper, group_idle, 3, "the group never went idle")
+    wait_for(helper, group_idle, 3, "the group never went idle")
     b = busy(procs, 1)
     helper.ok("join cut %d" % b.pid)
     assert policy_of(b.pid) == os.SCHED_OTHER
-    _wait_for(helper, lambda: not group_idle(), 3, "the group never left its fallback")
+    wait_for(helper, lambda: not group_idle(), 3, "the group never left its fallback")
     assert policy_of(b.pid) == os.SCHED_OTHER and policy_of(a.pid) == os.SCHED_OTHER
 
 
@@ -2070,10 +1719,10 @@ def test_cut_to_idle_threads_switched_one_by_one_go_back(helper, procs):
     owner, (tid,) = thread_owner(procs)
     place(helper, "cut policy=other period=1s cpu=5% fallback=idle", a.pid)
     helper.ok("join cut %d %d" % (owner.pid, tid))
-    _wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_IDLE, 3,
+    wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_IDLE, 3,
               "the member never went idle")
     helper.ok("leave %d %d" % (owner.pid, tid))
-    _wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_OTHER, 3,
+    wait_for(helper, lambda: policy_of(a.pid) == os.SCHED_OTHER, 3,
               "the member stayed idle past the boundary")
 
 
@@ -2091,7 +1740,7 @@ def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin)
         assert os.getpriority(os.PRIO_PROCESS, p.pid) == -5
         child = tell(p, "go")
         assert cgroup_of(child)["v2"] == cgroup_of(p.pid)["v2"] != rel
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         raise
@@ -2104,7 +1753,7 @@ def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin)
             assert os.getpriority(os.PRIO_PROCESS, pid) == 3, pid
     finally:
         kill_grandchild(child)
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origin):
@@ -2119,14 +1768,14 @@ def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origi
         place(h, "home policy=other nice=-5 inherit=yes", p.pid)
         v2, _ = h.path("home")
         child = tell(p, "go")
-        _wait_for(h, lambda: "members=2" in h.ok("info home"), 3, "the child was not adopted")
+        wait_for(h, lambda: "members=2" in h.ok("info home"), 3, "the child was not adopted")
         p.stdin.write("bye\n")
         p.stdin.flush()
         p.wait()
-        _wait_for(h, lambda: "members=1" in h.ok("info home"), 3, "the exit was not seen")
+        wait_for(h, lambda: "members=1" in h.ok("info home"), 3, "the exit was not seen")
         assert [n for n in os.listxattr(v2) if n.startswith("user.qosway.")] == \
             ["user.qosway.%d" % child]
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         if child:
@@ -2139,7 +1788,7 @@ def test_kill9_adopted_child_of_exited_member_returns_to_its_origin(procs, origi
         assert os.getpriority(os.PRIO_PROCESS, child) == 3
     finally:
         kill_grandchild(child)
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def thread_cpu_cgroup(pid, tid):
@@ -2161,7 +1810,7 @@ def test_child_of_a_thread_member_is_sent_home(helper, procs):
     instead of leaving it under the reserve's nice and limits for good."""
     p, tid, home, child = thread_member_forks(helper, procs)
     try:
-        _wait_for(helper, lambda: cgroup_of(child)["cpu"] == home["cpu"], 3,
+        wait_for(helper, lambda: cgroup_of(child)["cpu"] == home["cpu"], 3,
                   "the child stayed in the reserve's cpu group: %r" % cgroup_of(child))
         assert os.getpriority(os.PRIO_PROCESS, child) == 0
         assert "members=1" in helper.ok("info tf")
@@ -2180,26 +1829,6 @@ def test_child_of_a_thread_member_goes_home_when_the_thread_leaves(helper, procs
         assert cgroup_of(child)["cpu"] == home["cpu"], cgroup_of(child)
     finally:
         os.kill(child, signal.SIGKILL)
-
-
-def thread_member_forks(helper, procs):
-    """A thread (of a THREAD_ON_DEMAND process) joins reserve tf (other,
-    nice 5, inherit) and forks a child: (process, tid, the process's
-    cgroups before, child pid), the child born in tf's cpu group."""
-    p = procs([sys.executable, THREAD_ON_DEMAND], stdin=subprocess.PIPE,
-              stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    p.stdin.write("forker\n")
-    p.stdin.flush()
-    tid = int(p.stdout.readline())
-    home = cgroup_of(p.pid)
-    helper.ok("reserve tf policy=other nice=5 inherit=yes")
-    helper.ok("join tf %d %d" % (p.pid, tid))
-    p.stdin.write("fork\n")
-    p.stdin.flush()
-    child = int(p.stdout.readline())
-    assert cgroup_of(child)["cpu"].endswith("/tf"), cgroup_of(child)
-    return p, tid, home, child
 
 
 @pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),
@@ -2228,40 +1857,7 @@ def test_kill9_thread_member_returns_to_its_origin(procs, origin):
         assert thread_cpu_cgroup(p.pid, tid) == rel
         assert os.getpriority(os.PRIO_PROCESS, tid) == 2
     finally:
-        _force_cleanup(ROOT)
-
-
-def can_raise_hard_limits():
-    """CAP_SYS_RESOURCE (bit 24) in our effective set; the helper inherits it."""
-    with open("/proc/self/status") as f:
-        caps = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
-    return bool(int(caps["CapEff"], 16) & (1 << 24))
-
-
-def check_rttime_restored(pid, before, bounded, events):
-    """RLIMIT_RTTIME is back as it was, or, where raising a hard limit is not
-    allowed (no CAP_SYS_RESOURCE, as in some containers), still the bound,
-    and an event says so."""
-    now = resource.prlimit(pid, resource.RLIMIT_RTTIME)
-    if can_raise_hard_limits():
-        assert now == before
-    else:
-        assert now == bounded
-        assert any("pid=%d" % pid in e and "RLIMIT_RTTIME of %d stays bounded at %d us"
-                   % (pid, bounded[1]) in e for e in events), events
-
-
-def crash_after(setup):
-    """A manager without a guardian runs setup(helper) and is killed (-9);
-    its groups and members stay as it left them.  Returns setup's value."""
-    h = Helper(guardian=False)
-    try:
-        value = setup(h)
-        _kill9(h)
-    except BaseException:
-        h.close()
-        raise
-    return value
+        force_cleanup(ROOT)
 
 
 def crash_with_bounded_rttime(pid, tid, setup):
@@ -2295,7 +1891,7 @@ def test_kill9_next_instance_restores_real_time_members(rt_bandwidth, procs, ori
         check_rttime_restored(p.pid, before, bounded, events)
         assert cgroup_of(p.pid) == {"v2": rel, "cpu": rel}
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 @pytest.mark.parametrize("fold", [False, True])
@@ -2317,7 +1913,7 @@ def test_kill9_next_instance_restores_rttime_of_a_thread_member(rt_bandwidth, pr
         before, bounded, events = crash_with_bounded_rttime(owner.pid, tid, setup)
         check_rttime_restored(owner.pid, before, bounded, events)
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_fifo_member_leaving_gets_its_rttime_back(rt_bandwidth, helper, procs):
@@ -2343,7 +1939,7 @@ def test_kill9_damaged_origin_record_sends_member_to_the_top(procs, origin):
         name = "user.qosway.%d" % p.pid
         assert b"v2=%s\n" % rel.encode() in os.getxattr(v2, name)
         os.setxattr(v2, name, b"qosway-journal 1\nstart=1\nv2=/../x\n")
-        _kill9(h)
+        kill9(h)
     except BaseException:
         h.close()
         raise
@@ -2356,7 +1952,7 @@ def test_kill9_damaged_origin_record_sends_member_to_the_top(procs, origin):
         assert not os.path.exists(v2)
         assert cgroup_of(p.pid) == {"v2": "/", "cpu": "/"}
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_leaving_member_takes_its_origin_record_along(helper, procs, origin):
@@ -2375,17 +1971,6 @@ def test_leaving_member_takes_its_origin_record_along(helper, procs, origin):
     assert cgroup_of(a.pid) == {"v2": rel, "cpu": rel}
 
 
-def _wait_for(helper, predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        helper.ok("sync")
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_auto_reserve_passes_to_member_then_dies_empty(helper, procs):
     owner = procs(["sleep", "60"])
     other = procs(["sleep", "60"])
@@ -2400,7 +1985,7 @@ def test_auto_reserve_passes_to_member_then_dies_empty(helper, procs):
     # remaining member under that member's name (thesis 3.7.2).
     owner.kill()
     owner.wait()
-    _wait_for(helper, lambda: helper.cmd("info " + second).startswith("ok"), 5,
+    wait_for(helper, lambda: helper.cmd("info " + second).startswith("ok"), 5,
               "the automatic reserve was not passed on")
     info = helper.ok("info " + second)
     assert "members=1" in info and "owner=%d auto=1" % other.pid in info, info
@@ -2418,7 +2003,7 @@ def test_auto_reserve_passes_to_member_then_dies_empty(helper, procs):
     # The last member exits: the reserve and its groups are deleted.
     other.kill()
     other.wait()
-    _wait_for(helper, lambda: helper.cmd("info " + second).startswith("err"), 5,
+    wait_for(helper, lambda: helper.cmd("info " + second).startswith("err"), 5,
               "the empty automatic reserve was not deleted")
     assert any(e.startswith("event deleted reserve=" + second) for e in helper.events)
     assert not os.path.exists(v2) and not os.path.exists(cpu)
@@ -2481,7 +2066,7 @@ def test_inherit_children(helper, procs, inherit):
     try:
         assert os.getpriority(os.PRIO_PROCESS, child) == 4  # fork keeps nice
         if inherit == "yes":
-            _wait_for(helper, lambda: "members=2" in helper.ok("info kids"), 3,
+            wait_for(helper, lambda: "members=2" in helper.ok("info kids"), 3,
                       "the child was not adopted")
             assert any(e.startswith("event joined reserve=kids pid=%d" % child) and
                        e.endswith("inherited from %d" % parent.pid) for e in helper.events)
@@ -2496,7 +2081,7 @@ def test_inherit_children(helper, procs, inherit):
             assert os.getpriority(os.PRIO_PROCESS, child) == 0
             assert policy_of(child) == os.SCHED_BATCH  # the parent's own class
         else:
-            _wait_for(helper, lambda: _cgroups(child) == before, 3,
+            wait_for(helper, lambda: _cgroups(child) == before, 3,
                       "the child was left in the reserve's group")
             assert os.getpriority(os.PRIO_PROCESS, child) == 0
             assert policy_of(child) == os.SCHED_BATCH  # the parent's own class
@@ -2504,10 +2089,6 @@ def test_inherit_children(helper, procs, inherit):
             assert os.getpriority(os.PRIO_PROCESS, parent.pid) == 4
     finally:
         kill_grandchild(child)
-
-
-def _stats(helper):
-    return dict(kv.split("=", 1) for kv in helper.ok("stats").split()[1:])
 
 
 def _feed_for(helper, seconds):
@@ -2529,7 +2110,7 @@ def test_watchdog_cooldown_outlives_a_crash(procs):
     h = Helper(extra=args)
     try:
         h.ok("feed")
-        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        wait_for(h, lambda: manager_stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
         ends = time.monotonic() + 4.0
         os.kill(h.proc.pid, signal.SIGKILL)
         h.proc.wait()
@@ -2541,13 +2122,13 @@ def test_watchdog_cooldown_outlives_a_crash(procs):
         try:
             said = [e for e in h.events if e.startswith("event watchdog ")]
             assert said and "previous instance" in said[0], h.events
-            assert _stats(h)["cooldown"] == "1"
+            assert manager_stats(h)["cooldown"] == "1"
             h.ok("reserve rt policy=qos period=100ms cpu=10% fallback=pause")
             reply = h.cmd("join rt %d" % p.pid)
             assert reply.startswith("err") and "suspended" in reply, reply
             assert policy_of(p.pid) == os.SCHED_OTHER
             _feed_for(h, ends + 0.3 - time.monotonic())
-            assert _stats(h)["cooldown"] == "0"
+            assert manager_stats(h)["cooldown"] == "0"
             h.ok("join rt %d" % p.pid)
             assert policy_of(p.pid) == 6
             h.ok("leave %d" % p.pid)
@@ -2556,17 +2137,17 @@ def test_watchdog_cooldown_outlives_a_crash(procs):
         h = Helper(extra=args)  # an alarm, then a clean close during its cool-down
         try:
             h.ok("feed")
-            _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no second alarm")
+            wait_for(h, lambda: manager_stats(h)["watchdog_alarms"] == "1", 3.5, "no second alarm")
         finally:
             h.close()
         h = Helper(extra=args)
         try:
-            assert _stats(h)["cooldown"] == "0"
+            assert manager_stats(h)["cooldown"] == "0"
             assert not [e for e in h.events if e.startswith("event watchdog ")], h.events
         finally:
             h.close()
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
@@ -2587,14 +2168,14 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         assert policy_of(p.pid) == 6
         # Fed every 200 ms, the watchdog stays quiet over twice its timeout.
         _feed_for(h, 2.2)
-        assert _stats(h)["watchdog_alarms"] == "0"
+        assert manager_stats(h)["watchdog_alarms"] == "0"
         assert policy_of(p.pid) == 6
         # Silence: within timeout + one housekeeping pass, the alarm.
-        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        wait_for(h, lambda: manager_stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
         assert any(e.startswith("event watchdog reserve=rt ") for e in h.events), h.events
         assert policy_of(p.pid) == os.SCHED_OTHER
         assert "policy=other" in h.ok("info rt")
-        assert _stats(h)["cooldown"] == "1"
+        assert manager_stats(h)["cooldown"] == "1"
         # Every real-time reserve was demoted, empty ones too; a new one is
         # refused at its first member.
         assert "policy=other" in h.ok("info rt2")
@@ -2608,13 +2189,13 @@ def test_watchdog_demotes_rt_members_and_refuses_rt_grants(procs):
         assert policy_of(r.pid) == os.SCHED_OTHER
         # After the cool-down (canary fed again) real-time grants work again.
         _feed_for(h, 2.7)
-        assert _stats(h)["cooldown"] == "0"
+        assert manager_stats(h)["cooldown"] == "0"
         h.ok("join rt3 %d" % q.pid)
         assert policy_of(q.pid) == 6
-        assert _stats(h)["watchdog_alarms"] == "1"
+        assert manager_stats(h)["watchdog_alarms"] == "1"
     finally:
         h.close()
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_watchdog_takes_a_stopped_manager_for_no_starvation(procs):
@@ -2636,11 +2217,11 @@ def test_watchdog_takes_a_stopped_manager_for_no_starvation(procs):
         time.sleep(7)  # past the 5 s timeout
         os.kill(h.proc.pid, signal.SIGCONT)
         time.sleep(1.2)
-        assert _stats(h)["watchdog_alarms"] == "0", h.events[-3:]
+        assert manager_stats(h)["watchdog_alarms"] == "0", h.events[-3:]
         assert policy_of(p.pid) == 6
     finally:
         h.close()
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_watchdog_demotes_fifo_and_rr_members_and_refuses_their_grants(rt_bandwidth, procs):
@@ -2655,7 +2236,7 @@ def test_watchdog_demotes_fifo_and_rr_members_and_refuses_their_grants(rt_bandwi
         place(h, "r policy=rr " + limit, r.pid)
         place(h, "plain policy=other", o.pid)
         assert (policy_of(f.pid), policy_of(r.pid)) == (os.SCHED_FIFO, os.SCHED_RR)
-        _wait_for(h, lambda: _stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
+        wait_for(h, lambda: manager_stats(h)["watchdog_alarms"] == "1", 3.5, "no watchdog alarm")
         assert (policy_of(f.pid), policy_of(r.pid)) == (os.SCHED_OTHER, os.SCHED_OTHER)
         assert "policy=other" in h.ok("info f") and "policy=other" in h.ok("info r")
         h.ok("feed")
@@ -2667,19 +2248,10 @@ def test_watchdog_demotes_fifo_and_rr_members_and_refuses_their_grants(rt_bandwi
             reply = h.cmd("reserve plain policy=%s %s" % (policy, limit))
             assert reply.startswith("err") and "suspended" in reply, reply
             assert policy_of(o.pid) == os.SCHED_OTHER
-        assert _stats(h)["cooldown"] == "1"
+        assert manager_stats(h)["cooldown"] == "1"
     finally:
         h.close()
-        _force_cleanup(ROOT)
-
-
-def assert_no_test_cgroup_left():
-    """No group any qos test made is left, in any hierarchy (CG/NAME on pure
-    cgroup v2, CG/*/NAME on the hybrid layout)."""
-    left = []
-    for name in ("qosway-test-*", "qosway-origin-*", "qosway-rtprobe-*"):
-        left += glob.glob("%s/%s" % (CG, name)) + glob.glob("%s/*/%s" % (CG, name))
-    assert left == [], left
+        force_cleanup(ROOT)
 
 
 def test_zz_no_test_cgroup_left():
