@@ -274,9 +274,9 @@ def test_cut_to_idle_job_within_its_limit_is_never_cut(helper, procs):
     two jobs in one period, after a late one, stay under it), so it is
     never cut, and the use the manager reports for a period is the job's.
     The member sleeps when it joins and the test queries the reserve while
-    it runs: before session 14 the manager then stopped checking at period
-    ends (nothing used since the last check) until a slice had been used,
-    and charged all of it to one period, an overrun in about half the runs.
+    it runs: a manager that stops checking at period ends once nothing was
+    used since the last check (until a slice has been used) charges all of
+    it to one period, an overrun in about half the runs.
     Each period end starts the next period by re-arming the member's CPU
     timer, which gives back its clock (qos_cputimer_rearm_after): a wrong
     clock there would show as a wrong use, or as a cut."""
