@@ -12,6 +12,8 @@ apt_packages=(
 	clang-format
 	# real clients and tools used by the demo, tests and benchmarks
 	foot weston grim sway util-linux procps python3 python3-pip valgrind
+	# wlr-output-management client for the output tests
+	wlr-randr
 )
 
 sudo=()
