@@ -38,7 +38,7 @@ static const char usage[] =
 		"  clients              Wayland clients: the compositor's CPU time spent\n"
 		"                       for each, and the part billed to its reserve\n"
 		"  scheduler            the compositor's scheduling state and CPU accounting\n"
-		"  reload               reload the qosrc files\n"
+		"  reload               reload output settings and the qosrc files\n"
 		"  top [-n COUNT]       refreshing view of windows and reserves\n"
 		"  subscribe            print window and QoS events as JSON lines\n"
 		"  version              print the compositor's version\n"

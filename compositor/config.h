@@ -99,7 +99,11 @@ struct qw_config {
 		bool boost;
 		unsigned int hidden_frame_rate; /* Hz, for covered or off-screen windows */
 	} scheduling;
+	/* Per-output settings by connector name (output_config.h). */
+	struct qw_output_config *outputs;
+	size_t output_count;
 	bool in_scheduling_block; /* parse state: between "scheduling {" and "}" */
+	char *output_block; /* parse state: the NAME of an open "output NAME {" */
 	unsigned int error_count; /* bad lines seen while loading */
 };
 
@@ -124,6 +128,9 @@ bool config_apply_line(struct qw_config *config, const char *line, char *msg, si
  * Returns a newly allocated path, or NULL if none exists.
  */
 char *config_find_default(void);
+
+/* WIDTHxHEIGHT[@HZ[Hz]]; false if it is not one (or out of range). */
+bool config_parse_mode(const char *s, int *w, int *h, int *mhz);
 
 const char *config_button_name(enum qw_button_kind kind);
 bool config_parse_button(const char *name, enum qw_button_kind *kind);

@@ -19,6 +19,9 @@
 #include "client_identity.h"
 #include "ipc_commands.h"
 #include "output.h"
+#include "output_apply.h"
+#include "output_config.h"
+#include "output_headless.h"
 #include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_gate.h"
@@ -147,11 +150,51 @@ static struct json_object *cmd_outputs(struct qw_server *server) {
 		json_object_object_add(obj, "x", json_object_new_int(box.x));
 		json_object_object_add(obj, "y", json_object_new_int(box.y));
 		json_object_object_add(obj, "scale", json_object_new_double(o->scale));
+		json_object_object_add(obj, "transform",
+				json_object_new_string(output_transform_name(o->transform)));
+		/* The size windows see: the mode turned and divided by the scale. */
+		json_object_object_add(obj, "logical_width", json_object_new_int(box.width));
+		json_object_object_add(obj, "logical_height", json_object_new_int(box.height));
 		json_object_object_add(obj, "enabled", json_object_new_boolean(o->enabled));
 		json_object_array_add(list, obj);
 	}
 	json_object_object_add(reply, "outputs", list);
 	return reply;
+}
+
+/* {"command": "output-add", "width": W, "height": H} or
+ * {"command": "output-remove", "name": NAME}: headless outputs only. */
+static struct json_object *cmd_output_plug(struct qw_server *server, struct json_object *req,
+		bool add) {
+	char err[256], name[64];
+	struct json_object *arg;
+	if (add) {
+		struct json_object *h;
+		if (!json_object_object_get_ex(req, "width", &arg) ||
+				!json_object_object_get_ex(req, "height", &h) ||
+				!json_object_is_type(arg, json_type_int) ||
+				!json_object_is_type(h, json_type_int)) {
+			return ipc_reply_error("output-add wants integer 'width' and 'height'");
+		}
+		int64_t w = json_object_get_int64(arg), hh = json_object_get_int64(h);
+		if (w > 16384 || hh > 16384 || w < 0 || hh < 0) {
+			return ipc_reply_error("output size wants 64 to 16384 pixels each way");
+		}
+		if (!output_headless_add(server, (int)w, (int)hh, name, sizeof(name), err, sizeof(err))) {
+			return ipc_reply_error("%s", err);
+		}
+		struct json_object *reply = reply_ok();
+		json_object_object_add(reply, "name", ipc_json_text(name));
+		return reply;
+	}
+	if (!json_object_object_get_ex(req, "name", &arg) ||
+			!json_object_is_type(arg, json_type_string)) {
+		return ipc_reply_error("output-remove wants a string 'name'");
+	}
+	if (!output_headless_remove(server, json_object_get_string(arg), err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	return reply_ok();
 }
 
 static struct qw_view *lookup_view(struct qw_server *server, struct json_object *req,
@@ -415,6 +458,9 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 
 static struct json_object *cmd_reload(struct qw_server *server) {
 	char err[256] = "";
+	if (!output_config_reload(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
 	if (!qos_link_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -577,6 +623,8 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_windows(server);
 	} else if (strcmp(command, "outputs") == 0) {
 		reply = cmd_outputs(server);
+	} else if (strcmp(command, "output-add") == 0 || strcmp(command, "output-remove") == 0) {
+		reply = cmd_output_plug(server, req, command[7] == 'a');
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

@@ -17,6 +17,8 @@ apt_packages=(
 	# the virtual machine stage (tests/vm): Debian's kernel under QEMU,
 	# booted by virtme-ng (pip), and seatd for the DRM session there
 	qemu-system-x86 linux-image-amd64 busybox-static seatd
+	# wlr-output-management client for the output tests
+	wlr-randr
 )
 
 sudo=()
