@@ -876,27 +876,76 @@ static void release_if_unused(struct qos_reserve *r) {
 	}
 }
 
-bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
-		size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
-		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+/*
+ * A join in progress: what it has done so far, which join_undo takes back
+ * in reverse order when a later step fails.
+ */
+struct join {
+	struct qos_manager *mgr;
+	struct qos_reserve *r;
+	struct qos_member *m; /* the new member; owned by the join until added */
+	struct qos_member *old; /* its membership in another reserve, left on the way */
+	bool already; /* nothing to do: it is in r already */
+	bool first; /* the reserve's first member */
+	bool admitted; /* past admission: the grant goes back if no member is left */
+	bool placed; /* being moved into r's group, its origin journaled */
+	bool released; /* its real-time threads made time-sharing before the move */
+	bool moved; /* home from old as time-sharing: a failure gives its class back */
+	bool added; /* listed in r: leaving undoes all the rest */
+	uint64_t now_us; /* when its period starts and its clocks are read */
+};
+
+static void join_undo(struct join *j) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_member *m = j->m;
+	if (!m)
+		return;
+	if (j->added) {
+		qos_member_remove(m, true, false);
+		return;
+	}
+	if (m->outside_root)
+		qos_guardian_track(mgr, m, false);
+	if (j->placed) {
+		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+		if (j->released || j->moved)
+			qos_reserve_restore_sched(j->r, m, m->pid, &m->orig);
+		qos_journal_forget(&mgr->cg, j->r->group, m->pid, m->tid);
+	}
+	if (j->admitted)
+		release_if_unused(j->r);
+	if (m->pidfd >= 0)
+		close(m->pidfd);
+	qos_member_close_task_dir(mgr, m);
+	member_free(m);
+}
+
+/* The reserve to join: named, or made now from its qosrc definition. */
+static bool join_find_reserve(struct join *j, const char *name, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
 	if (!name) {
 		snprintf(err, err_len, "no reserve name");
 		return false;
 	}
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r && mgr->rules) {
+	j->r = qos_find_reserve(mgr, name);
+	if (!j->r && mgr->rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
 		if (def && !qos_reserve_set(mgr, name, &def->params, true, false, err, err_len))
 			return false;
-		r = qos_find_reserve(mgr, name);
+		j->r = qos_find_reserve(mgr, name);
 	}
-	if (!r) {
+	if (!j->r) {
 		snprintf(err, err_len, "no reserve named '%s'", name);
 		return false;
 	}
-	struct qos_member *m = calloc(1, sizeof(*m));
+	return true;
+}
+
+/* Whether the task may join r now; opens the pidfd it is held by. */
+static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m = calloc(1, sizeof(*m));
 	if (!m) {
 		snprintf(err, err_len, "out of memory");
 		return false;
@@ -909,80 +958,88 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	if (!m->start_time) {
 		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
 				m->tid ? m->tid : pid);
-		goto err_free;
+		return false;
 	}
 	if (!may_join(mgr, r, pid, m->tid, err, err_len))
-		goto err_free;
+		return false;
 	if (m->tid && find_process_member_in(r, pid)) {
-		/* Already in it, with its whole process. */
-		member_free(m);
+		j->already = true; /* with its whole process */
 		return true;
 	}
 	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
-		goto err_free;
-	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_free;
-	}
+		return false;
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
-	if (!qos_guardian_allows(mgr, &r->params, err, err_len)) {
+	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len) ||
+			!qos_guardian_allows(mgr, &r->params, err, err_len)) {
 		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_free;
+		return false;
 	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
-		goto err_free;
+		return false;
 	}
-	bool first = r->n_members == 0;
-	if (first && !admit(r, err, err_len))
-		goto err_close;
-	if (!ensure_group(r, err, err_len))
-		goto err_admit;
-	/*
-	 * The first member gets the group of the reserve's own policy: a new
-	 * group has none yet, and the last member to leave thawed the group
-	 * and may have left it in its fallback (cpu.idle).  A group the kernel
-	 * refuses the reserve's real-time bandwidth would hold its members to
-	 * less than the manager counts (or to what it held before).
-	 */
-	int gerr = first ? qos_reserve_apply_group(r) : 0;
-	if (gerr) {
-		if (r->params.policy == QOS_POLICY_PAUSE)
-			snprintf(err, err_len,
-					"'%s' refused by the kernel: its group cannot be "
-					"frozen: %s",
-					r->name, strerror(-gerr));
-		else {
-			char why[384];
-			qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
-			snprintf(err, err_len,
-					"'%s' refused by the kernel: its group cannot get %s "
-					"real-time bandwidth: %s",
-					r->name, qos_policy_name(r->params.policy), why);
-		}
-		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_admit;
-	}
+	return true;
+}
 
-	/* Joining implies leaving: a task is in at most one reserve. */
-	struct qos_member *old = qos_find_member(mgr, pid, m->tid);
-	bool moved = false; /* home from old as time-sharing: a failure gives its class back */
+/*
+ * Admission for the first member, and the group.  The first member gets
+ * the group of the reserve's own policy: a new group has none yet, and the
+ * last member to leave thawed the group and may have left it in its
+ * fallback (cpu.idle).  A group the kernel refuses the reserve's real-time
+ * bandwidth would hold its members to less than the manager counts (or to
+ * what it held before).
+ */
+static bool join_admit(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	if (j->already)
+		return true;
+	j->first = r->n_members == 0;
+	if (j->first && !admit(r, err, err_len))
+		return false;
+	j->admitted = true;
+	if (!ensure_group(r, err, err_len))
+		return false;
+	int gerr = j->first ? qos_reserve_apply_group(r) : 0;
+	if (!gerr)
+		return true;
+	if (r->params.policy == QOS_POLICY_PAUSE) {
+		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be frozen: %s",
+				r->name, strerror(-gerr));
+	} else {
+		char why[384];
+		qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
+		snprintf(err, err_len,
+				"'%s' refused by the kernel: its group cannot get %s real-time bandwidth: %s",
+				r->name, qos_policy_name(r->params.policy), why);
+	}
+	mgr->last_refusal = QOS_REFUSAL_CAPACITY;
+	qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, j->m->pid, j->m->tid, 0, "%s", err);
+	return false;
+}
+
+/*
+ * Joining implies leaving: a task is in at most one reserve.  Where it
+ * comes from is where it was before its old reserve, and its class the one
+ * it had before that.
+ */
+static bool join_origin(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_member *m = j->m;
+	struct qos_member *old = j->old = qos_find_member(mgr, m->pid, m->tid);
 	if (old == NULL && m->tid == 0) {
 		/* Threads of this process joined individually are folded into it. */
 		struct qos_member *t;
-		while ((t = find_thread_member(mgr, pid, r)))
+		while ((t = find_thread_member(mgr, m->pid, j->r)))
 			qos_member_remove(t, true, false);
 	}
+	if (old && old->reserve == j->r) {
+		j->already = true;
+		return true;
+	}
 	if (old) {
-		if (old->reserve == r) {
-			close(m->pidfd);
-			qos_member_close_task_dir(mgr, m);
-			member_free(m);
-			return true;
-		}
 		/* Keep the original placement, not the reserve it is leaving. */
 		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
 		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
@@ -990,113 +1047,145 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Home and time-sharing on the way, not its old class: fifo
 		 * there, it could not enter a group without real-time runtime. */
 		old->moving = true;
-		moved = true;
+		j->moved = true;
 		qos_member_remove(old, true, false);
 	} else {
 		capture_orig(mgr, m);
 	}
 	if (!m->orig_v2[0] &&
-			!qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2, sizeof(m->orig_v2), m->orig_cpu,
-					sizeof(m->orig_cpu))) {
-		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
-		goto err_admit;
+			!qos_cgroup_current(&mgr->cg, m->pid, m->tid, m->orig_v2, sizeof(m->orig_v2),
+					m->orig_cpu, sizeof(m->orig_cpu))) {
+		snprintf(err, err_len, "cannot read the cgroup of %d", m->pid);
+		return false;
 	}
 	if (!old)
 		origin_in_our_group(mgr, m);
+	return true;
+}
+
+/*
+ * Moves the task into r's group and lists it, watched for its exit
+ * (unwatched, its exit would go unseen and a recycled pid could be given
+ * its class; closing the pidfd on the way out unwatches it).
+ */
+static bool join_place(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	pid_t id = m->tid ? m->tid : m->pid;
+	if (j->already)
+		return true;
+	if (!join_origin(j, err, err_len))
+		return false;
+	if (j->already)
+		return true;
 	/* Before the move: a crash right after it must still find the way back. */
 	journal_origin(r, m);
-	bool released = release_rt_before_move(r, m);
+	j->released = release_rt_before_move(r, m);
+	j->placed = true;
 	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
-				   : qos_cgroup_attach_process(&mgr->cg, r->group, pid);
+				   : qos_cgroup_attach_process(&mgr->cg, r->group, m->pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
-		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid, r->name,
-				strerror(-e));
-		goto err_restore;
+		snprintf(err, err_len, "cannot move %d into '%s': %s", id, r->name, strerror(-e));
+		return false;
 	}
-	if (e == -ENOTSUP) {
-		/* Before it can get a real-time policy, which the guardian must
-		 * undo if the manager dies: it finds no trace of it in our groups. */
-		if (!qos_guardian_track(mgr, m, true)) {
-			if (errno == ENOSPC)
-				snprintf(err, err_len,
-						"already %d thread members outside the manager's "
-						"groups, as many as its guardian can restore after a crash",
-						QOS_GUARDIAN_MAX_THREADS);
-			else
-				snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
-						strerror(errno));
-			goto err_restore;
-		}
-		m->outside_root = true;
+	/* Before it can get a real-time policy, which the guardian must undo
+	 * if the manager dies: it finds no trace of it in our groups. */
+	if (e == -ENOTSUP && !qos_guardian_track(mgr, m, true)) {
+		if (errno == ENOSPC)
+			snprintf(err, err_len,
+					"already %d thread members outside the manager's groups, as many as "
+					"its guardian can restore after a crash",
+					QOS_GUARDIAN_MAX_THREADS);
+		else
+			snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
+					strerror(errno));
+		return false;
 	}
+	m->outside_root = e == -ENOTSUP;
 	/* The pid may have been recycled while we moved it: check again. */
 	if (!member_alive(m)) {
-		snprintf(err, err_len, "%d exited while joining", pid);
-		goto err_restore;
+		snprintf(err, err_len, "%d exited while joining", m->pid);
+		return false;
 	}
-	/*
-	 * Unwatched, its exit would go unseen and a recycled pid could be given
-	 * its class.  Closing the pidfd on the way out unwatches it.
-	 */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0) {
-		snprintf(err, err_len, "cannot watch %d for its exit: %s", m->tid ? m->tid : pid,
-				strerror(errno));
-		goto err_restore;
+		snprintf(err, err_len, "cannot watch %d for its exit: %s", id, strerror(errno));
+		return false;
 	}
 	m->reserve = r;
 	if (!add_member(r, m)) {
 		snprintf(err, err_len, "out of memory");
-		goto err_restore;
+		return false;
 	}
-	if (m->tid)
-		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
-	else
-		qos_sys_process_clock_us(pid, &m->clock_base_us);
-	if (m->tid == 0) {
-		/*
-		 * Its threads that joined this reserve one by one are part of the
-		 * process member now (those of other reserves left above).  Kept
-		 * in place, and their RLIMIT_RTTIME record passes to it; listed on
-		 * they would be sent home apart, and made real-time again by the
-		 * next pass wherever they were.  After its clock is read: the
-		 * events this sends may bring the reserve's accounting up to date.
-		 */
-		struct qos_member *t;
-		bool folded = false;
-		while ((t = find_thread_member_in(r, pid))) {
-			/* Read at the join, its class was the reserve's, not its own. */
-			set_thread_orig(m, t->tid, &t->orig);
-			folded = true;
-			if (t->rttime_bounded && !m->rttime_bounded) {
-				m->rttime_bounded = true;
-				m->old_rt_soft = t->old_rt_soft;
-				m->old_rt_hard = t->old_rt_hard;
-			}
-			t->rttime_bounded = false;
-			qos_member_remove(t, false, false);
-		}
-		if (folded)
-			journal_origin(r, m); /* with the folded threads' own classes */
-	}
-	qos_member_bound_rttime(m);
+	j->added = true;
+	return true;
+}
 
-	/*
-	 * The period starts, and the clocks are read, before the member gets its
-	 * policy: a real-time member on the manager's CPU runs from that moment,
-	 * and the manager with it only once the kernel throttles the member.
-	 * Started after, the period began that much late, what the member ran
-	 * meanwhile was counted as before the join, and the kernel's real-time
-	 * window stayed that far ahead of the manager's periods for good (the
-	 * member throttled in half of every period instead of running on as
-	 * its fallback: test_fifo_safety_limit_runs_on_as_other).
-	 */
-	uint64_t now = qos_sys_now_us();
-	if (first) {
+/*
+ * Its threads that joined this reserve one by one are part of the process
+ * member now (those of other reserves left in join_origin).  Kept in place,
+ * and their RLIMIT_RTTIME record passes to it; listed on they would be sent
+ * home apart, and made real-time again by the next pass wherever they were.
+ * After its clock is read: the events this sends may bring the reserve's
+ * accounting up to date.
+ */
+static void join_fold_threads(struct join *j) {
+	struct qos_member *m = j->m;
+	struct qos_member *t;
+	bool folded = false;
+	while ((t = find_thread_member_in(j->r, m->pid))) {
+		/* Read at the join, its class was the reserve's, not its own. */
+		set_thread_orig(m, t->tid, &t->orig);
+		folded = true;
+		if (t->rttime_bounded && !m->rttime_bounded) {
+			m->rttime_bounded = true;
+			m->old_rt_soft = t->old_rt_soft;
+			m->old_rt_hard = t->old_rt_hard;
+		}
+		t->rttime_bounded = false;
+		qos_member_remove(t, false, false);
+	}
+	if (folded)
+		journal_origin(j->r, m); /* with the folded threads' own classes */
+}
+
+/*
+ * The period starts, and the clocks are read, before the member gets its
+ * policy: a real-time member on the manager's CPU runs from that moment,
+ * and the manager with it only once the kernel throttles the member.
+ * Started after, the period began that much late, what the member ran
+ * meanwhile was counted as before the join, and the kernel's real-time
+ * window stayed that far ahead of the manager's periods for good (the
+ * member throttled in half of every period instead of running on as its
+ * fallback).
+ */
+static void join_start_clocks(struct join *j) {
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	if (m->tid)
+		qos_sys_thread_cpu_us(m->pid, m->tid, &m->cpu_base_us);
+	else
+		qos_sys_process_clock_us(m->pid, &m->clock_base_us);
+	if (m->tid == 0)
+		join_fold_threads(j);
+	qos_member_bound_rttime(m);
+	j->now_us = qos_sys_now_us();
+	if (j->first) {
 		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
-				qos_reserve_period_origin(r, now), qos_reserve_own_cpu_us(r));
+				qos_reserve_period_origin(r, j->now_us), qos_reserve_own_cpu_us(r));
 		r->police.parallel = 1;
 	}
+}
+
+/* Gives the member the policy the reserve is in now (its own, or its fallback). */
+static bool join_apply(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	if (j->already)
+		return true;
+	join_start_clocks(j);
 	enum qos_policy active =
 			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
@@ -1116,8 +1205,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
 				? QOS_REFUSAL_CAPACITY
 				: QOS_REFUSAL_ERROR;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		qos_member_remove(m, true, false);
+		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, m->pid, m->tid, 0, "%s", err);
 		return false;
 	}
 	if (m->tid == 0 || qos_reserve_count_threads(r) > 1) {
@@ -1125,27 +1213,35 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	}
 	qos_root_weight_update(mgr);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
+	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, m->pid, m->tid, 0, "%s",
 			qos_policy_name(r->params.policy));
-	qos_reserve_check(r, now);
+	qos_reserve_check(r, j->now_us);
+	return true;
+}
+
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
+		size_t err_len) {
+	if (qos_refuse_reentry(mgr, err, err_len))
+		return false;
+	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	struct join j = { .mgr = mgr };
+	if (!join_find_reserve(&j, name, err, err_len))
+		return false;
+	if (!join_check(&j, pid, tid, err, err_len) || !join_admit(&j, err, err_len) ||
+			!join_place(&j, err, err_len) || !join_apply(&j, err, err_len)) {
+		join_undo(&j);
+		return false;
+	}
+	if (j.already) {
+		/* Nothing was changed: only the unused member goes. */
+		if (j.m->pidfd >= 0)
+			close(j.m->pidfd);
+		qos_member_close_task_dir(mgr, j.m);
+		member_free(j.m);
+		return true;
+	}
 	qos_manager_rearm(mgr);
 	return true;
-
-err_restore:
-	if (m->outside_root)
-		qos_guardian_track(mgr, m, false);
-	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	if (released || moved)
-		qos_reserve_restore_sched(r, m, pid, &m->orig);
-	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
-err_admit:
-	release_if_unused(r);
-err_close:
-	close(m->pidfd);
-err_free:
-	qos_member_close_task_dir(mgr, m);
-	member_free(m);
-	return false;
 }
 
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
