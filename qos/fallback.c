@@ -304,7 +304,7 @@ static void enter_fallback(struct qos_reserve *r) {
 		if (!kernel_caps(r) || r->police.billed_us > 0 || r->police.debt_us > 0) {
 			int e = qos_cgroup_freeze(cg, r->group, true);
 			if (e < 0)
-				qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 						"cannot freeze at the limit: %s", strerror(-e));
 			/* Applied all the same: the thaw at the boundary is harmless. */
 			r->fb_applied = true;
@@ -353,7 +353,8 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 		 * watches the slice again from here.
 		 */
 		qos_police_resume(&r->police, now_us, qos_reserve_own_cpu_us(r));
-		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
+				NULL);
 		if (due > now_us + QOS_POLICE_MIN_STEP_US)
 			due = now_us + QOS_POLICE_MIN_STEP_US;
 	}
@@ -381,7 +382,7 @@ void qos_reserve_leave_fallback(struct qos_reserve *r) {
 		if (e < 0 && p->policy != QOS_POLICY_PAUSE) {
 			/* Still frozen: qos_reserve_check tries again. */
 			r->fb_applied = true;
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot thaw the group after its fallback: %s", strerror(-e));
 		}
 		return;
@@ -555,7 +556,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	r->police.margin_us = r->police.kernel_enforced ? 0 : SWITCH_MARGIN_US;
 	enum qos_police_transition t = qos_police_update(&r->police, now_us, own, &r->next_check_us);
 	if (r->police.late_overrun) {
-		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0, r->police.last_used_us,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_OVERRUN, r->name, 0, 0, r->police.last_used_us,
 				"slice of %lluus used by the end of the period",
 				(unsigned long long)r->params.slice_us);
 		/* Used up again at once (billed time owed): the fallback holds. */
@@ -564,13 +565,14 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	}
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
-		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_OVERRUN, r->name, 0, 0,
 				qos_police_used_us(&r->police) + r->police.projected_us,
 				"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
 				qos_policy_name(r->params.fallback));
 	} else if (t == QOS_POLICE_RESTORE) {
 		qos_reserve_leave_fallback(r);
-		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
+				NULL);
 	} else if (r->fb_applied && !r->police.in_fallback && r->params.fallback == QOS_POLICY_PAUSE) {
 		qos_reserve_leave_fallback(r); /* a thaw that failed */
 	}
@@ -605,7 +607,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
 			r->next_check_us = r->police.switch_at_us;
 	} else {
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"no CPU-time notifications (%s): polling instead", strerror(-e));
 		r->timers_refused = true;
 		r->police.notified = false;
@@ -644,13 +646,13 @@ static bool bill(struct qos_reserve *r, uint64_t usec) {
 	/* Without a limit the bill is only reported: there is nothing to decide. */
 	if (qos_params_has_limit(&r->params)) {
 		qos_reserve_check(r, now);
-		qos_manager_rearm(r->mgr);
+		qos_reserve_rearm(r->mgr);
 	}
 	return true;
 }
 
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) {
-	if (!name || qos_refuse_reentry(mgr, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	/* Without members no period runs: the first join starts the books afresh. */
@@ -660,7 +662,7 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) 
 }
 
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	/* Whole processes only: see qos.h for a process some threads of which are members. */
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
@@ -668,7 +670,7 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec) {
 }
 
 bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on) {
-	if (!name || qos_refuse_reentry(mgr, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	struct qos_reserve *r = qos_find_reserve(mgr, name);
 	if (!r)
@@ -678,7 +680,7 @@ bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool 
 	r->watched = on;
 	if (r->n_members) {
 		qos_reserve_check(r, qos_sys_now_us());
-		qos_manager_rearm(mgr);
+		qos_reserve_rearm(mgr);
 	}
 	return true;
 }

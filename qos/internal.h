@@ -4,6 +4,7 @@
 
 #include "qos/admission.h"
 #include "qos/cgroup.h"
+#include "qos/event.h"
 #include "qos/police.h"
 #include "qos/qos.h"
 #include "qos/sys.h"
@@ -130,7 +131,7 @@ struct qos_manager {
 	int64_t dl_clock_offset_ns; /* scheduler clock - CLOCK_MONOTONIC */
 	uint64_t dl_calibrated_us; /* when a fresh reservation last refined it */
 	uint64_t tick_us; /* the scheduler tick (qos_sys_tick_us) */
-	enum qos_refusal last_refusal; /* why the last refused call was refused */
+	struct qos_events events; /* the embedder's callback; why the last call was refused */
 	bool journal_warned; /* a member's origin could not be recorded */
 	int epoll_fd;
 	int timer_fd;
@@ -156,7 +157,6 @@ struct qos_manager {
 	int canary_stop_fd; /* eventfd that ends our canary thread */
 	bool canary_running; /* our own canary thread (not watchdog_external_canary) */
 	unsigned long canary_thread;
-	unsigned emitting; /* depth of event callbacks running (qos_emit) */
 	struct qos_watchdog watchdog;
 	uint64_t watchdog_run_delay_us; /* the loop thread's run delay at the last check */
 	struct qos_thread_cache threads;
@@ -200,9 +200,6 @@ void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m);
 void qos_threads_keep(struct qos_manager *mgr, bool keep);
 void qos_threads_finish(struct qos_manager *mgr);
 
-void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
-		pid_t tid, uint64_t used_us, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-
 struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name);
 /* The reserve whose cgroup directory has this name, or NULL. */
 struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group);
@@ -216,12 +213,6 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited);
  * The bound stays until m leaves.
  */
 void qos_member_bound_rttime(struct qos_member *m);
-/*
- * True (err filled, when given) while the event callback runs: public calls
- * that change reserves or members refuse then (qos.h), since the call the
- * event came from is in the middle of walking them.
- */
-bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len);
 /*
  * The populated fifo/rr reserves other than except, with their limits, as
  * text ("'a' (90%), 'b' (20%)"); returns its length.  Their groups hold our
@@ -243,7 +234,8 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us);
 void qos_reserve_housekeeping(struct qos_reserve *r);
 /* Adoption, thread policy and a check for a reserve whose member forked. */
 void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us);
-void qos_manager_rearm(struct qos_manager *mgr);
+/* Arms the manager's timer for the earliest time a reserve needs a look. */
+void qos_reserve_rearm(struct qos_manager *mgr);
 void qos_demote_all_rt(struct qos_manager *mgr);
 void qos_root_weight_update(struct qos_manager *mgr);
 void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer);

@@ -1,7 +1,6 @@
 /* The manager object: setup, event loop integration, events and queries. */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,63 +27,6 @@ void qos_manager_config_init(struct qos_manager_config *config) {
 	};
 }
 
-void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
-		pid_t tid, uint64_t used_us, const char *fmt, ...) {
-	if (!mgr->config.event)
-		return;
-	char msg[512];
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-	}
-	struct qos_event ev = {
-		.type = type,
-		.reserve = reserve,
-		.pid = pid,
-		.tid = tid,
-		.used_us = used_us,
-		.message = fmt ? msg : NULL,
-	};
-	mgr->emitting++;
-	mgr->config.event(mgr->config.event_data, &ev);
-	mgr->emitting--;
-}
-
-bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len) {
-	if (!mgr->emitting)
-		return false;
-	if (err && err_len)
-		snprintf(err, err_len,
-				"called from the QoS event callback, which may only query: "
-				"defer the change to the event loop");
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
-	return true;
-}
-
-void qos_manager_rearm(struct qos_manager *mgr) {
-	uint64_t next = mgr->housekeeping_us;
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->next_check_us < next)
-			next = r->next_check_us;
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
-			next = r->fork_pass_us + QOS_FORK_PASS_US;
-		if (r->rtg_retry_us && r->rtg_retry_us < next)
-			next = r->rtg_retry_us;
-	}
-	if (next == mgr->armed_us)
-		return;
-	mgr->armed_us = next;
-	struct itimerspec its = {
-		.it_value = { .tv_sec = (time_t)(next / 1000000u),
-				.tv_nsec = (long)(next % 1000000u) * 1000 },
-	};
-	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-		its.it_value.tv_nsec = 1;
-	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
 struct qos_manager *qos_manager_create(const struct qos_manager_config *config, char *err,
 		size_t err_len) {
 	struct qos_manager *mgr = calloc(1, sizeof(*mgr));
@@ -93,6 +35,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		return NULL;
 	}
 	mgr->config = *config;
+	mgr->events = (struct qos_events){ .fn = config->event, .data = config->event_data };
 	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->guardian_pidfd =
 			mgr->canary_fd = mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
@@ -138,7 +81,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
 		goto err_free;
 	if (!mgr->cg.cpu_ctl)
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"no cpu controller in %s (the "
 				"parent does not delegate it): reserve groups get no weight, idle flag or "
 				"quota; nice and classes act per thread, and ceilings by freezing",
@@ -174,7 +117,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		goto err_guardian;
 	}
 	mgr->housekeeping_us = qos_sys_now_us() + QOS_HOUSEKEEPING_US;
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return mgr;
 
 err_guardian:
@@ -195,7 +138,7 @@ err_free:
 void qos_manager_destroy(struct qos_manager *mgr) {
 	if (!mgr)
 		return;
-	if (mgr->emitting) {
+	if (mgr->events.depth) {
 		/* The calls the callback came from would go on with freed state. */
 		fprintf(stderr, "qos_manager_destroy called from the QoS event callback\n");
 		abort();
@@ -261,7 +204,7 @@ static void run_timers(struct qos_manager *mgr) {
 }
 
 int qos_manager_dispatch(struct qos_manager *mgr) {
-	if (qos_refuse_reentry(mgr, NULL, 0)) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		errno = EDEADLK;
 		return -1;
 	}
@@ -308,7 +251,7 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 	}
 	if (timers)
 		run_timers(mgr);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return n;
 }
 
@@ -350,7 +293,7 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
 		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
 			r->wd_before = now->params;
-			qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 					"qosrc makes it real-time, "
 					"but real-time grants are suspended for %llus after a starvation alarm: it "
 					"stays other until a reload after the cool-down",
@@ -361,13 +304,13 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		bool vetoed = r->n_members && c->may_redefine &&
 				!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
 		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
-			qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"qosrc's new parameters were refused (%s); it keeps the old ones", err);
 	}
 }
 
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	if (rules == mgr->rules)
 		return true;
@@ -379,15 +322,15 @@ bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
 }
 
 enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr) {
-	return mgr->last_refusal;
+	return mgr->events.last_refusal;
 }
 
 bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id, bool *applied,
 		char *err, size_t err_len) {
 	*applied = false;
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	if (!mgr->rules)
 		return true;
 	char exe[PATH_MAX], cmd[4096];
@@ -464,9 +407,9 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 	 * from the event callback they are (a check of this very reserve may
 	 * be what called it, in the middle of applying its result).
 	 */
-	if (r->n_members && !mgr->emitting) {
+	if (r->n_members && !mgr->events.depth) {
 		qos_reserve_check(r, qos_sys_now_us());
-		qos_manager_rearm(mgr);
+		qos_reserve_rearm(mgr);
 	}
 	fill_info(r, out);
 	return true;

@@ -109,7 +109,7 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 	if (e2 == -ESRCH)
 		return;
 	const char *to = whole_process ? near_v2 : near_cpu;
-	qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, tid, 0,
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, tid, 0,
 			"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
 			v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
 			e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
@@ -154,7 +154,7 @@ bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_param
 			"cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
 			"needs CAP_SYS_RESOURCE): no %s without the bound",
 			pid, strerror(-e), qos_policy_name(p->policy));
-	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	mgr->events.last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
@@ -167,7 +167,7 @@ void qos_member_bound_rttime(struct qos_member *m) {
 			&m->old_rt_hard);
 	if (e != 0) {
 		if (e != -ESRCH)
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 					"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 		return;
 	}
@@ -175,7 +175,7 @@ void qos_member_bound_rttime(struct qos_member *m) {
 	/* The guard looks once a pass, and needs three of them under the limit. */
 	if (m->old_rt_hard < r->mgr->config.rttime_us &&
 			m->old_rt_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
 				"move a thread that runs without sleeping to other in time: the kernel kills "
 				"one that runs that long",
@@ -409,7 +409,7 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner) {
 	/* The group keeps its directory name: cgroup2 cannot rename groups. */
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->owner = new_owner;
-	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
+	qos_event_emit(&r->mgr->events, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
 	return true;
 }
 
@@ -467,8 +467,8 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 			break;
 		}
 	}
-	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid, m->tid,
-			0, NULL);
+	qos_event_emit(&mgr->events, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name,
+			m->pid, m->tid, 0, NULL);
 	pid_t gone = m->pid;
 	qos_member_close_task_dir(mgr, m);
 	member_free(m);
@@ -502,7 +502,7 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
 	if (qos_policy_is_rt(r->params.policy) && !qos_rt_grants_allowed(mgr, now, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
 		return false;
 	}
 	if (r->params.policy != QOS_POLICY_QOS || r->granted)
@@ -511,13 +511,14 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	uint64_t ppm = qos_params_util_ppm(&r->params);
 	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
 		snprintf(err, err_len, "reserve '%s' refused: %s", r->name, why);
-		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
+		mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
 		return false;
 	}
 	r->granted = true;
 	r->granted_ppm = ppm;
-	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU", ppm / 1e4);
+	qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU",
+			ppm / 1e4);
 	return true;
 }
 
@@ -645,7 +646,7 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 	}
 	if (err && !mgr->journal_warned) {
 		mgr->journal_warned = true;
-		qos_emit(mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"cannot record where %d came from (%s): after a crash it would return "
 				"to another member's cgroup",
 				m->tid ? m->tid : m->pid, strerror(-err));
@@ -754,7 +755,8 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
 	journal_origin(r, m);
 	qos_member_bound_rttime(m);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d", origin->pid);
+	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
+			origin->pid);
 	unsigned n = (unsigned)qos_reserve_count_threads(r);
 	r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	return true;
@@ -843,15 +845,15 @@ static void member_changed(struct qos_reserve *r) {
 	uint64_t now = qos_sys_now_us();
 	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
 		r->fork_pending = true;
-		qos_manager_rearm(mgr);
+		qos_reserve_rearm(mgr);
 		return;
 	}
 	qos_reserve_fork_pass(r, now);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 }
 
 void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return; /* the next housekeeping pass finds the child */
 	struct qos_member *m = qos_find_member(mgr, parent, 0);
 	if (!m || parent == child || qos_find_member(mgr, child, 0))
@@ -860,7 +862,7 @@ void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
 }
 
 void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return; /* the next housekeeping pass finds the thread */
 	struct qos_member *m = qos_find_member(mgr, pid, 0);
 	if (!m || pid == tid)
@@ -972,7 +974,8 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 	 * real-time class, or stay frozen, after a crash with no guardian. */
 	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len) ||
 			!qos_guardian_allows(mgr, &r->params, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s",
+				err);
 		return false;
 	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
@@ -1015,8 +1018,9 @@ static bool join_admit(struct join *j, char *err, size_t err_len) {
 				"'%s' refused by the kernel: its group cannot get %s real-time bandwidth: %s",
 				r->name, qos_policy_name(r->params.policy), why);
 	}
-	mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-	qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, j->m->pid, j->m->tid, 0, "%s", err);
+	mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
+	qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, j->m->pid, j->m->tid, 0,
+			"%s", err);
 	return false;
 }
 
@@ -1202,10 +1206,11 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 				qos_reserve_policy_error(active, perr));
 		/* EBUSY: the kernel's deadline bound; EPERM for fifo/rr: no RT group
 		 * bandwidth left.  Both are capacity, not permission. */
-		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
+		mgr->events.last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
 				? QOS_REFUSAL_CAPACITY
 				: QOS_REFUSAL_ERROR;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, m->pid, m->tid, 0, "%s", err);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, m->pid, m->tid, 0, "%s",
+				err);
 		return false;
 	}
 	if (m->tid == 0 || qos_reserve_count_threads(r) > 1) {
@@ -1213,7 +1218,7 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	}
 	qos_root_weight_update(mgr);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, m->pid, m->tid, 0, "%s",
+	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, m->pid, m->tid, 0, "%s",
 			qos_policy_name(r->params.policy));
 	qos_reserve_check(r, j->now_us);
 	return true;
@@ -1221,9 +1226,9 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 
 bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
 		size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	struct join j = { .mgr = mgr };
 	if (!join_find_reserve(&j, name, err, err_len))
 		return false;
@@ -1240,28 +1245,28 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		member_free(j.m);
 		return true;
 	}
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return true;
 }
 
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
 	if (!m)
 		return false;
 	qos_member_remove(m, true, false);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return true;
 }
 
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
 		char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
 	char name[QOS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	if (!params) {
 		snprintf(err, err_len, "no parameters");
 		return false;

@@ -312,7 +312,7 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 		t->verify_at_us = 0;
 		t->risky = true;
 	}
-	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+	qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, pid, tid, 0,
 			"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
 			r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
 }
@@ -352,7 +352,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	if (e < 0) {
 		/* EBUSY and the like: it stays in the fallback until housekeeping
 		 * gives the reserve's policy to every thread again. */
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
 				"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
 		return true;
 	}

@@ -93,7 +93,7 @@ static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s) {
 	pid_t pid = qos_sys_tgid(tid);
 	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard))
 		return false;
-	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
+	qos_event_emit(&c->mgr->events, QOS_EVENT_ERROR, c->group, pid, tid, 0,
 			"thread %d is given back as "
 			"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
 			"needs CAP_SYS_RESOURCE), and the kernel would kill it once it ran that long "
@@ -233,13 +233,14 @@ static int release_group(struct qos_manager *mgr, const char *name) {
 void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
 		int err) {
 	mgr->stale_groups++;
-	qos_emit(mgr, QOS_EVENT_ERROR, reserve, 0, 0, 0,
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, 0, 0, 0,
 			"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
 }
 
 static void reconcile_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
-	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0, "reconciling group left by an earlier instance");
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, name, 0, 0, 0,
+			"reconciling group left by an earlier instance");
 	int err = release_group(mgr, name);
 	if (err)
 		qos_reconcile_failed(mgr, name, name, err);

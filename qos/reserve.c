@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "qos/internal.h"
@@ -50,6 +51,29 @@ struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid
 	return NULL;
 }
 
+/* The manager's timer, at the earliest time a reserve needs a look. */
+void qos_reserve_rearm(struct qos_manager *mgr) {
+	uint64_t next = mgr->housekeeping_us;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->next_check_us < next)
+			next = r->next_check_us;
+		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
+			next = r->fork_pass_us + QOS_FORK_PASS_US;
+		if (r->rtg_retry_us && r->rtg_retry_us < next)
+			next = r->rtg_retry_us;
+	}
+	if (next == mgr->armed_us)
+		return;
+	mgr->armed_us = next;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(next / 1000000u),
+				.tv_nsec = (long)(next % 1000000u) * 1000 },
+	};
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 /* The starvation watchdog's cool-down suspends every new real-time grant. */
 bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len) {
 	uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, now);
@@ -59,7 +83,7 @@ bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, siz
 			"real-time grants are suspended for %llus after a starvation "
 			"alarm",
 			(unsigned long long)(left / 1000000u + 1));
-	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	mgr->events.last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
@@ -214,7 +238,7 @@ void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_
 	else
 		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
 	if (c.held)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
 				"real-time threads "
 				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
 				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
@@ -244,7 +268,7 @@ int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum q
 		.dl_runtime_ns = dl_runtime_ns };
 	qos_member_for_each_thread(r->mgr, m, set_one, &c);
 	if (c.err)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
 				"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
 				qos_reserve_policy_error(policy, c.err));
 	return c.err;
@@ -384,14 +408,14 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
 		if (e < 0)
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",
-					strerror(-e));
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+					"cannot set cpu quota: %s", strerror(-e));
 	}
 	if (cg->rt_group) {
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
 		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000, rt ? p->slice_us : 0);
 		if (e < 0 && rt) {
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot give the group real-time bandwidth: %s", strerror(-e));
 			rt_err = e;
 		}
@@ -399,8 +423,9 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 	int fe = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 	if (fe < 0) {
 		/* A pause that did not happen must not be reported as one. */
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot %s the group: %s",
-				p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw", strerror(-fe));
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				"cannot %s the group: %s", p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw",
+				strerror(-fe));
 		if (p->policy == QOS_POLICY_PAUSE && !rt_err)
 			rt_err = fe;
 	}
@@ -469,7 +494,7 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = r;
-	qos_emit(mgr, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
+	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
 	return r;
 }
 
@@ -500,7 +525,7 @@ void qos_reserve_free(struct qos_reserve *r) {
 	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
 		qos_reconcile_failed(mgr, r->name, r->group, err);
-	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
+	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);
 	free(r->members);
@@ -536,7 +561,7 @@ static bool change_check(struct change *c, char *err, size_t err_len) {
 	bool new_rt = qos_policy_is_rt(p->policy) && !qos_policy_is_rt(c->old.policy);
 	if (r->n_members && new_rt && !qos_rt_grants_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
 		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 		return false;
 	}
 	bool to_bounded = (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR) &&
@@ -545,7 +570,7 @@ static bool change_check(struct change *c, char *err, size_t err_len) {
 		if (!qos_member_rttime_boundable(mgr, p, r->members[i]->pid, why, sizeof(why))) {
 			snprintf(err, err_len, "cannot make '%s' %s: %s", name, qos_policy_name(p->policy),
 					why);
-			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+			qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 			return false;
 		}
 	}
@@ -555,7 +580,7 @@ static bool change_check(struct change *c, char *err, size_t err_len) {
 	if (r->n_members && !c->reverting && (new_rt || new_freeze) &&
 			!qos_guardian_allows(mgr, p, why, sizeof(why))) {
 		snprintf(err, err_len, "cannot change '%s': %s", name, why);
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 		return false;
 	}
 	return true;
@@ -571,7 +596,7 @@ static bool change_admit(struct change *c, char *err, size_t err_len) {
 	if (r->granted) {
 		if (!qos_admission_resize(&mgr->adm, r->granted_ppm, new_ppm, why, sizeof(why))) {
 			snprintf(err, err_len, "cannot grow '%s': %s", name, why);
-			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
+			mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
 			return false;
 		}
 		r->granted_ppm = new_ppm;
@@ -579,15 +604,15 @@ static bool change_admit(struct change *c, char *err, size_t err_len) {
 	} else if (new_ppm && r->n_members) {
 		if (!qos_admission_request(&mgr->adm, new_ppm, why, sizeof(why))) {
 			snprintf(err, err_len, "cannot make '%s' a qos reserve: %s", name, why);
-			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
+			mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
+			qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
 			return false;
 		}
 		r->granted = true;
 		r->granted_ppm = new_ppm;
 		/* A revert takes back what the refused change gave up: nothing new. */
 		if (!c->reverting)
-			qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
+			qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
 	}
 	return true;
 }
@@ -655,7 +680,7 @@ static bool change_apply(struct change *c, char *err, size_t err_len) {
 		snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters", name,
 				qos_reserve_policy_error(p->policy, c->perr));
 	}
-	qos_emit(c->mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
+	qos_event_emit(&c->mgr->events, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
 	return false;
 }
 
@@ -666,7 +691,7 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 static void change_undo(struct change *c) {
 	char ignored[256];
 	change(c->mgr, c->r, c->old, true, ignored, sizeof(ignored));
-	c->mgr->last_refusal =
+	c->mgr->events.last_refusal =
 			c->gerr || c->perr == -EBUSY || (c->p.policy != QOS_POLICY_QOS && c->perr == -EPERM)
 			? QOS_REFUSAL_CAPACITY
 			: QOS_REFUSAL_ERROR;
@@ -679,7 +704,7 @@ static void change_finish(struct change *c) {
 		qos_member_bound_rttime(r->members[i]);
 	qos_root_weight_update(c->mgr);
 	if (!c->reverting)
-		qos_emit(c->mgr, QOS_EVENT_PARAMS_CHANGED, r->name, 0, 0, 0, NULL);
+		qos_event_emit(&c->mgr->events, QOS_EVENT_PARAMS_CHANGED, r->name, 0, 0, 0, NULL);
 	qos_reserve_check(r, c->now_us);
 }
 
@@ -700,7 +725,7 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 		return false;
 	}
 	change_finish(&c);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return true;
 }
 
@@ -733,9 +758,9 @@ static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err
 
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
 		bool create, bool modify, char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	if (!name || !params) {
 		snprintf(err, err_len, "no reserve %s", name ? "parameters" : "name");
 		return false;
@@ -772,7 +797,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 }
 
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
 	if (!name) {
 		snprintf(err, err_len, "no reserve name");
@@ -814,7 +839,7 @@ void qos_demote_all_rt(struct qos_manager *mgr) {
 			r->wd_demoted = true;
 			r->wd_before = before;
 		}
-		qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 				"normal tasks starved: demoted to other");
 	}
 }

@@ -277,7 +277,7 @@ static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t s
 	open_stretch(e, sleeps, run);
 	e->pass_sleeps = sleeps;
 	e->pass_run_ns = run;
-	qos_emit(r->mgr, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
+	qos_event_emit(&r->mgr->events, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
 			"thread %d sleeps again: %s again", e->tid, qos_policy_name(r->params.policy));
 	return true;
 }
@@ -329,14 +329,15 @@ static void check_thread(pid_t tid, void *data) {
 			return; /* exited meanwhile: dropped at the next pass */
 		if (err) {
 			/* Still real-time: said so, and tried again at the next pass. */
-			qos_emit(c->r->mgr, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
+			qos_event_emit(&c->r->mgr->events, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
 					"cannot move thread %d, real-time for %.1f s without sleeping, to "
 					"other: %s (RLIMIT_RTTIME kills it at %.1f s)",
 					tid, (double)e->rt_ns / 1e9, strerror(-err), (double)c->bound_us / 1e6);
 		} else {
 			e->demoted = true;
 			is_rt = false;
-			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
+			qos_event_emit(&c->r->mgr->events, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid,
+					e->rt_ns / 1000u,
 					"thread %d ran %.1f s as %s without sleeping: other "
 					"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)",
 					tid, (double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
@@ -468,7 +469,7 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 		e->demoted = true;
 		e->pass_sleeps = sleeps;
 		e->pass_run_ns = run;
-		qos_emit(mgr, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
+		qos_event_emit(&mgr->events, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
 				"thread %d ran %.1f s as real-time without sleeping: other until it sleeps "
 				"(RLIMIT_RTTIME would kill it at %.1f s)",
 				tid, (double)c.rt_ns / 1e9, (double)mgr->config.rttime_us / 1e6);
@@ -502,7 +503,7 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 		return;
 	int e = qos_sys_restore_rttime(pid, soft, hard);
 	if (e != 0 && e != -ESRCH)
-		qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, 0, 0,
 				"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
 				(unsigned long long)cur_hard, strerror(-e));
 }

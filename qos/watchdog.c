@@ -107,7 +107,7 @@ bool qos_watchdog_start(struct qos_manager *mgr) {
 	if (qos_journal_load_cooldown(&mgr->cg, &until)) {
 		uint64_t left = qos_watchdog_carry_cooldown(&mgr->watchdog, until, now);
 		if (left)
-			qos_emit(mgr, QOS_EVENT_WATCHDOG, NULL, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, NULL, 0, 0, 0,
 					"a cool-down after a "
 					"starvation alarm of the previous instance: real-time grants stay "
 					"suspended for %llus",
@@ -167,7 +167,7 @@ void qos_watchdog_check(struct qos_manager *mgr, uint64_t now_us) {
 	if (qos_watchdog_expired(&mgr->watchdog, now_us)) {
 		int e = qos_journal_save_cooldown(&mgr->cg, mgr->watchdog.cooldown_until_us);
 		if (e < 0)
-			qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 					"cannot keep the cool-down "
 					"on %s (%s): a restart after a crash would not keep it",
 					mgr->cg.v2_root, strerror(-e));
