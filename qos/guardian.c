@@ -35,7 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/guardian.h"
 #include "qos/sys.h"
 
 struct linux_dirent64 {
@@ -404,7 +405,7 @@ bool qos_guardian_missing(const struct qos_manager *mgr) {
 
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
 		size_t err_len) {
-	bool rt = qos_policy_is_rt(p->policy), freeze = qos_reserve_may_freeze(p);
+	bool rt = qos_policy_is_rt(p->policy), freeze = qos_params_may_freeze(p);
 	if (!qos_guardian_missing(mgr) || !(rt || freeze))
 		return true;
 	snprintf(err, err_len,

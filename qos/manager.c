@@ -10,7 +10,16 @@
 #include <unistd.h>
 
 #include "qos/cputimer.h"
-#include "qos/internal.h"
+#include "qos/canary.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/guardian.h"
+#include "qos/member.h"
+#include "qos/optimistic.h"
+#include "qos/reconcile.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/proc.h"
 #include "qos/sys.h"
 
@@ -112,7 +121,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
 		goto err_fds;
 	}
-	if (config->watchdog_timeout_us && !qos_watchdog_start(mgr)) {
+	if (config->watchdog_timeout_us && !qos_canary_start(mgr)) {
 		snprintf(err, err_len, "cannot start the starvation watchdog: %s", strerror(errno));
 		goto err_guardian;
 	}
@@ -155,7 +164,7 @@ void qos_manager_destroy(struct qos_manager *mgr) {
 		usleep(10000);
 		qos_reconcile_retry(mgr);
 	}
-	qos_watchdog_stop(mgr);
+	qos_canary_stop(mgr);
 	/* First: the root goes only once the guardian has left its leaf. */
 	qos_guardian_stop(mgr);
 	qos_cgroup_remove_root(&mgr->cg);
@@ -173,6 +182,70 @@ int qos_manager_get_fd(struct qos_manager *mgr) {
 	return mgr->epoll_fd;
 }
 
+static void reserve_housekeeping(struct qos_reserve *r) {
+	qos_member_adopt_children(r);
+	qos_threads_keep(r->mgr, true);
+	qos_reserve_apply_active(r);
+	if (r->n_members) {
+		/* Threads come and go: how many can run at once, from the kept
+		 * listing (no extra /proc read), for the timers' and switches'
+		 * estimates (police.h). */
+		unsigned n = (unsigned)qos_reserve_count_threads(r);
+		r->police.parallel = n < r->mgr->adm.ncpus ? n : r->mgr->adm.ncpus;
+	}
+	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
+		qos_optimistic_housekeeping(r);
+	qos_rtguard_pass(r);
+	qos_threads_keep(r->mgr, false);
+}
+
+static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
+	r->fork_pending = false;
+	r->fork_pass_us = now_us;
+	qos_member_adopt_children(r);
+	qos_reserve_apply_active(r);
+	qos_fallback_check(r, now_us);
+}
+
+/*
+ * A member forked or started a thread: the part of a housekeeping pass that
+ * concerns new tasks (adopt or send back children, give threads their
+ * policy), now.  The 1 s pass does the rest (the optimistic repair, which
+ * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
+ * takes a new real-time thread as real-time since up to one pass ago).  It
+ * reads the whole group, so a burst (a build, a shell loop, a thread pool
+ * starting) gets one such pass per QOS_FORK_PASS_US.
+ */
+static void member_changed(struct qos_reserve *r) {
+	struct qos_manager *mgr = r->mgr;
+	uint64_t now = qos_sys_now_us();
+	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
+		r->fork_pending = true;
+		qos_reserve_rearm(mgr);
+		return;
+	}
+	fork_pass(r, now);
+	qos_reserve_rearm(mgr);
+}
+
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+		return; /* the next housekeeping pass finds the child */
+	struct qos_member *m = qos_reserve_find_member(mgr, parent, 0);
+	if (!m || parent == child || qos_reserve_find_member(mgr, child, 0))
+		return;
+	member_changed(m->reserve);
+}
+
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+		return; /* the next housekeeping pass finds the thread */
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, 0);
+	if (!m || pid == tid)
+		return;
+	member_changed(m->reserve);
+}
+
 static void run_timers(struct qos_manager *mgr) {
 	uint64_t buf;
 	/* One read takes every expiry; none (EAGAIN) when called for another reason. */
@@ -185,21 +258,21 @@ static void run_timers(struct qos_manager *mgr) {
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
-			qos_reserve_fork_pass(r, now);
+			fork_pass(r, now);
 		else if (r->next_check_us <= now)
-			qos_reserve_check(r, now);
+			qos_fallback_check(r, now);
 		if (r->rtg_retry_us && r->rtg_retry_us <= now)
 			qos_rtguard_retry(r, now);
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
-			qos_reserve_housekeeping(r);
+			reserve_housekeeping(r);
 		qos_rtguard_prune(mgr);
 		if (mgr->root_weight_dirty)
-			qos_root_weight_update(mgr);
+			qos_reserve_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);
 		qos_guardian_retry(mgr);
-		qos_watchdog_check(mgr, now);
+		qos_canary_check(mgr, now);
 	}
 }
 
@@ -225,13 +298,13 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 			do {
 				got = qos_cputimer_read(mgr->cputimer_fd, cookies, 16);
 				for (size_t j = 0; j < got; j++) {
-					struct qos_reserve *r = qos_find_reserve_by_cookie(mgr, cookies[j]);
+					struct qos_reserve *r = qos_reserve_find_by_cookie(mgr, cookies[j]);
 					if (!r)
 						continue;
 					/* A lone member's timer fired, so it is disarmed. */
 					if (r->n_members == 1)
 						r->timers_armed = false;
-					qos_reserve_check(r, now);
+					qos_fallback_check(r, now);
 				}
 			} while (got == 16);
 		} else if (ptr == &mgr->guardian_pidfd) {
@@ -399,7 +472,7 @@ bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_re
 
 bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 		struct qos_reserve_info *out) {
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return false;
 	/*
@@ -408,7 +481,7 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 	 * be what called it, in the middle of applying its result).
 	 */
 	if (r->n_members && !mgr->events.depth) {
-		qos_reserve_check(r, qos_sys_now_us());
+		qos_fallback_check(r, qos_sys_now_us());
 		qos_reserve_rearm(mgr);
 	}
 	fill_info(r, out);
@@ -417,7 +490,7 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 
 ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
 		size_t max) {
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return -1;
 	for (size_t i = 0; i < r->n_members && i < max; i++) {
@@ -428,6 +501,6 @@ ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qo
 }
 
 const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
 	return m ? m->reserve->name : NULL;
 }

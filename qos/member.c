@@ -14,7 +14,14 @@
 #include <unistd.h>
 
 #include "qos/cputimer.h"
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/guardian.h"
+#include "qos/member.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/journal.h"
 #include "qos/sys.h"
 
@@ -95,7 +102,7 @@ static bool member_alive(const struct qos_member *m) {
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
-void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
+void qos_member_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
 		bool whole_process, const char *v2, const char *cpu) {
 	struct qos_cgroup *cg = &mgr->cg;
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
@@ -119,7 +126,7 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 
 static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
 		const char *v2, const char *cpu) {
-	qos_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
+	qos_member_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
 }
 
 /*
@@ -182,11 +189,77 @@ void qos_member_bound_rttime(struct qos_member *m) {
 				m->pid, (double)m->old_rt_hard / 1e6);
 }
 
+struct restore_ctx {
+	const struct qos_member *m;
+	const struct qos_sched *orig;
+	bool rt_held; /* under a bound that stays: no real-time class back */
+	pid_t held; /* a thread given none, for the event */
+};
+
+static void restore_one(pid_t tid, void *data) {
+	struct restore_ctx *c = data;
+	bool known = false;
+	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
+	if (qos_sys_sched_is_rt(s) && (!known || c->rt_held)) {
+		/* Time-sharing, where release left it: started since, or under a
+		 * bound that stays. */
+		if (known)
+			c->held = tid;
+		return;
+	}
+	/* Released to SCHED_OTHER at its nice already. */
+	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
+		qos_sys_set_sched(tid, s);
+}
+
+void qos_member_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+		const struct qos_sched *orig) {
+	struct restore_ctx c = { .m = m,
+		.orig = orig,
+		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
+	if (m && m->tid)
+		restore_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
+	if (c.held)
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
+				"real-time threads "
+				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
+				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
+				"ran that long without sleeping",
+				m->pid, c.held);
+}
+
+struct leave_ctx {
+	const struct qos_params *p;
+	const struct qos_member *m;
+	const struct qos_sched *orig;
+};
+
+/* A leaving thread to SCHED_OTHER at its old nice, a deadline one released cleanly. */
+static void leave_one(pid_t tid, void *data) {
+	struct leave_ctx *c = data;
+	if (!qos_sys_release_deadline(tid))
+		return;
+	int nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, nice, c->p->priority, 0,
+			c->p->period_us * 1000u);
+}
+
+void qos_member_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+		const struct qos_sched *orig) {
+	struct leave_ctx c = { .p = &r->params, .m = m, .orig = orig };
+	if (m)
+		qos_threads_for_each(r->mgr, m, leave_one, &c);
+	else
+		qos_sys_for_each_thread(pid, leave_one, &c);
+}
+
 static void restore_member(struct qos_member *m) {
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
-	qos_reserve_release_threads(m->reserve, m, m->pid, &m->orig);
+	qos_member_release_threads(m->reserve, m, m->pid, &m->orig);
 	struct qos_member *sibling = m->rttime_bounded ? bound_sibling(mgr, m) : NULL;
 	if (sibling) {
 		/*
@@ -203,7 +276,7 @@ static void restore_member(struct qos_member *m) {
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 	if (!m->moving)
-		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
+		qos_member_restore_sched(m->reserve, m, m->pid, &m->orig);
 }
 
 const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known) {
@@ -242,7 +315,7 @@ static void capture_one(pid_t tid, void *data) {
  * Each thread's class before the join, for a process member (one
  * sched_getattr a thread): leaving gives each its own back, not all of them
  * the main thread's.  Every thread is listed, so that one started later is
- * known as such (qos_reserve_restore_sched gives it no real-time class).
+ * known as such (qos_member_restore_sched gives it no real-time class).
  */
 static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 	m->orig = (struct qos_sched){ .policy = 0 };
@@ -301,7 +374,7 @@ static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m) {
 	const char *group = our_group(m->orig_v2, mgr->cg.v2_root, mgr->cg.v2_base);
 	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
 		group = our_group(m->orig_cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
-	struct qos_reserve *r = group ? qos_find_reserve_by_group(mgr, group) : NULL;
+	struct qos_reserve *r = group ? qos_reserve_find_by_group(mgr, group) : NULL;
 	bool thread_child;
 	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
 	if (!o)
@@ -382,7 +455,7 @@ static pid_t next_owner(struct qos_reserve *r) {
 			const struct qos_member *m = r->members[i];
 			char name[QOS_NAME_MAX + 1];
 			snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", m->pid);
-			const struct qos_reserve *taken = qos_find_reserve(r->mgr, name);
+			const struct qos_reserve *taken = qos_reserve_find(r->mgr, name);
 			if ((pass == 0 && m->tid) || (taken && taken != r))
 				continue;
 			return m->pid;
@@ -440,12 +513,12 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	 * a thread member's (on hybrid in the group's cpu tree only).
 	 */
 	if (m->tid || !other_process_member(r, m))
-		qos_reserve_adopt_children(r);
+		qos_member_adopt_children(r);
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
 		close(m->pidfd);
 	}
-	qos_reserve_retire_member(r, m, exited);
+	qos_fallback_retire_member(r, m, exited);
 	qos_optimistic_forget(r, m->pid, m->tid);
 	if (m->has_cpu_timer)
 		qos_cputimer_delete(m->cpu_timer);
@@ -470,9 +543,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	qos_event_emit(&mgr->events, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name,
 			m->pid, m->tid, 0, NULL);
 	pid_t gone = m->pid;
-	qos_member_close_task_dir(mgr, m);
+	qos_threads_close_task_dir(mgr, m);
 	member_free(m);
-	qos_root_weight_update(mgr);
+	qos_reserve_root_weight_update(mgr);
 
 	if (r->n_members == 0) {
 		/* Guarantees are held only while someone uses them (thesis 3.7.2). */
@@ -501,7 +574,8 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
-	if (qos_policy_is_rt(r->params.policy) && !qos_rt_grants_allowed(mgr, now, err, err_len)) {
+	if (qos_policy_is_rt(r->params.policy) &&
+			!qos_reserve_rt_grants_allowed(mgr, now, err, err_len)) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
 		return false;
 	}
@@ -522,7 +596,7 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	return true;
 }
 
-bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
+bool qos_member_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
 		size_t err_len) {
 	/*
 	 * A thread moves alone only in the v1 cpu tree (hybrid); the freezer
@@ -555,7 +629,7 @@ static bool group_taken(struct qos_manager *mgr, const char *group) {
 	 * Nor a group that refused removal (its tasks are not this reserve's),
 	 * nor a control file of the root ("tasks", "cpu.max", ...).
 	 */
-	return qos_find_reserve_by_group(mgr, group) || qos_cgroup_name_is_file(&mgr->cg, group) ||
+	return qos_reserve_find_by_group(mgr, group) || qos_cgroup_name_is_file(&mgr->cg, group) ||
 			(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
 }
 
@@ -723,9 +797,9 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
 }
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
-	qos_reserve_release_threads(r, NULL, pid, &origin->orig);
+	qos_member_release_threads(r, NULL, pid, &origin->orig);
 	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
-	qos_reserve_restore_sched(r, NULL, pid, &origin->orig);
+	qos_member_restore_sched(r, NULL, pid, &origin->orig);
 }
 
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
@@ -748,7 +822,7 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 || !add_member(r, m)) {
 		if (m->pidfd >= 0)
 			close(m->pidfd);
-		qos_member_close_task_dir(mgr, m);
+		qos_threads_close_task_dir(mgr, m);
 		member_free(m);
 		return false;
 	}
@@ -807,7 +881,7 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
  * children join the parent's reserve); without, they go back to where the
  * parent came from.  Found at each housekeeping pass.
  */
-void qos_reserve_adopt_children(struct qos_reserve *r) {
+void qos_member_adopt_children(struct qos_reserve *r) {
 	if (!r->has_group || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
@@ -816,7 +890,7 @@ void qos_reserve_adopt_children(struct qos_reserve *r) {
 	bool adopted = false;
 	for (size_t i = 0; i < c.n; i++) {
 		pid_t pid = c.pids[i];
-		if (qos_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
+		if (qos_reserve_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
 			continue;
 		bool thread_child;
 		struct qos_member *origin = origin_member(r, pid, &thread_child);
@@ -828,46 +902,7 @@ void qos_reserve_adopt_children(struct qos_reserve *r) {
 			evict(r, pid, origin);
 	}
 	if (adopted)
-		qos_root_weight_update(r->mgr);
-}
-
-/*
- * A member forked or started a thread: the part of a housekeeping pass that
- * concerns new tasks (adopt or send back children, give threads their
- * policy), now.  The 1 s pass does the rest (the optimistic repair, which
- * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
- * takes a new real-time thread as real-time since up to one pass ago).  It
- * reads the whole group, so a burst (a build, a shell loop, a thread pool
- * starting) gets one such pass per QOS_FORK_PASS_US.
- */
-static void member_changed(struct qos_reserve *r) {
-	struct qos_manager *mgr = r->mgr;
-	uint64_t now = qos_sys_now_us();
-	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
-		r->fork_pending = true;
-		qos_reserve_rearm(mgr);
-		return;
-	}
-	qos_reserve_fork_pass(r, now);
-	qos_reserve_rearm(mgr);
-}
-
-void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
-		return; /* the next housekeeping pass finds the child */
-	struct qos_member *m = qos_find_member(mgr, parent, 0);
-	if (!m || parent == child || qos_find_member(mgr, child, 0))
-		return;
-	member_changed(m->reserve);
-}
-
-void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
-		return; /* the next housekeeping pass finds the thread */
-	struct qos_member *m = qos_find_member(mgr, pid, 0);
-	if (!m || pid == tid)
-		return;
-	member_changed(m->reserve);
+		qos_reserve_root_weight_update(r->mgr);
 }
 
 static void release_if_unused(struct qos_reserve *r) {
@@ -911,14 +946,14 @@ static void join_undo(struct join *j) {
 	if (j->placed) {
 		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 		if (j->released || j->moved)
-			qos_reserve_restore_sched(j->r, m, m->pid, &m->orig);
+			qos_member_restore_sched(j->r, m, m->pid, &m->orig);
 		qos_journal_forget(&mgr->cg, j->r->group, m->pid, m->tid);
 	}
 	if (j->admitted)
 		release_if_unused(j->r);
 	if (m->pidfd >= 0)
 		close(m->pidfd);
-	qos_member_close_task_dir(mgr, m);
+	qos_threads_close_task_dir(mgr, m);
 	member_free(m);
 }
 
@@ -929,12 +964,15 @@ static bool join_find_reserve(struct join *j, const char *name, char *err, size_
 		snprintf(err, err_len, "no reserve name");
 		return false;
 	}
-	j->r = qos_find_reserve(mgr, name);
+	j->r = qos_reserve_find(mgr, name);
 	if (!j->r && mgr->rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
-		if (def && !qos_reserve_set(mgr, name, &def->params, true, false, err, err_len))
+		struct qos_params p = def ? def->params : (struct qos_params){ 0 };
+		if (def &&
+				(!qos_reserve_valid(name, &p, err, err_len) ||
+						!qos_reserve_create(mgr, name, &p, err, err_len)))
 			return false;
-		j->r = qos_find_reserve(mgr, name);
+		j->r = qos_reserve_find(mgr, name);
 	}
 	if (!j->r) {
 		snprintf(err, err_len, "no reserve named '%s'", name);
@@ -968,7 +1006,7 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 		j->already = true; /* with its whole process */
 		return true;
 	}
-	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
+	if (m->tid && !qos_member_fits_threads(mgr, &r->params, err, err_len))
 		return false;
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
@@ -1032,7 +1070,7 @@ static bool join_admit(struct join *j, char *err, size_t err_len) {
 static bool join_origin(struct join *j, char *err, size_t err_len) {
 	struct qos_manager *mgr = j->mgr;
 	struct qos_member *m = j->m;
-	struct qos_member *old = j->old = qos_find_member(mgr, m->pid, m->tid);
+	struct qos_member *old = j->old = qos_reserve_find_member(mgr, m->pid, m->tid);
 	if (old == NULL && m->tid == 0) {
 		/* Threads of this process joined individually are folded into it. */
 		struct qos_member *t;
@@ -1177,7 +1215,7 @@ static void join_start_clocks(struct join *j) {
 	j->now_us = qos_sys_now_us();
 	if (j->first) {
 		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
-				qos_reserve_period_origin(r, j->now_us), qos_reserve_own_cpu_us(r));
+				qos_fallback_period_origin(r, j->now_us), qos_fallback_own_cpu_us(r));
 		r->police.parallel = 1;
 	}
 }
@@ -1196,7 +1234,7 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
-	if (active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)
+	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)
 		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
@@ -1217,10 +1255,10 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 		unsigned n = (unsigned)qos_reserve_count_threads(r);
 		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	}
-	qos_root_weight_update(mgr);
+	qos_reserve_root_weight_update(mgr);
 	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, m->pid, m->tid, 0, "%s",
 			qos_policy_name(r->params.policy));
-	qos_reserve_check(r, j->now_us);
+	qos_fallback_check(r, j->now_us);
 	return true;
 }
 
@@ -1241,7 +1279,7 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Nothing was changed: only the unused member goes. */
 		if (j.m->pidfd >= 0)
 			close(j.m->pidfd);
-		qos_member_close_task_dir(mgr, j.m);
+		qos_threads_close_task_dir(mgr, j.m);
 		member_free(j.m);
 		return true;
 	}
@@ -1252,49 +1290,10 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
-	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
 	if (!m)
 		return false;
 	qos_member_remove(m, true, false);
 	qos_reserve_rearm(mgr);
 	return true;
-}
-
-bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
-		char *err, size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
-		return false;
-	char name[QOS_NAME_MAX + 1];
-	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
-	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
-	if (!params) {
-		snprintf(err, err_len, "no parameters");
-		return false;
-	}
-	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len))
-		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	bool created = false;
-	if (r) {
-		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len))
-			return false;
-	} else {
-		r = qos_reserve_new(mgr, name, &p);
-		if (!r) {
-			snprintf(err, err_len, "out of memory");
-			return false;
-		}
-		r->is_auto = true;
-		r->owner = pid;
-		created = true;
-	}
-	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
-		return true;
-	/* A refused join may already have dropped the empty automatic
-	 * reserve: look it up again rather than trust r. */
-	r = qos_find_reserve(mgr, name);
-	if (created && r && r->n_members == 0)
-		qos_reserve_free(r);
-	return false;
 }

@@ -33,7 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 #define RETURN_MARGIN_US 500u
@@ -234,7 +237,7 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct leave_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
-		qos_member_for_each_thread(r->mgr, m, leave_one, &c);
+		qos_threads_for_each(r->mgr, m, leave_one, &c);
 	}
 }
 
@@ -267,7 +270,7 @@ bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct hold_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
-		qos_member_for_each_thread(r->mgr, m, hold_one, &c);
+		qos_threads_for_each(r->mgr, m, hold_one, &c);
 		held |= c.held;
 	}
 	return held;
@@ -456,7 +459,7 @@ void qos_optimistic_housekeeping(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct scan_ctx c = { .r = r, .pid = m->pid };
-		qos_member_for_each_thread(r->mgr, m, scan_one, &c);
+		qos_threads_for_each(r->mgr, m, scan_one, &c);
 	}
 	/* Kept entries of threads that have exited since, and their files. */
 	for (size_t i = 0; r->opt && i < r->opt->n;) {

@@ -38,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 struct rt_thread {
@@ -396,7 +398,7 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 		c.pid = m->pid;
 		c.bound_us = process_bound_us(mgr, m->pid);
 		c.threshold_ns = threshold_of(c.bound_us);
-		qos_member_for_each_thread(mgr, m, check_thread, &c);
+		qos_threads_for_each(mgr, m, check_thread, &c);
 	}
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
