@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole qosway test suite:
-#   1. format check (.editorconfig rules)
+#   1. format check (.editorconfig rules), and qos/ layers calling only downward
 #   2. warning-free build (werror) and C unit tests (meson test)
 #   3. pytest: integration tests against the real compositor, QoS kernel tests
 #   4. the C unit tests and the integration tests again against an ASan+UBSan build
@@ -28,6 +28,9 @@ build_ok=true
 python3 scripts/check-format.py >"$results/format.log" 2>&1
 echo "format $?" >"$results/format.status"
 cat "$results/format.log" | tail -n 20
+python3 scripts/check-layers.py >"$results/layers.log" 2>&1
+echo "layers $?" >"$results/layers.status"
+cat "$results/layers.log" | tail -n 20
 
 setup build || build_ok=false
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug ||
