@@ -1,8 +1,7 @@
 /*
- * Policing one reserve: its CPU time read at each check, the police state
- * machine (police.c) run on it, the switch to the fallback policy and back
- * (dual-policy scheduling, thesis 3.4), the members' CPU timers that tell the
- * manager when to look, and time billed to the reserve.
+ * Policing one reserve: its CPU time, the police state machine run on it,
+ * the switch to the fallback policy and back, the members' CPU timers that
+ * tell the manager when to look, and billed time (docs/qos-design.md).
  */
 #include <errno.h>
 #include <string.h>

@@ -36,6 +36,36 @@ void qos_manager_config_init(struct qos_manager_config *config) {
 	};
 }
 
+/* The loop's epoll set with its timer, and the CPU-timer signals' fd where it can be had. */
+static bool open_loop(struct qos_manager *mgr, char *err, size_t err_len) {
+	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (mgr->epoll_fd < 0 || mgr->timer_fd < 0) {
+		snprintf(err, err_len, "epoll/timerfd: %s", strerror(errno));
+		return false;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->timer_fd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->timer_fd, &ev) < 0) {
+		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
+		return false;
+	}
+	if (mgr->config.cputimer_signal > 0 && !mgr->config.fake_files) {
+		/* Without it reserves are polled: slower, not wrong. */
+		mgr->cputimer_fd = qos_cputimer_open(mgr->config.cputimer_signal);
+		struct epoll_event cev = { .events = EPOLLIN, .data.ptr = &mgr->cputimer_fd };
+		if (mgr->cputimer_fd >= 0 &&
+				epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->cputimer_fd, &cev) < 0) {
+			close(mgr->cputimer_fd);
+			mgr->cputimer_fd = -1;
+		}
+	}
+	return true;
+}
+
+/*
+ * Each part set up in the order the next needs it (names, cgroups, loop,
+ * guardian, watchdog), with one unwind path: split, the unwind would be.
+ */
 struct qos_manager *qos_manager_create(const struct qos_manager_config *config, char *err,
 		size_t err_len) {
 	struct qos_manager *mgr = calloc(1, sizeof(*mgr));
@@ -96,27 +126,8 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 				"quota; nice and classes act per thread, and ceilings by freezing",
 				mgr->cg.cpu_root);
 
-	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (mgr->epoll_fd < 0 || mgr->timer_fd < 0) {
-		snprintf(err, err_len, "epoll/timerfd: %s", strerror(errno));
+	if (!open_loop(mgr, err, err_len))
 		goto err_fds;
-	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->timer_fd };
-	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->timer_fd, &ev) < 0) {
-		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
-		goto err_fds;
-	}
-	if (config->cputimer_signal > 0 && !config->fake_files) {
-		/* Without it reserves are polled: slower, not wrong. */
-		mgr->cputimer_fd = qos_cputimer_open(config->cputimer_signal);
-		struct epoll_event cev = { .events = EPOLLIN, .data.ptr = &mgr->cputimer_fd };
-		if (mgr->cputimer_fd >= 0 &&
-				epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->cputimer_fd, &cev) < 0) {
-			close(mgr->cputimer_fd);
-			mgr->cputimer_fd = -1;
-		}
-	}
 	if (config->guardian && !qos_guardian_start(mgr)) {
 		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
 		goto err_fds;

@@ -1,31 +1,8 @@
 /*
- * Optimistic qos (qos -> other, and qos -> idle): members hold a
- * SCHED_DEADLINE reservation for the slice, and once the reserve has used it
- * in a period the manager moves them to the fallback class until the next
- * period, so they run on past the slice when the CPU is free (thesis 3.4.2).
- *
- * The kernel (6.18) makes the way back dangerous.  A thread the deadline
- * class has already throttled keeps dl_throttled when it leaves the class;
- * its replenishment timer then finds a non-deadline task and does nothing,
- * and only the inactive timer at its 0-lag time Z clears the flag.  Put back
- * into SCHED_DEADLINE between its deadline D and Z, the thread is never
- * enqueued again: it cannot run, nor die from SIGKILL.  Put back before D
- * while it runs, it runs unaccounted until D and then owes all of it.
- *
- * So each thread leaving for the fallback records when it may come back:
- * at the next period if it was not throttled, else after
- * Z = D + overrun * period / runtime (plus a margin).  Right after a thread
- * that may have been throttled is back, or joins (and again a millisecond
- * later when its deadline was too near to tell), the manager looks at it
- * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline say
- * throttled with the timer gone); the housekeeping pass does the same
- * for every member thread.  Threads that sleep when the slice runs out
- * leave through qos_sys_release_deadline(), which avoids the kernel's
- * bandwidth leak for sleepers.
- *
- * dl.deadline is on the scheduler clock.  Every fresh return (runtime back
- * at the full reservation, deadline = now + period) calibrates its offset to
- * CLOCK_MONOTONIC.
+ * Optimistic qos (qos -> other or idle): deadline threads moved to the
+ * fallback once the slice is used and back at a safe return time, and the
+ * repair of threads the kernel left throttled without a timer.  Why the way
+ * back is dangerous and how it is made safe: docs/qos-design.md.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,37 +1,8 @@
 /*
- * The RLIMIT_RTTIME guard: every real-time member runs under an
- * RLIMIT_RTTIME bound (5 s by default) so that a runaway thread cannot hang
- * the machine if the manager dies.  The kernel enforces it with SIGKILL, and
- * its count, the real-time CPU time since the thread last went to sleep, is
- * only reset when the thread wakes up *as a real-time thread*: a policy
- * change does not reset it (on 6.18, a thread made SCHED_OTHER at 0.6 s and
- * FIFO again at 1.0 s under a 1 s bound was still killed at 1.4 s).
- * Without this guard a fifo member that never sleeps, a game's busy render
- * loop say, is killed 5 s after the user made it real-time.
- *
- * The count is not exported, so the guard estimates it from above, per
- * thread, over the stretches the thread is real-time: one starts at a pass
- * that finds it so or when its reserve's fallback ends, and ends at the next
- * pass or when the fallback begins (qos_rtguard_switch).  At the end of a
- * stretch, if the thread woke up in it (its voluntary context switches
- * moved twice, or once and it is awake now), its count was reset then and
- * is at most the stretch; otherwise the stretch adds to it.  A sleep still
- * going on resets nothing yet: the thread may wake as other, after its
- * reserve's fallback began, and waking as other resets nothing.  A thread
- * whose estimate comes within one and a half passes of the bound is moved
- * to other (its reserve's nice), or, found in its reserve's fallback, marked
- * so that it stays other when the fallback ends.  Its count stands, and
- * sleeping as other does not reset it: made real-time again while it runs,
- * it had less than a pass left (it was killed).  So once it shows that it
- * sleeps, it is made real-time again only while asleep: it wakes as
- * real-time, which resets the count.  Found awake (after the switch too:
- * it may have woken as other just before), it stays other, and the guard
- * looks again every RETRY_US for a while after each pass.
- *
- * A thread that leaves a guarded reserve keeps its kernel count (it only
- * grows while the thread is real-time, and falls only when it wakes as
- * real-time), so its estimate is carried at the manager: a thread made
- * fifo again, by the same reserve or another, starts from it.
+ * The RLIMIT_RTTIME guard: real-time member threads that run without
+ * sleeping are moved to other before the kernel's RLIMIT_RTTIME bound kills
+ * them, and made real-time again once they sleep.  Why and how the count is
+ * estimated: docs/qos-design.md.
  */
 #include <errno.h>
 #include <sched.h>
