@@ -14,7 +14,6 @@
 
 #include "qos/core.h"
 #include "qos/fallback.h"
-#include "qos/member.h"
 #include "qos/optimistic.h"
 #include "qos/reserve.h"
 #include "qos/rtguard.h"

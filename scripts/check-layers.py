@@ -36,10 +36,11 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos")
 
 
 def strip(text):
-    """The code without comments and string literals."""
+    """The code without comments and string literals (but with include names)."""
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
-    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r'^(?!\s*#\s*include)(.*)$',
+            lambda m: re.sub(r'"(\\.|[^"\\\n])*"', '""', m.group(1)), text, flags=re.M)
 
 
 def unit(path):
