@@ -123,7 +123,7 @@ struct qos_manager_config {
 	 * has members its new qosrc definition: false, with the reason in err,
 	 * keeps the old one (an error event says why).  NULL: always allowed.
 	 * The compositor refuses what it refuses a user (pausing itself or the
-	 * session it runs under).
+	 * login scope it runs under).
 	 */
 	bool (*may_redefine)(void *data, const char *reserve, const struct qos_params *params,
 			char *err, size_t err_len);
