@@ -17,7 +17,7 @@
 
 /*
  * qos falling back to other or idle: the manager moves the deadline threads
- * out at the overrun (optimistic.c).  Where the kernel does not show their
+ * out at the overrun (docs/qos-design.md).  Where the kernel does not show their
  * deadline state it cannot do that safely, and the reserve stays hard.
  */
 bool qos_fallback_optimistic(const struct qos_reserve *r) {
@@ -157,7 +157,7 @@ static bool races_kernel_throttle(const struct qos_reserve *r) {
  * light member running (an audio thread using a tenth of its slice) would
  * cost it its reservation for the rest of the period.  Such a reserve
  * leaves early only once it has used half; one that overruns from less is
- * throttled by the kernel and waits out its debt (optimistic.c).
+ * throttled by the kernel and waits out its debt (docs/qos-design.md).
  *
  * A reserve the kernel enforces by itself (kernel_enforced) switches
  * nothing, but is in the same race for the notice: at a tick that uses up
@@ -237,7 +237,7 @@ bool qos_fallback_group_idles(const struct qos_reserve *r) {
  * Where the kernel can notify, limited reserves' periods start on a common
  * grid, so the period ends of notified reserves share wake-ups.  Not where
  * the kernel keeps a window of its own on the same budget: a deadline
- * reservation starts afresh with each return (optimistic.c), and a real-time
+ * reservation starts afresh with each return (docs/qos-design.md), and a real-time
  * group's bandwidth period starts when its first thread becomes runnable
  * real-time in it, which for a new group is the member's join, just before
  * this is asked.  Out of phase, the kernel would throttle threads in
@@ -341,7 +341,7 @@ static void enter_fallback(struct qos_reserve *r) {
 
 /*
  * An optimistic reserve leaves its fallback thread by thread, each at its
- * own safe time (optimistic.c); the group stays idle (for qos -> idle) until
+ * own safe time (docs/qos-design.md); the group stays idle (for qos -> idle) until
  * the last one is back, or a waiting SCHED_IDLE thread would get the group's
  * whole share.  Returns when the threads next need the manager.
  */
@@ -495,8 +495,7 @@ static bool quiet(const struct qos_reserve *r, uint64_t own_us) {
  * the new period gives it the whole slice, so each timer is re-armed that
  * far past its process's clock, and the clock comes back with it
  * (qos_cputimer_rearm_after): a clock read fewer per member at the check
- * every busy reserve gets at every boundary (15% of the cut-idle
- * benchmark's system calls, docs/qos-benchmarks.md).  Stores the reserve's
+ * every busy reserve gets at every boundary.  Stores the reserve's
  * own time in *own; false, with
  * nothing read, where the new budget depends on that time or a timer had
  * fired.
