@@ -230,7 +230,7 @@ static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_u
  */
 bool qos_fallback_group_idles(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
-			r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
+			r->mgr->cg.cpu_ctl && r->cgroup.exists && !has_thread_members(r);
 }
 
 /*
@@ -271,9 +271,9 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 				total += v - m->clock_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
-			if (r->stat_fd < 0)
-				r->stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
-			if ((r->stat_fd >= 0 && qos_cgroup_usage_fd(r->stat_fd, &v)) ||
+			if (r->cgroup.stat_fd < 0)
+				r->cgroup.stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
+			if ((r->cgroup.stat_fd >= 0 && qos_cgroup_usage_fd(r->cgroup.stat_fd, &v)) ||
 					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
 				total += v;
 			group_counted = true;

@@ -468,7 +468,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out) {
 		.overruns = r->police.overruns,
 	};
 	snprintf(out->name, sizeof(out->name), "%s", r->name);
-	snprintf(out->group, sizeof(out->group), "%s", r->has_group ? r->group : "");
+	snprintf(out->group, sizeof(out->group), "%s", r->cgroup.exists ? r->group : "");
 }
 
 bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out) {

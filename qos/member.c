@@ -530,7 +530,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		restore_member(m);
 	if (m->outside_root)
 		qos_guardian_track(mgr, m, false);
-	if (r->has_group)
+	if (r->cgroup.exists)
 		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] == m) {
@@ -559,7 +559,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		r->police.in_fallback = false;
 		r->fb_applied = false;
 		r->next_check_us = UINT64_MAX;
-		if (r->has_group)
+		if (r->cgroup.exists)
 			qos_cgroup_freeze(&mgr->cg, r->group, false);
 		if (r->is_auto)
 			qos_reserve_free(r);
@@ -634,7 +634,7 @@ static bool group_taken(struct qos_manager *mgr, const char *group) {
 }
 
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
-	if (r->has_group)
+	if (r->cgroup.exists)
 		return true;
 	/*
 	 * The directory is named after the reserve, unless a renamed automatic
@@ -648,7 +648,7 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
 		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
 		return false;
 	}
-	r->has_group = true;
+	r->cgroup.exists = true;
 	return true;
 }
 
@@ -838,16 +838,16 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 /* The group's processes, through its cgroup.procs kept open within the budget. */
 static void list_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
-	if (r->procs_fd < 0 && mgr->kept_fds_budget > 0) {
-		r->procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
-		if (r->procs_fd >= 0)
+	if (r->cgroup.procs_fd < 0 && mgr->kept_fds_budget > 0) {
+		r->cgroup.procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
+		if (r->cgroup.procs_fd >= 0)
 			mgr->kept_fds_budget--;
 	}
-	if (r->procs_fd >= 0) {
-		if (qos_cgroup_for_each_pid_fd(r->procs_fd, collect_pid, c) >= 0)
+	if (r->cgroup.procs_fd >= 0) {
+		if (qos_cgroup_for_each_pid_fd(r->cgroup.procs_fd, collect_pid, c) >= 0)
 			return;
 		/* The group went away under us: open it again next time. */
-		qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
+		qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
 		c->n = 0;
 	}
 	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);
@@ -882,7 +882,7 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
  * parent came from.  Found at each housekeeping pass.
  */
 void qos_member_adopt_children(struct qos_reserve *r) {
-	if (!r->has_group || r->n_members == 0)
+	if (!r->cgroup.exists || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
 	list_group(r, &c);

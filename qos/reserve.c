@@ -30,7 +30,7 @@ struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name) 
 
 struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const char *group) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->has_group && strcmp(r->group, group) == 0)
+		if (r->cgroup.exists && strcmp(r->group, group) == 0)
 			return r;
 	}
 	return NULL;
@@ -99,7 +99,7 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 	out[0] = '\0';
 	for (struct qos_reserve *r = mgr->reserves; r && n < len; r = r->next) {
 		const struct qos_params *p = &r->params;
-		if (r == except || !r->n_members || !r->has_group || !p->period_us ||
+		if (r == except || !r->n_members || !r->cgroup.exists || !p->period_us ||
 				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
 			continue;
 		int w = snprintf(out + n, len - n, "%s'%s' (%llu%%)", n ? ", " : "", r->name,
@@ -316,16 +316,16 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
-	if (r->group_idle == (int)idle)
+	if (r->cgroup.idle == (int)idle)
 		return;
-	if (r->idle_fd < 0)
-		r->idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
-	int e = r->idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->idle_fd, idle)
-							: qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
+	if (r->cgroup.idle_fd < 0)
+		r->cgroup.idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
+	int e = r->cgroup.idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->cgroup.idle_fd, idle)
+								   : qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
 	if (e == 0)
-		r->group_idle = idle;
+		r->cgroup.idle = idle;
 	else
-		r->group_idle = -1;
+		r->cgroup.idle = -1;
 }
 
 /* Group-level controls for the reserve's normal policy. */
@@ -333,11 +333,11 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
 	const struct qos_params *p = &r->params;
 	int rt_err = 0;
-	if (!r->has_group)
+	if (!r->cgroup.exists)
 		return 0;
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
-		r->group_idle = -1;
+		r->cgroup.idle = -1;
 		if (p->policy == QOS_POLICY_IDLE) {
 			qos_reserve_set_group_idle(r, true);
 		} else {
@@ -412,10 +412,10 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->params = *params;
 	r->next_check_us = UINT64_MAX;
-	r->stat_fd = -1;
-	r->group_idle = -1;
-	r->idle_fd = -1;
-	r->procs_fd = -1;
+	r->cgroup.stat_fd = -1;
+	r->cgroup.idle = -1;
+	r->cgroup.idle_fd = -1;
+	r->cgroup.procs_fd = -1;
 	r->cookie = ++mgr->next_cookie;
 	r->cookie_next = mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS];
 	mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS] = r;
@@ -446,12 +446,12 @@ void qos_reserve_free(struct qos_reserve *r) {
 	}
 	if (r->granted)
 		qos_admission_release(&mgr->adm, r->granted_ppm);
-	if (r->stat_fd >= 0)
-		close(r->stat_fd);
-	if (r->idle_fd >= 0)
-		close(r->idle_fd);
-	qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
-	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
+	if (r->cgroup.stat_fd >= 0)
+		close(r->cgroup.stat_fd);
+	if (r->cgroup.idle_fd >= 0)
+		close(r->cgroup.idle_fd);
+	qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
+	int err = r->cgroup.exists ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
 		qos_reserve_removal_failed(mgr, r->name, r->group, err);
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);

@@ -49,6 +49,18 @@ struct qos_member {
 	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
 };
 
+/*
+ * The reserve's cgroup directory and the files of it kept open (reserve.c:
+ * made on the first join by member.c, read by fallback.c's accounting).
+ */
+struct qos_reserve_cgroup {
+	bool exists;
+	int stat_fd; /* the group's cpu.stat, or -1 */
+	int idle; /* cpu.idle last written, -1 unknown */
+	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
+	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+};
+
 struct qos_reserve {
 	struct qos_manager *mgr;
 	struct qos_reserve *next;
@@ -61,11 +73,7 @@ struct qos_reserve {
 	size_t n_members, cap_members;
 	bool granted;
 	uint64_t granted_ppm;
-	bool has_group;
-	int stat_fd; /* the group's cpu.stat, or -1 */
-	int group_idle; /* cpu.idle last written, -1 unknown */
-	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
-	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	struct qos_reserve_cgroup cgroup;
 	uint32_t cookie; /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
 	bool timers_armed; /* members' CPU timers armed for this budget */
