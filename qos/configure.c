@@ -122,12 +122,12 @@ static void change_place(struct change *c) {
 	uint64_t base = keep_phase ? pol->base_own_us : qos_fallback_own_cpu_us(r);
 	qos_fallback_leave(r);
 	if (p->policy != QOS_POLICY_QOS)
-		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
+		r->fb.applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = *p;
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p->period_us, p->slice_us,
 			keep_phase ? pol->period_start_us : qos_fallback_period_origin(r, c->now_us), base);
-	r->timers_armed = false;
+	r->timer.armed = false;
 }
 
 /*

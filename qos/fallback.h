@@ -6,7 +6,32 @@
 #ifndef QOS_FALLBACK_H
 #define QOS_FALLBACK_H
 
-#include "qos/reserve.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+struct qos_member;
+struct qos_reserve;
+
+/* The watch on a reserve's CPU use: members' CPU timers and what they last read. */
+struct qos_reserve_timers {
+	bool armed; /* members' CPU timers armed for this budget */
+	bool refused; /* the kernel refused a timer: polled instead */
+	uint64_t armed_own_us; /* own time when they were armed */
+	uint64_t armed_used_us; /* used time in the period when they were armed */
+	bool armed_first_use; /* armed to fire at the first tick a member runs */
+	uint64_t checked_own_us; /* own time at the last check */
+	uint64_t fresh_own_us; /* own time as last changed ... */
+	uint64_t fresh_at_us; /* ... first seen then */
+};
+
+/* The reserve's switch to its fallback, and when it is looked at next. */
+struct qos_reserve_fallback {
+	uint64_t next_check_us;
+	bool applied; /* the manager switched members to the fallback */
+	bool threads; /* ... thread by thread (not the group's cpu.idle alone) */
+	bool watched; /* qos_manager_watch_overruns: per-period events wanted */
+	uint64_t retired_us; /* CPU time of thread members that left */
+};
 
 /* Runs the police state machine for one reserve now and applies the result. */
 void qos_fallback_check(struct qos_reserve *r, uint64_t now_us);

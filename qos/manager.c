@@ -270,7 +270,7 @@ static void run_timers(struct qos_manager *mgr) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
 			fork_pass(r, now);
-		else if (r->next_check_us <= now)
+		else if (r->fb.next_check_us <= now)
 			qos_fallback_check(r, now);
 		if (r->rtg_retry_us && r->rtg_retry_us <= now)
 			qos_rtguard_retry(r, now);
@@ -314,7 +314,7 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 						continue;
 					/* A lone member's timer fired, so it is disarmed. */
 					if (r->n_members == 1)
-						r->timers_armed = false;
+						r->timer.armed = false;
 					qos_fallback_check(r, now);
 				}
 			} while (got == 16);

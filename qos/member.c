@@ -522,7 +522,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	qos_optimistic_forget(r, m->pid, m->tid);
 	if (m->has_cpu_timer)
 		qos_cputimer_delete(m->cpu_timer);
-	r->timers_armed = false; /* the shares change */
+	r->timer.armed = false; /* the shares change */
 	/* Its threads' real-time estimates go with them, ready for the next
 	 * reserve's guard (which may look before this one's next pass). */
 	qos_rtguard_forget_member(r, m);
@@ -557,8 +557,8 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		/* No period runs without members: shown in its fallback, it would
 		 * stay so until the next join restarts policing. */
 		r->police.in_fallback = false;
-		r->fb_applied = false;
-		r->next_check_us = UINT64_MAX;
+		r->fb.applied = false;
+		r->fb.next_check_us = UINT64_MAX;
 		if (r->cgroup.exists)
 			qos_cgroup_freeze(&mgr->cg, r->group, false);
 		if (r->is_auto)
@@ -734,7 +734,7 @@ static bool add_member(struct qos_reserve *r, struct qos_member *m) {
 		return false;
 	r->members = grown;
 	r->members[r->n_members++] = m;
-	r->timers_armed = false; /* the shares change */
+	r->timer.armed = false; /* the shares change */
 	return true;
 }
 
@@ -1229,12 +1229,12 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 		return true;
 	join_start_clocks(j);
 	enum qos_policy active =
-			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
-	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)
+	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)
 		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)

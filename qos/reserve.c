@@ -60,8 +60,8 @@ struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, p
 void qos_reserve_rearm(struct qos_manager *mgr) {
 	uint64_t next = mgr->housekeeping_us;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->next_check_us < next)
-			next = r->next_check_us;
+		if (r->fb.next_check_us < next)
+			next = r->fb.next_check_us;
 		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
 			next = r->fork_pass_us + QOS_FORK_PASS_US;
 		if (r->rtg_retry_us && r->rtg_retry_us < next)
@@ -259,7 +259,7 @@ void qos_reserve_root_weight_update(struct qos_manager *mgr) {
 
 static bool reserve_idle(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_IDLE ||
-			(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
+			(r->fb.applied && r->params.fallback == QOS_POLICY_IDLE);
 }
 
 /*
@@ -378,7 +378,7 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
  */
 void qos_reserve_apply_active(struct qos_reserve *r) {
 	enum qos_policy active =
-			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
 	if (!r->n_members)
@@ -386,12 +386,12 @@ void qos_reserve_apply_active(struct qos_reserve *r) {
 	if (r->params.policy == QOS_POLICY_QOS) {
 		/* In an optimistic fallback the threads wait for the period end,
 		 * and all of them return with the runtime split anew. */
-		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb_applied))
+		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb.applied))
 			qos_reserve_apply_threads(r, QOS_POLICY_QOS);
 		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
 			r->dl_runtime_ns = split_slice_ns(r);
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
-			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)) {
+			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)) {
 		qos_reserve_apply_threads(r, active);
 	}
 }
@@ -411,7 +411,7 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	r->mgr = mgr;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->params = *params;
-	r->next_check_us = UINT64_MAX;
+	r->fb.next_check_us = UINT64_MAX;
 	r->cgroup.stat_fd = -1;
 	r->cgroup.idle = -1;
 	r->cgroup.idle_fd = -1;

@@ -8,6 +8,7 @@
 #define QOS_RESERVE_H
 
 #include "qos/core.h"
+#include "qos/fallback.h"
 #include "qos/police.h"
 #include "qos/sys.h"
 
@@ -76,20 +77,9 @@ struct qos_reserve {
 	struct qos_reserve_cgroup cgroup;
 	uint32_t cookie; /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
-	bool timers_armed; /* members' CPU timers armed for this budget */
-	bool timers_refused; /* the kernel refused a timer: polled instead */
-	uint64_t armed_own_us; /* own time when they were armed */
-	uint64_t armed_used_us; /* used time in the period when they were armed */
-	bool armed_first_use; /* armed to fire at the first tick a member runs */
-	uint64_t checked_own_us; /* own time at the last check */
-	uint64_t fresh_own_us; /* own time as last changed ... */
-	uint64_t fresh_at_us; /* ... first seen then */
+	struct qos_reserve_timers timer;
 	struct qos_police police;
-	uint64_t next_check_us;
-	bool fb_applied; /* the manager switched members to the fallback */
-	bool fb_threads; /* ... thread by thread (not the group's cpu.idle alone) */
-	bool watched; /* qos_manager_watch_overruns: per-period events wanted */
-	uint64_t retired_us; /* CPU time of thread members that left */
+	struct qos_reserve_fallback fb;
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
 	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */

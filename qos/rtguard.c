@@ -236,7 +236,7 @@ void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m
  */
 static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t sleeps,
 		uint64_t run) {
-	if (r->fb_applied || qos_sys_thread_state(e->tid) == 'R')
+	if (r->fb.applied || qos_sys_thread_state(e->tid) == 'R')
 		return false;
 	if (set_policy(r, e->tid, r->params.policy) != 0)
 		return false;
@@ -276,7 +276,7 @@ static void check_thread(pid_t tid, void *data) {
 		if (!e)
 			return;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
-		e->rt_ns = is_rt || c->r->fb_applied ? (run < pass_ns ? run : pass_ns) : 0;
+		e->rt_ns = is_rt || c->r->fb.applied ? (run < pass_ns ? run : pass_ns) : 0;
 		uint64_t before = carried_ns(c->r->mgr, c->pid, tid, run);
 		if (before > e->rt_ns)
 			e->rt_ns = before;
@@ -292,7 +292,7 @@ static void check_thread(pid_t tid, void *data) {
 			e->sleeps_again = true;
 		if (e->sleeps_again && resume_asleep(c->r, e, sleeps, run))
 			return; /* its stretch is open, from now */
-	} else if ((is_rt || c->r->fb_applied) && e->rt_ns >= c->threshold_ns) {
+	} else if ((is_rt || c->r->fb.applied) && e->rt_ns >= c->threshold_ns) {
 		/*
 		 * Found in its reserve's fallback, it is other already, but the
 		 * count stands: marked, it stays other when the fallback ends.
