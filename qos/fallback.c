@@ -328,7 +328,7 @@ static void enter_fallback(struct qos_reserve *r) {
 		}
 		return;
 	}
-	if (r->rtg)
+	if (r->rtg.guard)
 		qos_rtguard_switch(r, false);
 	r->fb.threads = !qos_fallback_group_idles(r);
 	if (r->fb.threads)
@@ -398,7 +398,7 @@ void qos_fallback_leave(struct qos_reserve *r) {
 	if (r->fb.threads || !qos_fallback_group_idles(r))
 		qos_reserve_apply_threads(r, p->policy);
 	r->fb.threads = false;
-	if (r->rtg)
+	if (r->rtg.guard)
 		qos_rtguard_switch(r, true);
 	qos_reserve_root_weight_deferred(r->mgr, true);
 }

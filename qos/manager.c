@@ -211,8 +211,8 @@ static void reserve_housekeeping(struct qos_reserve *r) {
 }
 
 static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
-	r->fork_pending = false;
-	r->fork_pass_us = now_us;
+	r->forks.pending = false;
+	r->forks.pass_us = now_us;
 	qos_member_adopt_children(r);
 	qos_reserve_apply_active(r);
 	qos_fallback_check(r, now_us);
@@ -230,8 +230,8 @@ static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
 static void member_changed(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
-	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
-		r->fork_pending = true;
+	if (now < r->forks.pass_us + QOS_FORK_PASS_US) {
+		r->forks.pending = true;
 		qos_reserve_rearm(mgr);
 		return;
 	}
@@ -268,11 +268,11 @@ static void run_timers(struct qos_manager *mgr) {
 	if (housekeeping)
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US <= now)
 			fork_pass(r, now);
 		else if (r->fb.next_check_us <= now)
 			qos_fallback_check(r, now);
-		if (r->rtg_retry_us && r->rtg_retry_us <= now)
+		if (r->rtg.retry_us && r->rtg.retry_us <= now)
 			qos_rtguard_retry(r, now);
 	}
 	if (housekeeping) {
@@ -366,17 +366,17 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
-		const struct qos_params *as_made = r->wd_demoted ? &r->wd_before : &r->params;
+		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : &r->params;
 		char err[256];
 		if (!was || !now || r->is_auto || !same_params(as_made, &was->params))
 			continue;
 		if (same_params(&r->params, &now->params)) {
-			r->wd_demoted = false; /* the file now says what the demotion made it */
+			r->wd.demoted = false; /* the file now says what the demotion made it */
 			continue;
 		}
 		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
-		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
-			r->wd_before = now->params;
+		if (r->wd.demoted && qos_policy_is_rt(now->params.policy) && left) {
+			r->wd.before = now->params;
 			qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 					"qosrc makes it real-time, "
 					"but real-time grants are suspended for %llus after a starvation alarm: it "

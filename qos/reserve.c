@@ -62,10 +62,10 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->fb.next_check_us < next)
 			next = r->fb.next_check_us;
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
-			next = r->fork_pass_us + QOS_FORK_PASS_US;
-		if (r->rtg_retry_us && r->rtg_retry_us < next)
-			next = r->rtg_retry_us;
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US < next)
+			next = r->forks.pass_us + QOS_FORK_PASS_US;
+		if (r->rtg.retry_us && r->rtg.retry_us < next)
+			next = r->rtg.retry_us;
 	}
 	if (next == mgr->armed_us)
 		return;

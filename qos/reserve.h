@@ -9,6 +9,7 @@
 
 #include "qos/core.h"
 #include "qos/fallback.h"
+#include "qos/rtguard.h"
 #include "qos/police.h"
 #include "qos/sys.h"
 
@@ -62,6 +63,28 @@ struct qos_reserve_cgroup {
 	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
 };
 
+/*
+ * Passes for members' forks (manager.c, qos_manager_forked): kept here,
+ * below it, because reserve.c's timer wakes for the pending one.
+ */
+struct qos_reserve_forks {
+	uint64_t pass_us; /* the last pass */
+	bool pending; /* a fork waits for the next one */
+};
+
+/*
+ * The starvation watchdog, not a user, made the reserve other
+ * (configure.c, qos_configure_demote_rt): its parameters before, which a
+ * reload compares with qosrc's old definition (manager.c,
+ * apply_redefined).  Any later change through qos_reserve_set (a user's,
+ * or a reload's) clears it.  Declared here, below its layer 3 owners,
+ * because struct qos_reserve holds it.
+ */
+struct qos_reserve_demotion {
+	bool demoted;
+	struct qos_params before;
+};
+
 struct qos_reserve {
 	struct qos_manager *mgr;
 	struct qos_reserve *next;
@@ -82,18 +105,9 @@ struct qos_reserve {
 	struct qos_reserve_fallback fb;
 	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
 	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
-	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
-	uint64_t rtg_retry_us; /* the guard looks for a moved-out thread asleep again; 0: no */
-	uint64_t fork_pass_us; /* last pass for a member's fork (qos_manager_forked) */
-	bool fork_pending; /* a fork waits for the next one */
-	/*
-	 * The starvation watchdog, not a user, made it other (qos_configure_demote_rt):
-	 * its parameters before, which a reload compares with qosrc's old
-	 * definition (manager.c, apply_redefined).  Any later change through
-	 * qos_reserve_set (a user's, or a reload's) clears it.
-	 */
-	bool wd_demoted;
-	struct qos_params wd_before;
+	struct qos_reserve_rtguard rtg;
+	struct qos_reserve_forks forks;
+	struct qos_reserve_demotion wd;
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);

@@ -215,7 +215,7 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 }
 
 void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	if (!g)
 		return;
 	size_t kept = 0;
@@ -257,7 +257,7 @@ static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t s
 
 static void check_thread(pid_t tid, void *data) {
 	struct pass_ctx *c = data;
-	struct qos_rtguard *g = c->r->rtg;
+	struct qos_rtguard *g = c->r->rtg.guard;
 	uint64_t sleeps, run;
 	bool awake;
 	if (!read_thread(tid, &sleeps, &run, &awake))
@@ -325,20 +325,20 @@ static void check_thread(pid_t tid, void *data) {
 
 /* Arms the retry while a moved-out thread that sleeps waits to be caught asleep. */
 static void arm_retry(struct qos_reserve *r, uint64_t now_us) {
-	struct qos_rtguard *g = r->rtg;
-	r->rtg_retry_us = 0;
+	struct qos_rtguard *g = r->rtg.guard;
+	r->rtg.retry_us = 0;
 	if (!g || now_us >= g->retry_until_us)
 		return;
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].demoted && g->t[i].sleeps_again) {
-			r->rtg_retry_us = now_us + RETRY_US;
+			r->rtg.retry_us = now_us + RETRY_US;
 			return;
 		}
 	}
 }
 
 void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
@@ -358,9 +358,9 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 		qos_rtguard_destroy(r);
 		return;
 	}
-	if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+	if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
 		return;
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; i < g->n; i++)
 		g->t[i].seen = false;
 	struct pass_ctx c = { .r = r };
@@ -385,7 +385,7 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 }
 
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
@@ -400,9 +400,9 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
 }
 
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid) {
-	if (!r->rtg)
+	if (!r->rtg.guard)
 		return false;
-	const struct rt_thread *e = find(r->rtg, tid);
+	const struct rt_thread *e = find(r->rtg.guard, tid);
 	return e && e->demoted;
 }
 
@@ -431,10 +431,10 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 		bool still = c.demoted && sleeps == c.sleeps;
 		if (!still && c.rt_ns < threshold_ns(mgr))
 			return false;
-		if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+		if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
 			return false;
-		struct rt_thread *e = find(r->rtg, tid);
-		if (!e && !(e = add(r->rtg, pid, tid)))
+		struct rt_thread *e = find(r->rtg.guard, tid);
+		if (!e && !(e = add(r->rtg.guard, pid, tid)))
 			return false;
 		drop_carry(mgr, i);
 		e->rt_ns = c.rt_ns;
@@ -452,14 +452,14 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 }
 
 void qos_rtguard_destroy(struct qos_reserve *r) {
-	if (!r->rtg)
+	if (!r->rtg.guard)
 		return;
-	for (size_t i = 0; i < r->rtg->n; i++)
-		carry(r->mgr, &r->rtg->t[i]);
-	free(r->rtg->t);
-	free(r->rtg);
-	r->rtg = NULL;
-	r->rtg_retry_us = 0;
+	for (size_t i = 0; i < r->rtg.guard->n; i++)
+		carry(r->mgr, &r->rtg.guard->t[i]);
+	free(r->rtg.guard->t);
+	free(r->rtg.guard);
+	r->rtg.guard = NULL;
+	r->rtg.retry_us = 0;
 }
 
 void qos_rtguard_finish(struct qos_manager *mgr) {
