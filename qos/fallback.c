@@ -262,13 +262,13 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->tid) {
-			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
-				total += v - m->cpu_base_us;
+			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+				total += v - m->usage.cpu_base_us;
 		} else if (exact) {
-			m->clock_read = qos_sys_process_clock_us(m->pid, &v);
-			m->clock_us = v;
-			if (m->clock_read && v >= m->clock_base_us)
-				total += v - m->clock_base_us;
+			m->usage.clock_read = qos_sys_process_clock_us(m->pid, &v);
+			m->usage.clock_us = v;
+			if (m->usage.clock_read && v >= m->usage.clock_base_us)
+				total += v - m->usage.clock_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
 			if (r->cgroup.stat_fd < 0)
@@ -285,18 +285,18 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 void qos_fallback_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
 	uint64_t v;
 	if (m->tid) {
-		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
-			r->fb.retired_us += v - m->cpu_base_us;
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+			r->fb.retired_us += v - m->usage.cpu_base_us;
 	} else if (exact_clocks(r)) {
 		/* A process that exited is not read again (its pid may be reused):
 		 * the last check's reading is what it ran here. */
 		if (exited || !qos_sys_process_clock_us(m->pid, &v)) {
-			if (!m->clock_read)
+			if (!m->usage.clock_read)
 				return;
-			v = m->clock_us;
+			v = m->usage.clock_us;
 		}
-		if (v >= m->clock_base_us)
-			r->fb.retired_us += v - m->clock_base_us;
+		if (v >= m->usage.clock_base_us)
+			r->fb.retired_us += v - m->usage.clock_base_us;
 	}
 }
 
@@ -407,9 +407,9 @@ static void disarm_timers(struct qos_reserve *r) {
 	if (!r->timer.armed)
 		return;
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->has_cpu_timer)
-			qos_cputimer_arm(r->members[i]->cpu_timer, 0);
-		r->members[i]->timer_at_ns = 0;
+		if (r->members[i]->usage.has_cpu_timer)
+			qos_cputimer_arm(r->members[i]->usage.cpu_timer, 0);
+		r->members[i]->usage.timer_at_ns = 0;
 	}
 	r->timer.armed = false;
 }
@@ -442,20 +442,20 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		int e = 0;
-		if (!m->has_cpu_timer) {
+		if (!m->usage.has_cpu_timer) {
 			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
-						&m->cpu_timer))
-				m->has_cpu_timer = true;
+						&m->usage.cpu_timer))
+				m->usage.has_cpu_timer = true;
 			else
 				e = -errno;
 		}
 		/* The clock as qos_fallback_own_cpu_us() just read it (notified
 		 * reserves have exact clocks). */
-		if (!e && !m->clock_read)
+		if (!e && !m->usage.clock_read)
 			continue; /* exiting: its pidfd says so next */
-		m->timer_at_ns = (m->clock_us + share) * 1000u;
+		m->usage.timer_at_ns = (m->usage.clock_us + share) * 1000u;
 		if (!e)
-			e = qos_cputimer_arm(m->cpu_timer, m->timer_at_ns);
+			e = qos_cputimer_arm(m->usage.cpu_timer, m->usage.timer_at_ns);
 		/*
 		 * A member that exited since its clock was read (reaped: ESRCH)
 		 * is no refusal: its pidfd says so next, and the others stay
@@ -510,19 +510,20 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		uint64_t clock_ns;
-		if (!m->has_cpu_timer ||
-				!qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns, share_ns, &clock_ns)) {
+		if (!m->usage.has_cpu_timer ||
+				!qos_cputimer_rearm_after(m->usage.cpu_timer, m->usage.timer_at_ns, share_ns,
+						&clock_ns)) {
 			/* Timers of other members may be re-armed already: arm_timers
 			 * sets them all again from the clocks read the usual way. */
-			m->timer_at_ns = 0;
+			m->usage.timer_at_ns = 0;
 			r->timer.armed_own_us = UINT64_MAX;
 			return false;
 		}
-		m->timer_at_ns = clock_ns + share_ns;
-		m->clock_us = clock_ns / 1000u;
-		m->clock_read = true;
-		if (m->clock_us >= m->clock_base_us)
-			total += m->clock_us - m->clock_base_us;
+		m->usage.timer_at_ns = clock_ns + share_ns;
+		m->usage.clock_us = clock_ns / 1000u;
+		m->usage.clock_read = true;
+		if (m->usage.clock_us >= m->usage.clock_base_us)
+			total += m->usage.clock_us - m->usage.clock_base_us;
 	}
 	/* As arm_timers would have armed them for the period's start. */
 	r->timer.armed_first_use = false;

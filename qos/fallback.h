@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 struct qos_member;
 struct qos_reserve;
@@ -22,6 +23,17 @@ struct qos_reserve_timers {
 	uint64_t checked_own_us; /* own time at the last check */
 	uint64_t fresh_own_us; /* own time as last changed ... */
 	uint64_t fresh_at_us; /* ... first seen then */
+};
+
+/* What a member has run since it joined, by its own clock or the scheduler's. */
+struct qos_member_usage {
+	uint64_t cpu_base_us; /* thread members: schedstat at join */
+	uint64_t clock_base_us; /* process members: their CPU clock at join */
+	uint64_t clock_us; /* ... and as the last check read it */
+	bool clock_read; /* false: that read failed (the process is exiting) */
+	timer_t cpu_timer; /* notifies the manager at a CPU-time threshold */
+	bool has_cpu_timer;
+	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
 };
 
 /* The reserve's switch to its fallback, and when it is looked at next. */

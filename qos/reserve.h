@@ -22,6 +22,29 @@ struct qos_thread_orig {
 	struct qos_sched sched;
 };
 
+/*
+ * Where a member came from, which leaving gives back (member.c; declared
+ * here, below it, because struct qos_member holds it).
+ */
+struct qos_member_home {
+	char v2[QOS_CG_REL_PATH];
+	char cpu[QOS_CG_REL_PATH];
+	/* Its class before it joined (a process's main thread's), and each of a
+	 * process member's threads' then.  Threads started since get the
+	 * member's. */
+	struct qos_sched sched;
+	struct qos_thread_orig *threads;
+	size_t n_threads;
+	bool moving; /* leaving for another reserve: home, not its old class */
+};
+
+/* The member's RLIMIT_RTTIME bound (member.c, as for struct qos_member_home). */
+struct qos_member_rttime {
+	bool bounded;
+	uint64_t orig_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
+	uint64_t old_soft, old_hard;
+};
+
 struct qos_member {
 	struct qos_reserve *reserve;
 	pid_t pid;
@@ -29,26 +52,10 @@ struct qos_member {
 	int pidfd;
 	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
-	char orig_v2[QOS_CG_REL_PATH];
-	char orig_cpu[QOS_CG_REL_PATH];
-	bool rttime_bounded;
 	bool outside_root; /* a thread left in its process's group (cgroup v2) */
-	uint64_t orig_rt_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
-	uint64_t old_rt_soft, old_rt_hard;
-	/* Its class before it joined (a process's main thread's), and each of a
-	 * process member's threads' then: what leaving gives back.  Threads
-	 * started since get the member's. */
-	struct qos_sched orig;
-	struct qos_thread_orig *orig_threads;
-	size_t n_orig_threads;
-	bool moving; /* leaving for another reserve: home, not its old class */
-	uint64_t cpu_base_us; /* thread members: schedstat at join */
-	uint64_t clock_base_us; /* process members: their CPU clock at join */
-	uint64_t clock_us; /* ... and as the last check read it */
-	bool clock_read; /* false: that read failed (the process is exiting) */
-	timer_t cpu_timer; /* notifies the manager at a CPU-time threshold */
-	bool has_cpu_timer;
-	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
+	struct qos_member_home home;
+	struct qos_member_rttime rttime;
+	struct qos_member_usage usage;
 };
 
 /*
