@@ -21,7 +21,7 @@
  * deadline state it cannot do that safely, and the reserve stays hard.
  */
 bool qos_fallback_optimistic(const struct qos_reserve *r) {
-	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
+	return r->params.policy == QOS_POLICY_QOS && r->mgr->dl.optimistic &&
 			(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
 }
 

@@ -75,10 +75,10 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	}
 	mgr->config = *config;
 	mgr->events = (struct qos_events){ .fn = config->event, .data = config->event_data };
-	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->guardian_pidfd =
-			mgr->canary_fd = mgr->canary_stop_fd = -1;
-	mgr->root_idle = -1;
-	mgr->root_weight = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian.fd = mgr->guardian.pidfd =
+			mgr->canary.fd = mgr->canary.stop_fd = -1;
+	mgr->root.idle = -1;
+	mgr->root.weight = -1;
 	struct rlimit nofile;
 	mgr->kept_fds_budget = QOS_KEPT_FDS_BUDGET;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_KEPT_FDS_BUDGET)
@@ -105,11 +105,11 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		ncpus = n > 0 ? (unsigned)n : 1;
 	}
 	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
-	mgr->optimistic = qos_optimistic_supported();
+	mgr->dl.optimistic = qos_optimistic_supported();
 	mgr->tick_us = qos_sys_tick_us();
 	/* Refined later from every fresh reservation (optimistic.c). */
-	if (mgr->optimistic && !config->fake_files)
-		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);
+	if (mgr->dl.optimistic && !config->fake_files)
+		qos_sys_sched_clock_offset(&mgr->dl.clock_offset_ns);
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, config->cgroup_parent, mgr->root_name, err,
 				err_len))
@@ -279,7 +279,7 @@ static void run_timers(struct qos_manager *mgr) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
 			reserve_housekeeping(r);
 		qos_rtguard_prune(mgr);
-		if (mgr->root_weight_dirty)
+		if (mgr->root.weight_dirty)
 			qos_reserve_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);
 		qos_guardian_retry(mgr);
@@ -318,11 +318,11 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 					qos_fallback_check(r, now);
 				}
 			} while (got == 16);
-		} else if (ptr == &mgr->guardian_pidfd) {
+		} else if (ptr == &mgr->guardian.pidfd) {
 			qos_guardian_died(mgr);
-		} else if (ptr == &mgr->canary_fd) {
+		} else if (ptr == &mgr->canary.fd) {
 			uint64_t v;
-			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
+			if (read(mgr->canary.fd, &v, sizeof(v)) > 0)
 				qos_watchdog_tick(&mgr->watchdog, qos_sys_now_us());
 		} else {
 			/* A member's pidfd became readable: it exited. */

@@ -69,7 +69,7 @@ static bool exited(pid_t pid, pid_t tid) {
  */
 static bool may_join(struct qos_manager *mgr, struct qos_reserve *r, pid_t pid, pid_t tid,
 		char *err, size_t err_len) {
-	if (pid == getpid() || (mgr->guardian_pid > 0 && pid == mgr->guardian_pid)) {
+	if (pid == getpid() || (mgr->guardian.pid > 0 && pid == mgr->guardian.pid)) {
 		snprintf(err, err_len, "%d is the QoS manager%s; it cannot join a reserve", pid,
 				pid == getpid() ? "" : "'s guardian");
 		return false;

@@ -37,7 +37,7 @@ struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const cha
 }
 
 struct qos_reserve *qos_reserve_find_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
-	for (struct qos_reserve *r = mgr->by_cookie[cookie % QOS_COOKIE_BUCKETS]; r;
+	for (struct qos_reserve *r = mgr->cookies.by[cookie % QOS_COOKIE_BUCKETS]; r;
 			r = r->cookie_next) {
 		if (r->cookie == cookie)
 			return r;
@@ -273,7 +273,7 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	struct qos_cgroup *cg = &mgr->cg;
 	if (!cg->cpu_ctl)
 		return;
-	if (defer && mgr->root_idle == 0) {
+	if (defer && mgr->root.idle == 0) {
 		/*
 		 * The root stays busy while one populated reserve is: finding one
 		 * is enough, usually the first, where summing them all cost 4% of
@@ -281,7 +281,7 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 		 */
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 			if (r->n_members && !reserve_idle(r)) {
-				mgr->root_weight_dirty = true;
+				mgr->root.weight_dirty = true;
 				return;
 			}
 		}
@@ -300,18 +300,18 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	int idle = any && weight == 0;
 	if (!weight)
 		weight = 1024;
-	if (idle == mgr->root_idle && (idle || weight == mgr->root_weight)) {
-		mgr->root_weight_dirty = false;
+	if (idle == mgr->root.idle && (idle || weight == mgr->root.weight)) {
+		mgr->root.weight_dirty = false;
 		return;
 	}
-	if (defer && idle == mgr->root_idle) {
-		mgr->root_weight_dirty = true;
+	if (defer && idle == mgr->root.idle) {
+		mgr->root.weight_dirty = true;
 		return;
 	}
 	qos_cgroup_set_root_weight(cg, idle, weight);
-	mgr->root_idle = idle;
-	mgr->root_weight = idle ? -1 : weight;
-	mgr->root_weight_dirty = false;
+	mgr->root.idle = idle;
+	mgr->root.weight = idle ? -1 : weight;
+	mgr->root.weight_dirty = false;
 }
 
 /* The group's cpu.idle, written only when it changes. */
@@ -416,9 +416,9 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	r->cgroup.idle = -1;
 	r->cgroup.idle_fd = -1;
 	r->cgroup.procs_fd = -1;
-	r->cookie = ++mgr->next_cookie;
-	r->cookie_next = mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS];
-	mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS] = r;
+	r->cookie = ++mgr->cookies.next;
+	r->cookie_next = mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS];
+	mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS] = r;
 	struct qos_reserve **tail = &mgr->reserves;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -437,7 +437,7 @@ void qos_reserve_free(struct qos_reserve *r) {
 			break;
 		}
 	}
-	for (struct qos_reserve **pp = &mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS]; *pp;
+	for (struct qos_reserve **pp = &mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS]; *pp;
 			pp = &(*pp)->cookie_next) {
 		if (*pp == r) {
 			*pp = r->cookie_next;

@@ -132,9 +132,9 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy) 
 #define RT_CARRY_MAX 4096
 
 static void drop_carry(struct qos_manager *mgr, size_t i) {
-	memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
-			(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
-	mgr->n_rt_carry--;
+	memmove(&mgr->carry.items[i], &mgr->carry.items[i + 1],
+			(mgr->carry.n - i - 1) * sizeof(*mgr->carry.items));
+	mgr->carry.n--;
 }
 
 /* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
@@ -144,22 +144,22 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 	if (!read_kept(e, &sleeps, &run, &awake))
 		return;
 	close_stretch(e, sleeps, run, awake);
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		if (mgr->rt_carry[i].tid == e->tid) {
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		if (mgr->carry.items[i].tid == e->tid) {
 			drop_carry(mgr, i);
 			break;
 		}
 	}
 	if (!e->rt_ns)
 		return;
-	if (mgr->n_rt_carry == RT_CARRY_MAX)
+	if (mgr->carry.n == RT_CARRY_MAX)
 		drop_carry(mgr, 0);
 	struct qos_rt_carry *c =
-			qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry, mgr->n_rt_carry, sizeof(*c));
+			qos_array_room(mgr->carry.items, &mgr->carry.cap, mgr->carry.n, sizeof(*c));
 	if (!c)
 		return;
-	mgr->rt_carry = c;
-	mgr->rt_carry[mgr->n_rt_carry++] = (struct qos_rt_carry){
+	mgr->carry.items = c;
+	mgr->carry.items[mgr->carry.n++] = (struct qos_rt_carry){
 		.pid = e->pid,
 		.tid = e->tid,
 		.start_time = qos_sys_start_time(e->pid, e->tid),
@@ -176,8 +176,8 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
  * thread new to the guard.
  */
 static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run) {
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		if (c.tid != tid)
 			continue;
 		drop_carry(mgr, i);
@@ -192,8 +192,8 @@ static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64
 
 void qos_rtguard_prune(struct qos_manager *mgr) {
 	size_t kept = 0;
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		uint64_t run;
 		if (!qos_sys_thread_in_process(c.pid, c.tid) ||
 				qos_sys_start_time(c.pid, c.tid) != c.start_time ||
@@ -209,9 +209,9 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 		if ((policy == SCHED_FIFO || policy == SCHED_RR) && run > c.run_ns)
 			c.rt_ns += run - c.run_ns;
 		c.run_ns = run;
-		mgr->rt_carry[kept++] = c;
+		mgr->carry.items[kept++] = c;
 	}
-	mgr->n_rt_carry = kept;
+	mgr->carry.n = kept;
 }
 
 void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m) {
@@ -419,8 +419,8 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct qos_manager *mgr = r->mgr;
 	if (!mgr->config.rttime_us)
 		return false;
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		uint64_t sleeps, run;
 		bool awake;
 		if (c.tid != tid)
@@ -463,9 +463,9 @@ void qos_rtguard_destroy(struct qos_reserve *r) {
 }
 
 void qos_rtguard_finish(struct qos_manager *mgr) {
-	free(mgr->rt_carry);
-	mgr->rt_carry = NULL;
-	mgr->n_rt_carry = mgr->cap_rt_carry = 0;
+	free(mgr->carry.items);
+	mgr->carry.items = NULL;
+	mgr->carry.n = mgr->carry.cap = 0;
 }
 
 void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,
