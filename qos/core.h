@@ -8,8 +8,10 @@
  *   1 reserve:  reserve, threads, fallback, optimistic, rtguard
  *   2 member:   member, guardian
  *   3 manager:  manager, configure, reconcile, canary
- * Each layer's files hold the state they own in their own structs; struct
- * qos_manager gathers them so that one pointer reaches all.
+ * Each file's state is a sub-struct owned by that file; struct qos_manager,
+ * struct qos_reserve and struct qos_member are compositions of them, and a
+ * file may use the sub-structs of its own layer and the ones below only
+ * (checked by the same script).
  */
 #ifndef QOS_CORE_H
 #define QOS_CORE_H

@@ -53,9 +53,9 @@ struct qos_member {
 	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
 	bool outside_root; /* a thread left in its process's group (cgroup v2) */
-	struct qos_member_home home;
-	struct qos_member_rttime rttime;
-	struct qos_member_usage usage;
+	struct qos_member_home home; /* member.c */
+	struct qos_member_rttime rttime; /* member.c */
+	struct qos_member_usage usage; /* fallback.c */
 };
 
 /*
@@ -104,17 +104,17 @@ struct qos_reserve {
 	size_t n_members, cap_members;
 	bool granted;
 	uint64_t granted_ppm;
-	struct qos_reserve_cgroup cgroup;
+	struct qos_reserve_cgroup cgroup; /* reserve.c */
 	uint32_t cookie; /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
-	struct qos_reserve_timers timer;
-	struct qos_police police;
-	struct qos_reserve_fallback fb;
-	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
-	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
-	struct qos_reserve_rtguard rtg;
-	struct qos_reserve_forks forks;
-	struct qos_reserve_demotion wd;
+	struct qos_reserve_timers timer; /* fallback.c */
+	struct qos_police police; /* police.c's machine, run by fallback.c */
+	struct qos_reserve_fallback fb; /* fallback.c */
+	struct qos_optimistic *opt; /* optimistic.c: threads in an optimistic qos reserve's fallback */
+	uint64_t dl_runtime_ns; /* reserve.c: runtime its deadline threads were last given, 0 none */
+	struct qos_reserve_rtguard rtg; /* rtguard.c */
+	struct qos_reserve_forks forks; /* reserve.c's timer, manager.c's passes */
+	struct qos_reserve_demotion wd; /* configure.c */
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);
