@@ -43,6 +43,7 @@
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
+#include "xwayland.h"
 
 void server_terminate(struct qw_server *server) {
 	scheduler_stop(server->scheduler);
@@ -145,13 +146,14 @@ static bool create_scene(struct qw_server *server) {
 	server->view_tree = wlr_scene_tree_create(root);
 	server->layer_trees[QW_LAYER_TOP] = wlr_scene_tree_create(root);
 	server->fullscreen_tree = wlr_scene_tree_create(root);
+	server->unmanaged_tree = wlr_scene_tree_create(root);
 	server->layer_trees[QW_LAYER_OVERLAY] = wlr_scene_tree_create(root);
 	for (int i = 0; i < QW_LAYER_COUNT; i++) {
 		if (!server->layer_trees[i]) {
 			return false;
 		}
 	}
-	return server->view_tree && server->fullscreen_tree;
+	return server->view_tree && server->fullscreen_tree && server->unmanaged_tree;
 }
 
 static void handle_request_activate(struct wl_listener *listener, void *data) {
@@ -250,6 +252,7 @@ bool server_init(struct qw_server *server) {
 		return false;
 	}
 	idle_init(server);
+	xwayland_init(server);
 	server->scheduler = scheduler_create(server);
 	if (!server->scheduler) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
@@ -308,6 +311,7 @@ void server_finish(struct qw_server *server) {
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
+	xwayland_finish(server);
 	wl_display_destroy_clients(server->wl_display);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;
