@@ -38,14 +38,15 @@ static const char usage[] =
 		"  clients              Wayland clients: the compositor's CPU time spent\n"
 		"                       for each, and the part billed to its reserve\n"
 		"  scheduler            the compositor's scheduling state and CPU accounting\n"
-		"  reload               reload the qosrc files\n"
+		"  reload               reload output settings and the qosrc files\n"
 		"  top [-n COUNT]       refreshing view of windows and reserves\n"
 		"  subscribe            print window and QoS events as JSON lines\n"
 		"  version              print the compositor's version\n"
 		"  exit                 end the session\n"
 		"  raw JSON             send one raw request line\n"
 		"\n"
-		"TARGET is a window id (see 'windows') or pid:N.\n"
+		"TARGET is a window id (see 'windows'), pid:N, or tid:N for one thread\n"
+		"(join tid:N RESERVE, and set tid:N normal to take it out).\n"
 		"The socket defaults to $QOSWAY_SOCK.\n";
 
 struct conn {
@@ -398,7 +399,7 @@ static void print_outputs(struct json_object *reply) {
 
 static bool valid_target(const char *t) {
 	long long id;
-	if (strncmp(t, "pid:", 4) == 0) {
+	if (strncmp(t, "pid:", 4) == 0 || strncmp(t, "tid:", 4) == 0) {
 		return parse_id(t + 4, &id);
 	}
 	return parse_id(t, &id);
@@ -480,7 +481,8 @@ static struct json_object *build_request(int argc, char **argv) {
 			goto err;
 		}
 		if (!valid_target(argv[1])) {
-			fprintf(stderr, "qosctl: invalid target '%s': want a window id or pid:N\n", argv[1]);
+			fprintf(stderr, "qosctl: invalid target '%s': want a window id, pid:N or tid:N\n",
+					argv[1]);
 			goto err;
 		}
 		json_object_object_add(req, "target", json_object_new_string(argv[1]));

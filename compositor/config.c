@@ -8,6 +8,7 @@
 #include <wlr/types/wlr_keyboard.h>
 
 #include "config.h"
+#include "output_config.h"
 #include "qos/params.h"
 
 static const char *const button_names[QW_BUTTON_KIND_COUNT] = {
@@ -162,6 +163,8 @@ void config_finish(struct qw_config *config) {
 	free(config->bindings);
 	free(config->terminal);
 	free(config->font);
+	output_config_finish(config);
+	free(config->output_block);
 	*config = (struct qw_config){ 0 };
 }
 
@@ -251,7 +254,7 @@ static const char *parse_whole(const char *s, uint64_t limit, uint64_t *out) {
  * WIDTHxHEIGHT[@HZ[Hz]], read exactly: sscanf and strtod took signs,
  * spaces, overflowing numbers and "@nan" (a refresh rate of INT_MIN).
  */
-static bool parse_mode(const char *s, int *w, int *h, int *mhz) {
+bool config_parse_mode(const char *s, int *w, int *h, int *mhz) {
 	uint64_t rw, rh, rate = 60000;
 	const char *p = s ? parse_whole(s, 16384, &rw) : NULL;
 	if (!p || *p != 'x' || !(p = parse_whole(p + 1, 16384, &rh))) {
@@ -424,6 +427,48 @@ static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
 			key);
 }
 
+/*
+ * "output NAME { ... }" opens a block of settings for one output; "output
+ * NAME KEY VALUE" is one setting (output_config.h).
+ */
+static bool apply_output_words(struct qw_config *config, const char *name, char *first,
+		char **cursor, char *msg, size_t size) {
+	char *words[8];
+	size_t count = 0;
+	if (first) {
+		words[count++] = first;
+	}
+	char *word;
+	while ((word = next_word(cursor))) {
+		if (count == sizeof(words) / sizeof(words[0])) {
+			return fail(msg, size, "too many words for one output setting");
+		}
+		words[count++] = word;
+	}
+	return output_config_set(config, name, words, count, msg, size);
+}
+
+static bool apply_output(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *name = next_word(cursor);
+	if (!name || strcmp(name, "{") == 0 || strcmp(name, "}") == 0) {
+		return fail(msg, size, "output wants a connector name, e.g. output HDMI-A-1 { ... }");
+	}
+	char *what = next_word(cursor);
+	if (what && strcmp(what, "{") == 0) {
+		if (next_word(cursor)) {
+			return fail(msg, size, "text after '{' (settings go on the lines that follow)");
+		}
+		char *copy = strdup(name);
+		if (!copy) {
+			return fail(msg, size, "out of memory");
+		}
+		free(config->output_block);
+		config->output_block = copy;
+		return true;
+	}
+	return apply_output_words(config, name, what, cursor, msg, size);
+}
+
 bool config_apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
 	char buf[4096];
 	if (strlen(line_in) >= sizeof(buf)) {
@@ -455,6 +500,20 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		}
 		return apply_scheduling(config, key, &cursor, msg, size);
 	}
+	if (config->output_block) {
+		if (strcmp(key, "}") == 0) {
+			if (next_word(&cursor)) {
+				return fail(msg, size, "text after '}'");
+			}
+			free(config->output_block);
+			config->output_block = NULL;
+			return true;
+		}
+		return apply_output_words(config, config->output_block, key, &cursor, msg, size);
+	}
+	if (strcmp(key, "output") == 0) {
+		return apply_output(config, &cursor, msg, size);
+	}
 	if (strcmp(key, "scheduling") == 0) {
 		char *what = next_word(&cursor);
 		if (!what) {
@@ -473,7 +532,7 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 	}
 	if (strcmp(key, "output-mode") == 0) {
 		char *mode = next_word(&cursor);
-		if (!parse_mode(mode, &config->output_width, &config->output_height,
+		if (!config_parse_mode(mode, &config->output_width, &config->output_height,
 					&config->output_refresh_mhz) ||
 				next_word(&cursor)) {
 			return fail(msg, size,
@@ -596,6 +655,13 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		config->qos_reserved_ppm = ppm;
 		return true;
 	}
+	if (strcmp(key, "qos-other-users") == 0) {
+		char *value = next_word(&cursor);
+		if (!parse_switch(value, &config->qos_other_users) || next_word(&cursor)) {
+			return fail(msg, size, "qos-other-users wants on or off");
+		}
+		return true;
+	}
 	if (strcmp(key, "realtime-period") == 0) {
 		char *value = next_word(&cursor);
 		uint64_t us;
@@ -656,12 +722,12 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 			report(err, path, lineno, "NUL byte in the line");
 			config->error_count++;
 		} else {
-			bool was_in_block = config->in_scheduling_block;
+			bool was_in_block = config->in_scheduling_block || config->output_block;
 			if (!config_apply_line(config, line, msg, sizeof(msg))) {
 				report(err, path, lineno, msg);
 				config->error_count++;
 			}
-			if (!was_in_block && config->in_scheduling_block) {
+			if (!was_in_block && (config->in_scheduling_block || config->output_block)) {
 				block_line = lineno;
 			}
 		}
@@ -673,6 +739,12 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 		report(err, path, block_line, "this scheduling block is not closed with '}'");
 		config->error_count++;
 		config->in_scheduling_block = false;
+	}
+	if (config->output_block) {
+		report(err, path, block_line, "this output block is not closed with '}'");
+		config->error_count++;
+		free(config->output_block);
+		config->output_block = NULL;
 	}
 	free(line);
 	fclose(f);
@@ -701,10 +773,14 @@ char *config_find_default(void) {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 	char *path = NULL;
-	if (xdg && *xdg) {
+	/* The XDG base directory spec: a relative value is invalid and ignored. */
+	if (xdg && xdg[0] == '/') {
 		path = path_if_readable(xdg, "/qosway/config");
 	} else if (home && *home) {
 		path = path_if_readable(home, "/.config/qosway/config");
+	}
+	if (!path) {
+		path = path_if_readable(QOSWAY_SYSCONFDIR, "/config");
 	}
 	if (!path) {
 		path = path_if_readable(QOSWAY_DATADIR, "/config");

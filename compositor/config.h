@@ -96,6 +96,9 @@ struct qw_config {
 	int realtime_fallback; /* enum qos_policy */
 	/* Share of each CPU kept back from guarantees (admission control). */
 	uint64_t qos_reserved_ppm;
+	/* Whether a session run by root may change other users' processes
+	 * (qos_gate.h); an ordinary user's never may. */
+	bool qos_other_users;
 	/* The compositor as a slave scheduler (scheduler.h). Off is the plain
 	 * wl_display_run loop: every client served alike, nothing billed. */
 	struct {
@@ -104,7 +107,11 @@ struct qw_config {
 		bool boost;
 		unsigned int hidden_frame_rate; /* Hz, for covered or off-screen windows */
 	} scheduling;
+	/* Per-output settings by connector name (output_config.h). */
+	struct qw_output_config *outputs;
+	size_t output_count;
 	bool in_scheduling_block; /* parse state: between "scheduling {" and "}" */
+	char *output_block; /* parse state: the NAME of an open "output NAME {" */
 	unsigned int error_count; /* bad lines seen while loading */
 };
 
@@ -122,11 +129,16 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err);
 bool config_apply_line(struct qw_config *config, const char *line, char *msg, size_t msg_size);
 
 /*
- * The user's file ($XDG_CONFIG_HOME/qosway/config or ~/.config/...) if it
- * exists, else the installed default, else the one in the source tree.
+ * The first readable of: the user's file ($XDG_CONFIG_HOME/qosway/config,
+ * or ~/.config/qosway/config), the system's (SYSCONFDIR/qosway/config,
+ * /etc/qosway/config for a /usr install), the installed default
+ * (DATADIR/qosway/config), the one in the source tree.
  * Returns a newly allocated path, or NULL if none exists.
  */
 char *config_find_default(void);
+
+/* WIDTHxHEIGHT[@HZ[Hz]]; false if it is not one (or out of range). */
+bool config_parse_mode(const char *s, int *w, int *h, int *mhz);
 
 const char *config_button_name(enum qw_button_kind kind);
 bool config_parse_button(const char *name, enum qw_button_kind *kind);

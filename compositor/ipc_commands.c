@@ -19,6 +19,10 @@
 #include "client_identity.h"
 #include "ipc_commands.h"
 #include "output.h"
+#include "output_apply.h"
+#include "output_config.h"
+#include "output_headless.h"
+#include "qos/proc.h"
 #include "qos/qos.h"
 #include "qos_gate.h"
 #include "qos_link.h"
@@ -146,11 +150,51 @@ static struct json_object *cmd_outputs(struct qw_server *server) {
 		json_object_object_add(obj, "x", json_object_new_int(box.x));
 		json_object_object_add(obj, "y", json_object_new_int(box.y));
 		json_object_object_add(obj, "scale", json_object_new_double(o->scale));
+		json_object_object_add(obj, "transform",
+				json_object_new_string(output_transform_name(o->transform)));
+		/* The size windows see: the mode turned and divided by the scale. */
+		json_object_object_add(obj, "logical_width", json_object_new_int(box.width));
+		json_object_object_add(obj, "logical_height", json_object_new_int(box.height));
 		json_object_object_add(obj, "enabled", json_object_new_boolean(o->enabled));
 		json_object_array_add(list, obj);
 	}
 	json_object_object_add(reply, "outputs", list);
 	return reply;
+}
+
+/* {"command": "output-add", "width": W, "height": H} or
+ * {"command": "output-remove", "name": NAME}: headless outputs only. */
+static struct json_object *cmd_output_plug(struct qw_server *server, struct json_object *req,
+		bool add) {
+	char err[256], name[64];
+	struct json_object *arg;
+	if (add) {
+		struct json_object *h;
+		if (!json_object_object_get_ex(req, "width", &arg) ||
+				!json_object_object_get_ex(req, "height", &h) ||
+				!json_object_is_type(arg, json_type_int) ||
+				!json_object_is_type(h, json_type_int)) {
+			return ipc_reply_error("output-add wants integer 'width' and 'height'");
+		}
+		int64_t w = json_object_get_int64(arg), hh = json_object_get_int64(h);
+		if (w > 16384 || hh > 16384 || w < 0 || hh < 0) {
+			return ipc_reply_error("output size wants 64 to 16384 pixels each way");
+		}
+		if (!output_headless_add(server, (int)w, (int)hh, name, sizeof(name), err, sizeof(err))) {
+			return ipc_reply_error("%s", err);
+		}
+		struct json_object *reply = reply_ok();
+		json_object_object_add(reply, "name", ipc_json_text(name));
+		return reply;
+	}
+	if (!json_object_object_get_ex(req, "name", &arg) ||
+			!json_object_is_type(arg, json_type_string)) {
+		return ipc_reply_error("output-remove wants a string 'name'");
+	}
+	if (!output_headless_remove(server, json_object_get_string(arg), err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	return reply_ok();
 }
 
 static struct qw_view *lookup_view(struct qw_server *server, struct json_object *req,
@@ -178,15 +222,33 @@ static const char *get_string(struct json_object *req, const char *key) {
 	return json_object_get_string(v);
 }
 
-/* "ID" (a window) or "pid:N" -> a live pid, or an error reply. */
-static pid_t resolve_target(struct qw_server *server, struct json_object *req,
+/*
+ * "ID" (a window), "pid:N" or "tid:N" (one thread, in *tid; 0 for the
+ * others) -> a live pid, or an error reply.
+ */
+static pid_t resolve_target(struct qw_server *server, struct json_object *req, pid_t *tid,
 		struct json_object **error) {
+	*tid = 0;
 	const char *target = get_string(req, "target");
 	if (!target) {
-		*error = ipc_reply_error("missing string 'target' (a window id or pid:N)");
+		*error = ipc_reply_error("missing string 'target' (a window id, pid:N or tid:N)");
 		return -1;
 	}
 	char *end;
+	if (strncmp(target, "tid:", 4) == 0) {
+		long t = strtol(target + 4, &end, 10);
+		if (*end || end == target + 4 || t <= 0 || t > INT32_MAX) {
+			*error = ipc_reply_error("bad target '%.64s': want tid:N", target);
+			return -1;
+		}
+		pid_t pid = qos_proc_tgid((pid_t)t);
+		if (pid <= 0) {
+			*error = ipc_reply_error("no thread %ld", t);
+			return -1;
+		}
+		*tid = (pid_t)t;
+		return pid;
+	}
 	if (strncmp(target, "pid:", 4) == 0) {
 		long pid = strtol(target + 4, &end, 10);
 		if (*end || end == target + 4 || pid <= 0 || pid > INT32_MAX) {
@@ -218,7 +280,8 @@ static pid_t resolve_target(struct qw_server *server, struct json_object *req,
 static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 		struct json_object *req) {
 	struct json_object *error = NULL;
-	pid_t pid = resolve_target(server, req, &error);
+	pid_t tid;
+	pid_t pid = resolve_target(server, req, &tid, &error);
 	if (pid < 0) {
 		return error;
 	}
@@ -231,6 +294,19 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 	}
 	char err[256];
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	if (tid && class != QW_VIEW_CLASS_NORMAL) {
+		return ipc_reply_error("a thread takes a class by joining a reserve (join tid:N "
+							   "RESERVE); set tid:N normal takes it out");
+	}
+	if (tid) {
+		if (!qos_gate_leave_thread(server, &asker, pid, tid, err, sizeof(err))) {
+			return ipc_reply_error("%s", err);
+		}
+		struct json_object *reply = reply_ok();
+		json_object_object_add(reply, "pid", json_object_new_int(pid));
+		json_object_object_add(reply, "tid", json_object_new_int(tid));
+		return reply;
+	}
 	if (!qos_gate_set_class(server, &asker, pid, class, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -244,7 +320,8 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 		struct json_object *req) {
 	struct json_object *error = NULL;
-	pid_t pid = resolve_target(server, req, &error);
+	pid_t tid;
+	pid_t pid = resolve_target(server, req, &tid, &error);
 	if (pid < 0) {
 		return error;
 	}
@@ -254,7 +331,7 @@ static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
 	}
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
-	if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
+	if (!qos_gate_join(server, &asker, reserve, pid, tid, NULL, NULL, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
 	return reply_ok();
@@ -381,6 +458,9 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 
 static struct json_object *cmd_reload(struct qw_server *server) {
 	char err[256] = "";
+	if (!output_config_reload(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
 	if (!qos_link_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -543,6 +623,8 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_windows(server);
 	} else if (strcmp(command, "outputs") == 0) {
 		reply = cmd_outputs(server);
+	} else if (strcmp(command, "output-add") == 0 || strcmp(command, "output-remove") == 0) {
+		reply = cmd_output_plug(server, req, command[7] == 'a');
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

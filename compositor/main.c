@@ -9,16 +9,16 @@
 #include "scheduler.h"
 #include "server.h"
 
-static const char usage[] =
-		"Usage: qosway [options]\n"
-		"\n"
-		"  -c FILE   read the configuration from FILE\n"
-		"  -s CMD    run CMD with sh -c once the display is up\n"
-		"  -d        verbose (debug) logging\n"
-		"  -h        show this help\n"
-		"  -v        show the version\n"
-		"\n"
-		"Without -c, $XDG_CONFIG_HOME/qosway/config is used, else the default.\n";
+static const char usage[] = "Usage: qosway [options]\n"
+							"\n"
+							"  -c FILE   read the configuration from FILE\n"
+							"  -s CMD    run CMD with sh -c once the display is up\n"
+							"  -d        verbose (debug) logging\n"
+							"  -h        show this help\n"
+							"  -v        show the version\n"
+							"\n"
+							"Without -c, the first of $XDG_CONFIG_HOME/qosway/config,\n"
+							"" QOSWAY_SYSCONFDIR "/config and " QOSWAY_DATADIR "/config is used.\n";
 
 int main(int argc, char *argv[]) {
 	const char *config_path = NULL;
@@ -59,6 +59,7 @@ int main(int argc, char *argv[]) {
 	char *found = config_path ? NULL : config_find_default();
 	const char *path = config_path ? config_path : found;
 	if (path) {
+		server.config_path = strdup(path);
 		/* A missing or partly bad file leaves the defaults in place: the
 		 * session must come up so the user can fix it. */
 		config_load_file(&server.config, path, stderr);
@@ -70,6 +71,7 @@ int main(int argc, char *argv[]) {
 		wlr_log(WLR_ERROR, "failed to start the compositor");
 		server_finish(&server);
 		config_finish(&server.config);
+		free(server.config_path);
 		return 1;
 	}
 	setenv("WAYLAND_DISPLAY", server.socket, true);
@@ -83,5 +85,6 @@ int main(int argc, char *argv[]) {
 	wlr_log(WLR_INFO, "exiting");
 	server_finish(&server);
 	config_finish(&server.config);
+	free(server.config_path);
 	return server.exit_code;
 }

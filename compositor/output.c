@@ -1,7 +1,9 @@
 #include <stdlib.h>
 #include <time.h>
+#include <wlr/backend/drm.h>
 #include <wlr/backend/headless.h>
 #include <wlr/interfaces/wlr_output.h>
+#include <wlr/render/pixman.h>
 #include <wlr/types/wlr_output.h>
 #include <wlr/types/wlr_output_layout.h>
 #include <wlr/types/wlr_scene.h>
@@ -12,6 +14,7 @@
 #include "client_identity.h"
 #include "layer_shell.h"
 #include "output.h"
+#include "output_apply.h"
 #include "render.h"
 #include "scheduler.h"
 
@@ -26,11 +29,14 @@ struct qw_output *output_at(struct qw_server *server, double lx, double ly) {
 	if (wlr_output && wlr_output->data) {
 		return wlr_output->data;
 	}
-	if (wl_list_empty(&server->outputs)) {
-		return NULL;
+	/* Disabled outputs are in no layout and show nothing. */
+	struct qw_output *output;
+	wl_list_for_each(output, &server->outputs, link) {
+		if (wlr_output_layout_get(server->output_layout, output->wlr_output)) {
+			return output;
+		}
 	}
-	struct qw_output *first = wl_container_of(server->outputs.next, first, link);
-	return first;
+	return NULL;
 }
 
 /*
@@ -65,6 +71,10 @@ void output_send_frame_done(struct qw_output *output, struct timespec *now) {
 
 bool output_draw(struct qw_output *output, struct render_report *report, struct timespec *now) {
 	struct wlr_output *wlr_output = output->wlr_output;
+	if (!output->scene_output || !wlr_output->enabled) {
+		clock_gettime(CLOCK_MONOTONIC, now);
+		return false; /* disabled since the frame was asked for */
+	}
 	uint32_t seq_before = wlr_output->commit_seq;
 	bool committed = render_output(output, report);
 	clock_gettime(CLOCK_MONOTONIC, now);
@@ -97,7 +107,7 @@ static void handle_frame(struct wl_listener *listener, void *data) {
 
 static void handle_destroy(struct wl_listener *listener, void *data) {
 	struct qw_output *output = wl_container_of(listener, output, destroy);
-	layer_shell_output_destroyed(output);
+	output_apply_removed(output);
 	scheduler_output_destroyed(output->server->scheduler, output);
 	wl_list_remove(&output->frame.link);
 	wl_list_remove(&output->destroy.link);
@@ -160,6 +170,14 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 		wl_list_init(&output->layers[i]);
 	}
 	wlr_output->data = output;
+	/*
+	 * The pixman renderer cannot fill a buffer the DRM cursor plane takes
+	 * (wlroots 0.15 logs an error at every cursor image and then draws
+	 * it itself): draw the cursor into each frame from the start.
+	 */
+	if (wlr_output_is_drm(wlr_output) && wlr_renderer_is_pixman(server->renderer)) {
+		wlr_output_lock_software_cursors(wlr_output, true);
+	}
 	output->frame.notify = handle_frame;
 	wl_signal_add(&wlr_output->events.frame, &output->frame);
 	output->destroy.notify = handle_destroy;
@@ -171,6 +189,7 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 	output->scene_output = wlr_scene_get_scene_output(server->scene, wlr_output);
 	output->usable_area = output_layout_box(output);
 	wlr_xcursor_manager_load(server->xcursor_manager, wlr_output->scale);
+	output_apply_config(output);
 	wlr_log(WLR_INFO, "output %s: %dx%d@%.3fHz", wlr_output->name, wlr_output->width,
 			wlr_output->height, wlr_output->refresh / 1000.0);
 }

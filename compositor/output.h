@@ -18,6 +18,8 @@ struct qw_output {
 	struct wl_list layers[QW_LAYER_COUNT];
 	/* Output box minus exclusive zones, layout coordinates. */
 	struct wlr_box usable_area;
+	/* Placed where the config or a client said; else automatically. */
+	bool fixed_position;
 	/* The backend sends no presentation event itself (headless). */
 	bool synthesize_present;
 	unsigned int present_seq;

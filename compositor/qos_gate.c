@@ -1,7 +1,10 @@
 #include <limits.h>
+#include <linux/capability.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "qos/proc.h"
@@ -49,15 +52,93 @@ static bool is_our_guard(pid_t pid) {
 			strcmp(self, other) == 0;
 }
 
+/* PF_KTHREAD in the flags of /proc/PID/stat (field 9). */
+#define PROC_FLAG_KTHREAD 0x00200000u
+
+static bool is_kernel_thread(pid_t pid) {
+	char path[64], text[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		return false;
+	}
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	/* After the command name, which may hold anything, up to its last ')'. */
+	char *rest = strrchr(text, ')');
+	unsigned int flags = 0;
+	return rest && sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) == 1 &&
+			(flags & PROC_FLAG_KTHREAD);
+}
+
+static void user_name(uid_t uid, char *buf, size_t len) {
+	struct passwd pw, *found = NULL;
+	char scratch[1024];
+	if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &found) == 0 && found) {
+		snprintf(buf, len, "%s (uid %u)", found->pw_name, (unsigned)uid);
+	} else {
+		snprintf(buf, len, "uid %u", (unsigned)uid);
+	}
+}
+
 /*
- * Whether pid's scheduling may be changed on request: never the
- * compositor's own; and when the change can freeze it (`freezing`), not a
- * process the session runs the compositor under, nor `asker` (the
- * requesting process, -1 if none).
+ * What the session depends on beyond its own ancestors: the seat, login
+ * and display managers. Matched on the command name (/proc/PID/comm,
+ * at most 15 characters).
  */
-static bool may_change(pid_t pid, pid_t asker, bool freezing, char *err, size_t err_len) {
+static const char *const session_services[] = {
+	"seatd",
+	"systemd",
+	"systemd-logind",
+	"gdm",
+	"gdm-session-wor",
+	"gdm-wayland-ses",
+	"sddm",
+	"sddm-helper",
+	"lightdm",
+	"greetd",
+	"ly",
+	"lxdm",
+	"lxdm-session",
+	"xdm",
+	"login",
+};
+
+static bool is_session_service(pid_t pid, char *name, size_t len) {
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		return false;
+	}
+	bool read_ok = fgets(name, (int)len, f) != NULL;
+	fclose(f);
+	if (!read_ok) {
+		return false;
+	}
+	name[strcspn(name, "\n")] = '\0';
+	for (size_t i = 0; i < sizeof(session_services) / sizeof(session_services[0]); i++) {
+		if (strcmp(name, session_services[i]) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* qos_gate_may_touch, with or without the compositor's ancestors. */
+static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, char *err,
+		size_t err_len) {
+	if (pid == 1) {
+		snprintf(err, err_len, "refusing to change pid 1: the whole system runs under it");
+		return false;
+	}
 	if (pid == getpid()) {
 		snprintf(err, err_len, "refusing to change the compositor's own scheduling");
+		return false;
+	}
+	if (is_kernel_thread(pid)) {
+		snprintf(err, err_len, "refusing to change pid %d: it is a kernel thread", (int)pid);
 		return false;
 	}
 	if (is_our_guard(pid)) {
@@ -67,23 +148,86 @@ static bool may_change(pid_t pid, pid_t asker, bool freezing, char *err, size_t 
 				(int)pid);
 		return false;
 	}
-	if (!freezing) {
-		return true;
-	}
-	if (pid == asker) {
-		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
+	uid_t uid = qos_proc_uid(pid);
+	uid_t ours = getuid();
+	if (uid != ours && !(ours == 0 && server->config.qos_other_users)) {
+		char owner[96], session[96];
+		user_name(uid, owner, sizeof(owner));
+		user_name(ours, session, sizeof(session));
+		snprintf(err, err_len,
+				"refusing to change pid %d: it belongs to %s, not to this "
+				"session's user %s%s",
+				(int)pid, owner, session,
+				ours == 0 ? " (set qos-other-users on in the config to allow it)" : "");
 		return false;
 	}
-	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
+	for (pid_t p = getppid(); ancestors && p > 1; p = qos_proc_parent(p)) {
 		if (p == pid) {
 			snprintf(err, err_len,
-					"refusing to pause pid %d: the session runs the "
+					"refusing to change pid %d: the session runs the "
 					"compositor under it",
 					(int)pid);
 			return false;
 		}
 	}
+	char name[32];
+	if (is_session_service(pid, name, sizeof(name))) {
+		snprintf(err, err_len, "refusing to change pid %d (%s): the session depends on it",
+				(int)pid, name);
+		return false;
+	}
 	return true;
+}
+
+bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len) {
+	return touch_rules(server, pid, true, err, err_len);
+}
+
+/*
+ * Whether pid's scheduling may be changed on request: qos_gate_may_touch,
+ * but the compositor's ancestors only when the change can freeze them
+ * (`freezing`); and then not `asker` (the requesting process, -1 if none).
+ */
+static bool may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing, char *err,
+		size_t err_len) {
+	if (freezing && pid == asker) {
+		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
+		return false;
+	}
+	if (!touch_rules(server, pid, freezing, err, err_len)) {
+		if (freezing && strstr(err, "the session runs the compositor under it")) {
+			snprintf(err, err_len,
+					"refusing to pause pid %d: the session runs the "
+					"compositor under it",
+					(int)pid);
+		}
+		return false;
+	}
+	return true;
+}
+
+static bool have_sys_nice(void) {
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &header, data) != 0) {
+		return false;
+	}
+	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+}
+
+bool qos_gate_may_raise(const struct qos_params *p, char *err, size_t err_len) {
+	bool realtime = p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy);
+	if ((!realtime && p->nice >= 0) || have_sys_nice()) {
+		return true;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(err, err_len,
+			"%s needs CAP_SYS_NICE, which qosway runs without; as root, run "
+			"'setcap cap_sys_nice=ep %s' and start the session again",
+			realtime ? "a real-time class" : "a negative nice", n > 0 ? exe : "qosway");
+	return false;
 }
 
 static bool params_freeze(const struct qos_params *p) {
@@ -95,7 +239,7 @@ static bool params_freeze(const struct qos_params *p) {
  * nobody, a reload): may_change for each, freezing when params pause them
  * (policy or fallback).
  */
-static bool members_may_take(struct qos_manager *qos, const char *name,
+static bool members_may_take(struct qw_server *server, struct qos_manager *qos, const char *name,
 		const struct qos_params *params, pid_t asker, char *err, size_t len) {
 	struct qos_member_info few[64], *members = few;
 	ssize_t cap = 64, n = qos_manager_members(qos, name, few, 64);
@@ -111,7 +255,7 @@ static bool members_may_take(struct qos_manager *qos, const char *name,
 	}
 	bool ok = true;
 	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
-		ok = may_change(members[i].pid, asker, params_freeze(params), err, len);
+		ok = may_change(server, members[i].pid, asker, params_freeze(params), err, len);
 	}
 	if (members != few) {
 		free(members);
@@ -119,19 +263,31 @@ static bool members_may_take(struct qos_manager *qos, const char *name,
 	return ok;
 }
 
-/* The reserve (existing, or as qosrc defines it) can freeze its members. */
-static bool reserve_freezes(struct qw_server *server, const char *name) {
+/* The params of a reserve, existing (copied to info) or as qosrc defines
+ * it; NULL if neither. */
+static const struct qos_params *reserve_params(struct qw_server *server, const char *name,
+		struct qos_reserve_info *info) {
 	struct qos_manager *qos = qos_link_manager(server);
 	const struct qos_rules *rules = qos_link_rules(server);
-	struct qos_reserve_info info;
-	const struct qos_params *p = NULL;
-	if (qos && qos_manager_reserve_info(qos, name, &info)) {
-		p = &info.params;
-	} else if (rules) {
-		const struct qos_reserve_def *def = qos_rules_find_reserve(rules, name);
-		p = def ? &def->params : NULL;
+	if (qos && qos_manager_reserve_info(qos, name, info)) {
+		return &info->params;
 	}
+	const struct qos_reserve_def *def = rules ? qos_rules_find_reserve(rules, name) : NULL;
+	return def ? &def->params : NULL;
+}
+
+/* The reserve (existing, or as qosrc defines it) can freeze its members. */
+static bool reserve_freezes(struct qw_server *server, const char *name) {
+	struct qos_reserve_info info;
+	const struct qos_params *p = reserve_params(server, name, &info);
 	return p && params_freeze(p);
+}
+
+/* Joining the reserve needs no capability qosway lacks. */
+static bool reserve_may_raise(struct qw_server *server, const char *name, char *err, size_t len) {
+	struct qos_reserve_info info;
+	const struct qos_params *p = reserve_params(server, name, &info);
+	return !p || qos_gate_may_raise(p, err, len);
 }
 
 /*
@@ -178,7 +334,10 @@ static bool user_may_define(struct qw_server *server, const struct qos_gate_aske
 				util / 10000.0, info.capacity_ppm / 10000.0);
 		return false;
 	}
-	return members_may_take(qos, name, params, asker->pid, err, len);
+	if (!qos_gate_may_raise(params, err, len)) {
+		return false;
+	}
+	return members_may_take(server, qos, name, params, asker->pid, err, len);
 }
 
 /*
@@ -286,7 +445,8 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 	const char *reserve = reserve_name(asker, name, buf, sizeof(buf));
 	struct qos_app_limits limits;
 	if (!qos_params_normalize(p, err, len) ||
-			!class_allowed(server, asker->pid, reserve, p, &limits, err, len)) {
+			!class_allowed(server, asker->pid, reserve, p, &limits, err, len) ||
+			!qos_gate_may_raise(p, err, len)) {
 		return false;
 	}
 	const struct qos_rules *rules = qos_link_rules(server);
@@ -383,11 +543,14 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 	struct qos_reserve_info info;
 	bool ok;
 	if (asker->who == QOS_GATE_USER) {
-		if (!may_change(pid, asker->pid, reserve_freezes(server, reserve), err, err_len)) {
+		if (!may_change(server, pid, asker->pid, reserve_freezes(server, reserve), err, err_len) ||
+				!reserve_may_raise(server, reserve, err, err_len)) {
 			return false;
 		}
 		ok = qos_manager_join(qos, reserve, pid, tid, err, err_len);
-	} else if (!app_may_join(server, asker, name, err, err_len)) {
+	} else if (!app_may_join(server, asker, name, err, err_len) ||
+			!reserve_may_raise(server, reserve, err, err_len) ||
+			(pending && !qos_gate_may_raise(pending, err, err_len))) {
 		return false;
 	} else if (!name && !qos_manager_reserve_info(qos, reserve, &info)) {
 		/* The automatic reserve is made with the process as its first
@@ -428,10 +591,26 @@ bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker
 	return true;
 }
 
+bool qos_gate_leave_thread(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		pid_t tid, char *err, size_t err_len) {
+	struct qos_manager *qos = manager_for(server, asker, err, err_len);
+	if (!qos || !qos_gate_may_touch(server, pid, err, err_len)) {
+		return false;
+	}
+	const char *in = qos_manager_reserve_of(qos, pid, tid);
+	if (!in) {
+		snprintf(err, err_len, "thread %d of pid %d is in no reserve", (int)tid, (int)pid);
+		return false;
+	}
+	qos_manager_leave(qos, pid, tid);
+	qos_link_schedule_refresh(server);
+	return true;
+}
+
 bool qos_gate_may_reload(struct qw_server *server, const char *name,
 		const struct qos_params *params, char *err, size_t err_len) {
 	return qos_link_ready(server, err, err_len) &&
-			members_may_take(qos_link_manager(server), name, params, -1, err, err_len);
+			members_may_take(server, qos_link_manager(server), name, params, -1, err, err_len);
 }
 
 /* A qosrc rule that names a real-time reserve for this process, if any:
@@ -460,7 +639,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		snprintf(err, err_len, "the window's process is unknown");
 		return false;
 	}
-	if (!may_change(pid, asker->pid, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
+	if (!may_change(server, pid, asker->pid, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
 		return false;
 	}
 	struct qos_params params;
@@ -477,14 +656,16 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 	case QW_VIEW_CLASS_REALTIME: {
 		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
 		if (reserve) {
-			ok = qos_manager_join(qos, reserve, pid, 0, err, err_len);
+			ok = reserve_may_raise(server, reserve, err, err_len) &&
+					qos_manager_join(qos, reserve, pid, 0, err, err_len);
 			break;
 		}
 		params.policy = QOS_POLICY_QOS;
 		params.period_us = config->realtime_period_us;
 		params.slice_us = config->realtime_period_us * config->realtime_cpu_ppm / 1000000;
 		params.fallback = config->realtime_fallback;
-		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
+		ok = qos_gate_may_raise(&params, err, err_len) &&
+				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	}
 	case QW_VIEW_CLASS_FIFO:
@@ -492,6 +673,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		params.policy = QOS_POLICY_FIFO;
 		params.priority = 10;
 		ok = qos_params_normalize(&params, err, err_len) &&
+				qos_gate_may_raise(&params, err, err_len) &&
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	case QW_VIEW_CLASS_IDLE:

@@ -9,9 +9,16 @@
  * it starts), is asked by no one and goes to the manager directly.
  *
  * The rules:
- *  - never the compositor's own scheduling, nor its QoS guard's;
- *  - nothing that can freeze the process asking, or one the session runs
- *    the compositor under;
+ *  - never pid 1, a kernel thread, the compositor's own scheduling or its
+ *    QoS guard's, or a service the session depends on (seatd, logind, a
+ *    display manager);
+ *  - nothing that can freeze a process the session runs the compositor
+ *    under (AutoQOS leaves those alone altogether);
+ *  - only processes of the session's user (a session run by root may
+ *    allow other users' with qos-other-users on);
+ *  - nothing that can freeze the process asking;
+ *  - a real-time class (or a negative nice) only when the compositor has
+ *    CAP_SYS_NICE, refused before the kernel would be asked;
  *  - an application only for its own process, within what qosrc allows it
  *    (allow=, max-cpu=, redefine=; by default qos, other and idle, at most
  *    50% of a CPU over all its reserves), and never a reserve the user
@@ -88,6 +95,27 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
  */
 bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker, const char *name,
 		pid_t pid, pid_t tid);
+
+/*
+ * Whether any change to pid's scheduling may be made, by anyone (the user,
+ * an application, AutoQOS): the rules above that do not depend on who asks
+ * or what is asked. False with the reason in err.
+ */
+bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len);
+
+/*
+ * Whether the compositor can give params: a real-time policy or a negative
+ * nice needs CAP_SYS_NICE. False with the reason and the fix in err.
+ */
+bool qos_gate_may_raise(const struct qos_params *params, char *err, size_t err_len);
+
+/*
+ * The user takes thread tid of process pid out of the reserve it is in (as
+ * a member of its own), after qos_gate_may_touch. False with the reason in
+ * err, also when it is in none.
+ */
+bool qos_gate_leave_thread(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
+		pid_t tid, char *err, size_t err_len);
 
 /*
  * Whether a qosrc reload may give reserve `name`, as it is now, these

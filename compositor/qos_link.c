@@ -417,6 +417,19 @@ void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_i
 	}
 	bool applied;
 	char err[256];
+	/* AutoQOS touches nothing the user could not ask for, and asks the
+	 * kernel nothing it would refuse for want of CAP_SYS_NICE. */
+	const struct qos_rule *rule = qos_link_match_rule(server, pid, app_id, NULL);
+	if (!rule || !rule->auto_apply) {
+		return;
+	}
+	const struct qos_reserve_def *def =
+			rule->reserve[0] ? qos_rules_find_reserve(qos_link_rules(server), rule->reserve) : NULL;
+	if (!qos_gate_may_touch(server, pid, err, sizeof(err)) ||
+			!qos_gate_may_raise(def ? &def->params : &rule->params, err, sizeof(err))) {
+		wlr_log(WLR_INFO, "AutoQOS for pid %d not applied: %s", (int)pid, err);
+		return;
+	}
 	if (!qos_manager_apply_rules(qos, pid, app_id, &applied, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "AutoQOS for pid %d refused: %s", (int)pid, err);
 	}

@@ -34,6 +34,8 @@
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
+#include "output_apply.h"
+#include "output_management.h"
 #include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
@@ -60,6 +62,10 @@ static int handle_terminate_signal(int signal, void *data) {
 static int handle_sighup(int signal, void *data) {
 	struct qw_server *server = data;
 	char err[256] = "";
+	if (!output_config_reload(server, err, sizeof(err))) {
+		wlr_log(WLR_ERROR, "SIGHUP: %s", err);
+	}
+	err[0] = '\0';
 	if (!qos_link_reload(server, err, sizeof(err))) {
 		wlr_log(WLR_ERROR, "SIGHUP: qosrc not reloaded: %s", err);
 	}
@@ -190,7 +196,8 @@ static bool create_protocols(struct qw_server *server) {
 			!wlr_primary_selection_v1_device_manager_create(display) ||
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
-			!wlr_viewporter_create(display) || !foreign_toplevel_init(server)) {
+			!wlr_viewporter_create(display) || !foreign_toplevel_init(server) ||
+			!output_management_init(server)) {
 		wlr_log(WLR_ERROR, "failed to create a protocol global");
 		return false;
 	}

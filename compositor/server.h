@@ -46,6 +46,7 @@
 #include "theme.h"
 
 struct qw_ipc;
+struct qw_output_management;
 struct qw_scheduler;
 struct qos_link;
 struct wlr_scene_node;
@@ -110,6 +111,8 @@ struct qw_server {
 	struct wlr_output_layout *output_layout;
 	struct wl_list outputs; /* qw_output.link */
 	struct wl_listener new_output;
+	struct qw_output_management *output_management; /* output_management.h */
+	char *config_path; /* the config file read at start, read again on reload */
 
 	struct wlr_xdg_shell *xdg_shell;
 	struct wl_listener new_xdg_surface;

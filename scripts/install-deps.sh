@@ -13,6 +13,13 @@ apt_packages=(
 	clang-format
 	# real clients and tools used by the demo, tests and benchmarks
 	foot weston grim sway util-linux procps python3 python3-pip valgrind
+	# man pages; setcap for the installed binary's file capability
+	scdoc libcap2-bin man-db
+	# the virtual machine stage (tests/vm): Debian's kernel under QEMU,
+	# booted by virtme-ng (pip), and seatd for the DRM session there
+	qemu-system-x86 linux-image-amd64 busybox-static seatd
+	# wlr-output-management client for the output tests
+	wlr-randr
 )
 
 sudo=()

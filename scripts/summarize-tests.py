@@ -27,7 +27,8 @@ def main():
             else:
                 failed += 1
                 print(f"FAILED: {meson.stem} test {test['name']}")
-    for xml in sorted(results.glob("pytest*.xml")):
+    junit = sorted(results.glob("pytest*.xml")) + sorted(results.glob("vm*.xml"))
+    for xml in junit:
         for case in ET.parse(xml).getroot().iter("testcase"):
             outcome = [c.tag for c in case]
             name = f"{xml.stem}: {case.get('classname')}::{case.get('name')}"

@@ -4,6 +4,7 @@
 #   2. warning-free build (werror) and C unit tests (meson test)
 #   3. pytest: integration tests against the real compositor, QoS kernel tests
 #   4. the C unit tests and the integration tests again against an ASan+UBSan build
+#   5. tests/vm: a QEMU guest with a pure cgroup-v2 kernel and a DRM device
 # and ends with one line "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,10 @@ if $build_ok; then
 		LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:${LSAN_OPTIONS:-}" \
 		python3 -m pytest tests/integration -p no:cacheprovider -rs -v \
 		--junitxml="$results/pytest-asan.xml" -o junit_suite_name=qosway-asan
+
+	# What this machine cannot show (pure cgroup v2, a DRM device), in a
+	# QEMU guest: one case per check in vm.xml.
+	tests/vm/run.sh "$results"
 fi
 
 python3 scripts/summarize-tests.py "$results"

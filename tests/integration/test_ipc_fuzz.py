@@ -35,7 +35,7 @@ WORDS = [b'"', b"{", b"}", b"[", b"]", b":", b",", b"null", b"true", b"1e999", b
          b"policy=", b"period=", b"cpu=", b"idle", b"pause", b"auto-1", b"/", b"..",
          "\u00e9".encode(), "\u20ac".encode(), b"\xff", b"\xc3", b"\x00", b"\x1b",
          b"x" * 80, "\u00e9".encode() * 40]
-UNSAFE = [b"exit", b"exec", b"close", b"set", b"join", b"reload", b"subscribe", b"\\"]
+UNSAFE = [b"exit", b"exec", b"output-", b"close", b"set", b"join", b"reload", b"subscribe", b"\\"]
 ITERATIONS = int(os.environ.get("QOS_FUZZ_ITERATIONS", "0") or 0) or 1500
 
 

@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qos_helper_driver import QosHelper  # noqa: E402
-from test_kernel import (  # noqa: E402,F401
-    HELPER, Helper, check_rttime_restored, kill_guardian, policy_of, procs, thread_owner)
+from kernel_helpers import (  # noqa: E402
+    HELPER, Helper, check_rttime_restored, kill_guardian, policy_of, thread_owner)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
                                 reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"

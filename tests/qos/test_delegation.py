@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from test_kernel import HELPER, pytestmark  # noqa: F401  (root or skipped)
+from kernel_helpers import HELPER, pytestmark
 from qos_helper_driver import CG, QosHelper
 
 assert pytestmark

@@ -1,5 +1,5 @@
 """Who may join a reserve, with real processes (root; skipped otherwise with
-test_kernel's reason): never the manager or its guardian, never a pid that
+the reason kernel_helpers prints): never the manager or its guardian, never a pid that
 is a thread or a task that has exited, and never a thread whose process is
 a member of another reserve as a whole.  Billing needs members (by pid: a
 member process), and an automatic reserve passes to a member process, or to
@@ -8,11 +8,10 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
-from test_kernel import (  # noqa: F401  (fixtures)
-    _wait_for, assert_no_test_cgroup_left, helper, place, policy_of, procs, pytestmark,
-    rt_bandwidth, running_helper, thread_owner)
+from kernel_helpers import (
+    assert_no_test_cgroup_left, nice_of, policy_of, pytestmark, running_helper, thread_owner,
+    wait_for)
 
 assert pytestmark
 
@@ -29,10 +28,6 @@ def err(helper, text):
     reply = helper.cmd(text)
     assert reply.startswith("err "), (text, reply)
     return reply
-
-
-def nice_of(pid):
-    return os.getpriority(os.PRIO_PROCESS, pid)
 
 
 def test_manager_and_its_guardian_cannot_join(helper, procs):
@@ -92,7 +87,7 @@ def test_exited_process_cannot_join(helper, procs):
     def state():
         with open("/proc/%d/stat" % z) as f:
             return f.read().rsplit(")", 1)[1].split()[0]
-    _wait_for(helper, lambda: state() == "Z", 5, "the child never became a zombie")
+    wait_for(helper, lambda: state() == "Z", 5, "the child never became a zombie")
     helper.ok("reserve q policy=qos period=10ms slice=5ms fallback=pause")
     assert "has exited" in err(helper, "join q %d" % z)
     assert "granted=0" in helper.ok("info q")
@@ -145,7 +140,7 @@ def test_automatic_reserve_passes_to_a_process_member(helper, procs):
     helper.ok("join auto-%d %d" % (p1.pid, q.pid))
     p1.kill()
     p1.wait()
-    _wait_for(helper, lambda: helper.cmd("info auto-%d" % q.pid).startswith("ok"), 5,
+    wait_for(helper, lambda: helper.cmd("info auto-%d" % q.pid).startswith("ok"), 5,
               "auto-%d never became auto-%d: %r" % (p1.pid, q.pid, helper.events[-4:]))
     info = helper.ok("info auto-%d" % q.pid)
     assert "members=2" in info and "owner=%d" % q.pid in info, info
@@ -166,7 +161,7 @@ def test_automatic_reserve_whose_members_own_reserves_becomes_an_orphan(helper, 
     def owner_exits(proc, becomes):
         proc.kill()
         proc.wait()
-        _wait_for(helper, lambda: helper.cmd("info " + becomes).startswith("ok"), 5,
+        wait_for(helper, lambda: helper.cmd("info " + becomes).startswith("ok"), 5,
                   "auto-%d never became %s: %r" % (proc.pid, becomes, helper.events[-4:]))
         assert not helper.cmd("info auto-%d" % proc.pid).startswith("ok")
 
@@ -214,7 +209,7 @@ def test_no_fifo_or_rr_for_a_process_whose_rttime_cannot_be_bounded(rt_bandwidth
     refused naming the limit, and the process keeps its class; where the
     manager may bound it, it gets the bound."""
     p = procs(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
-    _wait_for(helper, lambda: os.readlink("/proc/%d/exe" % p.pid).endswith("sleep"), 5,
+    wait_for(helper, lambda: os.readlink("/proc/%d/exe" % p.pid).endswith("sleep"), 5,
               "setpriv never ran sleep")
     try:
         resource.prlimit(p.pid, resource.RLIMIT_RTTIME)

@@ -1,6 +1,6 @@
 """Kernel tests for optimistic qos (qos -> other): a SCHED_DEADLINE guarantee
 that drops to time-sharing once the slice is used, so the member runs on past
-its slice when the CPU is free (issue 3; qos/optimistic.c).
+its slice when the CPU is free (qos/optimistic.c).
 
 The manager moves threads between SCHED_DEADLINE and the fallback at every
 overrun and period; a thread put back into the deadline class at the wrong
@@ -14,11 +14,11 @@ import subprocess
 import sys
 import time
 
-from test_kernel import (  # noqa: F401  (fixtures)
-    PERIODIC, REASON, _wait_for, assert_no_test_cgroup_left, busy, cpu_ns, group_idle_of,
-    helper, place, policy_of, procs, pytestmark, running_helper)
+from kernel_helpers import (
+    PERIODIC, THREAD_ON_DEMAND, assert_no_test_cgroup_left, busy, cpu_ns, group_idle_of, place,
+    policy_of, pytestmark, running_helper, wait_for)
 
-assert pytestmark  # skipped with test_kernel's printed reason when not root
+assert pytestmark  # skipped with kernel_helpers' printed reason when not root
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -263,7 +263,7 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     # SCHED_IDLE threads alone would still get the group's share: the
     # fallback makes the reserve's group idle too (cpu.idle = 1).
     group_idle = group_idle_of(helper, "cut")
-    _wait_for(helper, group_idle, 2, "the group never went idle in the fallback")
+    wait_for(helper, group_idle, 2, "the group never went idle in the fallback")
     assert dies_at_once(p) < 1.0
 
 
@@ -304,8 +304,6 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
     assert dies_at_once(p) < 1.0
 
 
-THREAD_ON_DEMAND = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "thread_on_demand.py")
 SCHED_DEADLINE = 6
 
 
@@ -384,12 +382,12 @@ def test_pass_reads_deadline_members_through_kept_files(helper, procs):
     for p in members:
         helper.ok("join hard %d" % p.pid)
     wanted = {"/proc/%d/task/%d/sched" % (p.pid, p.pid) for p in members}
-    _wait_for(helper, lambda: wanted <= set(kept_proc_files(helper)), 3,
+    wait_for(helper, lambda: wanted <= set(kept_proc_files(helper)), 3,
               "not kept after a pass: %s" % sorted(wanted))
     helper.ok("leave %d" % members[0].pid)
     members[1].kill()
     members[1].wait()
-    _wait_for(helper, lambda: kept_proc_files(helper) == before, 3,
+    wait_for(helper, lambda: kept_proc_files(helper) == before, 3,
               "files not given back on leave and exit")
 
 
@@ -453,5 +451,5 @@ def test_switches_keep_proc_files_and_give_them_back(helper, procs):
 
 
 def test_zz_no_test_cgroup_left():
-    """Run last in this file, which runs after test_kernel.py's own check."""
+    """Run last in this file: its tests left no group behind."""
     assert_no_test_cgroup_left()

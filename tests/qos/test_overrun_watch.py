@@ -13,21 +13,11 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_kernel import (  # noqa: E402,F401  (fixtures)
-    _wait_for, assert_no_test_cgroup_left, busy, frozen, helper, place, procs, pytestmark,
+from kernel_helpers import (  # noqa: E402
+    assert_no_test_cgroup_left, busy, frozen, info_fields, place, pytestmark, wait_for,
     wait_frozen)
 
-assert pytestmark  # skipped with test_kernel's printed reason when not root
-
-
-def info_fields(helper, name):
-    """The reserve's figures; the first of two same keys (the state's
-    "fallback=1" before the parameters' "fallback=pause")."""
-    out = {}
-    for kv in helper.ok("info " + name).split()[1:]:
-        key, value = kv.split("=", 1)
-        out.setdefault(key, value)
-    return out
+assert pytestmark  # skipped with kernel_helpers' printed reason when not root
 
 
 def _events_of(helper, name, since):
@@ -129,7 +119,7 @@ def test_billed_overrun_of_a_sleeping_member(helper, procs, params, watched):
         after = info_fields(helper, "b")
         if after["periods"] == before["periods"]:  # no boundary in between
             break
-        _wait_for(helper, lambda: info_fields(helper, "b")["fallback"] == "0", 2,
+        wait_for(helper, lambda: info_fields(helper, "b")["fallback"] == "0", 2,
                   "never restored")
     else:
         pytest.fail("three boundaries in a row fell between two reads")
@@ -143,7 +133,7 @@ def test_billed_overrun_of_a_sleeping_member(helper, procs, params, watched):
         # the period after the bill's: its own figures, and the bill's period beside them
         assert f["fallback"] == "1" and int(f["used"]) >= slice_us + 10000, f
         assert f["last_billed"] == str(bill) and int(f["last"]) >= bill, f
-    _wait_for(helper, lambda: [e for e in _events_of(helper, "b", mark)
+    wait_for(helper, lambda: [e for e in _events_of(helper, "b", mark)
                                if e[0] == "restored"], 2, "never restored")
     seen = _events_of(helper, "b", mark)
     assert [e[0] for e in seen] == ["overrun", "restored"], seen

@@ -1,8 +1,8 @@
 """A member gets its own scheduling class back when it leaves, or after a
-crash from the next instance (root; skipped otherwise with test_kernel's
-reason): SCHED_BATCH and SCHED_IDLE stay themselves rather than becoming
-SCHED_OTHER, a fifo process gets its priority back, and each thread of a
-process gets its own nice, not the main thread's."""
+crash from the next instance (root; skipped otherwise with the reason
+kernel_helpers prints): SCHED_BATCH and SCHED_IDLE stay themselves rather
+than becoming SCHED_OTHER, a fifo process gets its priority back, and each
+thread of a process gets its own nice, not the main thread's."""
 import os
 import resource
 import time
@@ -12,16 +12,11 @@ import sys
 
 import pytest
 
-from test_kernel import (  # noqa: F401  (fixtures)
-    CG, ROOT, THREAD_ON_DEMAND, Helper, _force_cleanup, assert_no_test_cgroup_left, cgroup_of,
-    crash_after, helper, place, policy_of, procs, pytestmark, rt_bandwidth, thread_member_forks,
-    thread_owner)
+from kernel_helpers import (
+    CG, ROOT, THREAD_ON_DEMAND, Helper, assert_no_test_cgroup_left, cgroup_of, crash_after,
+    force_cleanup, nice_of, place, policy_of, pytestmark, thread_member_forks, thread_owner)
 
 assert pytestmark
-
-
-def nice_of(tid):
-    return os.getpriority(os.PRIO_PROCESS, tid)
 
 
 def sleeper(procs, *prefix):
@@ -142,7 +137,7 @@ def test_kill9_next_instance_gives_each_thread_its_own_nice_and_class(rt_bandwid
         assert os.sched_getparam(f_worker).sched_priority == 7
         assert policy_of(f_later) == os.SCHED_OTHER
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_thread_past_the_record_cap_gets_its_own_class_back(procs):
@@ -166,7 +161,7 @@ def test_kill9_thread_past_the_record_cap_gets_its_own_class_back(procs):
         assert [nice_of(t) for t in [owner.pid] + tids[:-1]] == [1] * 70
         assert policy_of(owner.pid) == policy_of(tids[0]) == os.SCHED_OTHER
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_next_instance_gives_back_batch_and_idle(procs):
@@ -177,7 +172,7 @@ def test_kill9_next_instance_gives_back_batch_and_idle(procs):
         Helper().close()
         assert_batch_and_idle_back(b, i)
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_stranger_lent_a_members_record_gets_only_its_nice(procs):
@@ -205,7 +200,7 @@ def test_kill9_stranger_lent_a_members_record_gets_only_its_nice(procs):
         assert policy_of(stranger.pid) == os.SCHED_OTHER
         assert policy_of(b.pid) == os.SCHED_BATCH and nice_of(b.pid) == 3
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def test_kill9_under_a_bound_that_stays_gives_back_no_real_time(rt_bandwidth, procs):
@@ -226,7 +221,7 @@ def test_kill9_under_a_bound_that_stays_gives_back_no_real_time(rt_bandwidth, pr
         assert policy_of(f.pid) == os.SCHED_OTHER
         assert any("given back as time-sharing" in e for e in h.events), h.events[-3:]
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def fifo_process_with_a_time_sharing_thread(procs):
@@ -284,7 +279,7 @@ def test_kill9_next_instance_gives_real_time_back_to_its_own_thread_only(rt_band
         assert os.sched_getparam(p.pid).sched_priority == 7
         assert policy_of(tid) == os.SCHED_OTHER
     finally:
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 def joins_elsewhere_and_leaves(helper, pid):
@@ -344,7 +339,7 @@ def test_kill9_adopted_child_of_a_fifo_process_gets_no_real_time(procs):
         assert policy_of(child) == os.SCHED_OTHER
     finally:
         os.kill(child, 9)
-        _force_cleanup(ROOT)
+        force_cleanup(ROOT)
 
 
 @pytest.mark.skipif(os.path.exists(CG + "/cgroup.controllers"),

@@ -82,6 +82,10 @@ static void test_thread_files(void) {
 	CHECK(qos_thread_files_state(&other) == 'S');
 	CHECK_EQ_U(budget, 1);
 	stop_thread(th);
+	/* pthread_join returns a moment before the thread is reaped; until then
+	 * its kept stat file still reads. */
+	for (int i = 0; i < 1000 && qos_sys_thread_in_process(getpid(), tid); i++)
+		usleep(1000);
 	CHECK(qos_thread_files_state(&other) == 0);
 	CHECK_EQ_U(budget, 2);
 	qos_thread_files_finish(&other);

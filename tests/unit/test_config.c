@@ -6,6 +6,7 @@
 #include <wlr/types/wlr_keyboard.h>
 
 #include "config.h"
+#include "output_config.h"
 #include "../qos/check.h"
 #include "../qos/mutate.h"
 #include "qos/params.h"
@@ -83,6 +84,22 @@ static bool same_str(const char *a, const char *b) {
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+static bool same_outputs(const struct qw_config *a, const struct qw_config *b) {
+	if (a->output_count != b->output_count || !same_str(a->output_block, b->output_block)) {
+		return false;
+	}
+	for (size_t i = 0; i < a->output_count; i++) {
+		const struct qw_output_config *x = &a->outputs[i], *y = &b->outputs[i];
+		if (!same_str(x->name, y->name) || x->has_mode != y->has_mode || x->width != y->width ||
+				x->height != y->height || x->refresh_mhz != y->refresh_mhz ||
+				x->has_position != y->has_position || x->x != y->x || x->y != y->y ||
+				x->scale != y->scale || x->transform != y->transform || x->enabled != y->enabled) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Every setting a line can change, compared (error_count aside). */
 static bool same_settings(const struct qw_config *a, const struct qw_config *b) {
 	return a->output_width == b->output_width && a->output_height == b->output_height &&
@@ -97,7 +114,7 @@ static bool same_settings(const struct qw_config *a, const struct qw_config *b) 
 			a->realtime_fallback == b->realtime_fallback &&
 			a->qos_reserved_ppm == b->qos_reserved_ppm &&
 			memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
-			a->in_scheduling_block == b->in_scheduling_block;
+			a->in_scheduling_block == b->in_scheduling_block && same_outputs(a, b);
 }
 
 static void test_invalid_lines(void) {
@@ -161,6 +178,52 @@ static void test_invalid_lines(void) {
 		config_finish(&d);
 		config_finish(&c);
 	}
+}
+
+static void test_outputs(void) {
+	struct qw_config c;
+	char msg[256];
+	config_init_defaults(&c);
+	CHECK(apply(&c, "output HEADLESS-1 {", msg));
+	CHECK(apply(&c, "mode 1280x720@30", msg));
+	CHECK(apply(&c, "position 100,-50", msg));
+	CHECK(apply(&c, "scale 1.5", msg));
+	CHECK(apply(&c, "transform flipped-90", msg));
+	CHECK(apply(&c, "disable", msg));
+	CHECK(apply(&c, "}", msg));
+	CHECK(apply(&c, "output DP-2 position 1920 0", msg));
+	CHECK(apply(&c, "output DP-2 enable", msg));
+	const struct qw_output_config *oc = output_config_find(&c, "HEADLESS-1");
+	CHECK(oc && oc->has_mode && oc->width == 1280 && oc->height == 720);
+	CHECK(oc && oc->refresh_mhz == 30000 && oc->has_position && oc->x == 100 && oc->y == -50);
+	CHECK(oc && oc->scale == 1.5f && oc->transform == 5 && oc->enabled == 0);
+	oc = output_config_find(&c, "DP-2");
+	CHECK(oc && oc->has_position && oc->x == 1920 && oc->y == 0 && oc->enabled == 1);
+	CHECK(oc && !oc->has_mode && oc->scale == 0 && oc->transform == -1);
+	CHECK(!output_config_find(&c, "DP-3"));
+	/* Later settings override key by key; a bad one changes nothing. */
+	CHECK(apply(&c, "output HEADLESS-1 scale 2", msg));
+	CHECK(!apply(&c, "output HEADLESS-1 scale 0.1", msg) && strstr(msg, "output scale wants"));
+	CHECK(!apply(&c, "output HEADLESS-1 scale 9", msg) && strstr(msg, "output scale wants"));
+	CHECK(!apply(&c, "output HEADLESS-1 transform 45", msg) &&
+			strstr(msg, "output transform wants"));
+	CHECK(!apply(&c, "output HEADLESS-1 mode big", msg) && strstr(msg, "output mode wants"));
+	CHECK(!apply(&c, "output HEADLESS-1 position 1,2,3", msg) &&
+			strstr(msg, "output position wants"));
+	CHECK(!apply(&c, "output HEADLESS-1 position 1.5,2", msg));
+	CHECK(!apply(&c, "output HEADLESS-1 disable now", msg) && strstr(msg, "takes nothing"));
+	CHECK(!apply(&c, "output HEADLESS-1 rotate 90", msg) &&
+			strstr(msg, "unknown output setting 'rotate'"));
+	CHECK(!apply(&c, "output HEADLESS-1", msg) && strstr(msg, "wants a setting"));
+	CHECK(!apply(&c, "output", msg) && strstr(msg, "connector name"));
+	CHECK(!apply(&c, "output { mode 1x1", msg) && strstr(msg, "connector name"));
+	CHECK(!apply(&c, "output X { mode 1920x1080", msg) && strstr(msg, "text after '{'"));
+	CHECK(!output_config_find(&c, "X"));
+	oc = output_config_find(&c, "HEADLESS-1");
+	CHECK(oc && oc->scale == 2.0f && oc->transform == 5 && oc->width == 1280);
+	CHECK(strcmp(output_transform_name(5), "flipped-90") == 0);
+	CHECK(strcmp(output_transform_name(99), "?") == 0);
+	config_finish(&c);
 }
 
 static void test_file_errors(void) {
@@ -403,6 +466,7 @@ int main(void) {
 	test_scheduling();
 	test_valid_lines();
 	test_invalid_lines();
+	test_outputs();
 	test_file_errors();
 	test_fuzz_lines();
 	return check_report("config");

@@ -1,0 +1,125 @@
+"""Whose processes a session may touch: every way of asking (qosctl set and
+join here; buttons, the protocol and AutoQOS go through the same gate)
+refuses pid 1, kernel threads, other users' processes, the services the
+session depends on and a pause of the compositor's ancestors, naming the
+reason; and
+a real-time class without CAP_SYS_NICE is refused before the kernel is
+asked, with the fix. (The same refusals for an ordinary user's session on
+pure cgroup v2 are checked in the virtual machine, tests/vm.)"""
+import os
+import pwd
+import shutil
+import subprocess
+
+import pytest
+
+import harness
+
+
+def qosctl_refused(comp, *args):
+    r = comp.qosctl(*args)
+    assert r.returncode == 1, "%s answered %d: %s%s" % (args, r.returncode, r.stdout, r.stderr)
+    return r.stdout + r.stderr
+
+
+def proc_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.fixture
+def comp(start_qosway):
+    return start_qosway(config=harness.qos_test_config())
+
+
+@pytest.fixture
+def as_nobody():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("starting another user's process needs root and setpriv")
+    nobody = pwd.getpwnam("nobody")
+    p = subprocess.Popen(["setpriv", "--reuid=%d" % nobody.pw_uid,
+                          "--regid=%d" % nobody.pw_gid, "--clear-groups", "sleep", "1000"])
+
+    def switched():  # setpriv has changed user and exec'd sleep
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                uid = next(line.split()[1] for line in f if line.startswith("Uid:"))
+            return uid == str(nobody.pw_uid) and os.readlink(
+                "/proc/%d/exe" % p.pid).endswith("/sleep")
+        except OSError:
+            return False
+    harness.wait_for(switched, desc="sleep running as nobody")
+    yield p.pid
+    p.kill()
+    p.wait()
+
+
+def test_pid_1_is_refused(comp):
+    for args in (("set", "pid:1", "paused"), ("set", "pid:1", "idle"),
+                 ("join", "pid:1", "idle")):
+        out = qosctl_refused(comp, *args)
+        assert "refusing to change pid 1" in out, out
+    assert proc_state(1) != "T"
+
+
+def test_kernel_thread_is_refused(comp):
+    # kthreadd is pid 2 on every Linux; in a container it may not be visible
+    kthread = 2 if os.path.exists("/proc/2/stat") else None
+    if kthread is None or open("/proc/2/cmdline").read():
+        pytest.skip("no kernel thread visible here")
+    out = qosctl_refused(comp, "set", "pid:2", "idle")
+    assert "pid 2: it is a kernel thread" in out, out
+
+
+def test_other_users_process_is_refused(comp, as_nobody):
+    out = qosctl_refused(comp, "set", "pid:%d" % as_nobody, "paused")
+    assert "belongs to nobody" in out and "qos-other-users on" in out, out
+    out = qosctl_refused(comp, "join", "pid:%d" % as_nobody, "idle")
+    assert "belongs to nobody" in out, out
+    assert proc_state(as_nobody) != "T"
+
+
+def test_root_session_may_allow_other_users(start_qosway, as_nobody):
+    comp = start_qosway(config=harness.qos_test_config("qos-other-users on\n"))
+    r = comp.qosctl("set", "pid:%d" % as_nobody, "idle")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = comp.qosctl("set", "pid:%d" % as_nobody, "normal")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ancestor_is_refused_a_pause(comp):
+    # pytest started the compositor: the session runs it under us
+    out = qosctl_refused(comp, "set", "pid:%d" % os.getpid(), "paused")
+    assert "the session runs the compositor under it" in out, out
+
+
+def test_session_service_is_refused(comp, tmp_path):
+    seatd = tmp_path / "seatd"
+    shutil.copy(shutil.which("sleep"), seatd)
+    p = subprocess.Popen([str(seatd), "1000"])
+    try:
+        out = qosctl_refused(comp, "set", "pid:%d" % p.pid, "paused")
+        assert "(seatd): the session depends on it" in out, out
+        assert proc_state(p.pid) != "T"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_realtime_without_cap_sys_nice_names_the_fix(start_qosway):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("dropping CAP_SYS_NICE from a root compositor needs root and setpriv")
+    comp = start_qosway(config=harness.qos_test_config(),
+                        prefix=["setpriv", "--inh-caps=-all", "--bounding-set=-sys_nice"])
+    p = subprocess.Popen(["sleep", "1000"])
+    try:
+        for cls in ("realtime", "fifo"):
+            out = qosctl_refused(comp, "set", "pid:%d" % p.pid, cls)
+            assert "needs CAP_SYS_NICE" in out and "setcap cap_sys_nice=ep" in out, out
+        # what needs no privilege still works
+        r = comp.qosctl("set", "pid:%d" % p.pid, "idle")
+        assert r.returncode == 0, r.stdout + r.stderr
+        comp.qosctl("set", "pid:%d" % p.pid, "normal")
+    finally:
+        p.kill()
+        p.wait()
