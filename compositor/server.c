@@ -311,14 +311,17 @@ void server_finish(struct qw_server *server) {
 	if (!server->wl_display) {
 		return;
 	}
-	/* First give every process back its own cgroup and class: nothing
+	/* X windows go while the server is whole: tearing down the window
+	 * manager runs the event loop (xwayland.c), and Xwayland must be gone
+	 * before the other clients or it would be restarted. */
+	xwayland_finish(server);
+	/* Then give every process back its own cgroup and class: nothing
 	 * may stay frozen or real-time after the session. */
 	proc_events_finish(server);
 	qos_link_destroy(server->qos_link);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
-	xwayland_finish(server);
 	wl_display_destroy_clients(server->wl_display);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <wlr/types/wlr_scene.h>
@@ -737,6 +738,33 @@ void xwayland_init(struct qw_server *server) {
 			mode == QW_XWAYLAND_LAZY ? "started by the first X client" : "started now");
 }
 
+/*
+ * wlroots 0.15 frees its X window manager only when the manager's X
+ * connection hangs up, never in wlr_xwayland_destroy(): at shutdown the
+ * manager, its X surfaces and our views on them would be left behind, and a
+ * later hang-up would reach the freed wlr_xwayland. Shutting down the
+ * manager's end of that socket (wm_fd[0], which its xcb connection reads)
+ * lets its own hang-up handler free it now, with every X surface's destroy
+ * signal, while the rest of the server is still whole.
+ */
+static void destroy_window_manager(struct qw_xwayland *xw) {
+	struct wlr_xwayland_server *xserver = xw->wlr->server;
+	if (!xw->wlr->xwm || !xserver || xserver->wm_fd[0] < 0) {
+		return;
+	}
+	if (shutdown(xserver->wm_fd[0], SHUT_RDWR) != 0) {
+		wlr_log_errno(WLR_ERROR, "xwayland: cannot close the window manager's connection");
+		return;
+	}
+	/* The hang-up is pending at once; a few rounds cover a busy loop. */
+	for (int i = 0; i < 100 && xw->wlr->xwm; i++) {
+		wl_event_loop_dispatch(xw->server->event_loop, 10);
+	}
+	if (xw->wlr->xwm) {
+		wlr_log(WLR_ERROR, "xwayland: the window manager outlived its connection");
+	}
+}
+
 void xwayland_finish(struct qw_server *server) {
 	struct qw_xwayland *xw = server->xwayland;
 	if (!xw) {
@@ -744,8 +772,9 @@ void xwayland_finish(struct qw_server *server) {
 	}
 	xcb_close(xw);
 	wl_list_remove(&xw->ready.link);
-	wl_list_remove(&xw->new_surface.link);
 	/* Destroys every X window first, and with them their views. */
+	destroy_window_manager(xw);
+	wl_list_remove(&xw->new_surface.link);
 	wlr_xwayland_destroy(xw->wlr);
 	free(xw);
 	server->xwayland = NULL;
