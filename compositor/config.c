@@ -595,6 +595,17 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		}
 		return fail(msg, size, "csd-buttons wants strip, titlebar or none");
 	}
+	if (strcmp(key, "xwayland") == 0) {
+		char *value = next_word(&cursor);
+		static const char *const names[] = { "lazy", "enable", "disable" };
+		for (size_t i = 0; value && i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(value, names[i]) == 0 && !next_word(&cursor)) {
+				config->xwayland = (enum qw_xwayland_mode)i;
+				return true;
+			}
+		}
+		return fail(msg, size, "xwayland wants enable, disable or lazy");
+	}
 	if (strcmp(key, "taskbar-class") == 0) {
 		char *value = next_word(&cursor);
 		if (!parse_switch(value, &config->taskbar_class) || next_word(&cursor)) {

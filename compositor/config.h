@@ -21,6 +21,13 @@ enum qw_button_kind {
 	QW_BUTTON_KIND_COUNT,
 };
 
+/* Whether X11 programs can run (xwayland.h). */
+enum qw_xwayland_mode {
+	QW_XWAYLAND_LAZY, /* the X server starts when the first X client connects */
+	QW_XWAYLAND_ENABLE, /* started with the session */
+	QW_XWAYLAND_DISABLE, /* no X server, no DISPLAY */
+};
+
 /* What a window that draws its own decorations gets from us. */
 enum qw_csd_buttons {
 	QW_CSD_BUTTONS_STRIP, /* a compact strip of the QoS buttons on its top edge */
@@ -77,6 +84,7 @@ struct qw_config {
 	size_t button_count;
 	float colors[QW_COLOR_COUNT][4];
 	enum qw_csd_buttons csd_buttons;
+	enum qw_xwayland_mode xwayland;
 	/* Taskbars see "[class] title" instead of the bare title. */
 	bool taskbar_class;
 	struct qw_binding *bindings;

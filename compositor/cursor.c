@@ -108,7 +108,7 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode, uint
 		server->grab_y = server->cursor->y - edge_y;
 		server->grab_geobox = (struct wlr_box){ view->x, view->y, view->width, view->height };
 		server->resize_edges = edges;
-		wlr_xdg_toplevel_set_resizing(view->xdg_surface, true);
+		view_set_resizing(view, true);
 		set_cursor_image(server, wlr_xcursor_get_resize_name(edges));
 	}
 }
@@ -116,7 +116,7 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode, uint
 static void end_interactive(struct qw_server *server) {
 	struct qw_view *view = server->grabbed_view;
 	if (view && server->cursor_mode == QW_CURSOR_RESIZE) {
-		wlr_xdg_toplevel_set_resizing(view->xdg_surface, false);
+		view_set_resizing(view, false);
 	}
 	server->cursor_mode = QW_CURSOR_PASSTHROUGH;
 	server->grabbed_view = NULL;
@@ -143,7 +143,7 @@ static void process_resize(struct qw_server *server) {
 	 * picked its size, so the opposite edge never jitters. */
 	view->want_width = right - left;
 	view->want_height = bottom - top;
-	wlr_xdg_toplevel_set_size(view->xdg_surface, view->want_width, view->want_height);
+	view_request_size(view);
 }
 
 static void set_hovered_button(struct qw_server *server, struct qw_view *view, int button) {

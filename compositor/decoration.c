@@ -263,7 +263,7 @@ void decoration_update_geometry(struct qw_decoration *deco, struct qw_view *view
 
 void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 	const struct qw_config *config = &view->server->config;
-	const char *title = view->toplevel->title ? view->toplevel->title : "";
+	const char *title = view_title(view);
 	char text[512];
 	if (deco->message) {
 		snprintf(text, sizeof(text), "%s", deco->message);

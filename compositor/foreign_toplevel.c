@@ -91,7 +91,7 @@ void foreign_toplevel_update_title(struct qw_view *view) {
 	if (!view->ftl) {
 		return;
 	}
-	const char *title = view->toplevel->title ? view->toplevel->title : "";
+	const char *title = view_title(view);
 	if (!view->server->config.taskbar_class) {
 		wlr_foreign_toplevel_handle_v1_set_title(view->ftl, title);
 		return;
@@ -103,7 +103,7 @@ void foreign_toplevel_update_title(struct qw_view *view) {
 
 void foreign_toplevel_update_app_id(struct qw_view *view) {
 	if (view->ftl) {
-		const char *app_id = view->toplevel->app_id;
+		const char *app_id = view_app_id(view);
 		wlr_foreign_toplevel_handle_v1_set_app_id(view->ftl, app_id ? app_id : "");
 	}
 }

@@ -60,8 +60,8 @@ struct json_object *ipc_json_text(const char *s) {
 struct json_object *ipc_json_window(struct qw_view *view) {
 	struct json_object *obj = json_object_new_object();
 	json_object_object_add(obj, "id", json_object_new_int64(view->id));
-	json_object_object_add(obj, "app_id", ipc_json_text(view->toplevel->app_id));
-	json_object_object_add(obj, "title", ipc_json_text(view->toplevel->title));
+	json_object_object_add(obj, "app_id", ipc_json_text(view_app_id(view)));
+	json_object_object_add(obj, "title", ipc_json_text(view_title(view)));
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
 	json_object_object_add(obj, "class", json_object_new_string(view_class_name(view->class)));
 	const char *reserve = NULL;
@@ -70,10 +70,10 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	struct client_identity *id = view_identity(view);
 	json_object_object_add(obj, "cpu_percent", json_object_new_double(id ? id->cpu_percent : 0.0));
 	double server_percent = 0.0;
-	uint64_t server_us = view->client_gone
-			? 0
-			: scheduler_client_server_us(view->server->scheduler,
-					  wl_resource_get_client(view->xdg_surface->resource), &server_percent);
+	struct wl_client *client = view_client(view);
+	uint64_t server_us = client
+			? scheduler_client_server_us(view->server->scheduler, client, &server_percent)
+			: 0;
 	json_object_object_add(obj, "server_cpu_us", json_object_new_int64((int64_t)server_us));
 	json_object_object_add(obj, "server_cpu_percent", json_object_new_double(server_percent));
 	json_object_object_add(obj, "focused", json_object_new_boolean(view->deco.focused));
@@ -631,7 +631,7 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 			/* It could not answer; the ping would only pile up. */
 			reply = ipc_reply_error("window %u is paused", view->id);
 		} else if (view) {
-			wlr_xdg_surface_ping(view->xdg_surface);
+			view_ping(view);
 			reply = reply_ok();
 		}
 	} else if (strcmp(command, "focus") == 0 || strcmp(command, "close") == 0) {

@@ -403,8 +403,8 @@ const struct qos_rule *qos_link_match_rule(struct qw_server *server, pid_t pid, 
 const char *qos_link_app_id_of(struct qw_server *server, pid_t pid) {
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
-		if (view_get_pid(view) == pid && view->toplevel->app_id) {
-			return view->toplevel->app_id;
+		if (view_get_pid(view) == pid && view_app_id(view)) {
+			return view_app_id(view);
 		}
 	}
 	return NULL;

@@ -364,10 +364,10 @@ static struct wl_client *node_client(struct wlr_scene_node *node) {
 		return wl_resource_get_client(surface->resource);
 	}
 	struct qw_node_desc *desc = node_desc_find(node);
-	if (!desc || !desc->view || desc->view->client_gone || !desc->view->xdg_surface) {
+	if (!desc || !desc->view) {
 		return NULL;
 	}
-	return wl_resource_get_client(desc->view->xdg_surface->resource);
+	return view_client(desc->view);
 }
 
 static bool report_push(struct render_report *report, const struct render_shown *shown) {

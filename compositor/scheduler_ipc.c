@@ -9,10 +9,8 @@
 static const char *client_app_id(struct qw_server *server, struct wl_client *client) {
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
-		if (!view->client_gone && view->xdg_surface &&
-				wl_resource_get_client(view->xdg_surface->resource) == client &&
-				view->toplevel->app_id) {
-			return view->toplevel->app_id;
+		if (view_client(view) == client && view_app_id(view)) {
+			return view_app_id(view);
 		}
 	}
 	return NULL;

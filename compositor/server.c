@@ -45,6 +45,7 @@
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
+#include "xwayland.h"
 
 void server_terminate(struct qw_server *server) {
 	scheduler_stop(server->scheduler);
@@ -151,13 +152,14 @@ static bool create_scene(struct qw_server *server) {
 	server->view_tree = wlr_scene_tree_create(root);
 	server->layer_trees[QW_LAYER_TOP] = wlr_scene_tree_create(root);
 	server->fullscreen_tree = wlr_scene_tree_create(root);
+	server->unmanaged_tree = wlr_scene_tree_create(root);
 	server->layer_trees[QW_LAYER_OVERLAY] = wlr_scene_tree_create(root);
 	for (int i = 0; i < QW_LAYER_COUNT; i++) {
 		if (!server->layer_trees[i]) {
 			return false;
 		}
 	}
-	return server->view_tree && server->fullscreen_tree;
+	return server->view_tree && server->fullscreen_tree && server->unmanaged_tree;
 }
 
 static void handle_request_activate(struct wl_listener *listener, void *data) {
@@ -257,6 +259,7 @@ bool server_init(struct qw_server *server) {
 		return false;
 	}
 	idle_init(server);
+	xwayland_init(server);
 	server->scheduler = scheduler_create(server);
 	if (!server->scheduler) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
@@ -308,7 +311,11 @@ void server_finish(struct qw_server *server) {
 	if (!server->wl_display) {
 		return;
 	}
-	/* First give every process back its own cgroup and class: nothing
+	/* X windows go while the server is whole: tearing down the window
+	 * manager runs the event loop (xwayland.c), and Xwayland must be gone
+	 * before the other clients or it would be restarted. */
+	xwayland_finish(server);
+	/* Then give every process back its own cgroup and class: nothing
 	 * may stay frozen or real-time after the session. */
 	proc_events_finish(server);
 	qos_link_destroy(server->qos_link);

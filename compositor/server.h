@@ -16,12 +16,16 @@
  *           title[2]          text buffer: focused / unfocused, one enabled
  *           button[i] tree    (desc BUTTON)
  *             state buffers   one per visual state, exactly one enabled
- *       surface tree          wlr_scene_xdg_surface (+ its popups)
+ *       surface tree          wlr_scene_xdg_surface (+ its popups); for an
+ *                             X11 window a tree holding its surface while
+ *                             mapped
  *       dim rect              over the content while paused
  *       titlebar tree         here instead, as the button strip, for a
  *                             window that draws its own decorations
  *   layers[TOP]
  *   fullscreen_tree           a fullscreen view is reparented here
+ *   unmanaged_tree            X11 override-redirect windows (menus,
+ *                             tooltips) at their X position (xwayland.h)
  *   layers[OVERLAY]
  *   reserve menu              while open (reserve_menu.h)
  *
@@ -47,6 +51,7 @@ struct qw_scheduler;
 struct qos_link;
 struct wlr_scene_node;
 struct qw_view;
+struct qw_xwayland;
 
 enum qw_layer {
 	QW_LAYER_BACKGROUND = 0,
@@ -101,6 +106,7 @@ struct qw_server {
 	struct wlr_scene_tree *layer_trees[QW_LAYER_COUNT];
 	struct wlr_scene_tree *view_tree;
 	struct wlr_scene_tree *fullscreen_tree;
+	struct wlr_scene_tree *unmanaged_tree;
 
 	struct wlr_output_layout *output_layout;
 	struct wl_list outputs; /* qw_output.link */
@@ -139,6 +145,9 @@ struct qw_server {
 	struct wl_list idle_touch_devices; /* qw_idle_touch.link (idle.c) */
 
 	struct wlr_foreign_toplevel_manager_v1 *foreign_toplevel_manager;
+
+	/* X11 programs (xwayland.h); NULL while X11 is off. */
+	struct qw_xwayland *xwayland;
 
 	/* Input */
 	struct wlr_seat *seat;

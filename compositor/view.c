@@ -19,6 +19,7 @@
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "view.h"
+#include "xwayland.h"
 
 static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
 	[QW_VIEW_CLASS_NORMAL] = "normal",
@@ -89,16 +90,67 @@ struct client_identity *view_identity(const struct qw_view *view) {
 	 * IPC close event they send) come after the identity was freed; asking
 	 * for it then would make a new one, with a pidfd, that nothing frees.
 	 */
-	if (view->client_gone) {
+	if (view->client_gone || view->xwayland) {
 		return NULL;
 	}
 	return client_identity_get(wl_resource_get_client(view->xdg_surface->resource));
 }
 
 pid_t view_get_pid(const struct qw_view *view) {
+	if (view->xwayland) {
+		return xwayland_view_pid(view);
+	}
 	/* Through the pidfd taken at connection: -1 once that process is gone,
 	 * never a recycled pid. */
 	return client_identity_pid(view_identity(view));
+}
+
+const char *view_title(const struct qw_view *view) {
+	if (view->xwayland) {
+		return xwayland_view_title(view);
+	}
+	return view->toplevel->title;
+}
+
+const char *view_app_id(const struct qw_view *view) {
+	if (view->xwayland) {
+		return xwayland_view_app_id(view);
+	}
+	return view->toplevel->app_id;
+}
+
+struct wlr_surface *view_surface(const struct qw_view *view) {
+	if (view->xwayland) {
+		return xwayland_view_surface(view);
+	}
+	return view->xdg_surface->surface;
+}
+
+struct wl_client *view_client(const struct qw_view *view) {
+	struct wlr_surface *surface = view->client_gone ? NULL : view_surface(view);
+	return surface ? wl_resource_get_client(surface->resource) : NULL;
+}
+
+void view_ping(struct qw_view *view) {
+	if (view->xwayland) {
+		xwayland_view_ping(view);
+	} else {
+		wlr_xdg_surface_ping(view->xdg_surface);
+	}
+}
+
+void view_set_resizing(struct qw_view *view, bool resizing) {
+	if (!view->xwayland) {
+		wlr_xdg_toplevel_set_resizing(view->xdg_surface, resizing);
+	}
+}
+
+void view_request_size(struct qw_view *view) {
+	if (view->xwayland) {
+		xwayland_view_configure(view);
+	} else {
+		wlr_xdg_toplevel_set_size(view->xdg_surface, view->want_width, view->want_height);
+	}
 }
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id) {
@@ -176,12 +228,13 @@ void view_focus(struct qw_view *view) {
 		 * the keyboard until it goes away. */
 		return;
 	}
+	struct wlr_surface *surface = view_surface(view);
 	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
-	if (kb) {
-		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface, kb->keycodes,
-				kb->num_keycodes, &kb->modifiers);
-	} else {
-		wlr_seat_keyboard_notify_enter(server->seat, view->xdg_surface->surface, NULL, 0, NULL);
+	if (surface && kb) {
+		wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes, kb->num_keycodes,
+				&kb->modifiers);
+	} else if (surface) {
+		wlr_seat_keyboard_notify_enter(server->seat, surface, NULL, 0, NULL);
 	}
 	if (prev != view) {
 		ipc_notify_focus(server, view);
@@ -204,7 +257,11 @@ static void focus_next_after(struct qw_view *gone) {
 }
 
 void view_close(struct qw_view *view) {
-	wlr_xdg_toplevel_send_close(view->xdg_surface);
+	if (view->xwayland) {
+		xwayland_view_close(view);
+	} else {
+		wlr_xdg_toplevel_send_close(view->xdg_surface);
+	}
 }
 
 void view_move_to(struct qw_view *view, int x, int y) {
@@ -212,6 +269,10 @@ void view_move_to(struct qw_view *view, int x, int y) {
 	view->y = y;
 	decoration_update_geometry(&view->deco, view);
 	foreign_toplevel_update_state(view);
+	if (view->xwayland && view->mapped) {
+		/* X clients place their menus from where they think they are. */
+		xwayland_view_configure(view);
+	}
 }
 
 void view_set_geometry(struct qw_view *view, int x, int y, int width, int height) {
@@ -237,6 +298,10 @@ void view_send_configure(struct qw_view *view) {
 		return;
 	}
 	view->configure_held = false;
+	if (view->xwayland) {
+		xwayland_view_configure(view);
+		return;
+	}
 	struct wlr_xdg_surface *xdg = view->xdg_surface;
 	if (view->want_width > 0 && view->want_height > 0) {
 		wlr_xdg_toplevel_set_size(xdg, view->want_width, view->want_height);
@@ -246,13 +311,22 @@ void view_send_configure(struct qw_view *view) {
 	wlr_xdg_toplevel_set_fullscreen(xdg, view->fullscreen);
 }
 
+/* Answer a request that changes nothing, so the client is not left waiting. */
+static void view_schedule_configure(struct qw_view *view) {
+	if (view->xwayland) {
+		view_send_configure(view);
+	} else {
+		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+	}
+}
+
 static struct qw_output *view_output(struct qw_view *view) {
 	return output_at(view->server, view->x + view->width / 2.0, view->y + view->height / 2.0);
 }
 
 void view_set_maximized(struct qw_view *view, bool maximized) {
 	if (view->maximized == maximized || view->fullscreen) {
-		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		view_schedule_configure(view);
 		return;
 	}
 	struct qw_output *output = view_output(view);
@@ -274,7 +348,7 @@ void view_set_maximized(struct qw_view *view, bool maximized) {
 
 void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 	if (view->fullscreen == fullscreen) {
-		wlr_xdg_surface_schedule_configure(view->xdg_surface);
+		view_schedule_configure(view);
 		return;
 	}
 	struct qw_output *output = view_output(view);
@@ -336,8 +410,16 @@ void view_set_minimized(struct qw_view *view, bool minimized) {
 	ipc_notify_window(server, view, "changed");
 }
 
-static bool surface_is_client(struct wlr_surface *surface, struct wl_client *client) {
-	return surface && wl_resource_get_client(surface->resource) == client;
+/* The surface belongs to the view's client; for an X11 window, whose
+ * client is all of Xwayland, to the window itself. */
+static bool surface_is_view(struct wlr_surface *surface, struct qw_view *view) {
+	if (!surface) {
+		return false;
+	}
+	if (view->xwayland) {
+		return wlr_surface_get_root_surface(surface) == view_surface(view);
+	}
+	return wl_resource_get_client(surface->resource) == view_client(view);
 }
 
 /* Take input focus away from a client about to be frozen, and give it back
@@ -349,13 +431,12 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 	if (id) {
 		id->paused = paused;
 	}
-	struct wl_client *client = wl_resource_get_client(view->xdg_surface->resource);
 	struct wlr_seat *seat = server->seat;
 	if (paused && !was_paused) {
-		if (surface_is_client(seat->keyboard_state.focused_surface, client)) {
+		if (surface_is_view(seat->keyboard_state.focused_surface, view)) {
 			wlr_seat_keyboard_notify_clear_focus(seat);
 		}
-		if (surface_is_client(seat->pointer_state.focused_surface, client)) {
+		if (surface_is_view(seat->pointer_state.focused_surface, view)) {
 			wlr_seat_pointer_notify_clear_focus(seat);
 		}
 		if (server->grabbed_view == view && server->cursor_mode == QW_CURSOR_RESIZE) {
@@ -366,11 +447,10 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 		if (view->configure_held) {
 			view_send_configure(view);
 		}
-		if (view->deco.focused && view->mapped && !server->focused_layer) {
+		if (view->deco.focused && view->mapped && !server->focused_layer && view_surface(view)) {
 			struct wlr_keyboard *kb = wlr_seat_get_keyboard(seat);
-			wlr_seat_keyboard_notify_enter(seat, view->xdg_surface->surface,
-					kb ? kb->keycodes : NULL, kb ? kb->num_keycodes : 0,
-					kb ? &kb->modifiers : NULL);
+			wlr_seat_keyboard_notify_enter(seat, view_surface(view), kb ? kb->keycodes : NULL,
+					kb ? kb->num_keycodes : 0, kb ? &kb->modifiers : NULL);
 		}
 		cursor_rebase(server, 0);
 	}
@@ -432,36 +512,43 @@ static void place_new_view(struct qw_view *view) {
 	view_move_to(view, x, y);
 }
 
+void view_apply_rules(struct qw_view *view) {
+	/* AutoQOS for clients that connected on their own; those we started
+	 * were settled before exec and keep what they have. */
+	pid_t pid = view_get_pid(view);
+	if (pid > 0 && !qos_link_reserve_of(view->server, pid)) {
+		qos_link_apply_rules(view->server, pid, view_app_id(view));
+	}
+	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
+}
+
+void view_map(struct qw_view *view, bool fullscreen, bool maximized) {
+	view->mapped = true;
+	view->minimized = false;
+	place_new_view(view);
+	wlr_scene_node_set_enabled(&view->tree->node, true);
+	if (fullscreen) {
+		view_set_fullscreen(view, true);
+	} else if (maximized) {
+		view_set_maximized(view, true);
+	}
+	view_focus(view);
+	view_apply_rules(view);
+	foreign_toplevel_map(view);
+	idle_update_inhibit(view->server);
+	ipc_notify_window(view->server, view, "new");
+}
+
 static void handle_map(struct wl_listener *listener, void *data) {
 	struct qw_view *view = wl_container_of(listener, view, map);
 	struct wlr_box geo;
 	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
 	view->width = geo.width;
 	view->height = geo.height;
-	view->mapped = true;
-	view->minimized = false;
-	place_new_view(view);
-	wlr_scene_node_set_enabled(&view->tree->node, true);
-	if (view->toplevel->requested.fullscreen) {
-		view_set_fullscreen(view, true);
-	} else if (view->toplevel->requested.maximized) {
-		view_set_maximized(view, true);
-	}
-	view_focus(view);
-	/* AutoQOS for clients that connected on their own; those we started
-	 * were settled before exec and keep what they have. */
-	pid_t pid = view_get_pid(view);
-	if (!qos_link_reserve_of(view->server, pid)) {
-		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
-	}
-	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
-	foreign_toplevel_map(view);
-	idle_update_inhibit(view->server);
-	ipc_notify_window(view->server, view, "new");
+	view_map(view, view->toplevel->requested.fullscreen, view->toplevel->requested.maximized);
 }
 
-static void handle_unmap(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, unmap);
+void view_unmap(struct qw_view *view) {
 	struct qw_server *server = view->server;
 	bool was_focused = focused_view(server) == view;
 	reserve_menu_view_gone(server, view);
@@ -487,29 +574,39 @@ static void handle_unmap(struct wl_listener *listener, void *data) {
 	ipc_notify_window(server, view, "close");
 }
 
-static void handle_commit(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, commit);
-	if (!view->mapped) {
-		return;
-	}
-	struct wlr_box geo;
-	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
-	if (geo.width == view->width && geo.height == view->height) {
+static void handle_unmap(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, unmap);
+	view_unmap(view);
+}
+
+void view_update_size(struct qw_view *view, int width, int height) {
+	if (!view->mapped || (width == view->width && height == view->height)) {
 		return;
 	}
 	struct qw_server *server = view->server;
 	if (server->cursor_mode == QW_CURSOR_RESIZE && server->grabbed_view == view) {
 		/* Keep the edge opposite the one being dragged in place. */
 		if (server->resize_edges & WLR_EDGE_LEFT) {
-			view->x = server->grab_geobox.x + server->grab_geobox.width - geo.width;
+			view->x = server->grab_geobox.x + server->grab_geobox.width - width;
 		}
 		if (server->resize_edges & WLR_EDGE_TOP) {
-			view->y = server->grab_geobox.y + server->grab_geobox.height - geo.height;
+			view->y = server->grab_geobox.y + server->grab_geobox.height - height;
 		}
 	}
-	view->width = geo.width;
-	view->height = geo.height;
+	view->width = width;
+	view->height = height;
 	decoration_update_geometry(&view->deco, view);
+	if (view->xwayland) {
+		/* An X window's position is ours to keep in step. */
+		xwayland_view_configure(view);
+	}
+}
+
+static void handle_commit(struct wl_listener *listener, void *data) {
+	struct qw_view *view = wl_container_of(listener, view, commit);
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
+	view_update_size(view, geo.width, geo.height);
 }
 
 static void handle_client_destroy(struct wl_listener *listener, void *data) {
@@ -533,11 +630,38 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	wl_list_remove(&view->set_title.link);
 	wl_list_remove(&view->set_app_id.link);
 	wl_list_remove(&view->client_destroy.link);
-	wl_list_remove(&view->link);
 	view->xdg_surface->data = NULL;
+	view_finish(view);
+	free(view);
+}
+
+void view_finish(struct qw_view *view) {
+	wl_list_remove(&view->link);
 	decoration_finish(&view->deco);
 	wlr_scene_node_destroy(&view->tree->node);
-	free(view);
+}
+
+bool view_init(struct qw_view *view, struct qw_server *server) {
+	view->server = server;
+	view->id = ++server->next_view_id;
+	view->tree = wlr_scene_tree_create(&server->view_tree->node);
+	if (!view->tree) {
+		return false;
+	}
+	view->desc = (struct qw_node_desc){
+		.magic = QW_NODE_DESC_MAGIC,
+		.type = QW_NODE_VIEW,
+		.view = view,
+		.button = -1,
+	};
+	view->tree->node.data = &view->desc;
+	wl_list_init(&view->link);
+	if (!decoration_init(&view->deco, view)) {
+		wlr_scene_node_destroy(&view->tree->node);
+		return false;
+	}
+	wlr_scene_node_set_enabled(&view->tree->node, false);
+	return true;
 }
 
 /* Clients may start a move or resize only in answer to a press they got. */
@@ -598,7 +722,7 @@ static void handle_set_app_id(struct wl_listener *listener, void *data) {
 	pid_t pid = view_get_pid(view);
 	if (view->mapped && !qos_link_reserve_of(view->server, pid)) {
 		/* app_id= rules can only match once the toplevel names itself. */
-		qos_link_apply_rules(view->server, pid, view->toplevel->app_id);
+		qos_link_apply_rules(view->server, pid, view_app_id(view));
 	}
 	foreign_toplevel_update_app_id(view);
 	if (view->mapped) {
@@ -663,23 +787,10 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 		wl_resource_post_no_memory(xdg_surface->resource);
 		return;
 	}
-	view->server = server;
-	view->id = ++server->next_view_id;
 	view->xdg_surface = xdg_surface;
 	view->toplevel = xdg_surface->toplevel;
-	view->tree = wlr_scene_tree_create(&server->view_tree->node);
-	if (!view->tree) {
+	if (!view_init(view, server)) {
 		goto err_tree;
-	}
-	view->desc = (struct qw_node_desc){
-		.magic = QW_NODE_DESC_MAGIC,
-		.type = QW_NODE_VIEW,
-		.view = view,
-		.button = -1,
-	};
-	view->tree->node.data = &view->desc;
-	if (!decoration_init(&view->deco, view)) {
-		goto err_scene;
 	}
 	view->surface_node = wlr_scene_xdg_surface_create(&view->tree->node, xdg_surface);
 	if (!view->surface_node) {
@@ -689,7 +800,6 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 	if (!decoration_init_overlay(&view->deco, view)) {
 		goto err_scene;
 	}
-	wlr_scene_node_set_enabled(&view->tree->node, false);
 
 	view->map.notify = handle_map;
 	wl_signal_add(&xdg_surface->events.map, &view->map);
@@ -719,7 +829,7 @@ void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
 	return;
 
 err_scene:
-	wlr_scene_node_destroy(&view->tree->node);
+	view_finish(view);
 err_tree:
 	wlr_log(WLR_ERROR, "failed to create the scene nodes of a view");
 	free(view);

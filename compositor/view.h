@@ -1,7 +1,8 @@
 /*
- * A view is one xdg toplevel with its server-side frame. Positions are in
- * layout coordinates; (x, y) is the top-left of the client's content (its
- * xdg geometry), the frame extends around it.
+ * A view is one toplevel window with its server-side frame: an xdg toplevel,
+ * or an X11 window through Xwayland (xwayland.h). Positions are in layout
+ * coordinates; (x, y) is the top-left of the client's content (its xdg
+ * geometry, or the X window), the frame extends around it.
  */
 #ifndef QOSWAY_VIEW_H
 #define QOSWAY_VIEW_H
@@ -30,13 +31,16 @@ enum qw_view_class {
 };
 
 struct wlr_surface;
+struct qw_xwayland_view;
 
 struct qw_view {
 	struct wl_list link; /* qw_server.views */
 	struct qw_server *server;
 	uint32_t id;
+	/* Both NULL for an X11 window, which has xwayland instead. */
 	struct wlr_xdg_surface *xdg_surface;
 	struct wlr_xdg_toplevel *toplevel;
+	struct qw_xwayland_view *xwayland;
 
 	struct wlr_scene_tree *tree; /* frame origin */
 	struct wlr_scene_node *surface_node;
@@ -80,6 +84,23 @@ struct qw_view {
 /* Called for every new xdg surface (toplevels and popups). */
 void view_handle_new_xdg_surface(struct wl_listener *listener, void *data);
 
+/*
+ * For the shells (xdg here, X11 in xwayland.c). view_init() makes the view's
+ * tree and frame; the shell then adds its surface node and calls
+ * decoration_init_overlay(). view_finish() undoes view_init() and frees
+ * nothing else.
+ */
+bool view_init(struct qw_view *view, struct qw_server *server);
+void view_finish(struct qw_view *view);
+/* The content is mapped at width x height: place, focus, AutoQOS, announce. */
+void view_map(struct qw_view *view, bool fullscreen, bool maximized);
+void view_unmap(struct qw_view *view);
+/* The client committed a new content size. */
+void view_update_size(struct qw_view *view, int width, int height);
+/* The process became known or changed its app id: AutoQOS, unless it was
+ * started into a reserve already. */
+void view_apply_rules(struct qw_view *view);
+
 void view_focus(struct qw_view *view);
 void view_close(struct qw_view *view);
 void view_move_to(struct qw_view *view, int x, int y);
@@ -97,7 +118,25 @@ struct wlr_box view_frame_box(const struct qw_view *view);
 struct wlr_box view_titlebar_box(const struct qw_view *view);
 bool view_button_box(const struct qw_view *view, enum qw_button_kind kind, struct wlr_box *box);
 
+/* Title and app id (for an X11 window its WM_CLASS class); NULL if unset. */
+const char *view_title(const struct qw_view *view);
+const char *view_app_id(const struct qw_view *view);
+/* The window's main surface, NULL while it has none. */
+struct wlr_surface *view_surface(const struct qw_view *view);
+/*
+ * The Wayland client that draws the window, NULL once it is gone. For an X11
+ * window that is Xwayland: the scheduler serves and bills every X11 window as
+ * part of Xwayland's client, while QoS classes act on the X11 program itself.
+ */
+struct wl_client *view_client(const struct qw_view *view);
+void view_ping(struct qw_view *view);
+void view_set_resizing(struct qw_view *view, bool resizing);
+/* Ask the client for want_width x want_height. */
+void view_request_size(struct qw_view *view);
+
+/* The window's process: for an X11 window the one the X server saw connect. */
 pid_t view_get_pid(const struct qw_view *view);
+/* The Wayland client's identity; NULL for an X11 window (it is Xwayland's). */
 struct client_identity *view_identity(const struct qw_view *view);
 /* The client is frozen: send it nothing that could fill its socket. */
 bool view_is_paused(const struct qw_view *view);

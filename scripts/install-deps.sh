@@ -7,6 +7,7 @@ apt_packages=(
 	build-essential meson ninja-build pkg-config
 	libwlroots-dev libwayland-dev wayland-protocols libpixman-1-dev
 	libinput-dev libxkbcommon-dev libcairo2-dev libpango1.0-dev libglib2.0-dev libjson-c-dev
+	xwayland libxcb1-dev libxcb-res0-dev
 	fonts-dejavu-core
 	# the format check (.clang-format)
 	clang-format

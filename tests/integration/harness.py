@@ -80,7 +80,8 @@ def sanitizer_env():
         "ASAN_OPTIONS",
         "halt_on_error=1:abort_on_error=0:detect_leaks=1:"
         "detect_stack_use_after_return=0:strict_string_checks=1:"
-        "check_initialization_order=1")
+        "check_initialization_order=1:suppressions="
+        + os.path.join(REPO, "tests", "asan.supp"))
     env["UBSAN_OPTIONS"] = os.environ.get(
         "UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
     if "LSAN_OPTIONS" in os.environ:

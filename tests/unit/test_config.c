@@ -442,8 +442,27 @@ static void test_scheduling(void) {
 	remove(path);
 }
 
+static void test_xwayland(void) {
+	struct qw_config c;
+	char msg[256] = "";
+	config_init_defaults(&c);
+	CHECK(c.xwayland == QW_XWAYLAND_LAZY);
+	CHECK(apply(&c, "xwayland disable", msg) && c.xwayland == QW_XWAYLAND_DISABLE);
+	CHECK(apply(&c, "xwayland enable", msg) && c.xwayland == QW_XWAYLAND_ENABLE);
+	CHECK(apply(&c, "xwayland lazy", msg) && c.xwayland == QW_XWAYLAND_LAZY);
+	const char *bad[] = { "xwayland", "xwayland on", "xwayland lazy now", "xwayland LAZY" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		msg[0] = '\0';
+		CHECK(!apply(&c, bad[i], msg));
+		CHECK(strstr(msg, "xwayland") != NULL);
+		CHECK(c.xwayland == QW_XWAYLAND_LAZY);
+	}
+	config_finish(&c);
+}
+
 int main(void) {
 	test_defaults();
+	test_xwayland();
 	test_scheduling();
 	test_valid_lines();
 	test_invalid_lines();

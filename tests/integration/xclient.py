@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""A tiny X11 test client (python-xlib) for the Xwayland tests.
+
+It opens one window filled with a solid colour, with the title, WM_CLASS and
+_NET_WM_PID it is told (a wrong pid shows how a client can lie), or an
+override-redirect window at a given position. It prints one ``event {json}``
+line per event (``mapped`` with its window id), and runs until killed or until stdin
+closes.
+"""
+
+import argparse
+import json
+import os
+import select
+import sys
+
+from Xlib import X, Xatom, display
+
+
+def say(event, **kw):
+    print("%s %s" % (event, json.dumps(kw)), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--title", default="xclient")
+    ap.add_argument("--class", dest="wm_class", default="QwXTest")
+    ap.add_argument("--instance", default="qwxtest")
+    ap.add_argument("--color", default="ff00ff")
+    ap.add_argument("--width", type=int, default=300)
+    ap.add_argument("--height", type=int, default=200)
+    ap.add_argument("--x", type=int, default=0)
+    ap.add_argument("--y", type=int, default=0)
+    ap.add_argument("--net-wm-pid", type=int, default=None,
+                    help="the pid to claim (default: our own)")
+    ap.add_argument("--override-redirect", action="store_true")
+    args = ap.parse_args()
+
+    d = display.Display()
+    screen = d.screen()
+    cmap = screen.default_colormap
+    rgb = int(args.color, 16)
+    pixel = cmap.alloc_color(((rgb >> 16) & 0xFF) * 257, ((rgb >> 8) & 0xFF) * 257,
+                             (rgb & 0xFF) * 257).pixel
+    win = screen.root.create_window(
+        args.x, args.y, args.width, args.height, 0, screen.root_depth,
+        X.InputOutput, X.CopyFromParent,
+        background_pixel=pixel,
+        override_redirect=1 if args.override_redirect else 0,
+        event_mask=X.ExposureMask | X.StructureNotifyMask)
+    if not args.override_redirect:
+        win.set_wm_name(args.title)
+        net_wm_name = d.intern_atom("_NET_WM_NAME")
+        utf8 = d.intern_atom("UTF8_STRING")
+        win.change_property(net_wm_name, utf8, 8, args.title.encode())
+        win.set_wm_class(args.instance, args.wm_class)
+        pid = args.net_wm_pid if args.net_wm_pid is not None else os.getpid()
+        win.change_property(d.intern_atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [pid])
+    win.map()
+    d.flush()
+
+    mapped = False
+    fd = d.fileno()
+    while True:
+        while d.pending_events():
+            ev = d.next_event()
+            if ev.type == X.MapNotify and not mapped:
+                mapped = True
+                say("mapped", window=win.id)
+            elif ev.type == X.ConfigureNotify:
+                say("configure", x=ev.x, y=ev.y, width=ev.width, height=ev.height)
+            elif ev.type == X.Expose:
+                win.clear_area(0, 0, 0, 0)
+        d.flush()
+        r, _, _ = select.select([fd, sys.stdin], [], [])
+        if sys.stdin in r and not sys.stdin.readline():
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
