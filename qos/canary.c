@@ -33,24 +33,24 @@ static void *canary_main(void *data) {
 	 * cancelled thread trips AddressSanitizer's own thread teardown
 	 * (a stack-buffer-underflow in its sigaltstack interceptor, GCC 12).
 	 */
-	struct pollfd stop = { .fd = mgr->canary_stop_fd, .events = POLLIN };
+	struct pollfd stop = { .fd = mgr->canary.stop_fd, .events = POLLIN };
 	for (;;) {
 		int n = poll(&stop, 1, 1000);
 		if (n > 0 || (n < 0 && errno != EINTR))
 			break;
 		uint64_t one = 1;
-		if (n == 0 && write(mgr->canary_fd, &one, sizeof(one)) < 0 && errno == EBADF)
+		if (n == 0 && write(mgr->canary.fd, &one, sizeof(one)) < 0 && errno == EBADF)
 			break;
 	}
 	return NULL;
 }
 
 bool qos_canary_start(struct qos_manager *mgr) {
-	mgr->canary_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (mgr->canary_fd < 0)
+	mgr->canary.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (mgr->canary.fd < 0)
 		return false;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->canary_fd };
-	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->canary_fd, &ev) < 0)
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->canary.fd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->canary.fd, &ev) < 0)
 		goto err;
 	uint64_t now = qos_sys_now_us(), until;
 	qos_watchdog_init(&mgr->watchdog, mgr->config.watchdog_timeout_us,
@@ -67,54 +67,54 @@ bool qos_canary_start(struct qos_manager *mgr) {
 	}
 	if (mgr->config.watchdog_external_canary)
 		return true;
-	mgr->canary_stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (mgr->canary_stop_fd < 0)
+	mgr->canary.stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (mgr->canary.stop_fd < 0)
 		goto err;
 	pthread_t t;
 	if (pthread_create(&t, NULL, canary_main, mgr) != 0)
 		goto err;
-	mgr->canary_thread = (unsigned long)t;
-	mgr->canary_running = true;
+	mgr->canary.thread = (unsigned long)t;
+	mgr->canary.running = true;
 	return true;
 err:
-	if (mgr->canary_stop_fd >= 0)
-		close(mgr->canary_stop_fd);
-	mgr->canary_stop_fd = -1;
-	close(mgr->canary_fd);
-	mgr->canary_fd = -1;
+	if (mgr->canary.stop_fd >= 0)
+		close(mgr->canary.stop_fd);
+	mgr->canary.stop_fd = -1;
+	close(mgr->canary.fd);
+	mgr->canary.fd = -1;
 	return false;
 }
 
 void qos_canary_stop(struct qos_manager *mgr) {
-	if (mgr->canary_running) {
+	if (mgr->canary.running) {
 		uint64_t one = 1;
-		pthread_t t = (pthread_t)mgr->canary_thread;
-		if (write(mgr->canary_stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_t t = (pthread_t)mgr->canary.thread;
+		if (write(mgr->canary.stop_fd, &one, sizeof(one)) == sizeof(one))
 			pthread_join(t, NULL);
 		else
-			pthread_detach(t); /* it ends at its next beat, on the closed canary_fd */
-		mgr->canary_running = false;
+			pthread_detach(t); /* it ends at its next beat, on the closed canary.fd */
+		mgr->canary.running = false;
 	}
-	if (mgr->canary_stop_fd >= 0)
-		close(mgr->canary_stop_fd);
-	mgr->canary_stop_fd = -1;
-	if (mgr->canary_fd >= 0)
-		close(mgr->canary_fd);
-	mgr->canary_fd = -1;
+	if (mgr->canary.stop_fd >= 0)
+		close(mgr->canary.stop_fd);
+	mgr->canary.stop_fd = -1;
+	if (mgr->canary.fd >= 0)
+		close(mgr->canary.fd);
+	mgr->canary.fd = -1;
 }
 
 void qos_canary_check(struct qos_manager *mgr, uint64_t now_us) {
-	if (mgr->canary_fd < 0)
+	if (mgr->canary.fd < 0)
 		return;
 	uint64_t v, delay, waited = UINT64_MAX;
 	if (qos_sys_self_run_delay_us(&delay)) {
-		if (mgr->watchdog_run_delay_us && delay >= mgr->watchdog_run_delay_us)
-			waited = delay - mgr->watchdog_run_delay_us;
-		mgr->watchdog_run_delay_us = delay;
+		if (mgr->canary.run_delay_us && delay >= mgr->canary.run_delay_us)
+			waited = delay - mgr->canary.run_delay_us;
+		mgr->canary.run_delay_us = delay;
 	}
 	qos_watchdog_checked(&mgr->watchdog, now_us, waited);
 	/* The event may not have been dispatched yet in this round. */
-	if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
+	if (read(mgr->canary.fd, &v, sizeof(v)) > 0)
 		qos_watchdog_tick(&mgr->watchdog, now_us);
 	if (qos_watchdog_expired(&mgr->watchdog, now_us)) {
 		int e = qos_journal_save_cooldown(&mgr->cg, mgr->watchdog.cooldown_until_us);
@@ -129,6 +129,6 @@ void qos_canary_check(struct qos_manager *mgr, uint64_t now_us) {
 
 void qos_manager_watchdog_feed(struct qos_manager *mgr) {
 	uint64_t one = 1;
-	if (mgr->canary_fd >= 0 && write(mgr->canary_fd, &one, sizeof(one)) < 0)
+	if (mgr->canary.fd >= 0 && write(mgr->canary.fd, &one, sizeof(one)) < 0)
 		return;
 }

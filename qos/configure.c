@@ -122,12 +122,12 @@ static void change_place(struct change *c) {
 	uint64_t base = keep_phase ? pol->base_own_us : qos_fallback_own_cpu_us(r);
 	qos_fallback_leave(r);
 	if (p->policy != QOS_POLICY_QOS)
-		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
+		r->fb.applied = false; /* apply_threads takes every thread to the new policy */
 	r->params = *p;
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p->period_us, p->slice_us,
 			keep_phase ? pol->period_start_us : qos_fallback_period_origin(r, c->now_us), base);
-	r->timers_armed = false;
+	r->timer.armed = false;
 }
 
 /*
@@ -239,7 +239,7 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	}
 	if (!change(mgr, r, p, false, err, err_len))
 		return false;
-	r->wd_demoted = false; /* changed since the watchdog's demotion, if any */
+	r->wd.demoted = false; /* changed since the watchdog's demotion, if any */
 	return true;
 }
 
@@ -275,8 +275,8 @@ void qos_configure_demote_rt(struct qos_manager *mgr) {
 		char err[128];
 		/* Remembered as the watchdog's doing, for a reload (apply_redefined). */
 		if (qos_reserve_set(mgr, r->name, &p, false, true, err, sizeof(err))) {
-			r->wd_demoted = true;
-			r->wd_before = before;
+			r->wd.demoted = true;
+			r->wd.before = before;
 		}
 		qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 				"normal tasks starved: demoted to other");

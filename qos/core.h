@@ -8,8 +8,10 @@
  *   1 reserve:  reserve, threads, fallback, optimistic, rtguard
  *   2 member:   member, guardian
  *   3 manager:  manager, configure, reconcile, canary
- * Each layer's files hold the state they own in their own structs; struct
- * qos_manager gathers them so that one pointer reaches all.
+ * Each file's state is a sub-struct owned by that file; struct qos_manager,
+ * struct qos_reserve and struct qos_member are compositions of them, and a
+ * file may use the sub-structs of its own layer and the ones below only
+ * (checked by the same script).
  */
 #ifndef QOS_CORE_H
 #define QOS_CORE_H
@@ -47,53 +49,93 @@ struct qos_thread_cache {
 	size_t n_tids, cap_tids;
 };
 
+/*
+ * The parts of struct qos_manager that one file owns.  They are declared
+ * here, in layer 0, because struct qos_manager holds them; the comment on
+ * each names its owner, the only file that should write it.
+ */
+
+/* The deadline scheduler's clock and state as seen from here (optimistic.c). */
+struct qos_manager_deadline {
+	bool optimistic; /* the kernel shows deadline state: qos -> other works (manager.c sets) */
+	int64_t clock_offset_ns; /* scheduler clock - CLOCK_MONOTONIC */
+	uint64_t calibrated_us; /* when a fresh reservation last refined it */
+};
+
+/* Reserves by cookie: each CPU-timer signal names one (reserve.c). */
+struct qos_manager_cookies {
+	uint32_t next;
+	struct qos_reserve *by[QOS_COOKIE_BUCKETS]; /* chained by cookie_next */
+};
+
+/* Our root group's cpu.idle and weight (reserve.c). */
+struct qos_manager_root {
+	int idle; /* cpu.idle / weight last written, -1 unknown */
+	long weight;
+	bool weight_dirty; /* a weight change waits for housekeeping */
+};
+
+/* The guardian process (guardian.c, layer 2). */
+struct qos_manager_guardian {
+	pid_t pid;
+	int fd; /* our end of its socket; -1: none runs */
+	int pidfd; /* in the epoll set: its death is replaced at once */
+	size_t n_outside_root; /* thread members named to the guardian */
+};
+
+/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c). */
+struct qos_manager_carry {
+	struct qos_rt_carry *items;
+	size_t n, cap;
+};
+
+/* The starvation watchdog's canary (canary.c, layer 3). */
+struct qos_manager_canary {
+	int fd; /* eventfd the canary bumps every second */
+	int stop_fd; /* eventfd that ends our canary thread */
+	bool running; /* our own canary thread (not watchdog_external_canary) */
+	unsigned long thread;
+	uint64_t run_delay_us; /* the loop thread's run delay at the last check */
+};
+
 struct qos_manager {
+	/* Shared: set up by manager.c, read by every layer. */
 	struct qos_manager_config config;
 	char root_name[64];
 	char base[QOS_CG_PATH - 64];
 	struct qos_cgroup cg;
-	struct qos_admission adm;
-	struct qos_reserve *reserves;
+	struct qos_admission adm; /* admission.c's sums, kept by member.c and configure.c */
+	struct qos_reserve *reserves; /* the list is reserve.c's */
 	struct qos_rules *rules;
-	bool optimistic; /* the kernel shows deadline state: qos -> other works */
-	int64_t dl_clock_offset_ns; /* scheduler clock - CLOCK_MONOTONIC */
-	uint64_t dl_calibrated_us; /* when a fresh reservation last refined it */
 	uint64_t tick_us; /* the scheduler tick (qos_sys_tick_us) */
 	struct qos_events events; /* the embedder's callback; why the last call was refused */
-	bool journal_warned; /* a member's origin could not be recorded */
 	int epoll_fd;
-	int timer_fd;
-	int cputimer_fd; /* signalfd of CPU-timer notifications, or -1 */
-	uint32_t next_cookie;
-	/* Reserves by cookie: each CPU-timer signal names one (chained by cookie_next). */
-	struct qos_reserve *by_cookie[QOS_COOKIE_BUCKETS];
-	uint64_t armed_us;
-	uint64_t housekeeping_us;
-	int root_idle; /* our root's cpu.idle / weight last written, -1 unknown */
-	long root_weight;
-	bool root_weight_dirty; /* a weight change waits for housekeeping */
-	unsigned stale_groups; /* groups that refused removal (reconcile.c) */
-	pid_t guardian_pid;
-	int guardian_fd; /* our end of its socket; -1: none runs */
-	int guardian_pidfd; /* in the epoll set: its death is replaced at once */
-	size_t n_outside_root; /* thread members named to the guardian (guardian.c) */
-	/* RLIMIT_RTTIME estimates of threads no reserve's guard watches now (rtguard.c) */
-	struct qos_rt_carry *rt_carry;
-	size_t n_rt_carry, cap_rt_carry;
-	/* watchdog */
-	int canary_fd; /* eventfd the canary bumps every second */
-	int canary_stop_fd; /* eventfd that ends our canary thread */
-	bool canary_running; /* our own canary thread (not watchdog_external_canary) */
-	unsigned long canary_thread;
-	struct qos_watchdog watchdog;
-	uint64_t watchdog_run_delay_us; /* the loop thread's run delay at the last check */
-	struct qos_thread_cache threads;
+	struct qos_thread_cache threads; /* threads.c */
 	/*
 	 * Descriptors still to keep open for reads repeated every pass or
 	 * switch: /proc files of optimistic switches (sys.h), member task
 	 * directories, reserve groups' cgroup.procs.
 	 */
 	unsigned int kept_fds_budget;
+	/* The manager's timer (manager.c reads it, reserve.c arms it). */
+	int timer_fd;
+	uint64_t armed_us;
+	uint64_t housekeeping_us;
+	int cputimer_fd; /* signalfd of CPU-timer notifications, or -1 (manager.c) */
+	struct qos_watchdog watchdog; /* watchdog.c's state, run by canary.c and manager.c */
+	/* Groups that refused removal: counted by reserve.c and reconcile.c,
+	 * which removes them again. */
+	unsigned stale_groups;
+	/* Layer 1: reserve.c, optimistic.c, rtguard.c. */
+	struct qos_manager_cookies cookies;
+	struct qos_manager_root root;
+	struct qos_manager_deadline dl;
+	struct qos_manager_carry carry;
+	/* Layer 2: member.c, guardian.c. */
+	bool journal_warned; /* a member's origin could not be recorded (member.c) */
+	struct qos_manager_guardian guardian;
+	/* Layer 3: canary.c. */
+	struct qos_manager_canary canary;
 };
 
 /* At most this, and at most a quarter of the process's descriptor limit:

@@ -21,7 +21,7 @@
  * deadline state it cannot do that safely, and the reserve stays hard.
  */
 bool qos_fallback_optimistic(const struct qos_reserve *r) {
-	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
+	return r->params.policy == QOS_POLICY_QOS && r->mgr->dl.optimistic &&
 			(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
 }
 
@@ -78,7 +78,7 @@ static bool kernel_enforced(const struct qos_reserve *r) {
 static bool manager_polices(const struct qos_reserve *r) {
 	if (!qos_params_has_limit(&r->params))
 		return false;
-	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb_applied || r->watched)
+	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb.applied || r->fb.watched)
 		return true; /* billed time (or what it left owed) is invisible to the kernel */
 	return !kernel_enforced(r);
 }
@@ -104,7 +104,7 @@ static bool exact_clocks(const struct qos_reserve *r) {
  * processes only.
  */
 static bool notified(const struct qos_reserve *r) {
-	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timers_refused && manager_polices(r) &&
+	return r->mgr->cputimer_fd >= 0 && r->n_members && !r->timer.refused && manager_polices(r) &&
 			!has_thread_members(r);
 }
 
@@ -210,12 +210,12 @@ static bool members_running(struct qos_reserve *r) {
  * after the tick; the switch margin covers that.
  */
 static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_us) {
-	if (own != r->fresh_own_us || r->fresh_at_us == 0) {
-		r->fresh_own_us = own;
-		r->fresh_at_us = now_us;
+	if (own != r->timer.fresh_own_us || r->timer.fresh_at_us == 0) {
+		r->timer.fresh_own_us = own;
+		r->timer.fresh_at_us = now_us;
 		return 0;
 	}
-	uint64_t dt = now_us - r->fresh_at_us;
+	uint64_t dt = now_us - r->timer.fresh_at_us;
 	if (!r->police.early_us || r->police.in_fallback || dt == 0 || dt > r->mgr->tick_us ||
 			!members_running(r))
 		return 0;
@@ -230,7 +230,7 @@ static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_u
  */
 bool qos_fallback_group_idles(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
-			r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
+			r->mgr->cg.cpu_ctl && r->cgroup.exists && !has_thread_members(r);
 }
 
 /*
@@ -251,7 +251,7 @@ uint64_t qos_fallback_period_origin(const struct qos_reserve *r, uint64_t now_us
 }
 
 uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
-	uint64_t total = r->retired_us, v = 0;
+	uint64_t total = r->fb.retired_us, v = 0;
 	bool group_counted = false;
 	/*
 	 * Process members of reserves with exact_clocks() are read from their
@@ -262,18 +262,18 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->tid) {
-			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
-				total += v - m->cpu_base_us;
+			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+				total += v - m->usage.cpu_base_us;
 		} else if (exact) {
-			m->clock_read = qos_sys_process_clock_us(m->pid, &v);
-			m->clock_us = v;
-			if (m->clock_read && v >= m->clock_base_us)
-				total += v - m->clock_base_us;
+			m->usage.clock_read = qos_sys_process_clock_us(m->pid, &v);
+			m->usage.clock_us = v;
+			if (m->usage.clock_read && v >= m->usage.clock_base_us)
+				total += v - m->usage.clock_base_us;
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
-			if (r->stat_fd < 0)
-				r->stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
-			if ((r->stat_fd >= 0 && qos_cgroup_usage_fd(r->stat_fd, &v)) ||
+			if (r->cgroup.stat_fd < 0)
+				r->cgroup.stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
+			if ((r->cgroup.stat_fd >= 0 && qos_cgroup_usage_fd(r->cgroup.stat_fd, &v)) ||
 					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
 				total += v;
 			group_counted = true;
@@ -285,18 +285,18 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 void qos_fallback_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
 	uint64_t v;
 	if (m->tid) {
-		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
-			r->retired_us += v - m->cpu_base_us;
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+			r->fb.retired_us += v - m->usage.cpu_base_us;
 	} else if (exact_clocks(r)) {
 		/* A process that exited is not read again (its pid may be reused):
 		 * the last check's reading is what it ran here. */
 		if (exited || !qos_sys_process_clock_us(m->pid, &v)) {
-			if (!m->clock_read)
+			if (!m->usage.clock_read)
 				return;
-			v = m->clock_us;
+			v = m->usage.clock_us;
 		}
-		if (v >= m->clock_base_us)
-			r->retired_us += v - m->clock_base_us;
+		if (v >= m->usage.clock_base_us)
+			r->fb.retired_us += v - m->usage.clock_base_us;
 	}
 }
 
@@ -311,7 +311,7 @@ static void enter_fallback(struct qos_reserve *r) {
 				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 						"cannot freeze at the limit: %s", strerror(-e));
 			/* Applied all the same: the thaw at the boundary is harmless. */
-			r->fb_applied = true;
+			r->fb.applied = true;
 		}
 		return;
 	}
@@ -323,19 +323,19 @@ static void enter_fallback(struct qos_reserve *r) {
 			/* SCHED_IDLE threads alone would still get the group's share. */
 			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 				qos_reserve_set_group_idle(r, true);
-			r->fb_applied = true;
+			r->fb.applied = true;
 			qos_reserve_root_weight_deferred(r->mgr, true);
 		}
 		return;
 	}
-	if (r->rtg)
+	if (r->rtg.guard)
 		qos_rtguard_switch(r, false);
-	r->fb_threads = !qos_fallback_group_idles(r);
-	if (r->fb_threads)
+	r->fb.threads = !qos_fallback_group_idles(r);
+	if (r->fb.threads)
 		qos_reserve_apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_reserve_set_group_idle(r, true);
-	r->fb_applied = true;
+	r->fb.applied = true;
 	qos_reserve_root_weight_deferred(r->mgr, true);
 }
 
@@ -362,9 +362,9 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 		if (due > now_us + QOS_POLICE_MIN_STEP_US)
 			due = now_us + QOS_POLICE_MIN_STEP_US;
 	}
-	if (!r->fb_applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
+	if (!r->fb.applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
 		return due;
-	r->fb_applied = false;
+	r->fb.applied = false;
 	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl)
 		qos_reserve_set_group_idle(r, false);
 	qos_reserve_root_weight_deferred(r->mgr, true);
@@ -374,18 +374,18 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 void qos_fallback_leave(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	struct qos_cgroup *cg = &r->mgr->cg;
-	if (!r->fb_applied)
+	if (!r->fb.applied)
 		return;
 	if (p->policy == QOS_POLICY_QOS && p->fallback != QOS_POLICY_PAUSE) {
 		settle_optimistic(r, qos_sys_now_us());
 		return;
 	}
-	r->fb_applied = false;
+	r->fb.applied = false;
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		int e = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 		if (e < 0 && p->policy != QOS_POLICY_PAUSE) {
 			/* Still frozen: qos_fallback_check tries again. */
-			r->fb_applied = true;
+			r->fb.applied = true;
 			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot thaw the group after its fallback: %s", strerror(-e));
 		}
@@ -395,23 +395,23 @@ void qos_fallback_leave(struct qos_reserve *r) {
 		qos_reserve_set_group_idle(r, p->policy == QOS_POLICY_IDLE);
 	/* Threads switched one by one go back one by one, even where the group
 	 * alone would do now (the thread member that kept it from it left). */
-	if (r->fb_threads || !qos_fallback_group_idles(r))
+	if (r->fb.threads || !qos_fallback_group_idles(r))
 		qos_reserve_apply_threads(r, p->policy);
-	r->fb_threads = false;
-	if (r->rtg)
+	r->fb.threads = false;
+	if (r->rtg.guard)
 		qos_rtguard_switch(r, true);
 	qos_reserve_root_weight_deferred(r->mgr, true);
 }
 
 static void disarm_timers(struct qos_reserve *r) {
-	if (!r->timers_armed)
+	if (!r->timer.armed)
 		return;
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->has_cpu_timer)
-			qos_cputimer_arm(r->members[i]->cpu_timer, 0);
-		r->members[i]->timer_at_ns = 0;
+		if (r->members[i]->usage.has_cpu_timer)
+			qos_cputimer_arm(r->members[i]->usage.cpu_timer, 0);
+		r->members[i]->usage.timer_at_ns = 0;
 	}
-	r->timers_armed = false;
+	r->timer.armed = false;
 }
 
 /* Each member's timer share of what is left of the slice less the guard (>= 1 us). */
@@ -433,29 +433,29 @@ static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, ui
  */
 static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us, bool first_use) {
 	uint64_t used = qos_police_used_us(&r->police);
-	if (r->timers_armed && own_us == r->armed_own_us && used <= r->armed_used_us &&
-			(r->armed_first_use || !first_use))
+	if (r->timer.armed && own_us == r->timer.armed_own_us && used <= r->timer.armed_used_us &&
+			(r->timer.armed_first_use || !first_use))
 		return 0;
 	uint64_t share = first_use ? 1 : timer_share_us(r, used, guard_us);
-	r->armed_first_use = first_use;
-	r->timers_armed = true; /* from here on, a failure disarms what was armed */
+	r->timer.armed_first_use = first_use;
+	r->timer.armed = true; /* from here on, a failure disarms what was armed */
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		int e = 0;
-		if (!m->has_cpu_timer) {
+		if (!m->usage.has_cpu_timer) {
 			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
-						&m->cpu_timer))
-				m->has_cpu_timer = true;
+						&m->usage.cpu_timer))
+				m->usage.has_cpu_timer = true;
 			else
 				e = -errno;
 		}
 		/* The clock as qos_fallback_own_cpu_us() just read it (notified
 		 * reserves have exact clocks). */
-		if (!e && !m->clock_read)
+		if (!e && !m->usage.clock_read)
 			continue; /* exiting: its pidfd says so next */
-		m->timer_at_ns = (m->clock_us + share) * 1000u;
+		m->usage.timer_at_ns = (m->usage.clock_us + share) * 1000u;
 		if (!e)
-			e = qos_cputimer_arm(m->cpu_timer, m->timer_at_ns);
+			e = qos_cputimer_arm(m->usage.cpu_timer, m->usage.timer_at_ns);
 		/*
 		 * A member that exited since its clock was read (reaped: ESRCH)
 		 * is no refusal: its pidfd says so next, and the others stay
@@ -468,8 +468,8 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 			return e;
 		}
 	}
-	r->armed_own_us = own_us;
-	r->armed_used_us = used;
+	r->timer.armed_own_us = own_us;
+	r->timer.armed_used_us = used;
 	return 0;
 }
 
@@ -485,7 +485,7 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
  * in a periodic member's gap (a query) would see nothing.
  */
 static bool quiet(const struct qos_reserve *r, uint64_t own_us) {
-	return own_us == r->checked_own_us && qos_police_used_us(&r->police) == 0 &&
+	return own_us == r->timer.checked_own_us && qos_police_used_us(&r->police) == 0 &&
 			r->police.last_used_us == 0;
 }
 
@@ -503,31 +503,32 @@ static bool quiet(const struct qos_reserve *r, uint64_t own_us) {
 static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_us, uint64_t *own) {
 	const struct qos_police *p = &r->police;
 	uint64_t end = qos_police_period_end_us(p);
-	if (!p->notified || !r->timers_armed || !p->period_us || p->in_fallback || p->billed_us ||
+	if (!p->notified || !r->timer.armed || !p->period_us || p->in_fallback || p->billed_us ||
 			p->debt_us || guard_us || now_us < end || now_us - end >= p->period_us)
 		return false;
-	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->retired_us;
+	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->fb.retired_us;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		uint64_t clock_ns;
-		if (!m->has_cpu_timer ||
-				!qos_cputimer_rearm_after(m->cpu_timer, m->timer_at_ns, share_ns, &clock_ns)) {
+		if (!m->usage.has_cpu_timer ||
+				!qos_cputimer_rearm_after(m->usage.cpu_timer, m->usage.timer_at_ns, share_ns,
+						&clock_ns)) {
 			/* Timers of other members may be re-armed already: arm_timers
 			 * sets them all again from the clocks read the usual way. */
-			m->timer_at_ns = 0;
-			r->armed_own_us = UINT64_MAX;
+			m->usage.timer_at_ns = 0;
+			r->timer.armed_own_us = UINT64_MAX;
 			return false;
 		}
-		m->timer_at_ns = clock_ns + share_ns;
-		m->clock_us = clock_ns / 1000u;
-		m->clock_read = true;
-		if (m->clock_us >= m->clock_base_us)
-			total += m->clock_us - m->clock_base_us;
+		m->usage.timer_at_ns = clock_ns + share_ns;
+		m->usage.clock_us = clock_ns / 1000u;
+		m->usage.clock_read = true;
+		if (m->usage.clock_us >= m->usage.clock_base_us)
+			total += m->usage.clock_us - m->usage.clock_base_us;
 	}
 	/* As arm_timers would have armed them for the period's start. */
-	r->armed_first_use = false;
-	r->armed_own_us = total;
-	r->armed_used_us = 0;
+	r->timer.armed_first_use = false;
+	r->timer.armed_own_us = total;
+	r->timer.armed_used_us = 0;
 	*own = total;
 	return true;
 }
@@ -537,7 +538,7 @@ static uint64_t police_inputs(struct qos_reserve *r, uint64_t now_us, uint64_t *
 	r->police.notified = notified(r);
 	r->police.kernel_enforced = kernel_enforced(r);
 	r->police.hold_fallback =
-			qos_fallback_optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
+			qos_fallback_optimistic(r) && r->fb.applied && qos_optimistic_any_waiting(r);
 	uint64_t own;
 	*guard = timer_guard_us(r);
 	if (!roll_timers(r, now_us, *guard, &own))
@@ -550,7 +551,7 @@ static uint64_t police_inputs(struct qos_reserve *r, uint64_t now_us, uint64_t *
 	 */
 	unsigned par = r->police.parallel ? r->police.parallel : 1;
 	r->police.fallback_grace_us = qos_fallback_group_idles(r) ? r->mgr->tick_us * par : 0;
-	r->police.running = own != r->checked_own_us;
+	r->police.running = own != r->timer.checked_own_us;
 	r->police.projected_us = projected_us(r, own, now_us);
 	/* With nothing to switch, the overrun comes when the slice is used. */
 	r->police.margin_us = r->police.kernel_enforced ? 0 : SWITCH_MARGIN_US;
@@ -577,7 +578,7 @@ static void police_act(struct qos_reserve *r, enum qos_police_transition t) {
 		qos_fallback_leave(r);
 		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
 				NULL);
-	} else if (r->fb_applied && !r->police.in_fallback && r->params.fallback == QOS_POLICY_PAUSE) {
+	} else if (r->fb.applied && !r->police.in_fallback && r->params.fallback == QOS_POLICY_PAUSE) {
 		qos_fallback_leave(r); /* a thaw that failed */
 	}
 }
@@ -592,8 +593,8 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 	 * (per-period figures become averages over it), and again whenever they
 	 * are queried or billed.
 	 */
-	if (!manager_polices(r) && r->next_check_us < r->mgr->housekeeping_us)
-		r->next_check_us = r->mgr->housekeeping_us;
+	if (!manager_polices(r) && r->fb.next_check_us < r->mgr->housekeeping_us)
+		r->fb.next_check_us = r->mgr->housekeeping_us;
 	int e = 0;
 	bool idle = quiet(r, own);
 	if (!r->police.notified || !notified(r)) {
@@ -602,7 +603,7 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 		disarm_timers(r); /* nothing to watch until the boundary */
 		/* Optimistic threads come back on times of their own (below). */
 		if (!qos_fallback_optimistic(r))
-			r->next_check_us = qos_police_fallback_end_us(&r->police);
+			r->fb.next_check_us = qos_police_fallback_end_us(&r->police);
 	} else if ((e = arm_timers(r, own, guard, idle)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone, or for a quiet
@@ -610,17 +611,17 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 		 * matters.  A quiet reserve costs no wake-ups at all.
 		 */
 		uint64_t end = qos_police_period_end_us(&r->police);
-		r->next_check_us = idle ? r->mgr->housekeeping_us : end;
+		r->fb.next_check_us = idle ? r->mgr->housekeeping_us : end;
 		/* Running out before the next tick: switch precisely (police.h). */
-		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
-			r->next_check_us = r->police.switch_at_us;
+		if (r->police.switch_at_us && r->police.switch_at_us < r->fb.next_check_us)
+			r->fb.next_check_us = r->police.switch_at_us;
 	} else {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"no CPU-time notifications (%s): polling instead", strerror(-e));
-		r->timers_refused = true;
+		r->timer.refused = true;
 		r->police.notified = false;
 	}
-	r->checked_own_us = own;
+	r->timer.checked_own_us = own;
 	/*
 	 * A held fallback ends when the threads return, not at a boundary:
 	 * their return times (below) wake us, and the periods in between are
@@ -628,23 +629,23 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 	 * hundreds of periods.
 	 */
 	if (r->police.held)
-		r->next_check_us = r->mgr->housekeeping_us;
+		r->fb.next_check_us = r->mgr->housekeeping_us;
 	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
 	if (r->opt) {
 		uint64_t due = settle_optimistic(r, now_us);
-		if (due < r->next_check_us)
-			r->next_check_us = due;
+		if (due < r->fb.next_check_us)
+			r->fb.next_check_us = due;
 	}
 }
 
 void qos_fallback_check(struct qos_reserve *r, uint64_t now_us) {
 	if (r->n_members == 0) {
-		r->next_check_us = UINT64_MAX;
+		r->fb.next_check_us = UINT64_MAX;
 		return;
 	}
 	uint64_t guard;
 	uint64_t own = police_inputs(r, now_us, &guard);
-	police_act(r, qos_police_update(&r->police, now_us, own, &r->next_check_us));
+	police_act(r, qos_police_update(&r->police, now_us, own, &r->fb.next_check_us));
 	plan_next_check(r, now_us, own, guard);
 }
 
@@ -694,9 +695,9 @@ bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool 
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return false;
-	if (r->watched == on)
+	if (r->fb.watched == on)
 		return true;
-	r->watched = on;
+	r->fb.watched = on;
 	if (r->n_members) {
 		qos_fallback_check(r, qos_sys_now_us());
 		qos_reserve_rearm(mgr);

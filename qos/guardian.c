@@ -246,23 +246,23 @@ static void demote_tracked(const struct tracked *tr) {
 bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on) {
 	if (!mgr->config.guardian)
 		return true;
-	if (on && mgr->n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
+	if (on && mgr->guardian.n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
 		errno = ENOSPC;
 		return false;
 	}
 	/* Counted as sent either way when off: the guardian checks start times. */
-	if (!on && mgr->n_outside_root)
-		mgr->n_outside_root--;
+	if (!on && mgr->guardian.n_outside_root)
+		mgr->guardian.n_outside_root--;
 	/* With no guardian running the next one finds m among the members as
 	 * it is forked (track_inherited): counted all the same. */
-	if (mgr->guardian_fd >= 0) {
+	if (mgr->guardian.fd >= 0) {
 		struct guardian_record rec = {
 			.pid = m->pid,
 			.tid = m->tid,
 			.start_time = m->start_time,
 			.on = on,
 		};
-		ssize_t sent = send(mgr->guardian_fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t sent = send(mgr->guardian.fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (sent != (ssize_t)sizeof(rec)) {
 			if (sent >= 0)
 				errno = EMSGSIZE;
@@ -270,7 +270,7 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 		}
 	}
 	if (on)
-		mgr->n_outside_root++;
+		mgr->guardian.n_outside_root++;
 	return true;
 }
 
@@ -309,13 +309,13 @@ bool qos_guardian_start(struct qos_manager *mgr) {
 	pidfd = qos_sys_pidfd_open(pid, false);
 	if (pidfd < 0)
 		goto err_kill;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->guardian_pidfd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->guardian.pidfd };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0)
 		goto err_pidfd;
 	close(p[0]);
-	mgr->guardian_pid = pid;
-	mgr->guardian_fd = p[1];
-	mgr->guardian_pidfd = pidfd;
+	mgr->guardian.pid = pid;
+	mgr->guardian.fd = p[1];
+	mgr->guardian.pidfd = pidfd;
 	/* Still a guardian against the manager's own death where this fails. */
 	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
 	if (moved < 0)
@@ -348,27 +348,27 @@ err_close:
 
 /* Closes what the manager held of a guardian gone or stopped. */
 static void drop(struct qos_manager *mgr) {
-	if (mgr->guardian_pidfd >= 0)
-		close(mgr->guardian_pidfd); /* which takes it out of the epoll set */
-	close(mgr->guardian_fd);
-	mgr->guardian_pidfd = mgr->guardian_fd = -1;
-	mgr->guardian_pid = 0; /* its pid may be reused by one that may join */
+	if (mgr->guardian.pidfd >= 0)
+		close(mgr->guardian.pidfd); /* which takes it out of the epoll set */
+	close(mgr->guardian.fd);
+	mgr->guardian.pidfd = mgr->guardian.fd = -1;
+	mgr->guardian.pid = 0; /* its pid may be reused by one that may join */
 }
 
 void qos_guardian_stop(struct qos_manager *mgr) {
-	if (mgr->guardian_fd < 0)
+	if (mgr->guardian.fd < 0)
 		return;
-	pid_t pid = mgr->guardian_pid;
+	pid_t pid = mgr->guardian.pid;
 	/* On the socket, not this descriptor: a child forked without exec may
 	 * hold the end too, and the guardian would wait for it for ever. */
-	shutdown(mgr->guardian_fd, SHUT_RDWR);
+	shutdown(mgr->guardian.fd, SHUT_RDWR);
 	drop(mgr);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 }
 
 void qos_guardian_died(struct qos_manager *mgr) {
-	pid_t old = mgr->guardian_pid;
+	pid_t old = mgr->guardian.pid;
 	int status = 0;
 	pid_t got;
 	while ((got = waitpid(old, &status, WNOHANG)) < 0 && errno == EINTR)
@@ -385,7 +385,7 @@ void qos_guardian_died(struct qos_manager *mgr) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s; "
 				"a new one (pid %d) runs",
-				old, how, mgr->guardian_pid);
+				old, how, mgr->guardian.pid);
 	else
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s and "
@@ -400,7 +400,7 @@ void qos_guardian_retry(struct qos_manager *mgr) {
 }
 
 bool qos_guardian_missing(const struct qos_manager *mgr) {
-	return mgr->config.guardian && mgr->guardian_fd < 0;
+	return mgr->config.guardian && mgr->guardian.fd < 0;
 }
 
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,

@@ -75,10 +75,10 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	}
 	mgr->config = *config;
 	mgr->events = (struct qos_events){ .fn = config->event, .data = config->event_data };
-	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->guardian_pidfd =
-			mgr->canary_fd = mgr->canary_stop_fd = -1;
-	mgr->root_idle = -1;
-	mgr->root_weight = -1;
+	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian.fd = mgr->guardian.pidfd =
+			mgr->canary.fd = mgr->canary.stop_fd = -1;
+	mgr->root.idle = -1;
+	mgr->root.weight = -1;
 	struct rlimit nofile;
 	mgr->kept_fds_budget = QOS_KEPT_FDS_BUDGET;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_KEPT_FDS_BUDGET)
@@ -105,11 +105,11 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		ncpus = n > 0 ? (unsigned)n : 1;
 	}
 	qos_admission_init(&mgr->adm, ncpus, config->rsvd_ppm);
-	mgr->optimistic = qos_optimistic_supported();
+	mgr->dl.optimistic = qos_optimistic_supported();
 	mgr->tick_us = qos_sys_tick_us();
 	/* Refined later from every fresh reservation (optimistic.c). */
-	if (mgr->optimistic && !config->fake_files)
-		qos_sys_sched_clock_offset(&mgr->dl_clock_offset_ns);
+	if (mgr->dl.optimistic && !config->fake_files)
+		qos_sys_sched_clock_offset(&mgr->dl.clock_offset_ns);
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, config->cgroup_parent, mgr->root_name, err,
 				err_len))
@@ -211,8 +211,8 @@ static void reserve_housekeeping(struct qos_reserve *r) {
 }
 
 static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
-	r->fork_pending = false;
-	r->fork_pass_us = now_us;
+	r->forks.pending = false;
+	r->forks.pass_us = now_us;
 	qos_member_adopt_children(r);
 	qos_reserve_apply_active(r);
 	qos_fallback_check(r, now_us);
@@ -230,8 +230,8 @@ static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
 static void member_changed(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
-	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
-		r->fork_pending = true;
+	if (now < r->forks.pass_us + QOS_FORK_PASS_US) {
+		r->forks.pending = true;
 		qos_reserve_rearm(mgr);
 		return;
 	}
@@ -268,18 +268,18 @@ static void run_timers(struct qos_manager *mgr) {
 	if (housekeeping)
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US <= now)
 			fork_pass(r, now);
-		else if (r->next_check_us <= now)
+		else if (r->fb.next_check_us <= now)
 			qos_fallback_check(r, now);
-		if (r->rtg_retry_us && r->rtg_retry_us <= now)
+		if (r->rtg.retry_us && r->rtg.retry_us <= now)
 			qos_rtguard_retry(r, now);
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
 			reserve_housekeeping(r);
 		qos_rtguard_prune(mgr);
-		if (mgr->root_weight_dirty)
+		if (mgr->root.weight_dirty)
 			qos_reserve_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);
 		qos_guardian_retry(mgr);
@@ -314,15 +314,15 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 						continue;
 					/* A lone member's timer fired, so it is disarmed. */
 					if (r->n_members == 1)
-						r->timers_armed = false;
+						r->timer.armed = false;
 					qos_fallback_check(r, now);
 				}
 			} while (got == 16);
-		} else if (ptr == &mgr->guardian_pidfd) {
+		} else if (ptr == &mgr->guardian.pidfd) {
 			qos_guardian_died(mgr);
-		} else if (ptr == &mgr->canary_fd) {
+		} else if (ptr == &mgr->canary.fd) {
 			uint64_t v;
-			if (read(mgr->canary_fd, &v, sizeof(v)) > 0)
+			if (read(mgr->canary.fd, &v, sizeof(v)) > 0)
 				qos_watchdog_tick(&mgr->watchdog, qos_sys_now_us());
 		} else {
 			/* A member's pidfd became readable: it exited. */
@@ -366,17 +366,17 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
-		const struct qos_params *as_made = r->wd_demoted ? &r->wd_before : &r->params;
+		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : &r->params;
 		char err[256];
 		if (!was || !now || r->is_auto || !same_params(as_made, &was->params))
 			continue;
 		if (same_params(&r->params, &now->params)) {
-			r->wd_demoted = false; /* the file now says what the demotion made it */
+			r->wd.demoted = false; /* the file now says what the demotion made it */
 			continue;
 		}
 		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
-		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
-			r->wd_before = now->params;
+		if (r->wd.demoted && qos_policy_is_rt(now->params.policy) && left) {
+			r->wd.before = now->params;
 			qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 					"qosrc makes it real-time, "
 					"but real-time grants are suspended for %llus after a starvation alarm: it "
@@ -468,7 +468,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out) {
 		.overruns = r->police.overruns,
 	};
 	snprintf(out->name, sizeof(out->name), "%s", r->name);
-	snprintf(out->group, sizeof(out->group), "%s", r->has_group ? r->group : "");
+	snprintf(out->group, sizeof(out->group), "%s", r->cgroup.exists ? r->group : "");
 }
 
 bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_reserve_info *out) {

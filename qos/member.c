@@ -69,7 +69,7 @@ static bool exited(pid_t pid, pid_t tid) {
  */
 static bool may_join(struct qos_manager *mgr, struct qos_reserve *r, pid_t pid, pid_t tid,
 		char *err, size_t err_len) {
-	if (pid == getpid() || (mgr->guardian_pid > 0 && pid == mgr->guardian_pid)) {
+	if (pid == getpid() || (mgr->guardian.pid > 0 && pid == mgr->guardian.pid)) {
 		snprintf(err, err_len, "%d is the QoS manager%s; it cannot join a reserve", pid,
 				pid == getpid() ? "" : "'s guardian");
 		return false;
@@ -137,7 +137,7 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *o = r->members[i];
-			if (o != m && o->pid == m->pid && o->rttime_bounded)
+			if (o != m && o->pid == m->pid && o->rttime.bounded)
 				return o;
 		}
 	}
@@ -167,26 +167,26 @@ bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_param
 
 void qos_member_bound_rttime(struct qos_member *m) {
 	const struct qos_reserve *r = m->reserve;
-	if (m->rttime_bounded || !qos_policy_is_rt(r->params.policy) ||
+	if (m->rttime.bounded || !qos_policy_is_rt(r->params.policy) ||
 			r->params.policy == QOS_POLICY_QOS)
 		return;
-	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->old_rt_soft,
-			&m->old_rt_hard);
+	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->rttime.old_soft,
+			&m->rttime.old_hard);
 	if (e != 0) {
 		if (e != -ESRCH)
 			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 					"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 		return;
 	}
-	m->rttime_bounded = true;
+	m->rttime.bounded = true;
 	/* The guard looks once a pass, and needs three of them under the limit. */
-	if (m->old_rt_hard < r->mgr->config.rttime_us &&
-			m->old_rt_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
+	if (m->rttime.old_hard < r->mgr->config.rttime_us &&
+			m->rttime.old_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
 				"move a thread that runs without sleeping to other in time: the kernel kills "
 				"one that runs that long",
-				m->pid, (double)m->old_rt_hard / 1e6);
+				m->pid, (double)m->rttime.old_hard / 1e6);
 }
 
 struct restore_ctx {
@@ -216,7 +216,7 @@ void qos_member_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t
 		const struct qos_sched *orig) {
 	struct restore_ctx c = { .m = m,
 		.orig = orig,
-		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
+		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->rttime.orig_hard) };
 	if (m && m->tid)
 		restore_one(m->tid, &c);
 	else
@@ -259,37 +259,38 @@ static void restore_member(struct qos_member *m) {
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
-	qos_member_release_threads(m->reserve, m, m->pid, &m->orig);
-	struct qos_member *sibling = m->rttime_bounded ? bound_sibling(mgr, m) : NULL;
+	qos_member_release_threads(m->reserve, m, m->pid, &m->home.sched);
+	struct qos_member *sibling = m->rttime.bounded ? bound_sibling(mgr, m) : NULL;
 	if (sibling) {
 		/*
 		 * The bound stays for the sibling, which gives back the loosest
 		 * limit either saw (unbounded sorts last): the one from before the
 		 * first of them bounded it.
 		 */
-		if (m->old_rt_hard > sibling->old_rt_hard)
-			sibling->old_rt_hard = m->old_rt_hard;
-		if (m->old_rt_soft > sibling->old_rt_soft)
-			sibling->old_rt_soft = m->old_rt_soft;
-	} else if (m->rttime_bounded) {
-		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->old_rt_soft, m->old_rt_hard);
+		if (m->rttime.old_hard > sibling->rttime.old_hard)
+			sibling->rttime.old_hard = m->rttime.old_hard;
+		if (m->rttime.old_soft > sibling->rttime.old_soft)
+			sibling->rttime.old_soft = m->rttime.old_soft;
+	} else if (m->rttime.bounded) {
+		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->rttime.old_soft,
+				m->rttime.old_hard);
 	}
-	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	if (!m->moving)
-		qos_member_restore_sched(m->reserve, m, m->pid, &m->orig);
+	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->home.v2, m->home.cpu);
+	if (!m->home.moving)
+		qos_member_restore_sched(m->reserve, m, m->pid, &m->home.sched);
 }
 
 const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known) {
-	for (size_t i = 0; i < m->n_orig_threads; i++) {
-		if (m->orig_threads[i].tid == tid) {
+	for (size_t i = 0; i < m->home.n_threads; i++) {
+		if (m->home.threads[i].tid == tid) {
 			if (known)
 				*known = true;
-			return &m->orig_threads[i].sched;
+			return &m->home.threads[i].sched;
 		}
 	}
 	if (known)
 		*known = m->tid == tid;
-	return &m->orig;
+	return &m->home.sched;
 }
 
 struct capture_ctx {
@@ -301,14 +302,14 @@ static void capture_one(pid_t tid, void *data) {
 	struct capture_ctx *c = data;
 	struct qos_member *m = c->m;
 	struct qos_thread_orig *grown =
-			qos_array_room(m->orig_threads, &c->cap, m->n_orig_threads, sizeof(*grown));
+			qos_array_room(m->home.threads, &c->cap, m->home.n_threads, sizeof(*grown));
 	if (!grown)
 		return; /* that thread gets the member's class back */
-	m->orig_threads = grown;
-	struct qos_thread_orig *t = &m->orig_threads[m->n_orig_threads];
+	m->home.threads = grown;
+	struct qos_thread_orig *t = &m->home.threads[m->home.n_threads];
 	t->tid = tid;
 	if (qos_sys_get_sched(tid, &t->sched))
-		m->n_orig_threads++;
+		m->home.n_threads++;
 }
 
 /*
@@ -318,15 +319,15 @@ static void capture_one(pid_t tid, void *data) {
  * known as such (qos_member_restore_sched gives it no real-time class).
  */
 static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
-	m->orig = (struct qos_sched){ .policy = 0 };
-	qos_sys_get_sched(m->tid ? m->tid : m->pid, &m->orig);
+	m->home.sched = (struct qos_sched){ .policy = 0 };
+	qos_sys_get_sched(m->tid ? m->tid : m->pid, &m->home.sched);
 	/* The limit as it was before any of our members bounded it. */
 	const struct qos_member *b = bound_sibling(mgr, m);
 	uint64_t soft;
 	if (b)
-		m->orig_rt_hard = b->old_rt_hard;
-	else if (qos_sys_get_rttime(m->pid, &soft, &m->orig_rt_hard) != 0)
-		m->orig_rt_hard = 0; /* unknown: real time given back as before */
+		m->rttime.orig_hard = b->rttime.old_hard;
+	else if (qos_sys_get_rttime(m->pid, &soft, &m->rttime.orig_hard) != 0)
+		m->rttime.orig_hard = 0; /* unknown: real time given back as before */
 	if (m->tid)
 		return;
 	struct capture_ctx c = { .m = m };
@@ -335,16 +336,16 @@ static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 
 /* Copies what from holds about its threads' classes into m. */
 static void copy_orig(struct qos_member *m, const struct qos_member *from) {
-	m->orig = from->orig;
-	m->orig_rt_hard = from->orig_rt_hard;
-	if (!from->n_orig_threads)
+	m->home.sched = from->home.sched;
+	m->rttime.orig_hard = from->rttime.orig_hard;
+	if (!from->home.n_threads)
 		return;
-	size_t bytes = from->n_orig_threads * sizeof(*from->orig_threads);
-	m->orig_threads = malloc(bytes);
-	if (!m->orig_threads)
+	size_t bytes = from->home.n_threads * sizeof(*from->home.threads);
+	m->home.threads = malloc(bytes);
+	if (!m->home.threads)
 		return; /* each gets the process's class back, no real-time one */
-	memcpy(m->orig_threads, from->orig_threads, bytes);
-	m->n_orig_threads = from->n_orig_threads;
+	memcpy(m->home.threads, from->home.threads, bytes);
+	m->home.n_threads = from->home.n_threads;
 }
 
 static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *thread_child);
@@ -371,36 +372,36 @@ static struct qos_sched inherited_class(const struct qos_sched *parent) {
 
 static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m) {
 	/* On hybrid a thread member's child is in our cpu tree only. */
-	const char *group = our_group(m->orig_v2, mgr->cg.v2_root, mgr->cg.v2_base);
+	const char *group = our_group(m->home.v2, mgr->cg.v2_root, mgr->cg.v2_base);
 	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
-		group = our_group(m->orig_cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
+		group = our_group(m->home.cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
 	struct qos_reserve *r = group ? qos_reserve_find_by_group(mgr, group) : NULL;
 	bool thread_child;
 	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
 	if (!o)
 		return;
-	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", o->orig_v2);
-	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", o->orig_cpu);
-	free(m->orig_threads);
-	m->orig_threads = NULL;
-	m->n_orig_threads = 0;
-	m->orig = inherited_class(&o->orig);
+	snprintf(m->home.v2, sizeof(m->home.v2), "%s", o->home.v2);
+	snprintf(m->home.cpu, sizeof(m->home.cpu), "%s", o->home.cpu);
+	free(m->home.threads);
+	m->home.threads = NULL;
+	m->home.n_threads = 0;
+	m->home.sched = inherited_class(&o->home.sched);
 }
 
 /* Records tid's class from before, over what capture_orig read. */
 static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sched *s) {
-	for (size_t i = 0; i < m->n_orig_threads; i++) {
-		if (m->orig_threads[i].tid == tid) {
-			m->orig_threads[i].sched = *s;
+	for (size_t i = 0; i < m->home.n_threads; i++) {
+		if (m->home.threads[i].tid == tid) {
+			m->home.threads[i].sched = *s;
 			return;
 		}
 	}
 	struct qos_thread_orig *grown =
-			realloc(m->orig_threads, (m->n_orig_threads + 1) * sizeof(*grown));
+			realloc(m->home.threads, (m->home.n_threads + 1) * sizeof(*grown));
 	if (!grown)
 		return; /* it gets the process's class back */
-	m->orig_threads = grown;
-	m->orig_threads[m->n_orig_threads++] = (struct qos_thread_orig){ .tid = tid, .sched = *s };
+	m->home.threads = grown;
+	m->home.threads[m->home.n_threads++] = (struct qos_thread_orig){ .tid = tid, .sched = *s };
 }
 
 struct release_ctx {
@@ -439,7 +440,7 @@ static bool release_rt_before_move(struct qos_reserve *r, const struct qos_membe
 static void member_free(struct qos_member *m) {
 	if (!m)
 		return;
-	free(m->orig_threads);
+	free(m->home.threads);
 	free(m);
 }
 
@@ -520,9 +521,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	}
 	qos_fallback_retire_member(r, m, exited);
 	qos_optimistic_forget(r, m->pid, m->tid);
-	if (m->has_cpu_timer)
-		qos_cputimer_delete(m->cpu_timer);
-	r->timers_armed = false; /* the shares change */
+	if (m->usage.has_cpu_timer)
+		qos_cputimer_delete(m->usage.cpu_timer);
+	r->timer.armed = false; /* the shares change */
 	/* Its threads' real-time estimates go with them, ready for the next
 	 * reserve's guard (which may look before this one's next pass). */
 	qos_rtguard_forget_member(r, m);
@@ -530,7 +531,7 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		restore_member(m);
 	if (m->outside_root)
 		qos_guardian_track(mgr, m, false);
-	if (r->has_group)
+	if (r->cgroup.exists)
 		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] == m) {
@@ -557,9 +558,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		/* No period runs without members: shown in its fallback, it would
 		 * stay so until the next join restarts policing. */
 		r->police.in_fallback = false;
-		r->fb_applied = false;
-		r->next_check_us = UINT64_MAX;
-		if (r->has_group)
+		r->fb.applied = false;
+		r->fb.next_check_us = UINT64_MAX;
+		if (r->cgroup.exists)
 			qos_cgroup_freeze(&mgr->cg, r->group, false);
 		if (r->is_auto)
 			qos_reserve_free(r);
@@ -634,7 +635,7 @@ static bool group_taken(struct qos_manager *mgr, const char *group) {
 }
 
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
-	if (r->has_group)
+	if (r->cgroup.exists)
 		return true;
 	/*
 	 * The directory is named after the reserve, unless a renamed automatic
@@ -648,7 +649,7 @@ static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
 		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
 		return false;
 	}
-	r->has_group = true;
+	r->cgroup.exists = true;
 	return true;
 }
 
@@ -667,8 +668,8 @@ static bool same_sched(const struct qos_sched *a, const struct qos_sched *b) {
  */
 static bool restored_unlisted(const struct qos_member *m, const struct qos_thread_orig *t) {
 	if (t->tid == m->pid)
-		return same_sched(&t->sched, &m->orig);
-	struct qos_sched u = m->orig;
+		return same_sched(&t->sched, &m->home.sched);
+	struct qos_sched u = m->home.sched;
 	if (qos_sys_sched_is_rt(&u))
 		u = (struct qos_sched){ .policy = 0, .nice = u.nice };
 	return same_sched(&t->sched, &u);
@@ -686,12 +687,12 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 	int err = -ENOMEM;
 	if (e) {
 		e->start_time = m->start_time;
-		e->nice = m->orig.nice;
-		e->policy = m->orig.policy;
-		e->priority = m->orig.priority;
-		e->reset_on_fork = m->orig.reset_on_fork;
-		for (size_t i = 0; i < m->n_orig_threads && e->n_threads < QOS_JOURNAL_THREADS; i++) {
-			const struct qos_thread_orig *t = &m->orig_threads[i];
+		e->nice = m->home.sched.nice;
+		e->policy = m->home.sched.policy;
+		e->priority = m->home.sched.priority;
+		e->reset_on_fork = m->home.sched.reset_on_fork;
+		for (size_t i = 0; i < m->home.n_threads && e->n_threads < QOS_JOURNAL_THREADS; i++) {
+			const struct qos_thread_orig *t = &m->home.threads[i];
 			if (restored_unlisted(m, t))
 				continue;
 			e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = t->tid,
@@ -705,16 +706,16 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 		 * recorded bounded, a crash would leave the bound looking like the
 		 * process's own, and the next instance would not restore it.
 		 */
-		const struct qos_member *b = m->rttime_bounded ? m : bound_sibling(mgr, m);
+		const struct qos_member *b = m->rttime.bounded ? m : bound_sibling(mgr, m);
 		e->rt_soft = e->rt_hard = (uint64_t)RLIM_INFINITY;
 		if (b) {
-			e->rt_soft = b->old_rt_soft;
-			e->rt_hard = b->old_rt_hard;
+			e->rt_soft = b->rttime.old_soft;
+			e->rt_hard = b->rttime.old_hard;
 		} else {
 			qos_sys_get_rttime(m->pid, &e->rt_soft, &e->rt_hard);
 		}
-		snprintf(e->v2, sizeof(e->v2), "%s", m->orig_v2);
-		snprintf(e->cpu, sizeof(e->cpu), "%s", m->orig_cpu);
+		snprintf(e->v2, sizeof(e->v2), "%s", m->home.v2);
+		snprintf(e->cpu, sizeof(e->cpu), "%s", m->home.cpu);
 		err = qos_journal_record(&mgr->cg, r->group, m->pid, m->tid, e);
 		free(e);
 	}
@@ -734,7 +735,7 @@ static bool add_member(struct qos_reserve *r, struct qos_member *m) {
 		return false;
 	r->members = grown;
 	r->members[r->n_members++] = m;
-	r->timers_armed = false; /* the shares change */
+	r->timer.armed = false; /* the shares change */
 	return true;
 }
 
@@ -797,9 +798,9 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
 }
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
-	qos_member_release_threads(r, NULL, pid, &origin->orig);
-	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
-	qos_member_restore_sched(r, NULL, pid, &origin->orig);
+	qos_member_release_threads(r, NULL, pid, &origin->home.sched);
+	send_home(r, pid, 0, true, origin->home.v2, origin->home.cpu);
+	qos_member_restore_sched(r, NULL, pid, &origin->home.sched);
 }
 
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
@@ -813,9 +814,9 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	m->start_time = qos_sys_start_time(pid, 0);
 	m->pidfd = m->start_time ? qos_sys_pidfd_open(pid, false) : -1;
 	/* Leaving takes it back to where its ancestor came from. */
-	snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", origin->orig_v2);
-	snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", origin->orig_cpu);
-	m->orig = inherited_class(&origin->orig);
+	snprintf(m->home.v2, sizeof(m->home.v2), "%s", origin->home.v2);
+	snprintf(m->home.cpu, sizeof(m->home.cpu), "%s", origin->home.cpu);
+	m->home.sched = inherited_class(&origin->home.sched);
 	/* Watched for its exit before it counts as a member (closing the pidfd unwatches). */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (m->pidfd < 0 || !member_alive(m) ||
@@ -838,16 +839,16 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 /* The group's processes, through its cgroup.procs kept open within the budget. */
 static void list_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
-	if (r->procs_fd < 0 && mgr->kept_fds_budget > 0) {
-		r->procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
-		if (r->procs_fd >= 0)
+	if (r->cgroup.procs_fd < 0 && mgr->kept_fds_budget > 0) {
+		r->cgroup.procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
+		if (r->cgroup.procs_fd >= 0)
 			mgr->kept_fds_budget--;
 	}
-	if (r->procs_fd >= 0) {
-		if (qos_cgroup_for_each_pid_fd(r->procs_fd, collect_pid, c) >= 0)
+	if (r->cgroup.procs_fd >= 0) {
+		if (qos_cgroup_for_each_pid_fd(r->cgroup.procs_fd, collect_pid, c) >= 0)
 			return;
 		/* The group went away under us: open it again next time. */
-		qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
+		qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
 		c->n = 0;
 	}
 	qos_cgroup_for_each_pid(&mgr->cg, r->group, false, collect_pid, c);
@@ -882,7 +883,7 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
  * parent came from.  Found at each housekeeping pass.
  */
 void qos_member_adopt_children(struct qos_reserve *r) {
-	if (!r->has_group || r->n_members == 0)
+	if (!r->cgroup.exists || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
 	list_group(r, &c);
@@ -944,9 +945,9 @@ static void join_undo(struct join *j) {
 	if (m->outside_root)
 		qos_guardian_track(mgr, m, false);
 	if (j->placed) {
-		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->home.v2, m->home.cpu);
 		if (j->released || j->moved)
-			qos_member_restore_sched(j->r, m, m->pid, &m->orig);
+			qos_member_restore_sched(j->r, m, m->pid, &m->home.sched);
 		qos_journal_forget(&mgr->cg, j->r->group, m->pid, m->tid);
 	}
 	if (j->admitted)
@@ -1083,20 +1084,20 @@ static bool join_origin(struct join *j, char *err, size_t err_len) {
 	}
 	if (old) {
 		/* Keep the original placement, not the reserve it is leaving. */
-		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
-		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
+		snprintf(m->home.v2, sizeof(m->home.v2), "%s", old->home.v2);
+		snprintf(m->home.cpu, sizeof(m->home.cpu), "%s", old->home.cpu);
 		copy_orig(m, old);
 		/* Home and time-sharing on the way, not its old class: fifo
 		 * there, it could not enter a group without real-time runtime. */
-		old->moving = true;
+		old->home.moving = true;
 		j->moved = true;
 		qos_member_remove(old, true, false);
 	} else {
 		capture_orig(mgr, m);
 	}
-	if (!m->orig_v2[0] &&
-			!qos_cgroup_current(&mgr->cg, m->pid, m->tid, m->orig_v2, sizeof(m->orig_v2),
-					m->orig_cpu, sizeof(m->orig_cpu))) {
+	if (!m->home.v2[0] &&
+			!qos_cgroup_current(&mgr->cg, m->pid, m->tid, m->home.v2, sizeof(m->home.v2),
+					m->home.cpu, sizeof(m->home.cpu))) {
 		snprintf(err, err_len, "cannot read the cgroup of %d", m->pid);
 		return false;
 	}
@@ -1178,14 +1179,14 @@ static void join_fold_threads(struct join *j) {
 	bool folded = false;
 	while ((t = find_thread_member_in(j->r, m->pid))) {
 		/* Read at the join, its class was the reserve's, not its own. */
-		set_thread_orig(m, t->tid, &t->orig);
+		set_thread_orig(m, t->tid, &t->home.sched);
 		folded = true;
-		if (t->rttime_bounded && !m->rttime_bounded) {
-			m->rttime_bounded = true;
-			m->old_rt_soft = t->old_rt_soft;
-			m->old_rt_hard = t->old_rt_hard;
+		if (t->rttime.bounded && !m->rttime.bounded) {
+			m->rttime.bounded = true;
+			m->rttime.old_soft = t->rttime.old_soft;
+			m->rttime.old_hard = t->rttime.old_hard;
 		}
-		t->rttime_bounded = false;
+		t->rttime.bounded = false;
 		qos_member_remove(t, false, false);
 	}
 	if (folded)
@@ -1206,9 +1207,9 @@ static void join_start_clocks(struct join *j) {
 	struct qos_reserve *r = j->r;
 	struct qos_member *m = j->m;
 	if (m->tid)
-		qos_sys_thread_cpu_us(m->pid, m->tid, &m->cpu_base_us);
+		qos_sys_thread_cpu_us(m->pid, m->tid, &m->usage.cpu_base_us);
 	else
-		qos_sys_process_clock_us(m->pid, &m->clock_base_us);
+		qos_sys_process_clock_us(m->pid, &m->usage.clock_base_us);
 	if (m->tid == 0)
 		join_fold_threads(j);
 	qos_member_bound_rttime(m);
@@ -1229,12 +1230,12 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 		return true;
 	join_start_clocks(j);
 	enum qos_policy active =
-			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
-	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)
+	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)
 		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)

@@ -146,7 +146,7 @@ static uint64_t zero_lag_us(struct qos_reserve *r, int64_t runtime_ns, int64_t d
 	struct qos_manager *mgr = r->mgr;
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
 	uint64_t debt = runtime_ns < 0 ? (uint64_t)-runtime_ns : 0;
-	int64_t z = deadline_ns - mgr->dl_clock_offset_ns +
+	int64_t z = deadline_ns - mgr->dl.clock_offset_ns +
 			(int64_t)(debt * (r->params.period_us * 1000u) / q);
 	return z > 0 ? (uint64_t)z / 1000u : 0;
 }
@@ -275,7 +275,7 @@ static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t
 		int64_t deadline) {
 	if (runtime > 0)
 		return false;
-	int64_t now = qos_sys_now_ns() + r->mgr->dl_clock_offset_ns;
+	int64_t now = qos_sys_now_ns() + r->mgr->dl.clock_offset_ns;
 	if (deadline + STUCK_AFTER_NS > now)
 		return false;
 	return state_of(t, tid) == 'R';
@@ -308,7 +308,7 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
  */
 static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
 		int64_t runtime, int64_t deadline) {
-	if (runtime > 0 || deadline > qos_sys_now_ns() + r->mgr->dl_clock_offset_ns + STUCK_AFTER_NS)
+	if (runtime > 0 || deadline > qos_sys_now_ns() + r->mgr->dl.clock_offset_ns + STUCK_AFTER_NS)
 		return false;
 	if (!stuck(r, t, tid, runtime, deadline))
 		return true;
@@ -342,7 +342,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	 * Otherwise the read only refines the clock offset, which once a
 	 * second is plenty.
 	 */
-	bool calibrate = now_us >= r->mgr->dl_calibrated_us + CALIBRATE_EVERY_US;
+	bool calibrate = now_us >= r->mgr->dl.calibrated_us + CALIBRATE_EVERY_US;
 	if (!t->risky && !calibrate)
 		return true;
 	int64_t runtime, deadline;
@@ -353,8 +353,8 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	}
 	if (runtime == (int64_t)q) {
 		/* A fresh reservation: deadline = scheduler clock at the switch + period. */
-		r->mgr->dl_clock_offset_ns = deadline - (int64_t)period_ns - before;
-		r->mgr->dl_calibrated_us = now_us;
+		r->mgr->dl.clock_offset_ns = deadline - (int64_t)period_ns - before;
+		r->mgr->dl.calibrated_us = now_us;
 		return true;
 	}
 	if (t->risky && check_entry(r, t, t->pid, t->tid, runtime, deadline))

@@ -30,14 +30,14 @@ struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name) 
 
 struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const char *group) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->has_group && strcmp(r->group, group) == 0)
+		if (r->cgroup.exists && strcmp(r->group, group) == 0)
 			return r;
 	}
 	return NULL;
 }
 
 struct qos_reserve *qos_reserve_find_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
-	for (struct qos_reserve *r = mgr->by_cookie[cookie % QOS_COOKIE_BUCKETS]; r;
+	for (struct qos_reserve *r = mgr->cookies.by[cookie % QOS_COOKIE_BUCKETS]; r;
 			r = r->cookie_next) {
 		if (r->cookie == cookie)
 			return r;
@@ -60,12 +60,12 @@ struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, p
 void qos_reserve_rearm(struct qos_manager *mgr) {
 	uint64_t next = mgr->housekeeping_us;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->next_check_us < next)
-			next = r->next_check_us;
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
-			next = r->fork_pass_us + QOS_FORK_PASS_US;
-		if (r->rtg_retry_us && r->rtg_retry_us < next)
-			next = r->rtg_retry_us;
+		if (r->fb.next_check_us < next)
+			next = r->fb.next_check_us;
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US < next)
+			next = r->forks.pass_us + QOS_FORK_PASS_US;
+		if (r->rtg.retry_us && r->rtg.retry_us < next)
+			next = r->rtg.retry_us;
 	}
 	if (next == mgr->armed_us)
 		return;
@@ -99,7 +99,7 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 	out[0] = '\0';
 	for (struct qos_reserve *r = mgr->reserves; r && n < len; r = r->next) {
 		const struct qos_params *p = &r->params;
-		if (r == except || !r->n_members || !r->has_group || !p->period_us ||
+		if (r == except || !r->n_members || !r->cgroup.exists || !p->period_us ||
 				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
 			continue;
 		int w = snprintf(out + n, len - n, "%s'%s' (%llu%%)", n ? ", " : "", r->name,
@@ -259,7 +259,7 @@ void qos_reserve_root_weight_update(struct qos_manager *mgr) {
 
 static bool reserve_idle(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_IDLE ||
-			(r->fb_applied && r->params.fallback == QOS_POLICY_IDLE);
+			(r->fb.applied && r->params.fallback == QOS_POLICY_IDLE);
 }
 
 /*
@@ -273,7 +273,7 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	struct qos_cgroup *cg = &mgr->cg;
 	if (!cg->cpu_ctl)
 		return;
-	if (defer && mgr->root_idle == 0) {
+	if (defer && mgr->root.idle == 0) {
 		/*
 		 * The root stays busy while one populated reserve is: finding one
 		 * is enough, usually the first, where summing them all cost 4% of
@@ -281,7 +281,7 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 		 */
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 			if (r->n_members && !reserve_idle(r)) {
-				mgr->root_weight_dirty = true;
+				mgr->root.weight_dirty = true;
 				return;
 			}
 		}
@@ -300,32 +300,32 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	int idle = any && weight == 0;
 	if (!weight)
 		weight = 1024;
-	if (idle == mgr->root_idle && (idle || weight == mgr->root_weight)) {
-		mgr->root_weight_dirty = false;
+	if (idle == mgr->root.idle && (idle || weight == mgr->root.weight)) {
+		mgr->root.weight_dirty = false;
 		return;
 	}
-	if (defer && idle == mgr->root_idle) {
-		mgr->root_weight_dirty = true;
+	if (defer && idle == mgr->root.idle) {
+		mgr->root.weight_dirty = true;
 		return;
 	}
 	qos_cgroup_set_root_weight(cg, idle, weight);
-	mgr->root_idle = idle;
-	mgr->root_weight = idle ? -1 : weight;
-	mgr->root_weight_dirty = false;
+	mgr->root.idle = idle;
+	mgr->root.weight = idle ? -1 : weight;
+	mgr->root.weight_dirty = false;
 }
 
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
-	if (r->group_idle == (int)idle)
+	if (r->cgroup.idle == (int)idle)
 		return;
-	if (r->idle_fd < 0)
-		r->idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
-	int e = r->idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->idle_fd, idle)
-							: qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
+	if (r->cgroup.idle_fd < 0)
+		r->cgroup.idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
+	int e = r->cgroup.idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->cgroup.idle_fd, idle)
+								   : qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
 	if (e == 0)
-		r->group_idle = idle;
+		r->cgroup.idle = idle;
 	else
-		r->group_idle = -1;
+		r->cgroup.idle = -1;
 }
 
 /* Group-level controls for the reserve's normal policy. */
@@ -333,11 +333,11 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
 	const struct qos_params *p = &r->params;
 	int rt_err = 0;
-	if (!r->has_group)
+	if (!r->cgroup.exists)
 		return 0;
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
-		r->group_idle = -1;
+		r->cgroup.idle = -1;
 		if (p->policy == QOS_POLICY_IDLE) {
 			qos_reserve_set_group_idle(r, true);
 		} else {
@@ -378,7 +378,7 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
  */
 void qos_reserve_apply_active(struct qos_reserve *r) {
 	enum qos_policy active =
-			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
+			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
 	if (!r->n_members)
@@ -386,12 +386,12 @@ void qos_reserve_apply_active(struct qos_reserve *r) {
 	if (r->params.policy == QOS_POLICY_QOS) {
 		/* In an optimistic fallback the threads wait for the period end,
 		 * and all of them return with the runtime split anew. */
-		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb_applied))
+		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb.applied))
 			qos_reserve_apply_threads(r, QOS_POLICY_QOS);
 		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
 			r->dl_runtime_ns = split_slice_ns(r);
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
-			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)) {
+			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)) {
 		qos_reserve_apply_threads(r, active);
 	}
 }
@@ -411,14 +411,14 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	r->mgr = mgr;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->params = *params;
-	r->next_check_us = UINT64_MAX;
-	r->stat_fd = -1;
-	r->group_idle = -1;
-	r->idle_fd = -1;
-	r->procs_fd = -1;
-	r->cookie = ++mgr->next_cookie;
-	r->cookie_next = mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS];
-	mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS] = r;
+	r->fb.next_check_us = UINT64_MAX;
+	r->cgroup.stat_fd = -1;
+	r->cgroup.idle = -1;
+	r->cgroup.idle_fd = -1;
+	r->cgroup.procs_fd = -1;
+	r->cookie = ++mgr->cookies.next;
+	r->cookie_next = mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS];
+	mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS] = r;
 	struct qos_reserve **tail = &mgr->reserves;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -437,7 +437,7 @@ void qos_reserve_free(struct qos_reserve *r) {
 			break;
 		}
 	}
-	for (struct qos_reserve **pp = &mgr->by_cookie[r->cookie % QOS_COOKIE_BUCKETS]; *pp;
+	for (struct qos_reserve **pp = &mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS]; *pp;
 			pp = &(*pp)->cookie_next) {
 		if (*pp == r) {
 			*pp = r->cookie_next;
@@ -446,12 +446,12 @@ void qos_reserve_free(struct qos_reserve *r) {
 	}
 	if (r->granted)
 		qos_admission_release(&mgr->adm, r->granted_ppm);
-	if (r->stat_fd >= 0)
-		close(r->stat_fd);
-	if (r->idle_fd >= 0)
-		close(r->idle_fd);
-	qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
-	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
+	if (r->cgroup.stat_fd >= 0)
+		close(r->cgroup.stat_fd);
+	if (r->cgroup.idle_fd >= 0)
+		close(r->cgroup.idle_fd);
+	qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
+	int err = r->cgroup.exists ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
 		qos_reserve_removal_failed(mgr, r->name, r->group, err);
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);

@@ -8,6 +8,8 @@
 #define QOS_RESERVE_H
 
 #include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/rtguard.h"
 #include "qos/police.h"
 #include "qos/sys.h"
 
@@ -20,6 +22,29 @@ struct qos_thread_orig {
 	struct qos_sched sched;
 };
 
+/*
+ * Where a member came from, which leaving gives back (member.c; declared
+ * here, below it, because struct qos_member holds it).
+ */
+struct qos_member_home {
+	char v2[QOS_CG_REL_PATH];
+	char cpu[QOS_CG_REL_PATH];
+	/* Its class before it joined (a process's main thread's), and each of a
+	 * process member's threads' then.  Threads started since get the
+	 * member's. */
+	struct qos_sched sched;
+	struct qos_thread_orig *threads;
+	size_t n_threads;
+	bool moving; /* leaving for another reserve: home, not its old class */
+};
+
+/* The member's RLIMIT_RTTIME bound (member.c, as for struct qos_member_home). */
+struct qos_member_rttime {
+	bool bounded;
+	uint64_t orig_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
+	uint64_t old_soft, old_hard;
+};
+
 struct qos_member {
 	struct qos_reserve *reserve;
 	pid_t pid;
@@ -27,26 +52,44 @@ struct qos_member {
 	int pidfd;
 	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
-	char orig_v2[QOS_CG_REL_PATH];
-	char orig_cpu[QOS_CG_REL_PATH];
-	bool rttime_bounded;
 	bool outside_root; /* a thread left in its process's group (cgroup v2) */
-	uint64_t orig_rt_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
-	uint64_t old_rt_soft, old_rt_hard;
-	/* Its class before it joined (a process's main thread's), and each of a
-	 * process member's threads' then: what leaving gives back.  Threads
-	 * started since get the member's. */
-	struct qos_sched orig;
-	struct qos_thread_orig *orig_threads;
-	size_t n_orig_threads;
-	bool moving; /* leaving for another reserve: home, not its old class */
-	uint64_t cpu_base_us; /* thread members: schedstat at join */
-	uint64_t clock_base_us; /* process members: their CPU clock at join */
-	uint64_t clock_us; /* ... and as the last check read it */
-	bool clock_read; /* false: that read failed (the process is exiting) */
-	timer_t cpu_timer; /* notifies the manager at a CPU-time threshold */
-	bool has_cpu_timer;
-	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
+	struct qos_member_home home; /* member.c */
+	struct qos_member_rttime rttime; /* member.c */
+	struct qos_member_usage usage; /* fallback.c */
+};
+
+/*
+ * The reserve's cgroup directory and the files of it kept open (reserve.c:
+ * made on the first join by member.c, read by fallback.c's accounting).
+ */
+struct qos_reserve_cgroup {
+	bool exists;
+	int stat_fd; /* the group's cpu.stat, or -1 */
+	int idle; /* cpu.idle last written, -1 unknown */
+	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
+	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+};
+
+/*
+ * Passes for members' forks (manager.c, qos_manager_forked): kept here,
+ * below it, because reserve.c's timer wakes for the pending one.
+ */
+struct qos_reserve_forks {
+	uint64_t pass_us; /* the last pass */
+	bool pending; /* a fork waits for the next one */
+};
+
+/*
+ * The starvation watchdog, not a user, made the reserve other
+ * (configure.c, qos_configure_demote_rt): its parameters before, which a
+ * reload compares with qosrc's old definition (manager.c,
+ * apply_redefined).  Any later change through qos_reserve_set (a user's,
+ * or a reload's) clears it.  Declared here, below its layer 3 owners,
+ * because struct qos_reserve holds it.
+ */
+struct qos_reserve_demotion {
+	bool demoted;
+	struct qos_params before;
 };
 
 struct qos_reserve {
@@ -61,41 +104,17 @@ struct qos_reserve {
 	size_t n_members, cap_members;
 	bool granted;
 	uint64_t granted_ppm;
-	bool has_group;
-	int stat_fd; /* the group's cpu.stat, or -1 */
-	int group_idle; /* cpu.idle last written, -1 unknown */
-	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
-	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	struct qos_reserve_cgroup cgroup; /* reserve.c */
 	uint32_t cookie; /* names the reserve in CPU-timer notifications */
 	struct qos_reserve *cookie_next;
-	bool timers_armed; /* members' CPU timers armed for this budget */
-	bool timers_refused; /* the kernel refused a timer: polled instead */
-	uint64_t armed_own_us; /* own time when they were armed */
-	uint64_t armed_used_us; /* used time in the period when they were armed */
-	bool armed_first_use; /* armed to fire at the first tick a member runs */
-	uint64_t checked_own_us; /* own time at the last check */
-	uint64_t fresh_own_us; /* own time as last changed ... */
-	uint64_t fresh_at_us; /* ... first seen then */
-	struct qos_police police;
-	uint64_t next_check_us;
-	bool fb_applied; /* the manager switched members to the fallback */
-	bool fb_threads; /* ... thread by thread (not the group's cpu.idle alone) */
-	bool watched; /* qos_manager_watch_overruns: per-period events wanted */
-	uint64_t retired_us; /* CPU time of thread members that left */
-	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
-	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
-	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
-	uint64_t rtg_retry_us; /* the guard looks for a moved-out thread asleep again; 0: no */
-	uint64_t fork_pass_us; /* last pass for a member's fork (qos_manager_forked) */
-	bool fork_pending; /* a fork waits for the next one */
-	/*
-	 * The starvation watchdog, not a user, made it other (qos_configure_demote_rt):
-	 * its parameters before, which a reload compares with qosrc's old
-	 * definition (manager.c, apply_redefined).  Any later change through
-	 * qos_reserve_set (a user's, or a reload's) clears it.
-	 */
-	bool wd_demoted;
-	struct qos_params wd_before;
+	struct qos_reserve_timers timer; /* fallback.c */
+	struct qos_police police; /* police.c's machine, run by fallback.c */
+	struct qos_reserve_fallback fb; /* fallback.c */
+	struct qos_optimistic *opt; /* optimistic.c: threads in an optimistic qos reserve's fallback */
+	uint64_t dl_runtime_ns; /* reserve.c: runtime its deadline threads were last given, 0 none */
+	struct qos_reserve_rtguard rtg; /* rtguard.c */
+	struct qos_reserve_forks forks; /* reserve.c's timer, manager.c's passes */
+	struct qos_reserve_demotion wd; /* configure.c */
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);

@@ -132,9 +132,9 @@ static int set_policy(struct qos_reserve *r, pid_t tid, enum qos_policy policy) 
 #define RT_CARRY_MAX 4096
 
 static void drop_carry(struct qos_manager *mgr, size_t i) {
-	memmove(&mgr->rt_carry[i], &mgr->rt_carry[i + 1],
-			(mgr->n_rt_carry - i - 1) * sizeof(*mgr->rt_carry));
-	mgr->n_rt_carry--;
+	memmove(&mgr->carry.items[i], &mgr->carry.items[i + 1],
+			(mgr->carry.n - i - 1) * sizeof(*mgr->carry.items));
+	mgr->carry.n--;
 }
 
 /* Keeps e's estimate, its open stretch closed, for the thread's next guard. */
@@ -144,22 +144,22 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 	if (!read_kept(e, &sleeps, &run, &awake))
 		return;
 	close_stretch(e, sleeps, run, awake);
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		if (mgr->rt_carry[i].tid == e->tid) {
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		if (mgr->carry.items[i].tid == e->tid) {
 			drop_carry(mgr, i);
 			break;
 		}
 	}
 	if (!e->rt_ns)
 		return;
-	if (mgr->n_rt_carry == RT_CARRY_MAX)
+	if (mgr->carry.n == RT_CARRY_MAX)
 		drop_carry(mgr, 0);
 	struct qos_rt_carry *c =
-			qos_array_room(mgr->rt_carry, &mgr->cap_rt_carry, mgr->n_rt_carry, sizeof(*c));
+			qos_array_room(mgr->carry.items, &mgr->carry.cap, mgr->carry.n, sizeof(*c));
 	if (!c)
 		return;
-	mgr->rt_carry = c;
-	mgr->rt_carry[mgr->n_rt_carry++] = (struct qos_rt_carry){
+	mgr->carry.items = c;
+	mgr->carry.items[mgr->carry.n++] = (struct qos_rt_carry){
 		.pid = e->pid,
 		.tid = e->tid,
 		.start_time = qos_sys_start_time(e->pid, e->tid),
@@ -176,8 +176,8 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
  * thread new to the guard.
  */
 static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run) {
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		if (c.tid != tid)
 			continue;
 		drop_carry(mgr, i);
@@ -192,8 +192,8 @@ static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64
 
 void qos_rtguard_prune(struct qos_manager *mgr) {
 	size_t kept = 0;
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		uint64_t run;
 		if (!qos_sys_thread_in_process(c.pid, c.tid) ||
 				qos_sys_start_time(c.pid, c.tid) != c.start_time ||
@@ -209,13 +209,13 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 		if ((policy == SCHED_FIFO || policy == SCHED_RR) && run > c.run_ns)
 			c.rt_ns += run - c.run_ns;
 		c.run_ns = run;
-		mgr->rt_carry[kept++] = c;
+		mgr->carry.items[kept++] = c;
 	}
-	mgr->n_rt_carry = kept;
+	mgr->carry.n = kept;
 }
 
 void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	if (!g)
 		return;
 	size_t kept = 0;
@@ -236,7 +236,7 @@ void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m
  */
 static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t sleeps,
 		uint64_t run) {
-	if (r->fb_applied || qos_sys_thread_state(e->tid) == 'R')
+	if (r->fb.applied || qos_sys_thread_state(e->tid) == 'R')
 		return false;
 	if (set_policy(r, e->tid, r->params.policy) != 0)
 		return false;
@@ -257,7 +257,7 @@ static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t s
 
 static void check_thread(pid_t tid, void *data) {
 	struct pass_ctx *c = data;
-	struct qos_rtguard *g = c->r->rtg;
+	struct qos_rtguard *g = c->r->rtg.guard;
 	uint64_t sleeps, run;
 	bool awake;
 	if (!read_thread(tid, &sleeps, &run, &awake))
@@ -276,7 +276,7 @@ static void check_thread(pid_t tid, void *data) {
 		if (!e)
 			return;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
-		e->rt_ns = is_rt || c->r->fb_applied ? (run < pass_ns ? run : pass_ns) : 0;
+		e->rt_ns = is_rt || c->r->fb.applied ? (run < pass_ns ? run : pass_ns) : 0;
 		uint64_t before = carried_ns(c->r->mgr, c->pid, tid, run);
 		if (before > e->rt_ns)
 			e->rt_ns = before;
@@ -292,7 +292,7 @@ static void check_thread(pid_t tid, void *data) {
 			e->sleeps_again = true;
 		if (e->sleeps_again && resume_asleep(c->r, e, sleeps, run))
 			return; /* its stretch is open, from now */
-	} else if ((is_rt || c->r->fb_applied) && e->rt_ns >= c->threshold_ns) {
+	} else if ((is_rt || c->r->fb.applied) && e->rt_ns >= c->threshold_ns) {
 		/*
 		 * Found in its reserve's fallback, it is other already, but the
 		 * count stands: marked, it stays other when the fallback ends.
@@ -325,20 +325,20 @@ static void check_thread(pid_t tid, void *data) {
 
 /* Arms the retry while a moved-out thread that sleeps waits to be caught asleep. */
 static void arm_retry(struct qos_reserve *r, uint64_t now_us) {
-	struct qos_rtguard *g = r->rtg;
-	r->rtg_retry_us = 0;
+	struct qos_rtguard *g = r->rtg.guard;
+	r->rtg.retry_us = 0;
 	if (!g || now_us >= g->retry_until_us)
 		return;
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].demoted && g->t[i].sleeps_again) {
-			r->rtg_retry_us = now_us + RETRY_US;
+			r->rtg.retry_us = now_us + RETRY_US;
 			return;
 		}
 	}
 }
 
 void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
@@ -358,9 +358,9 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 		qos_rtguard_destroy(r);
 		return;
 	}
-	if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+	if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
 		return;
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; i < g->n; i++)
 		g->t[i].seen = false;
 	struct pass_ctx c = { .r = r };
@@ -385,7 +385,7 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 }
 
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
-	struct qos_rtguard *g = r->rtg;
+	struct qos_rtguard *g = r->rtg.guard;
 	for (size_t i = 0; g && i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
@@ -400,9 +400,9 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
 }
 
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid) {
-	if (!r->rtg)
+	if (!r->rtg.guard)
 		return false;
-	const struct rt_thread *e = find(r->rtg, tid);
+	const struct rt_thread *e = find(r->rtg.guard, tid);
 	return e && e->demoted;
 }
 
@@ -419,8 +419,8 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct qos_manager *mgr = r->mgr;
 	if (!mgr->config.rttime_us)
 		return false;
-	for (size_t i = 0; i < mgr->n_rt_carry; i++) {
-		struct qos_rt_carry c = mgr->rt_carry[i];
+	for (size_t i = 0; i < mgr->carry.n; i++) {
+		struct qos_rt_carry c = mgr->carry.items[i];
 		uint64_t sleeps, run;
 		bool awake;
 		if (c.tid != tid)
@@ -431,10 +431,10 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 		bool still = c.demoted && sleeps == c.sleeps;
 		if (!still && c.rt_ns < threshold_ns(mgr))
 			return false;
-		if (!r->rtg && !(r->rtg = calloc(1, sizeof(*r->rtg))))
+		if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
 			return false;
-		struct rt_thread *e = find(r->rtg, tid);
-		if (!e && !(e = add(r->rtg, pid, tid)))
+		struct rt_thread *e = find(r->rtg.guard, tid);
+		if (!e && !(e = add(r->rtg.guard, pid, tid)))
 			return false;
 		drop_carry(mgr, i);
 		e->rt_ns = c.rt_ns;
@@ -452,20 +452,20 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 }
 
 void qos_rtguard_destroy(struct qos_reserve *r) {
-	if (!r->rtg)
+	if (!r->rtg.guard)
 		return;
-	for (size_t i = 0; i < r->rtg->n; i++)
-		carry(r->mgr, &r->rtg->t[i]);
-	free(r->rtg->t);
-	free(r->rtg);
-	r->rtg = NULL;
-	r->rtg_retry_us = 0;
+	for (size_t i = 0; i < r->rtg.guard->n; i++)
+		carry(r->mgr, &r->rtg.guard->t[i]);
+	free(r->rtg.guard->t);
+	free(r->rtg.guard);
+	r->rtg.guard = NULL;
+	r->rtg.retry_us = 0;
 }
 
 void qos_rtguard_finish(struct qos_manager *mgr) {
-	free(mgr->rt_carry);
-	mgr->rt_carry = NULL;
-	mgr->n_rt_carry = mgr->cap_rt_carry = 0;
+	free(mgr->carry.items);
+	mgr->carry.items = NULL;
+	mgr->carry.n = mgr->carry.cap = 0;
 }
 
 void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid_t pid,

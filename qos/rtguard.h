@@ -6,7 +6,20 @@
 #ifndef QOS_RTGUARD_H
 #define QOS_RTGUARD_H
 
-#include "qos/reserve.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct qos_manager;
+struct qos_member;
+struct qos_reserve;
+struct qos_rtguard;
+
+/* A reserve's guard: its real-time threads watched for RLIMIT_RTTIME. */
+struct qos_reserve_rtguard {
+	struct qos_rtguard *guard; /* allocated on the first watched thread */
+	uint64_t retry_us; /* the guard looks for a moved-out thread asleep again; 0: no */
+};
 
 void qos_rtguard_pass(struct qos_reserve *r);
 /*
@@ -15,7 +28,7 @@ void qos_rtguard_pass(struct qos_reserve *r);
  */
 void qos_rtguard_switch(struct qos_reserve *r, bool to_rt);
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid);
-/* At r->rtg_retry_us: moved-out threads that sleep are made real-time while asleep. */
+/* At r->rtg.retry_us: moved-out threads that sleep are made real-time while asleep. */
 void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us);
 /* Whether tid, about to be made fifo/rr by r, must stay other (see rtguard.c). */
 bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid);

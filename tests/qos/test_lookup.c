@@ -1,5 +1,5 @@
 /*
- * Reserve lookup by CPU-timer cookie (reserve.c's by_cookie buckets), in a
+ * Reserve lookup by CPU-timer cookie (reserve.c's cookies.by buckets), in a
  * manager over a fake cgroup tree: several reserves per bucket, chains cut
  * at their head, middle and tail, cookies never reused.
  */

@@ -192,14 +192,14 @@ int main(void) {
 	/* Unwatched: looked at at the 1 s pass only, so nothing is seen now. */
 	set_usage(mgr, "ceil", 250000);
 	qos_manager_dispatch(mgr);
-	CHECK(r && r->next_check_us >= mgr->housekeeping_us);
+	CHECK(r && r->fb.next_check_us >= mgr->housekeeping_us);
 	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "ceil"), 0);
 
 	/* Watched: the slice is used up in this period, seen at once, once. */
 	CHECK(qos_manager_watch_overruns(mgr, "ceil", true));
 	CHECK(qos_manager_watch_overruns(mgr, "ceil", true));
 	/* In its fallback until the period ends, and looked at then. */
-	CHECK(r && r->next_check_us <= qos_police_period_end_us(&r->police));
+	CHECK(r && r->fb.next_check_us <= qos_police_period_end_us(&r->police));
 	CHECK_EQ_U(count(&s, QOS_EVENT_OVERRUN, "ceil"), 1);
 	int i = last(&s, QOS_EVENT_OVERRUN, "ceil");
 	CHECK(i >= 0 && s.used[i] == 250000);
@@ -225,10 +225,10 @@ int main(void) {
 	CHECK(qos_manager_watch_overruns(mgr, "ceil", true));
 	set_usage(mgr, "ceil", 260000 + 199000);
 	CHECK(qos_manager_reserve_info(mgr, "ceil", &info) && !info.in_fallback);
-	CHECK(r && r->next_check_us <= qos_sys_now_us() + 1000);
+	CHECK(r && r->fb.next_check_us <= qos_sys_now_us() + 1000);
 	CHECK(qos_manager_watch_overruns(mgr, "ceil", false));
 	if (mgr->housekeeping_us > qos_sys_now_us() + 2000)
-		CHECK(r && r->next_check_us == mgr->housekeeping_us);
+		CHECK(r && r->fb.next_check_us == mgr->housekeeping_us);
 
 	/*
 	 * A bill past the slice of a sleeping member's unwatched ceiling: the
