@@ -700,6 +700,9 @@ def main():
                         ("cap", capability_checks), ("drm", drm_checks)):
         # A suite that cannot even set up is one failure, not a crash.
         check(name + "/setup-and-teardown", suite)
+    # The kernel's log beside the others (DRM and cgroup errors land there).
+    with open(os.path.join(ARGS.out, "dmesg.txt"), "w") as f:
+        subprocess.run(["dmesg"], stdout=f, stderr=subprocess.STDOUT, check=False)
     with open(RESULTS, "a") as f:
         f.write("VMDONE\n")
 
