@@ -28,6 +28,9 @@ struct qw_output {
 	struct wl_event_source *draw_idle; /* a frame to draw (scheduler_frame.c) */
 	uint64_t hidden_sent_ns; /* last callbacks to its covered surfaces */
 	uint64_t drawn_ns; /* when a frame was last committed (scheduler) */
+	/* A refused commit is drawn again after retry_ms (output_draw). */
+	struct wl_event_source *retry_timer;
+	int retry_ms;
 
 	struct wl_listener frame;
 	struct wl_listener destroy;
