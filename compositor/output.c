@@ -211,6 +211,7 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 	 */
 	if (wlr_output_is_drm(wlr_output) && wlr_renderer_is_pixman(server->renderer)) {
 		wlr_output_lock_software_cursors(wlr_output, true);
+		output->cursor_plane_idle = true;
 	}
 	output->frame.notify = handle_frame;
 	wl_signal_add(&wlr_output->events.frame, &output->frame);
