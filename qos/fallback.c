@@ -1,22 +1,26 @@
 /*
- * Policing one reserve: its CPU time read at each check, the police state
- * machine (police.c) run on it, the switch to the fallback policy and back
- * (dual-policy scheduling, thesis 3.4), the members' CPU timers that tell the
- * manager when to look, and time billed to the reserve.
+ * Policing one reserve: its CPU time, the police state machine run on it,
+ * the switch to the fallback policy and back, the members' CPU timers that
+ * tell the manager when to look, and billed time (docs/qos-design.md).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "qos/cputimer.h"
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 /*
  * qos falling back to other or idle: the manager moves the deadline threads
- * out at the overrun (optimistic.c).  Where the kernel does not show their
+ * out at the overrun (docs/qos-design.md).  Where the kernel does not show their
  * deadline state it cannot do that safely, and the reserve stays hard.
  */
-bool qos_reserve_optimistic(const struct qos_reserve *r) {
+bool qos_fallback_optimistic(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_QOS && r->mgr->optimistic &&
 			(r->params.fallback == QOS_POLICY_OTHER || r->params.fallback == QOS_POLICY_IDLE);
 }
@@ -61,7 +65,7 @@ static bool kernel_enforced(const struct qos_reserve *r) {
 	if (p->fallback == p->policy)
 		return true; /* nothing to switch */
 	/* qos where the kernel does not show deadline state stays hard */
-	return p->policy == QOS_POLICY_QOS && !qos_reserve_optimistic(r);
+	return p->policy == QOS_POLICY_QOS && !qos_fallback_optimistic(r);
 }
 
 /*
@@ -69,7 +73,7 @@ static bool kernel_enforced(const struct qos_reserve *r) {
  * overrun needs it to act (switch policies or freeze), or someone watches
  * for the events (qos_manager_watch_overruns).  Otherwise the kernel
  * enforces the limit by itself and the manager only keeps the books, which
- * it does lazily (see qos_reserve_check).
+ * it does lazily (see qos_fallback_check).
  */
 static bool manager_polices(const struct qos_reserve *r) {
 	if (!qos_params_has_limit(&r->params))
@@ -90,7 +94,7 @@ static bool manager_polices(const struct qos_reserve *r) {
  * never changes under it.
  */
 static bool exact_clocks(const struct qos_reserve *r) {
-	return qos_reserve_optimistic(r) ||
+	return qos_fallback_optimistic(r) ||
 			(r->mgr->cputimer_fd >= 0 && qos_params_has_limit(&r->params));
 }
 
@@ -131,7 +135,7 @@ static bool notified(const struct qos_reserve *r) {
  */
 static bool races_kernel_throttle(const struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
-	return qos_reserve_optimistic(r) ||
+	return qos_fallback_optimistic(r) ||
 			(qos_policy_is_rt(p->policy) && r->mgr->cg.rt_group &&
 					p->fallback != QOS_POLICY_PAUSE && p->fallback != p->policy &&
 					qos_params_has_limit(p));
@@ -153,7 +157,7 @@ static bool races_kernel_throttle(const struct qos_reserve *r) {
  * light member running (an audio thread using a tenth of its slice) would
  * cost it its reservation for the rest of the period.  Such a reserve
  * leaves early only once it has used half; one that overruns from less is
- * throttled by the kernel and waits out its debt (optimistic.c).
+ * throttled by the kernel and waits out its debt (docs/qos-design.md).
  *
  * A reserve the kernel enforces by itself (kernel_enforced) switches
  * nothing, but is in the same race for the notice: at a tick that uses up
@@ -192,7 +196,7 @@ static bool members_running(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members && !c.running; i++) {
 		struct qos_member *m = r->members[i];
 		c.pid = m->pid;
-		qos_member_for_each_thread(r->mgr, m, note_running, &c);
+		qos_threads_for_each(r->mgr, m, note_running, &c);
 	}
 	return c.running;
 }
@@ -224,7 +228,7 @@ static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_u
  * the threads inside keep their policy, which saves a sched_setattr per
  * thread at each of up to 200 switches a second.
  */
-bool qos_reserve_group_idles(const struct qos_reserve *r) {
+bool qos_fallback_group_idles(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_OTHER && r->params.fallback == QOS_POLICY_IDLE &&
 			r->mgr->cg.cpu_ctl && r->has_group && !has_thread_members(r);
 }
@@ -233,20 +237,20 @@ bool qos_reserve_group_idles(const struct qos_reserve *r) {
  * Where the kernel can notify, limited reserves' periods start on a common
  * grid, so the period ends of notified reserves share wake-ups.  Not where
  * the kernel keeps a window of its own on the same budget: a deadline
- * reservation starts afresh with each return (optimistic.c), and a real-time
+ * reservation starts afresh with each return (docs/qos-design.md), and a real-time
  * group's bandwidth period starts when its first thread becomes runnable
  * real-time in it, which for a new group is the member's join, just before
  * this is asked.  Out of phase, the kernel would throttle threads in
  * periods where the manager sees its slice far from used.
  */
-uint64_t qos_reserve_period_origin(const struct qos_reserve *r, uint64_t now_us) {
+uint64_t qos_fallback_period_origin(const struct qos_reserve *r, uint64_t now_us) {
 	uint64_t period = r->params.period_us;
 	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r))
 		return now_us;
 	return now_us - now_us % period;
 }
 
-uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r) {
+uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 	uint64_t total = r->retired_us, v = 0;
 	bool group_counted = false;
 	/*
@@ -278,7 +282,7 @@ uint64_t qos_reserve_own_cpu_us(struct qos_reserve *r) {
 	return total;
 }
 
-void qos_reserve_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
+void qos_fallback_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
 	uint64_t v;
 	if (m->tid) {
 		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->cpu_base_us)
@@ -304,7 +308,7 @@ static void enter_fallback(struct qos_reserve *r) {
 		if (!kernel_caps(r) || r->police.billed_us > 0 || r->police.debt_us > 0) {
 			int e = qos_cgroup_freeze(cg, r->group, true);
 			if (e < 0)
-				qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 						"cannot freeze at the limit: %s", strerror(-e));
 			/* Applied all the same: the thaw at the boundary is harmless. */
 			r->fb_applied = true;
@@ -314,30 +318,30 @@ static void enter_fallback(struct qos_reserve *r) {
 	if (p->fallback == p->policy)
 		return;
 	if (p->policy == QOS_POLICY_QOS) {
-		if (qos_reserve_optimistic(r)) {
+		if (qos_fallback_optimistic(r)) {
 			qos_optimistic_enter(r, qos_police_period_end_us(&r->police));
 			/* SCHED_IDLE threads alone would still get the group's share. */
 			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 				qos_reserve_set_group_idle(r, true);
 			r->fb_applied = true;
-			qos_root_weight_update_deferred(r->mgr, true);
+			qos_reserve_root_weight_deferred(r->mgr, true);
 		}
 		return;
 	}
 	if (r->rtg)
 		qos_rtguard_switch(r, false);
-	r->fb_threads = !qos_reserve_group_idles(r);
+	r->fb_threads = !qos_fallback_group_idles(r);
 	if (r->fb_threads)
 		qos_reserve_apply_threads(r, p->fallback);
 	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
 		qos_reserve_set_group_idle(r, true);
 	r->fb_applied = true;
-	qos_root_weight_update_deferred(r->mgr, true);
+	qos_reserve_root_weight_deferred(r->mgr, true);
 }
 
 /*
  * An optimistic reserve leaves its fallback thread by thread, each at its
- * own safe time (optimistic.c); the group stays idle (for qos -> idle) until
+ * own safe time (docs/qos-design.md); the group stays idle (for qos -> idle) until
  * the last one is back, or a waiting SCHED_IDLE thread would get the group's
  * whole share.  Returns when the threads next need the manager.
  */
@@ -345,15 +349,16 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 	/* Only an optimistic fallback holds threads back; a repaired thread of a
 	 * hard reserve returns at its 0-lag time. */
 	bool overrun = r->police.in_fallback && !r->police.held;
-	uint64_t due = qos_optimistic_run(r, now_us, qos_reserve_optimistic(r) && overrun);
+	uint64_t due = qos_optimistic_run(r, now_us, qos_fallback_optimistic(r) && overrun);
 	if (r->police.held && !qos_optimistic_any_waiting(r)) {
 		/*
 		 * The last thread is back in its reservation, whose period starts
 		 * now (its deadline is now + period): so does the police's, and it
 		 * watches the slice again from here.
 		 */
-		qos_police_resume(&r->police, now_us, qos_reserve_own_cpu_us(r));
-		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		qos_police_resume(&r->police, now_us, qos_fallback_own_cpu_us(r));
+		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
+				NULL);
 		if (due > now_us + QOS_POLICE_MIN_STEP_US)
 			due = now_us + QOS_POLICE_MIN_STEP_US;
 	}
@@ -362,11 +367,11 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 	r->fb_applied = false;
 	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl)
 		qos_reserve_set_group_idle(r, false);
-	qos_root_weight_update_deferred(r->mgr, true);
+	qos_reserve_root_weight_deferred(r->mgr, true);
 	return due;
 }
 
-void qos_reserve_leave_fallback(struct qos_reserve *r) {
+void qos_fallback_leave(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	struct qos_cgroup *cg = &r->mgr->cg;
 	if (!r->fb_applied)
@@ -379,9 +384,9 @@ void qos_reserve_leave_fallback(struct qos_reserve *r) {
 	if (p->fallback == QOS_POLICY_PAUSE) {
 		int e = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 		if (e < 0 && p->policy != QOS_POLICY_PAUSE) {
-			/* Still frozen: qos_reserve_check tries again. */
+			/* Still frozen: qos_fallback_check tries again. */
 			r->fb_applied = true;
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot thaw the group after its fallback: %s", strerror(-e));
 		}
 		return;
@@ -390,12 +395,12 @@ void qos_reserve_leave_fallback(struct qos_reserve *r) {
 		qos_reserve_set_group_idle(r, p->policy == QOS_POLICY_IDLE);
 	/* Threads switched one by one go back one by one, even where the group
 	 * alone would do now (the thread member that kept it from it left). */
-	if (r->fb_threads || !qos_reserve_group_idles(r))
+	if (r->fb_threads || !qos_fallback_group_idles(r))
 		qos_reserve_apply_threads(r, p->policy);
 	r->fb_threads = false;
 	if (r->rtg)
 		qos_rtguard_switch(r, true);
-	qos_root_weight_update_deferred(r->mgr, true);
+	qos_reserve_root_weight_deferred(r->mgr, true);
 }
 
 static void disarm_timers(struct qos_reserve *r) {
@@ -444,7 +449,7 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 			else
 				e = -errno;
 		}
-		/* The clock as qos_reserve_own_cpu_us() just read it (notified
+		/* The clock as qos_fallback_own_cpu_us() just read it (notified
 		 * reserves have exact clocks). */
 		if (!e && !m->clock_read)
 			continue; /* exiting: its pidfd says so next */
@@ -490,8 +495,7 @@ static bool quiet(const struct qos_reserve *r, uint64_t own_us) {
  * the new period gives it the whole slice, so each timer is re-armed that
  * far past its process's clock, and the clock comes back with it
  * (qos_cputimer_rearm_after): a clock read fewer per member at the check
- * every busy reserve gets at every boundary (15% of the cut-idle
- * benchmark's system calls, docs/qos-benchmarks.md).  Stores the reserve's
+ * every busy reserve gets at every boundary.  Stores the reserve's
  * own time in *own; false, with
  * nothing read, where the new budget depends on that time or a timer had
  * fired.
@@ -528,34 +532,35 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 	return true;
 }
 
-void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
-	if (r->n_members == 0) {
-		r->next_check_us = UINT64_MAX;
-		return;
-	}
+/* What the police state machine is told of r now; returns its own CPU time. */
+static uint64_t police_inputs(struct qos_reserve *r, uint64_t now_us, uint64_t *guard) {
 	r->police.notified = notified(r);
 	r->police.kernel_enforced = kernel_enforced(r);
 	r->police.hold_fallback =
-			qos_reserve_optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
-	uint64_t guard = timer_guard_us(r);
+			qos_fallback_optimistic(r) && r->fb_applied && qos_optimistic_any_waiting(r);
 	uint64_t own;
-	if (!roll_timers(r, now_us, guard, &own))
-		own = qos_reserve_own_cpu_us(r);
-	r->police.early_us = r->police.notified ? guard : 0;
+	*guard = timer_guard_us(r);
+	if (!roll_timers(r, now_us, *guard, &own))
+		own = qos_fallback_own_cpu_us(r);
+	r->police.early_us = r->police.notified ? *guard : 0;
 	/*
 	 * Only a group made idle switches at the kernel's next tick (police.h):
 	 * the next tick of each CPU a member thread runs on, so up to a tick
 	 * on every one of them.
 	 */
 	unsigned par = r->police.parallel ? r->police.parallel : 1;
-	r->police.fallback_grace_us = qos_reserve_group_idles(r) ? r->mgr->tick_us * par : 0;
+	r->police.fallback_grace_us = qos_fallback_group_idles(r) ? r->mgr->tick_us * par : 0;
 	r->police.running = own != r->checked_own_us;
 	r->police.projected_us = projected_us(r, own, now_us);
 	/* With nothing to switch, the overrun comes when the slice is used. */
 	r->police.margin_us = r->police.kernel_enforced ? 0 : SWITCH_MARGIN_US;
-	enum qos_police_transition t = qos_police_update(&r->police, now_us, own, &r->next_check_us);
+	return own;
+}
+
+/* Acts on what the police state machine decided: the switch and its event. */
+static void police_act(struct qos_reserve *r, enum qos_police_transition t) {
 	if (r->police.late_overrun) {
-		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0, r->police.last_used_us,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_OVERRUN, r->name, 0, 0, r->police.last_used_us,
 				"slice of %lluus used by the end of the period",
 				(unsigned long long)r->params.slice_us);
 		/* Used up again at once (billed time owed): the fallback holds. */
@@ -564,16 +569,21 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	}
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
-		qos_emit(r->mgr, QOS_EVENT_OVERRUN, r->name, 0, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_OVERRUN, r->name, 0, 0,
 				qos_police_used_us(&r->police) + r->police.projected_us,
 				"slice of %lluus used, fallback %s", (unsigned long long)r->params.slice_us,
 				qos_policy_name(r->params.fallback));
 	} else if (t == QOS_POLICE_RESTORE) {
-		qos_reserve_leave_fallback(r);
-		qos_emit(r->mgr, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us, NULL);
+		qos_fallback_leave(r);
+		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
+				NULL);
 	} else if (r->fb_applied && !r->police.in_fallback && r->params.fallback == QOS_POLICY_PAUSE) {
-		qos_reserve_leave_fallback(r); /* a thaw that failed */
+		qos_fallback_leave(r); /* a thaw that failed */
 	}
+}
+
+/* When to look at r next, and its members' CPU timers armed for it. */
+static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own, uint64_t guard) {
 	/*
 	 * Checking a kernel-enforced reserve at every period boundary (and
 	 * more often within periods) would cost the manager more than the
@@ -591,7 +601,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
 		/* Optimistic threads come back on times of their own (below). */
-		if (!qos_reserve_optimistic(r))
+		if (!qos_fallback_optimistic(r))
 			r->next_check_us = qos_police_fallback_end_us(&r->police);
 	} else if ((e = arm_timers(r, own, guard, idle)) == 0) {
 		/*
@@ -605,7 +615,7 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 		if (r->police.switch_at_us && r->police.switch_at_us < r->next_check_us)
 			r->next_check_us = r->police.switch_at_us;
 	} else {
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"no CPU-time notifications (%s): polling instead", strerror(-e));
 		r->timers_refused = true;
 		r->police.notified = false;
@@ -627,6 +637,17 @@ void qos_reserve_check(struct qos_reserve *r, uint64_t now_us) {
 	}
 }
 
+void qos_fallback_check(struct qos_reserve *r, uint64_t now_us) {
+	if (r->n_members == 0) {
+		r->next_check_us = UINT64_MAX;
+		return;
+	}
+	uint64_t guard;
+	uint64_t own = police_inputs(r, now_us, &guard);
+	police_act(r, qos_police_update(&r->police, now_us, own, &r->next_check_us));
+	plan_next_check(r, now_us, own, guard);
+}
+
 /* r has members. */
 static bool bill(struct qos_reserve *r, uint64_t usec) {
 	if (!usec)
@@ -639,20 +660,20 @@ static bool bill(struct qos_reserve *r, uint64_t usec) {
 	 * figures are the period's already.
 	 */
 	if (now >= qos_police_period_end_us(&r->police))
-		qos_reserve_check(r, now);
+		qos_fallback_check(r, now);
 	qos_police_bill(&r->police, usec);
 	/* Without a limit the bill is only reported: there is nothing to decide. */
 	if (qos_params_has_limit(&r->params)) {
-		qos_reserve_check(r, now);
-		qos_manager_rearm(r->mgr);
+		qos_fallback_check(r, now);
+		qos_reserve_rearm(r->mgr);
 	}
 	return true;
 }
 
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) {
-	if (!name || qos_refuse_reentry(mgr, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	/* Without members no period runs: the first join starts the books afresh. */
 	if (!r || r->n_members == 0)
 		return false;
@@ -660,25 +681,25 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) 
 }
 
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	/* Whole processes only: see qos.h for a process some threads of which are members. */
-	struct qos_member *m = qos_find_member(mgr, pid, 0);
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, 0);
 	return m && bill(m->reserve, usec);
 }
 
 bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on) {
-	if (!name || qos_refuse_reentry(mgr, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return false;
 	if (r->watched == on)
 		return true;
 	r->watched = on;
 	if (r->n_members) {
-		qos_reserve_check(r, qos_sys_now_us());
-		qos_manager_rearm(mgr);
+		qos_fallback_check(r, qos_sys_now_us());
+		qos_reserve_rearm(mgr);
 	}
 	return true;
 }

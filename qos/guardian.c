@@ -35,7 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/guardian.h"
 #include "qos/sys.h"
 
 struct linux_dirent64 {
@@ -318,7 +319,7 @@ bool qos_guardian_start(struct qos_manager *mgr) {
 	/* Still a guardian against the manager's own death where this fails. */
 	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
 	if (moved < 0)
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) stays in "
 				"the manager's cgroup (%s): killing that cgroup would kill it too, and leave "
 				"paused members frozen until the next start",
@@ -381,12 +382,12 @@ void qos_guardian_died(struct qos_manager *mgr) {
 		snprintf(how, sizeof(how), "exited"); /* reaped by someone else */
 	drop(mgr);
 	if (qos_guardian_start(mgr))
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s; "
 				"a new one (pid %d) runs",
 				old, how, mgr->guardian_pid);
 	else
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s and "
 				"no new one could be started (%s): real-time grants and pauses are refused "
 				"until one runs (tried again every second)",
@@ -404,7 +405,7 @@ bool qos_guardian_missing(const struct qos_manager *mgr) {
 
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
 		size_t err_len) {
-	bool rt = qos_policy_is_rt(p->policy), freeze = qos_reserve_may_freeze(p);
+	bool rt = qos_policy_is_rt(p->policy), freeze = qos_params_may_freeze(p);
 	if (!qos_guardian_missing(mgr) || !(rt || freeze))
 		return true;
 	snprintf(err, err_len,
@@ -414,6 +415,6 @@ bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, ch
 			rt && freeze ? "real-time or frozen"
 					: rt ? "real-time"
 						 : "frozen");
-	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	mgr->events.last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }

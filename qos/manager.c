@@ -1,7 +1,6 @@
 /* The manager object: setup, event loop integration, events and queries. */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,16 @@
 #include <unistd.h>
 
 #include "qos/cputimer.h"
-#include "qos/internal.h"
+#include "qos/canary.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/guardian.h"
+#include "qos/member.h"
+#include "qos/optimistic.h"
+#include "qos/reconcile.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/proc.h"
 #include "qos/sys.h"
 
@@ -28,63 +36,36 @@ void qos_manager_config_init(struct qos_manager_config *config) {
 	};
 }
 
-void qos_emit(struct qos_manager *mgr, enum qos_event_type type, const char *reserve, pid_t pid,
-		pid_t tid, uint64_t used_us, const char *fmt, ...) {
-	if (!mgr->config.event)
-		return;
-	char msg[512];
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-	}
-	struct qos_event ev = {
-		.type = type,
-		.reserve = reserve,
-		.pid = pid,
-		.tid = tid,
-		.used_us = used_us,
-		.message = fmt ? msg : NULL,
-	};
-	mgr->emitting++;
-	mgr->config.event(mgr->config.event_data, &ev);
-	mgr->emitting--;
-}
-
-bool qos_refuse_reentry(struct qos_manager *mgr, char *err, size_t err_len) {
-	if (!mgr->emitting)
+/* The loop's epoll set with its timer, and the CPU-timer signals' fd where it can be had. */
+static bool open_loop(struct qos_manager *mgr, char *err, size_t err_len) {
+	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (mgr->epoll_fd < 0 || mgr->timer_fd < 0) {
+		snprintf(err, err_len, "epoll/timerfd: %s", strerror(errno));
 		return false;
-	if (err && err_len)
-		snprintf(err, err_len,
-				"called from the QoS event callback, which may only query: "
-				"defer the change to the event loop");
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->timer_fd };
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->timer_fd, &ev) < 0) {
+		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
+		return false;
+	}
+	if (mgr->config.cputimer_signal > 0 && !mgr->config.fake_files) {
+		/* Without it reserves are polled: slower, not wrong. */
+		mgr->cputimer_fd = qos_cputimer_open(mgr->config.cputimer_signal);
+		struct epoll_event cev = { .events = EPOLLIN, .data.ptr = &mgr->cputimer_fd };
+		if (mgr->cputimer_fd >= 0 &&
+				epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->cputimer_fd, &cev) < 0) {
+			close(mgr->cputimer_fd);
+			mgr->cputimer_fd = -1;
+		}
+	}
 	return true;
 }
 
-void qos_manager_rearm(struct qos_manager *mgr) {
-	uint64_t next = mgr->housekeeping_us;
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->next_check_us < next)
-			next = r->next_check_us;
-		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
-			next = r->fork_pass_us + QOS_FORK_PASS_US;
-		if (r->rtg_retry_us && r->rtg_retry_us < next)
-			next = r->rtg_retry_us;
-	}
-	if (next == mgr->armed_us)
-		return;
-	mgr->armed_us = next;
-	struct itimerspec its = {
-		.it_value = { .tv_sec = (time_t)(next / 1000000u),
-				.tv_nsec = (long)(next % 1000000u) * 1000 },
-	};
-	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-		its.it_value.tv_nsec = 1;
-	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
+/*
+ * Each part set up in the order the next needs it (names, cgroups, loop,
+ * guardian, watchdog), with one unwind path: split, the unwind would be.
+ */
 struct qos_manager *qos_manager_create(const struct qos_manager_config *config, char *err,
 		size_t err_len) {
 	struct qos_manager *mgr = calloc(1, sizeof(*mgr));
@@ -93,6 +74,7 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		return NULL;
 	}
 	mgr->config = *config;
+	mgr->events = (struct qos_events){ .fn = config->event, .data = config->event_data };
 	mgr->epoll_fd = mgr->timer_fd = mgr->cputimer_fd = mgr->guardian_fd = mgr->guardian_pidfd =
 			mgr->canary_fd = mgr->canary_stop_fd = -1;
 	mgr->root_idle = -1;
@@ -138,43 +120,24 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
 		goto err_free;
 	if (!mgr->cg.cpu_ctl)
-		qos_emit(mgr, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"no cpu controller in %s (the "
 				"parent does not delegate it): reserve groups get no weight, idle flag or "
 				"quota; nice and classes act per thread, and ceilings by freezing",
 				mgr->cg.cpu_root);
 
-	mgr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	mgr->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (mgr->epoll_fd < 0 || mgr->timer_fd < 0) {
-		snprintf(err, err_len, "epoll/timerfd: %s", strerror(errno));
+	if (!open_loop(mgr, err, err_len))
 		goto err_fds;
-	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->timer_fd };
-	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->timer_fd, &ev) < 0) {
-		snprintf(err, err_len, "epoll_ctl: %s", strerror(errno));
-		goto err_fds;
-	}
-	if (config->cputimer_signal > 0 && !config->fake_files) {
-		/* Without it reserves are polled: slower, not wrong. */
-		mgr->cputimer_fd = qos_cputimer_open(config->cputimer_signal);
-		struct epoll_event cev = { .events = EPOLLIN, .data.ptr = &mgr->cputimer_fd };
-		if (mgr->cputimer_fd >= 0 &&
-				epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, mgr->cputimer_fd, &cev) < 0) {
-			close(mgr->cputimer_fd);
-			mgr->cputimer_fd = -1;
-		}
-	}
 	if (config->guardian && !qos_guardian_start(mgr)) {
 		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
 		goto err_fds;
 	}
-	if (config->watchdog_timeout_us && !qos_watchdog_start(mgr)) {
+	if (config->watchdog_timeout_us && !qos_canary_start(mgr)) {
 		snprintf(err, err_len, "cannot start the starvation watchdog: %s", strerror(errno));
 		goto err_guardian;
 	}
 	mgr->housekeeping_us = qos_sys_now_us() + QOS_HOUSEKEEPING_US;
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return mgr;
 
 err_guardian:
@@ -195,7 +158,7 @@ err_free:
 void qos_manager_destroy(struct qos_manager *mgr) {
 	if (!mgr)
 		return;
-	if (mgr->emitting) {
+	if (mgr->events.depth) {
 		/* The calls the callback came from would go on with freed state. */
 		fprintf(stderr, "qos_manager_destroy called from the QoS event callback\n");
 		abort();
@@ -212,7 +175,7 @@ void qos_manager_destroy(struct qos_manager *mgr) {
 		usleep(10000);
 		qos_reconcile_retry(mgr);
 	}
-	qos_watchdog_stop(mgr);
+	qos_canary_stop(mgr);
 	/* First: the root goes only once the guardian has left its leaf. */
 	qos_guardian_stop(mgr);
 	qos_cgroup_remove_root(&mgr->cg);
@@ -230,6 +193,70 @@ int qos_manager_get_fd(struct qos_manager *mgr) {
 	return mgr->epoll_fd;
 }
 
+static void reserve_housekeeping(struct qos_reserve *r) {
+	qos_member_adopt_children(r);
+	qos_threads_keep(r->mgr, true);
+	qos_reserve_apply_active(r);
+	if (r->n_members) {
+		/* Threads come and go: how many can run at once, from the kept
+		 * listing (no extra /proc read), for the timers' and switches'
+		 * estimates (police.h). */
+		unsigned n = (unsigned)qos_reserve_count_threads(r);
+		r->police.parallel = n < r->mgr->adm.ncpus ? n : r->mgr->adm.ncpus;
+	}
+	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
+		qos_optimistic_housekeeping(r);
+	qos_rtguard_pass(r);
+	qos_threads_keep(r->mgr, false);
+}
+
+static void fork_pass(struct qos_reserve *r, uint64_t now_us) {
+	r->fork_pending = false;
+	r->fork_pass_us = now_us;
+	qos_member_adopt_children(r);
+	qos_reserve_apply_active(r);
+	qos_fallback_check(r, now_us);
+}
+
+/*
+ * A member forked or started a thread: the part of a housekeeping pass that
+ * concerns new tasks (adopt or send back children, give threads their
+ * policy), now.  The 1 s pass does the rest (the optimistic repair, which
+ * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
+ * takes a new real-time thread as real-time since up to one pass ago).  It
+ * reads the whole group, so a burst (a build, a shell loop, a thread pool
+ * starting) gets one such pass per QOS_FORK_PASS_US.
+ */
+static void member_changed(struct qos_reserve *r) {
+	struct qos_manager *mgr = r->mgr;
+	uint64_t now = qos_sys_now_us();
+	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
+		r->fork_pending = true;
+		qos_reserve_rearm(mgr);
+		return;
+	}
+	fork_pass(r, now);
+	qos_reserve_rearm(mgr);
+}
+
+void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+		return; /* the next housekeeping pass finds the child */
+	struct qos_member *m = qos_reserve_find_member(mgr, parent, 0);
+	if (!m || parent == child || qos_reserve_find_member(mgr, child, 0))
+		return;
+	member_changed(m->reserve);
+}
+
+void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+		return; /* the next housekeeping pass finds the thread */
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, 0);
+	if (!m || pid == tid)
+		return;
+	member_changed(m->reserve);
+}
+
 static void run_timers(struct qos_manager *mgr) {
 	uint64_t buf;
 	/* One read takes every expiry; none (EAGAIN) when called for another reason. */
@@ -242,26 +269,26 @@ static void run_timers(struct qos_manager *mgr) {
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US <= now)
-			qos_reserve_fork_pass(r, now);
+			fork_pass(r, now);
 		else if (r->next_check_us <= now)
-			qos_reserve_check(r, now);
+			qos_fallback_check(r, now);
 		if (r->rtg_retry_us && r->rtg_retry_us <= now)
 			qos_rtguard_retry(r, now);
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
-			qos_reserve_housekeeping(r);
+			reserve_housekeeping(r);
 		qos_rtguard_prune(mgr);
 		if (mgr->root_weight_dirty)
-			qos_root_weight_update(mgr);
+			qos_reserve_root_weight_update(mgr);
 		qos_reconcile_retry(mgr);
 		qos_guardian_retry(mgr);
-		qos_watchdog_check(mgr, now);
+		qos_canary_check(mgr, now);
 	}
 }
 
 int qos_manager_dispatch(struct qos_manager *mgr) {
-	if (qos_refuse_reentry(mgr, NULL, 0)) {
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		errno = EDEADLK;
 		return -1;
 	}
@@ -282,13 +309,13 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 			do {
 				got = qos_cputimer_read(mgr->cputimer_fd, cookies, 16);
 				for (size_t j = 0; j < got; j++) {
-					struct qos_reserve *r = qos_find_reserve_by_cookie(mgr, cookies[j]);
+					struct qos_reserve *r = qos_reserve_find_by_cookie(mgr, cookies[j]);
 					if (!r)
 						continue;
 					/* A lone member's timer fired, so it is disarmed. */
 					if (r->n_members == 1)
 						r->timers_armed = false;
-					qos_reserve_check(r, now);
+					qos_fallback_check(r, now);
 				}
 			} while (got == 16);
 		} else if (ptr == &mgr->guardian_pidfd) {
@@ -308,7 +335,7 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 	}
 	if (timers)
 		run_timers(mgr);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return n;
 }
 
@@ -350,7 +377,7 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, qos_sys_now_us());
 		if (r->wd_demoted && qos_policy_is_rt(now->params.policy) && left) {
 			r->wd_before = now->params;
-			qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
 					"qosrc makes it real-time, "
 					"but real-time grants are suspended for %llus after a starvation alarm: it "
 					"stays other until a reload after the cool-down",
@@ -361,13 +388,13 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		bool vetoed = r->n_members && c->may_redefine &&
 				!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
 		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
-			qos_emit(mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"qosrc's new parameters were refused (%s); it keeps the old ones", err);
 	}
 }
 
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
 	if (rules == mgr->rules)
 		return true;
@@ -379,15 +406,15 @@ bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
 }
 
 enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr) {
-	return mgr->last_refusal;
+	return mgr->events.last_refusal;
 }
 
 bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id, bool *applied,
 		char *err, size_t err_len) {
 	*applied = false;
-	if (qos_refuse_reentry(mgr, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
 		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	if (!mgr->rules)
 		return true;
 	char exe[PATH_MAX], cmd[4096];
@@ -456,7 +483,7 @@ bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_re
 
 bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 		struct qos_reserve_info *out) {
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return false;
 	/*
@@ -464,9 +491,9 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 	 * from the event callback they are (a check of this very reserve may
 	 * be what called it, in the middle of applying its result).
 	 */
-	if (r->n_members && !mgr->emitting) {
-		qos_reserve_check(r, qos_sys_now_us());
-		qos_manager_rearm(mgr);
+	if (r->n_members && !mgr->events.depth) {
+		qos_fallback_check(r, qos_sys_now_us());
+		qos_reserve_rearm(mgr);
 	}
 	fill_info(r, out);
 	return true;
@@ -474,7 +501,7 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 
 ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
 		size_t max) {
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r)
 		return -1;
 	for (size_t i = 0; i < r->n_members && i < max; i++) {
@@ -485,6 +512,6 @@ ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qo
 }
 
 const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
 	return m ? m->reserve->name : NULL;
 }

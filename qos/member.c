@@ -14,7 +14,14 @@
 #include <unistd.h>
 
 #include "qos/cputimer.h"
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/guardian.h"
+#include "qos/member.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/journal.h"
 #include "qos/sys.h"
 
@@ -95,7 +102,7 @@ static bool member_alive(const struct qos_member *m) {
 	return qos_sys_start_time(m->pid, m->tid) == m->start_time;
 }
 
-void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
+void qos_member_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_t tid,
 		bool whole_process, const char *v2, const char *cpu) {
 	struct qos_cgroup *cg = &mgr->cg;
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
@@ -109,7 +116,7 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 	if (e2 == -ESRCH)
 		return;
 	const char *to = whole_process ? near_v2 : near_cpu;
-	qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, tid, 0,
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, tid, 0,
 			"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
 			v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
 			e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
@@ -119,7 +126,7 @@ void qos_send_home(struct qos_manager *mgr, const char *reserve, pid_t pid, pid_
 
 static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
 		const char *v2, const char *cpu) {
-	qos_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
+	qos_member_send_home(r->mgr, r->name, pid, tid, whole_process, v2, cpu);
 }
 
 /*
@@ -154,7 +161,7 @@ bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_param
 			"cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
 			"needs CAP_SYS_RESOURCE): no %s without the bound",
 			pid, strerror(-e), qos_policy_name(p->policy));
-	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	mgr->events.last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
@@ -167,7 +174,7 @@ void qos_member_bound_rttime(struct qos_member *m) {
 			&m->old_rt_hard);
 	if (e != 0) {
 		if (e != -ESRCH)
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 					"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
 		return;
 	}
@@ -175,18 +182,84 @@ void qos_member_bound_rttime(struct qos_member *m) {
 	/* The guard looks once a pass, and needs three of them under the limit. */
 	if (m->old_rt_hard < r->mgr->config.rttime_us &&
 			m->old_rt_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
 				"move a thread that runs without sleeping to other in time: the kernel kills "
 				"one that runs that long",
 				m->pid, (double)m->old_rt_hard / 1e6);
 }
 
+struct restore_ctx {
+	const struct qos_member *m;
+	const struct qos_sched *orig;
+	bool rt_held; /* under a bound that stays: no real-time class back */
+	pid_t held; /* a thread given none, for the event */
+};
+
+static void restore_one(pid_t tid, void *data) {
+	struct restore_ctx *c = data;
+	bool known = false;
+	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
+	if (qos_sys_sched_is_rt(s) && (!known || c->rt_held)) {
+		/* Time-sharing, where release left it: started since, or under a
+		 * bound that stays. */
+		if (known)
+			c->held = tid;
+		return;
+	}
+	/* Released to SCHED_OTHER at its nice already. */
+	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
+		qos_sys_set_sched(tid, s);
+}
+
+void qos_member_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+		const struct qos_sched *orig) {
+	struct restore_ctx c = { .m = m,
+		.orig = orig,
+		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
+	if (m && m->tid)
+		restore_one(m->tid, &c);
+	else
+		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
+	if (c.held)
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
+				"real-time threads "
+				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
+				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
+				"ran that long without sleeping",
+				m->pid, c.held);
+}
+
+struct leave_ctx {
+	const struct qos_params *p;
+	const struct qos_member *m;
+	const struct qos_sched *orig;
+};
+
+/* A leaving thread to SCHED_OTHER at its old nice, a deadline one released cleanly. */
+static void leave_one(pid_t tid, void *data) {
+	struct leave_ctx *c = data;
+	if (!qos_sys_release_deadline(tid))
+		return;
+	int nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
+	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, nice, c->p->priority, 0,
+			c->p->period_us * 1000u);
+}
+
+void qos_member_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
+		const struct qos_sched *orig) {
+	struct leave_ctx c = { .p = &r->params, .m = m, .orig = orig };
+	if (m)
+		qos_threads_for_each(r->mgr, m, leave_one, &c);
+	else
+		qos_sys_for_each_thread(pid, leave_one, &c);
+}
+
 static void restore_member(struct qos_member *m) {
 	struct qos_manager *mgr = m->reserve->mgr;
 	/* Back to time-sharing first, so a moved RT thread never lands in a
 	 * group without RT bandwidth. */
-	qos_reserve_release_threads(m->reserve, m, m->pid, &m->orig);
+	qos_member_release_threads(m->reserve, m, m->pid, &m->orig);
 	struct qos_member *sibling = m->rttime_bounded ? bound_sibling(mgr, m) : NULL;
 	if (sibling) {
 		/*
@@ -203,7 +276,7 @@ static void restore_member(struct qos_member *m) {
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
 	if (!m->moving)
-		qos_reserve_restore_sched(m->reserve, m, m->pid, &m->orig);
+		qos_member_restore_sched(m->reserve, m, m->pid, &m->orig);
 }
 
 const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known) {
@@ -242,7 +315,7 @@ static void capture_one(pid_t tid, void *data) {
  * Each thread's class before the join, for a process member (one
  * sched_getattr a thread): leaving gives each its own back, not all of them
  * the main thread's.  Every thread is listed, so that one started later is
- * known as such (qos_reserve_restore_sched gives it no real-time class).
+ * known as such (qos_member_restore_sched gives it no real-time class).
  */
 static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 	m->orig = (struct qos_sched){ .policy = 0 };
@@ -301,7 +374,7 @@ static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m) {
 	const char *group = our_group(m->orig_v2, mgr->cg.v2_root, mgr->cg.v2_base);
 	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
 		group = our_group(m->orig_cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
-	struct qos_reserve *r = group ? qos_find_reserve_by_group(mgr, group) : NULL;
+	struct qos_reserve *r = group ? qos_reserve_find_by_group(mgr, group) : NULL;
 	bool thread_child;
 	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
 	if (!o)
@@ -382,7 +455,7 @@ static pid_t next_owner(struct qos_reserve *r) {
 			const struct qos_member *m = r->members[i];
 			char name[QOS_NAME_MAX + 1];
 			snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", m->pid);
-			const struct qos_reserve *taken = qos_find_reserve(r->mgr, name);
+			const struct qos_reserve *taken = qos_reserve_find(r->mgr, name);
 			if ((pass == 0 && m->tid) || (taken && taken != r))
 				continue;
 			return m->pid;
@@ -409,7 +482,7 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner) {
 	/* The group keeps its directory name: cgroup2 cannot rename groups. */
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->owner = new_owner;
-	qos_emit(r->mgr, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
+	qos_event_emit(&r->mgr->events, QOS_EVENT_RESERVE_RENAMED, r->name, new_owner, 0, 0, "%s", old);
 	return true;
 }
 
@@ -440,12 +513,12 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	 * a thread member's (on hybrid in the group's cpu tree only).
 	 */
 	if (m->tid || !other_process_member(r, m))
-		qos_reserve_adopt_children(r);
+		qos_member_adopt_children(r);
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
 		close(m->pidfd);
 	}
-	qos_reserve_retire_member(r, m, exited);
+	qos_fallback_retire_member(r, m, exited);
 	qos_optimistic_forget(r, m->pid, m->tid);
 	if (m->has_cpu_timer)
 		qos_cputimer_delete(m->cpu_timer);
@@ -467,12 +540,12 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 			break;
 		}
 	}
-	qos_emit(mgr, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name, m->pid, m->tid,
-			0, NULL);
+	qos_event_emit(&mgr->events, exited ? QOS_EVENT_MEMBER_EXITED : QOS_EVENT_MEMBER_LEFT, r->name,
+			m->pid, m->tid, 0, NULL);
 	pid_t gone = m->pid;
-	qos_member_close_task_dir(mgr, m);
+	qos_threads_close_task_dir(mgr, m);
 	member_free(m);
-	qos_root_weight_update(mgr);
+	qos_reserve_root_weight_update(mgr);
 
 	if (r->n_members == 0) {
 		/* Guarantees are held only while someone uses them (thesis 3.7.2). */
@@ -501,8 +574,9 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t now = qos_sys_now_us();
-	if (qos_policy_is_rt(r->params.policy) && !qos_rt_grants_allowed(mgr, now, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
+	if (qos_policy_is_rt(r->params.policy) &&
+			!qos_reserve_rt_grants_allowed(mgr, now, err, err_len)) {
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
 		return false;
 	}
 	if (r->params.policy != QOS_POLICY_QOS || r->granted)
@@ -511,17 +585,18 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 	uint64_t ppm = qos_params_util_ppm(&r->params);
 	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
 		snprintf(err, err_len, "reserve '%s' refused: %s", r->name, why);
-		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
+		mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", why);
 		return false;
 	}
 	r->granted = true;
 	r->granted_ppm = ppm;
-	qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU", ppm / 1e4);
+	qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_GRANTED, r->name, 0, 0, 0, "%.1f%% of a CPU",
+			ppm / 1e4);
 	return true;
 }
 
-bool qos_reserve_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
+bool qos_member_fits_threads(const struct qos_manager *mgr, const struct qos_params *p, char *err,
 		size_t err_len) {
 	/*
 	 * A thread moves alone only in the v1 cpu tree (hybrid); the freezer
@@ -554,7 +629,7 @@ static bool group_taken(struct qos_manager *mgr, const char *group) {
 	 * Nor a group that refused removal (its tasks are not this reserve's),
 	 * nor a control file of the root ("tasks", "cpu.max", ...).
 	 */
-	return qos_find_reserve_by_group(mgr, group) || qos_cgroup_name_is_file(&mgr->cg, group) ||
+	return qos_reserve_find_by_group(mgr, group) || qos_cgroup_name_is_file(&mgr->cg, group) ||
 			(mgr->stale_groups && qos_cgroup_group_exists(&mgr->cg, group));
 }
 
@@ -645,7 +720,7 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 	}
 	if (err && !mgr->journal_warned) {
 		mgr->journal_warned = true;
-		qos_emit(mgr, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"cannot record where %d came from (%s): after a crash it would return "
 				"to another member's cgroup",
 				m->tid ? m->tid : m->pid, strerror(-err));
@@ -722,9 +797,9 @@ static struct qos_member *origin_member(struct qos_reserve *r, pid_t pid, bool *
 }
 
 static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
-	qos_reserve_release_threads(r, NULL, pid, &origin->orig);
+	qos_member_release_threads(r, NULL, pid, &origin->orig);
 	send_home(r, pid, 0, true, origin->orig_v2, origin->orig_cpu);
-	qos_reserve_restore_sched(r, NULL, pid, &origin->orig);
+	qos_member_restore_sched(r, NULL, pid, &origin->orig);
 }
 
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
@@ -747,14 +822,15 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 || !add_member(r, m)) {
 		if (m->pidfd >= 0)
 			close(m->pidfd);
-		qos_member_close_task_dir(mgr, m);
+		qos_threads_close_task_dir(mgr, m);
 		member_free(m);
 		return false;
 	}
 	/* Its own record: the ancestor's may be gone (with it) by a crash. */
 	journal_origin(r, m);
 	qos_member_bound_rttime(m);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d", origin->pid);
+	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
+			origin->pid);
 	unsigned n = (unsigned)qos_reserve_count_threads(r);
 	r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	return true;
@@ -805,7 +881,7 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
  * children join the parent's reserve); without, they go back to where the
  * parent came from.  Found at each housekeeping pass.
  */
-void qos_reserve_adopt_children(struct qos_reserve *r) {
+void qos_member_adopt_children(struct qos_reserve *r) {
 	if (!r->has_group || r->n_members == 0)
 		return;
 	struct adopt_ctx c = { .n = 0 };
@@ -814,7 +890,7 @@ void qos_reserve_adopt_children(struct qos_reserve *r) {
 	bool adopted = false;
 	for (size_t i = 0; i < c.n; i++) {
 		pid_t pid = c.pids[i];
-		if (qos_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
+		if (qos_reserve_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
 			continue;
 		bool thread_child;
 		struct qos_member *origin = origin_member(r, pid, &thread_child);
@@ -826,46 +902,7 @@ void qos_reserve_adopt_children(struct qos_reserve *r) {
 			evict(r, pid, origin);
 	}
 	if (adopted)
-		qos_root_weight_update(r->mgr);
-}
-
-/*
- * A member forked or started a thread: the part of a housekeeping pass that
- * concerns new tasks (adopt or send back children, give threads their
- * policy), now.  The 1 s pass does the rest (the optimistic repair, which
- * reads every thread's /proc/TID/sched, and the RLIMIT_RTTIME guard, which
- * takes a new real-time thread as real-time since up to one pass ago).  It
- * reads the whole group, so a burst (a build, a shell loop, a thread pool
- * starting) gets one such pass per QOS_FORK_PASS_US.
- */
-static void member_changed(struct qos_reserve *r) {
-	struct qos_manager *mgr = r->mgr;
-	uint64_t now = qos_sys_now_us();
-	if (now < r->fork_pass_us + QOS_FORK_PASS_US) {
-		r->fork_pending = true;
-		qos_manager_rearm(mgr);
-		return;
-	}
-	qos_reserve_fork_pass(r, now);
-	qos_manager_rearm(mgr);
-}
-
-void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
-		return; /* the next housekeeping pass finds the child */
-	struct qos_member *m = qos_find_member(mgr, parent, 0);
-	if (!m || parent == child || qos_find_member(mgr, child, 0))
-		return;
-	member_changed(m->reserve);
-}
-
-void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
-		return; /* the next housekeeping pass finds the thread */
-	struct qos_member *m = qos_find_member(mgr, pid, 0);
-	if (!m || pid == tid)
-		return;
-	member_changed(m->reserve);
+		qos_reserve_root_weight_update(r->mgr);
 }
 
 static void release_if_unused(struct qos_reserve *r) {
@@ -876,27 +913,79 @@ static void release_if_unused(struct qos_reserve *r) {
 	}
 }
 
-bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
-		size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
-		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
+/*
+ * A join in progress: what it has done so far, which join_undo takes back
+ * in reverse order when a later step fails.
+ */
+struct join {
+	struct qos_manager *mgr;
+	struct qos_reserve *r;
+	struct qos_member *m; /* the new member; owned by the join until added */
+	struct qos_member *old; /* its membership in another reserve, left on the way */
+	bool already; /* nothing to do: it is in r already */
+	bool first; /* the reserve's first member */
+	bool admitted; /* past admission: the grant goes back if no member is left */
+	bool placed; /* being moved into r's group, its origin journaled */
+	bool released; /* its real-time threads made time-sharing before the move */
+	bool moved; /* home from old as time-sharing: a failure gives its class back */
+	bool added; /* listed in r: leaving undoes all the rest */
+	uint64_t now_us; /* when its period starts and its clocks are read */
+};
+
+static void join_undo(struct join *j) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_member *m = j->m;
+	if (!m)
+		return;
+	if (j->added) {
+		qos_member_remove(m, true, false);
+		return;
+	}
+	if (m->outside_root)
+		qos_guardian_track(mgr, m, false);
+	if (j->placed) {
+		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
+		if (j->released || j->moved)
+			qos_member_restore_sched(j->r, m, m->pid, &m->orig);
+		qos_journal_forget(&mgr->cg, j->r->group, m->pid, m->tid);
+	}
+	if (j->admitted)
+		release_if_unused(j->r);
+	if (m->pidfd >= 0)
+		close(m->pidfd);
+	qos_threads_close_task_dir(mgr, m);
+	member_free(m);
+}
+
+/* The reserve to join: named, or made now from its qosrc definition. */
+static bool join_find_reserve(struct join *j, const char *name, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
 	if (!name) {
 		snprintf(err, err_len, "no reserve name");
 		return false;
 	}
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r && mgr->rules) {
+	j->r = qos_reserve_find(mgr, name);
+	if (!j->r && mgr->rules) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(mgr->rules, name);
-		if (def && !qos_reserve_set(mgr, name, &def->params, true, false, err, err_len))
+		struct qos_params p = def ? def->params : (struct qos_params){ 0 };
+		if (def &&
+				(!qos_reserve_valid(name, &p, err, err_len) ||
+						!qos_reserve_create(mgr, name, &p, err, err_len)))
 			return false;
-		r = qos_find_reserve(mgr, name);
+		j->r = qos_reserve_find(mgr, name);
 	}
-	if (!r) {
+	if (!j->r) {
 		snprintf(err, err_len, "no reserve named '%s'", name);
 		return false;
 	}
-	struct qos_member *m = calloc(1, sizeof(*m));
+	return true;
+}
+
+/* Whether the task may join r now; opens the pidfd it is held by. */
+static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m = calloc(1, sizeof(*m));
 	if (!m) {
 		snprintf(err, err_len, "out of memory");
 		return false;
@@ -909,80 +998,90 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	if (!m->start_time) {
 		snprintf(err, err_len, "no such %s %d", m->tid ? "thread" : "process",
 				m->tid ? m->tid : pid);
-		goto err_free;
+		return false;
 	}
 	if (!may_join(mgr, r, pid, m->tid, err, err_len))
-		goto err_free;
+		return false;
 	if (m->tid && find_process_member_in(r, pid)) {
-		/* Already in it, with its whole process. */
-		member_free(m);
+		j->already = true; /* with its whole process */
 		return true;
 	}
-	if (m->tid && !qos_reserve_fits_threads(mgr, &r->params, err, err_len))
-		goto err_free;
-	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_free;
-	}
+	if (m->tid && !qos_member_fits_threads(mgr, &r->params, err, err_len))
+		return false;
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
-	if (!qos_guardian_allows(mgr, &r->params, err, err_len)) {
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_free;
+	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len) ||
+			!qos_guardian_allows(mgr, &r->params, err, err_len)) {
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s",
+				err);
+		return false;
 	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
-		goto err_free;
+		return false;
 	}
-	bool first = r->n_members == 0;
-	if (first && !admit(r, err, err_len))
-		goto err_close;
-	if (!ensure_group(r, err, err_len))
-		goto err_admit;
-	/*
-	 * The first member gets the group of the reserve's own policy: a new
-	 * group has none yet, and the last member to leave thawed the group
-	 * and may have left it in its fallback (cpu.idle).  A group the kernel
-	 * refuses the reserve's real-time bandwidth would hold its members to
-	 * less than the manager counts (or to what it held before).
-	 */
-	int gerr = first ? qos_reserve_apply_group(r) : 0;
-	if (gerr) {
-		if (r->params.policy == QOS_POLICY_PAUSE)
-			snprintf(err, err_len,
-					"'%s' refused by the kernel: its group cannot be "
-					"frozen: %s",
-					r->name, strerror(-gerr));
-		else {
-			char why[384];
-			qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
-			snprintf(err, err_len,
-					"'%s' refused by the kernel: its group cannot get %s "
-					"real-time bandwidth: %s",
-					r->name, qos_policy_name(r->params.policy), why);
-		}
-		mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		goto err_admit;
-	}
+	return true;
+}
 
-	/* Joining implies leaving: a task is in at most one reserve. */
-	struct qos_member *old = qos_find_member(mgr, pid, m->tid);
-	bool moved = false; /* home from old as time-sharing: a failure gives its class back */
+/*
+ * Admission for the first member, and the group.  The first member gets
+ * the group of the reserve's own policy: a new group has none yet, and the
+ * last member to leave thawed the group and may have left it in its
+ * fallback (cpu.idle).  A group the kernel refuses the reserve's real-time
+ * bandwidth would hold its members to less than the manager counts (or to
+ * what it held before).
+ */
+static bool join_admit(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	if (j->already)
+		return true;
+	j->first = r->n_members == 0;
+	if (j->first && !admit(r, err, err_len))
+		return false;
+	j->admitted = true;
+	if (!ensure_group(r, err, err_len))
+		return false;
+	int gerr = j->first ? qos_reserve_apply_group(r) : 0;
+	if (!gerr)
+		return true;
+	if (r->params.policy == QOS_POLICY_PAUSE) {
+		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be frozen: %s",
+				r->name, strerror(-gerr));
+	} else {
+		char why[384];
+		qos_reserve_rt_refusal(mgr, r, gerr, why, sizeof(why));
+		snprintf(err, err_len,
+				"'%s' refused by the kernel: its group cannot get %s real-time bandwidth: %s",
+				r->name, qos_policy_name(r->params.policy), why);
+	}
+	mgr->events.last_refusal = QOS_REFUSAL_CAPACITY;
+	qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, j->m->pid, j->m->tid, 0,
+			"%s", err);
+	return false;
+}
+
+/*
+ * Joining implies leaving: a task is in at most one reserve.  Where it
+ * comes from is where it was before its old reserve, and its class the one
+ * it had before that.
+ */
+static bool join_origin(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_member *m = j->m;
+	struct qos_member *old = j->old = qos_reserve_find_member(mgr, m->pid, m->tid);
 	if (old == NULL && m->tid == 0) {
 		/* Threads of this process joined individually are folded into it. */
 		struct qos_member *t;
-		while ((t = find_thread_member(mgr, pid, r)))
+		while ((t = find_thread_member(mgr, m->pid, j->r)))
 			qos_member_remove(t, true, false);
 	}
+	if (old && old->reserve == j->r) {
+		j->already = true;
+		return true;
+	}
 	if (old) {
-		if (old->reserve == r) {
-			close(m->pidfd);
-			qos_member_close_task_dir(mgr, m);
-			member_free(m);
-			return true;
-		}
 		/* Keep the original placement, not the reserve it is leaving. */
 		snprintf(m->orig_v2, sizeof(m->orig_v2), "%s", old->orig_v2);
 		snprintf(m->orig_cpu, sizeof(m->orig_cpu), "%s", old->orig_cpu);
@@ -990,120 +1089,152 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 		/* Home and time-sharing on the way, not its old class: fifo
 		 * there, it could not enter a group without real-time runtime. */
 		old->moving = true;
-		moved = true;
+		j->moved = true;
 		qos_member_remove(old, true, false);
 	} else {
 		capture_orig(mgr, m);
 	}
 	if (!m->orig_v2[0] &&
-			!qos_cgroup_current(&mgr->cg, pid, m->tid, m->orig_v2, sizeof(m->orig_v2), m->orig_cpu,
-					sizeof(m->orig_cpu))) {
-		snprintf(err, err_len, "cannot read the cgroup of %d", pid);
-		goto err_admit;
+			!qos_cgroup_current(&mgr->cg, m->pid, m->tid, m->orig_v2, sizeof(m->orig_v2),
+					m->orig_cpu, sizeof(m->orig_cpu))) {
+		snprintf(err, err_len, "cannot read the cgroup of %d", m->pid);
+		return false;
 	}
 	if (!old)
 		origin_in_our_group(mgr, m);
+	return true;
+}
+
+/*
+ * Moves the task into r's group and lists it, watched for its exit
+ * (unwatched, its exit would go unseen and a recycled pid could be given
+ * its class; closing the pidfd on the way out unwatches it).
+ */
+static bool join_place(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	pid_t id = m->tid ? m->tid : m->pid;
+	if (j->already)
+		return true;
+	if (!join_origin(j, err, err_len))
+		return false;
+	if (j->already)
+		return true;
 	/* Before the move: a crash right after it must still find the way back. */
 	journal_origin(r, m);
-	bool released = release_rt_before_move(r, m);
+	j->released = release_rt_before_move(r, m);
+	j->placed = true;
 	int e = m->tid ? qos_cgroup_attach_thread(&mgr->cg, r->group, m->tid)
-				   : qos_cgroup_attach_process(&mgr->cg, r->group, pid);
+				   : qos_cgroup_attach_process(&mgr->cg, r->group, m->pid);
 	if (e < 0 && !(m->tid && e == -ENOTSUP)) {
-		snprintf(err, err_len, "cannot move %d into '%s': %s", m->tid ? m->tid : pid, r->name,
-				strerror(-e));
-		goto err_restore;
+		snprintf(err, err_len, "cannot move %d into '%s': %s", id, r->name, strerror(-e));
+		return false;
 	}
-	if (e == -ENOTSUP) {
-		/* Before it can get a real-time policy, which the guardian must
-		 * undo if the manager dies: it finds no trace of it in our groups. */
-		if (!qos_guardian_track(mgr, m, true)) {
-			if (errno == ENOSPC)
-				snprintf(err, err_len,
-						"already %d thread members outside the manager's "
-						"groups, as many as its guardian can restore after a crash",
-						QOS_GUARDIAN_MAX_THREADS);
-			else
-				snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
-						strerror(errno));
-			goto err_restore;
-		}
-		m->outside_root = true;
+	/* Before it can get a real-time policy, which the guardian must undo
+	 * if the manager dies: it finds no trace of it in our groups. */
+	if (e == -ENOTSUP && !qos_guardian_track(mgr, m, true)) {
+		if (errno == ENOSPC)
+			snprintf(err, err_len,
+					"already %d thread members outside the manager's groups, as many as "
+					"its guardian can restore after a crash",
+					QOS_GUARDIAN_MAX_THREADS);
+		else
+			snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
+					strerror(errno));
+		return false;
 	}
+	m->outside_root = e == -ENOTSUP;
 	/* The pid may have been recycled while we moved it: check again. */
 	if (!member_alive(m)) {
-		snprintf(err, err_len, "%d exited while joining", pid);
-		goto err_restore;
+		snprintf(err, err_len, "%d exited while joining", m->pid);
+		return false;
 	}
-	/*
-	 * Unwatched, its exit would go unseen and a recycled pid could be given
-	 * its class.  Closing the pidfd on the way out unwatches it.
-	 */
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0) {
-		snprintf(err, err_len, "cannot watch %d for its exit: %s", m->tid ? m->tid : pid,
-				strerror(errno));
-		goto err_restore;
+		snprintf(err, err_len, "cannot watch %d for its exit: %s", id, strerror(errno));
+		return false;
 	}
 	m->reserve = r;
 	if (!add_member(r, m)) {
 		snprintf(err, err_len, "out of memory");
-		goto err_restore;
+		return false;
 	}
-	if (m->tid)
-		qos_sys_thread_cpu_us(pid, m->tid, &m->cpu_base_us);
-	else
-		qos_sys_process_clock_us(pid, &m->clock_base_us);
-	if (m->tid == 0) {
-		/*
-		 * Its threads that joined this reserve one by one are part of the
-		 * process member now (those of other reserves left above).  Kept
-		 * in place, and their RLIMIT_RTTIME record passes to it; listed on
-		 * they would be sent home apart, and made real-time again by the
-		 * next pass wherever they were.  After its clock is read: the
-		 * events this sends may bring the reserve's accounting up to date.
-		 */
-		struct qos_member *t;
-		bool folded = false;
-		while ((t = find_thread_member_in(r, pid))) {
-			/* Read at the join, its class was the reserve's, not its own. */
-			set_thread_orig(m, t->tid, &t->orig);
-			folded = true;
-			if (t->rttime_bounded && !m->rttime_bounded) {
-				m->rttime_bounded = true;
-				m->old_rt_soft = t->old_rt_soft;
-				m->old_rt_hard = t->old_rt_hard;
-			}
-			t->rttime_bounded = false;
-			qos_member_remove(t, false, false);
-		}
-		if (folded)
-			journal_origin(r, m); /* with the folded threads' own classes */
-	}
-	qos_member_bound_rttime(m);
+	j->added = true;
+	return true;
+}
 
-	/*
-	 * The period starts, and the clocks are read, before the member gets its
-	 * policy: a real-time member on the manager's CPU runs from that moment,
-	 * and the manager with it only once the kernel throttles the member.
-	 * Started after, the period began that much late, what the member ran
-	 * meanwhile was counted as before the join, and the kernel's real-time
-	 * window stayed that far ahead of the manager's periods for good (the
-	 * member throttled in half of every period instead of running on as
-	 * its fallback: test_fifo_safety_limit_runs_on_as_other).
-	 */
-	uint64_t now = qos_sys_now_us();
-	if (first) {
+/*
+ * Its threads that joined this reserve one by one are part of the process
+ * member now (those of other reserves left in join_origin).  Kept in place,
+ * and their RLIMIT_RTTIME record passes to it; listed on they would be sent
+ * home apart, and made real-time again by the next pass wherever they were.
+ * After its clock is read: the events this sends may bring the reserve's
+ * accounting up to date.
+ */
+static void join_fold_threads(struct join *j) {
+	struct qos_member *m = j->m;
+	struct qos_member *t;
+	bool folded = false;
+	while ((t = find_thread_member_in(j->r, m->pid))) {
+		/* Read at the join, its class was the reserve's, not its own. */
+		set_thread_orig(m, t->tid, &t->orig);
+		folded = true;
+		if (t->rttime_bounded && !m->rttime_bounded) {
+			m->rttime_bounded = true;
+			m->old_rt_soft = t->old_rt_soft;
+			m->old_rt_hard = t->old_rt_hard;
+		}
+		t->rttime_bounded = false;
+		qos_member_remove(t, false, false);
+	}
+	if (folded)
+		journal_origin(j->r, m); /* with the folded threads' own classes */
+}
+
+/*
+ * The period starts, and the clocks are read, before the member gets its
+ * policy: a real-time member on the manager's CPU runs from that moment,
+ * and the manager with it only once the kernel throttles the member.
+ * Started after, the period began that much late, what the member ran
+ * meanwhile was counted as before the join, and the kernel's real-time
+ * window stayed that far ahead of the manager's periods for good (the
+ * member throttled in half of every period instead of running on as its
+ * fallback).
+ */
+static void join_start_clocks(struct join *j) {
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	if (m->tid)
+		qos_sys_thread_cpu_us(m->pid, m->tid, &m->cpu_base_us);
+	else
+		qos_sys_process_clock_us(m->pid, &m->clock_base_us);
+	if (m->tid == 0)
+		join_fold_threads(j);
+	qos_member_bound_rttime(m);
+	j->now_us = qos_sys_now_us();
+	if (j->first) {
 		qos_police_start(&r->police, r->params.period_us, r->params.slice_us,
-				qos_reserve_period_origin(r, now), qos_reserve_own_cpu_us(r));
+				qos_fallback_period_origin(r, j->now_us), qos_fallback_own_cpu_us(r));
 		r->police.parallel = 1;
 	}
+}
+
+/* Gives the member the policy the reserve is in now (its own, or its fallback). */
+static bool join_apply(struct join *j, char *err, size_t err_len) {
+	struct qos_manager *mgr = j->mgr;
+	struct qos_reserve *r = j->r;
+	struct qos_member *m = j->m;
+	if (j->already)
+		return true;
+	join_start_clocks(j);
 	enum qos_policy active =
 			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
-	if (active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)
+	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)
 		active = r->params.policy;
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
@@ -1113,87 +1244,56 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 				qos_reserve_policy_error(active, perr));
 		/* EBUSY: the kernel's deadline bound; EPERM for fifo/rr: no RT group
 		 * bandwidth left.  Both are capacity, not permission. */
-		mgr->last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
+		mgr->events.last_refusal = perr == -EBUSY || (active != QOS_POLICY_QOS && perr == -EPERM)
 				? QOS_REFUSAL_CAPACITY
 				: QOS_REFUSAL_ERROR;
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, r->name, pid, m->tid, 0, "%s", err);
-		qos_member_remove(m, true, false);
+		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, m->pid, m->tid, 0, "%s",
+				err);
 		return false;
 	}
 	if (m->tid == 0 || qos_reserve_count_threads(r) > 1) {
 		unsigned n = (unsigned)qos_reserve_count_threads(r);
 		r->police.parallel = n < mgr->adm.ncpus ? n : mgr->adm.ncpus;
 	}
-	qos_root_weight_update(mgr);
-	qos_emit(mgr, QOS_EVENT_MEMBER_JOINED, r->name, pid, m->tid, 0, "%s",
+	qos_reserve_root_weight_update(mgr);
+	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, m->pid, m->tid, 0, "%s",
 			qos_policy_name(r->params.policy));
-	qos_reserve_check(r, now);
-	qos_manager_rearm(mgr);
+	qos_fallback_check(r, j->now_us);
 	return true;
+}
 
-err_restore:
-	if (m->outside_root)
-		qos_guardian_track(mgr, m, false);
-	qos_cgroup_restore(&mgr->cg, pid, m->tid, m->tid == 0, m->orig_v2, m->orig_cpu);
-	if (released || moved)
-		qos_reserve_restore_sched(r, m, pid, &m->orig);
-	qos_journal_forget(&mgr->cg, r->group, pid, m->tid);
-err_admit:
-	release_if_unused(r);
-err_close:
-	close(m->pidfd);
-err_free:
-	qos_member_close_task_dir(mgr, m);
-	member_free(m);
-	return false;
+bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
+		size_t err_len) {
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+		return false;
+	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
+	struct join j = { .mgr = mgr };
+	if (!join_find_reserve(&j, name, err, err_len))
+		return false;
+	if (!join_check(&j, pid, tid, err, err_len) || !join_admit(&j, err, err_len) ||
+			!join_place(&j, err, err_len) || !join_apply(&j, err, err_len)) {
+		join_undo(&j);
+		return false;
+	}
+	if (j.already) {
+		/* Nothing was changed: only the unused member goes. */
+		if (j.m->pidfd >= 0)
+			close(j.m->pidfd);
+		qos_threads_close_task_dir(mgr, j.m);
+		member_free(j.m);
+		return true;
+	}
+	qos_reserve_rearm(mgr);
+	return true;
 }
 
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_refuse_reentry(mgr, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
 		return false;
-	struct qos_member *m = qos_find_member(mgr, pid, tid == pid ? 0 : tid);
+	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
 	if (!m)
 		return false;
 	qos_member_remove(m, true, false);
-	qos_manager_rearm(mgr);
+	qos_reserve_rearm(mgr);
 	return true;
-}
-
-bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
-		char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
-		return false;
-	char name[QOS_NAME_MAX + 1];
-	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
-	if (!params) {
-		snprintf(err, err_len, "no parameters");
-		return false;
-	}
-	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len))
-		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	bool created = false;
-	if (r) {
-		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len))
-			return false;
-	} else {
-		r = qos_reserve_new(mgr, name, &p);
-		if (!r) {
-			snprintf(err, err_len, "out of memory");
-			return false;
-		}
-		r->is_auto = true;
-		r->owner = pid;
-		created = true;
-	}
-	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
-		return true;
-	/* A refused join may already have dropped the empty automatic
-	 * reserve: look it up again rather than trust r. */
-	r = qos_find_reserve(mgr, name);
-	if (created && r && r->n_members == 0)
-		qos_reserve_free(r);
-	return false;
 }

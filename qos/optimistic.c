@@ -1,31 +1,8 @@
 /*
- * Optimistic qos (qos -> other, and qos -> idle): members hold a
- * SCHED_DEADLINE reservation for the slice, and once the reserve has used it
- * in a period the manager moves them to the fallback class until the next
- * period, so they run on past the slice when the CPU is free (thesis 3.4.2).
- *
- * The kernel (6.18) makes the way back dangerous.  A thread the deadline
- * class has already throttled keeps dl_throttled when it leaves the class;
- * its replenishment timer then finds a non-deadline task and does nothing,
- * and only the inactive timer at its 0-lag time Z clears the flag.  Put back
- * into SCHED_DEADLINE between its deadline D and Z, the thread is never
- * enqueued again: it cannot run, nor die from SIGKILL.  Put back before D
- * while it runs, it runs unaccounted until D and then owes all of it.
- *
- * So each thread leaving for the fallback records when it may come back:
- * at the next period if it was not throttled, else after
- * Z = D + overrun * period / runtime (plus a margin).  Right after a thread
- * that may have been throttled is back, or joins (and again a millisecond
- * later when its deadline was too near to tell), the manager looks at it
- * and undoes a return that got stuck anyway (its dl.runtime and dl.deadline say
- * throttled with the timer gone); the housekeeping pass does the same
- * for every member thread.  Threads that sleep when the slice runs out
- * leave through qos_sys_release_deadline(), which avoids the kernel's
- * bandwidth leak for sleepers.
- *
- * dl.deadline is on the scheduler clock.  Every fresh return (runtime back
- * at the full reservation, deadline = now + period) calibrates its offset to
- * CLOCK_MONOTONIC.
+ * Optimistic qos (qos -> other or idle): deadline threads moved to the
+ * fallback once the slice is used and back at a safe return time, and the
+ * repair of threads the kernel left throttled without a timer.  Why the way
+ * back is dangerous and how it is made safe: docs/qos-design.md.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 #define RETURN_MARGIN_US 500u
@@ -234,7 +214,7 @@ void qos_optimistic_enter(struct qos_reserve *r, uint64_t period_end_us) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct leave_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
-		qos_member_for_each_thread(r->mgr, m, leave_one, &c);
+		qos_threads_for_each(r->mgr, m, leave_one, &c);
 	}
 }
 
@@ -267,7 +247,7 @@ bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct hold_ctx c = { .r = r, .pid = m->pid, .period_end_us = period_end_us };
-		qos_member_for_each_thread(r->mgr, m, hold_one, &c);
+		qos_threads_for_each(r->mgr, m, hold_one, &c);
 		held |= c.held;
 	}
 	return held;
@@ -312,7 +292,7 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 		t->verify_at_us = 0;
 		t->risky = true;
 	}
-	qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, pid, tid, 0,
+	qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, pid, tid, 0,
 			"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
 			r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
 }
@@ -352,7 +332,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	if (e < 0) {
 		/* EBUSY and the like: it stays in the fallback until housekeeping
 		 * gives the reserve's policy to every thread again. */
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
 				"cannot return thread %d to its reservation: %s", t->tid, strerror(-e));
 		return true;
 	}
@@ -456,7 +436,7 @@ void qos_optimistic_housekeeping(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct scan_ctx c = { .r = r, .pid = m->pid };
-		qos_member_for_each_thread(r->mgr, m, scan_one, &c);
+		qos_threads_for_each(r->mgr, m, scan_one, &c);
 	}
 	/* Kept entries of threads that have exited since, and their files. */
 	for (size_t i = 0; r->opt && i < r->opt->n;) {

@@ -365,3 +365,8 @@ void qos_params_format(const struct qos_params *p, char *buf, size_t len) {
 	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s", qos_policy_name(p->policy), limit,
 			p->nice, prio, p->inherit ? "yes" : "no");
 }
+
+bool qos_params_may_freeze(const struct qos_params *p) {
+	return p->policy == QOS_POLICY_PAUSE ||
+			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);
+}

@@ -128,4 +128,7 @@ bool qos_parse_bool(const char *s, bool *out);
  */
 void qos_params_format(const struct qos_params *p, char *buf, size_t len);
 
+/* Whether a reserve with params p may freeze its group (pause, or a pause fallback). */
+bool qos_params_may_freeze(const struct qos_params *p);
+
 #endif

@@ -73,6 +73,11 @@ uint64_t qos_police_fallback_end_us(const struct qos_police *p) {
 	return periods > 1 ? end + (periods - 1) * p->period_us : end;
 }
 
+/*
+ * One step of the state machine, kept whole: the boundary's settlement and
+ * the check within the period share the same running figures, and read in
+ * order they are the policy police.h describes.
+ */
 enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_us,
 		uint64_t own_cumulative_us, uint64_t *next_check_us) {
 	enum qos_police_transition t = QOS_POLICE_NONE;

@@ -123,7 +123,7 @@ struct qos_manager_config {
 	 * has members its new qosrc definition: false, with the reason in err,
 	 * keeps the old one (an error event says why).  NULL: always allowed.
 	 * The compositor refuses what it refuses a user (pausing itself or the
-	 * session it runs under).
+	 * login scope it runs under).
 	 */
 	bool (*may_redefine)(void *data, const char *reserve, const struct qos_params *params,
 			char *err, size_t err_len);
@@ -224,7 +224,7 @@ bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app
  * re-arm per member process, or a schedstat read per thread member), and
  * one more only when a period ended since the last; without a limit, none.
  * Timed on the 2-vCPU test VM: 1-2 us a call for a limited reserve with one
- * member process, 0.1 us without a limit (docs/qos-kernel-mapping.md).
+ * member process, 0.1 us without a limit (docs/qos-design.md, "Billing").
  */
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
 /*
@@ -265,7 +265,7 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
  * changes nothing.  A watched reserve whose members run wakes the manager
  * up to three times a period (the timer a tick before the slice ends, the
  * look when it is used, the period's end), tens of microseconds of CPU each
- * (docs/qos-kernel-mapping.md, "Watched reserves the kernel caps"); one
+ * (docs/qos-design.md, "Watched reserves the kernel caps"); one
  * whose members sleep costs nothing.  The watch stays with the reserve
  * (parameter changes, an automatic reserve's renaming) until it is
  * deleted; it is no count (one call with on false ends it).  False when

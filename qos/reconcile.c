@@ -20,7 +20,11 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/member.h"
+#include "qos/reconcile.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
 #include "qos/journal.h"
 #include "qos/sys.h"
 
@@ -93,7 +97,7 @@ static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s) {
 	pid_t pid = qos_sys_tgid(tid);
 	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard))
 		return false;
-	qos_emit(c->mgr, QOS_EVENT_ERROR, c->group, pid, tid, 0,
+	qos_event_emit(&c->mgr->events, QOS_EVENT_ERROR, c->group, pid, tid, 0,
 			"thread %d is given back as "
 			"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
 			"needs CAP_SYS_RESOURCE), and the kernel would kill it once it ran that long "
@@ -140,7 +144,8 @@ static void restore_class(pid_t tid, void *data) {
 /* Back where the record says, or to the top when there is none or it is gone. */
 static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process) {
 	if (c->known)
-		qos_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2, c->origin.cpu);
+		qos_member_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2,
+				c->origin.cpu);
 	else
 		qos_cgroup_restore(&c->mgr->cg, pid, tid, whole_process, "", "/");
 }
@@ -230,19 +235,13 @@ static int release_group(struct qos_manager *mgr, const char *name) {
 	return qos_cgroup_group_remove(&mgr->cg, name);
 }
 
-void qos_reconcile_failed(struct qos_manager *mgr, const char *reserve, const char *group,
-		int err) {
-	mgr->stale_groups++;
-	qos_emit(mgr, QOS_EVENT_ERROR, reserve, 0, 0, 0,
-			"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
-}
-
 static void reconcile_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
-	qos_emit(mgr, QOS_EVENT_ERROR, name, 0, 0, 0, "reconciling group left by an earlier instance");
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, name, 0, 0, 0,
+			"reconciling group left by an earlier instance");
 	int err = release_group(mgr, name);
 	if (err)
-		qos_reconcile_failed(mgr, name, name, err);
+		qos_reserve_removal_failed(mgr, name, name, err);
 }
 
 void qos_reconcile(struct qos_manager *mgr) {
@@ -255,7 +254,7 @@ void qos_reconcile(struct qos_manager *mgr) {
 
 static void retry_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
-	if (qos_find_reserve_by_group(mgr, name))
+	if (qos_reserve_find_by_group(mgr, name))
 		return;
 	/* Listed twice on a hybrid layout while both directories remain. */
 	if (release_group(mgr, name) != 0)

@@ -9,12 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/fallback.h"
+#include "qos/optimistic.h"
+#include "qos/reserve.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
-struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name) {
+struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (strcmp(r->name, name) == 0)
 			return r;
@@ -22,7 +28,7 @@ struct qos_reserve *qos_find_reserve(struct qos_manager *mgr, const char *name) 
 	return NULL;
 }
 
-struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const char *group) {
+struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const char *group) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->has_group && strcmp(r->group, group) == 0)
 			return r;
@@ -30,7 +36,7 @@ struct qos_reserve *qos_find_reserve_by_group(struct qos_manager *mgr, const cha
 	return NULL;
 }
 
-struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
+struct qos_reserve *qos_reserve_find_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
 	for (struct qos_reserve *r = mgr->by_cookie[cookie % QOS_COOKIE_BUCKETS]; r;
 			r = r->cookie_next) {
 		if (r->cookie == cookie)
@@ -39,7 +45,7 @@ struct qos_reserve *qos_find_reserve_by_cookie(struct qos_manager *mgr, uint32_t
 	return NULL;
 }
 
-struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid) {
+struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *m = r->members[i];
@@ -50,8 +56,32 @@ struct qos_member *qos_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid
 	return NULL;
 }
 
+/* The manager's timer, at the earliest time a reserve needs a look. */
+void qos_reserve_rearm(struct qos_manager *mgr) {
+	uint64_t next = mgr->housekeeping_us;
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		if (r->next_check_us < next)
+			next = r->next_check_us;
+		if (r->fork_pending && r->fork_pass_us + QOS_FORK_PASS_US < next)
+			next = r->fork_pass_us + QOS_FORK_PASS_US;
+		if (r->rtg_retry_us && r->rtg_retry_us < next)
+			next = r->rtg_retry_us;
+	}
+	if (next == mgr->armed_us)
+		return;
+	mgr->armed_us = next;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(next / 1000000u),
+				.tv_nsec = (long)(next % 1000000u) * 1000 },
+	};
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 /* The starvation watchdog's cool-down suspends every new real-time grant. */
-bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, size_t err_len) {
+bool qos_reserve_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err,
+		size_t err_len) {
 	uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, now);
 	if (!left)
 		return true;
@@ -59,7 +89,7 @@ bool qos_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err, siz
 			"real-time grants are suspended for %llus after a starvation "
 			"alarm",
 			(unsigned long long)(left / 1000000u + 1));
-	mgr->last_refusal = QOS_REFUSAL_FORBIDDEN;
+	mgr->events.last_refusal = QOS_REFUSAL_FORBIDDEN;
 	return false;
 }
 
@@ -98,18 +128,13 @@ void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r
 		snprintf(out, len, "%s", strerror(-gerr));
 }
 
-bool qos_reserve_may_freeze(const struct qos_params *p) {
-	return p->policy == QOS_POLICY_PAUSE ||
-			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);
-}
-
 size_t qos_reserve_count_threads(struct qos_reserve *r) {
 	size_t n = 0;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		/* The task directory, not /proc/PID/status: that prints some
 		 * fifty lines (most of a housekeeping pass) for one. */
-		int threads = qos_member_for_each_thread(r->mgr, m, NULL, NULL);
+		int threads = qos_threads_for_each(r->mgr, m, NULL, NULL);
 		n += (size_t)(threads > 0 ? threads : 1);
 	}
 	return n ? n : 1;
@@ -120,25 +145,21 @@ struct thread_ctx {
 	pid_t pid; /* the member's process */
 	enum qos_policy policy;
 	uint64_t dl_runtime_ns;
-	bool release; /* the thread leaves us: drop deadline bandwidth cleanly */
-	/* ... and goes back to the nice it had: m's record of it, or orig's */
-	const struct qos_member *m;
-	const struct qos_sched *orig;
 	int err;
 	pid_t err_tid;
 };
 
 static void set_one(pid_t tid, void *data) {
 	struct thread_ctx *c = data;
-	/* Never early: see optimistic.c for what an early return does. */
-	if (c->policy == QOS_POLICY_QOS && !c->release && qos_optimistic_waiting(c->r, tid))
+	/* Never early: docs/qos-design.md says what an early return does. */
+	if (c->policy == QOS_POLICY_QOS && qos_optimistic_waiting(c->r, tid))
 		return;
-	/* Leaving SCHED_DEADLINE (fallback, demotion, leave): see qos_sys_release_deadline. */
-	if ((c->release || c->policy != QOS_POLICY_QOS) && !qos_sys_release_deadline(tid))
+	/* Leaving SCHED_DEADLINE (fallback, demotion): see qos_sys_release_deadline. */
+	if (c->policy != QOS_POLICY_QOS && !qos_sys_release_deadline(tid))
 		return;
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = false;
-	if (c->policy == QOS_POLICY_QOS && !c->release) {
+	if (c->policy == QOS_POLICY_QOS) {
 		/* Each housekeeping pass comes here for every thread: most have
 		 * their reservation already, and a system call fewer each. */
 		bool same;
@@ -149,15 +170,12 @@ static void set_one(pid_t tid, void *data) {
 	}
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
 	bool static_rt = c->policy == QOS_POLICY_FIFO || c->policy == QOS_POLICY_RR;
-	enum qos_policy policy = qos_policy_is_rt(c->policy) && !c->release &&
+	enum qos_policy policy = qos_policy_is_rt(c->policy) &&
 					(qos_rtguard_demoted(c->r, tid) ||
 							(static_rt && qos_rtguard_hold(c->r, c->pid, tid)))
 			? QOS_POLICY_OTHER
 			: c->policy;
-	int nice = p->nice;
-	if (c->release)
-		nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
-	int e = qos_sys_set_thread_policy(tid, policy, nice, p->priority, c->dl_runtime_ns,
+	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, c->dl_runtime_ns,
 			p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
@@ -165,61 +183,6 @@ static void set_one(pid_t tid, void *data) {
 		c->err = e;
 		c->err_tid = tid;
 	}
-}
-
-void qos_reserve_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-		const struct qos_sched *orig) {
-	struct thread_ctx c = { .r = r,
-		.pid = m ? m->pid : pid,
-		.policy = QOS_POLICY_OTHER,
-		.release = true,
-		.m = m,
-		.orig = orig };
-	if (m)
-		qos_member_for_each_thread(r->mgr, m, set_one, &c);
-	else
-		qos_sys_for_each_thread(pid, set_one, &c);
-}
-
-struct restore_ctx {
-	const struct qos_member *m;
-	const struct qos_sched *orig;
-	bool rt_held; /* under a bound that stays: no real-time class back */
-	pid_t held; /* a thread given none, for the event */
-};
-
-static void restore_one(pid_t tid, void *data) {
-	struct restore_ctx *c = data;
-	bool known = false;
-	const struct qos_sched *s = c->m ? qos_member_orig_of(c->m, tid, &known) : c->orig;
-	if (qos_sys_sched_is_rt(s) && (!known || c->rt_held)) {
-		/* Time-sharing, where release left it: started since, or under a
-		 * bound that stays. */
-		if (known)
-			c->held = tid;
-		return;
-	}
-	/* Released to SCHED_OTHER at its nice already. */
-	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
-		qos_sys_set_sched(tid, s);
-}
-
-void qos_reserve_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
-		const struct qos_sched *orig) {
-	struct restore_ctx c = { .m = m,
-		.orig = orig,
-		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->orig_rt_hard) };
-	if (m && m->tid)
-		restore_one(m->tid, &c);
-	else
-		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
-	if (c.held)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
-				"real-time threads "
-				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
-				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
-				"ran that long without sleeping",
-				m->pid, c.held);
 }
 
 const char *qos_reserve_policy_error(enum qos_policy policy, int err) {
@@ -242,9 +205,9 @@ int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum q
 		.pid = m->pid,
 		.policy = policy,
 		.dl_runtime_ns = dl_runtime_ns };
-	qos_member_for_each_thread(r->mgr, m, set_one, &c);
+	qos_threads_for_each(r->mgr, m, set_one, &c);
 	if (c.err)
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
 				"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
 				qos_reserve_policy_error(policy, c.err));
 	return c.err;
@@ -290,8 +253,8 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy) {
  * share the root's weight.  Make the root stand for what is inside: idle when
  * every populated reserve is idle, else the sum of their nice weights.
  */
-void qos_root_weight_update(struct qos_manager *mgr) {
-	qos_root_weight_update_deferred(mgr, false);
+void qos_reserve_root_weight_update(struct qos_manager *mgr) {
+	qos_reserve_root_weight_deferred(mgr, false);
 }
 
 static bool reserve_idle(const struct qos_reserve *r) {
@@ -306,7 +269,7 @@ static bool reserve_idle(const struct qos_reserve *r) {
  * fallback works against outside tasks); a new weight waits for the next
  * housekeeping pass.  Unchanged values are never written again.
  */
-void qos_root_weight_update_deferred(struct qos_manager *mgr, bool defer) {
+void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	struct qos_cgroup *cg = &mgr->cg;
 	if (!cg->cpu_ctl)
 		return;
@@ -384,14 +347,14 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
 		if (e < 0)
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot set cpu quota: %s",
-					strerror(-e));
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+					"cannot set cpu quota: %s", strerror(-e));
 	}
 	if (cg->rt_group) {
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
 		int e = qos_cgroup_set_rt(cg, r->group, rt ? p->period_us : 1000000, rt ? p->slice_us : 0);
 		if (e < 0 && rt) {
-			qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot give the group real-time bandwidth: %s", strerror(-e));
 			rt_err = e;
 		}
@@ -399,8 +362,9 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 	int fe = qos_cgroup_freeze(cg, r->group, p->policy == QOS_POLICY_PAUSE);
 	if (fe < 0) {
 		/* A pause that did not happen must not be reported as one. */
-		qos_emit(r->mgr, QOS_EVENT_ERROR, r->name, 0, 0, 0, "cannot %s the group: %s",
-				p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw", strerror(-fe));
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
+				"cannot %s the group: %s", p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw",
+				strerror(-fe));
 		if (p->policy == QOS_POLICY_PAUSE && !rt_err)
 			rt_err = fe;
 	}
@@ -412,7 +376,7 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
  * so give them the reserve's current policy.  Deadline runtimes are re-split
  * over the new thread count at the same time.
  */
-static void apply_active(struct qos_reserve *r) {
+void qos_reserve_apply_active(struct qos_reserve *r) {
 	enum qos_policy active =
 			r->police.in_fallback && r->fb_applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
@@ -422,31 +386,21 @@ static void apply_active(struct qos_reserve *r) {
 	if (r->params.policy == QOS_POLICY_QOS) {
 		/* In an optimistic fallback the threads wait for the period end,
 		 * and all of them return with the runtime split anew. */
-		if (!(qos_reserve_optimistic(r) && r->police.in_fallback && r->fb_applied))
+		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb_applied))
 			qos_reserve_apply_threads(r, QOS_POLICY_QOS);
 		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
 			r->dl_runtime_ns = split_slice_ns(r);
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
-			!(active != r->params.policy && qos_reserve_group_idles(r) && !r->fb_threads)) {
+			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb_threads)) {
 		qos_reserve_apply_threads(r, active);
 	}
 }
 
-void qos_reserve_housekeeping(struct qos_reserve *r) {
-	qos_reserve_adopt_children(r);
-	qos_threads_keep(r->mgr, true);
-	apply_active(r);
-	if (r->n_members) {
-		/* Threads come and go: how many can run at once, from the kept
-		 * listing (no extra /proc read), for the timers' and switches'
-		 * estimates (police.h). */
-		unsigned n = (unsigned)qos_reserve_count_threads(r);
-		r->police.parallel = n < r->mgr->adm.ncpus ? n : r->mgr->adm.ncpus;
-	}
-	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
-		qos_optimistic_housekeeping(r);
-	qos_rtguard_pass(r);
-	qos_threads_keep(r->mgr, false);
+void qos_reserve_removal_failed(struct qos_manager *mgr, const char *reserve, const char *group,
+		int err) {
+	mgr->stale_groups++;
+	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, 0, 0, 0,
+			"cannot remove group %s: %s; retried at every pass", group, strerror(-err));
 }
 
 struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
@@ -469,7 +423,7 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = r;
-	qos_emit(mgr, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
+	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
 	return r;
 }
 
@@ -499,150 +453,12 @@ void qos_reserve_free(struct qos_reserve *r) {
 	qos_sys_drop_kept_fd(&r->procs_fd, &mgr->kept_fds_budget);
 	int err = r->has_group ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
 	if (err)
-		qos_reconcile_failed(mgr, r->name, r->group, err);
-	qos_emit(mgr, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
+		qos_reserve_removal_failed(mgr, r->name, r->group, err);
+	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);
 	free(r->members);
 	free(r);
-}
-
-/*
- * Changes an existing reserve to p (normalized).  When the kernel refuses the
- * new real-time or deadline policy for a member's threads, the reserve goes
- * back to what it was, so no thread is left in a class the parameters do not
- * say, and the change is refused; `reverting` stops a second round.
- */
-static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_params p,
-		bool reverting, char *err, size_t err_len) {
-	char why[256];
-	const char *name = r->name;
-	struct qos_params old = r->params;
-	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->tid && !qos_reserve_fits_threads(mgr, &p, why, sizeof(why))) {
-			snprintf(err, err_len, "'%s' holds single threads: %s", name, why);
-			return false;
-		}
-	}
-	if (r->n_members && qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy) &&
-			!qos_rt_grants_allowed(mgr, qos_sys_now_us(), why, sizeof(why))) {
-		snprintf(err, err_len, "cannot make '%s' real-time: %s", name, why);
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
-		return false;
-	}
-	bool to_bounded = (p.policy == QOS_POLICY_FIFO || p.policy == QOS_POLICY_RR) &&
-			r->params.policy != QOS_POLICY_FIFO && r->params.policy != QOS_POLICY_RR;
-	for (size_t i = 0; to_bounded && !reverting && i < r->n_members; i++) {
-		if (!qos_member_rttime_boundable(mgr, &p, r->members[i]->pid, why, sizeof(why))) {
-			snprintf(err, err_len, "cannot make '%s' %s: %s", name, qos_policy_name(p.policy), why);
-			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
-			return false;
-		}
-	}
-	/* Only what the members do not have already: the guardian's absence
-	 * is no reason to take a class from them. */
-	bool new_rt = qos_policy_is_rt(p.policy) && !qos_policy_is_rt(r->params.policy);
-	bool new_freeze = qos_reserve_may_freeze(&p) && !qos_reserve_may_freeze(&r->params);
-	if (r->n_members && !reverting && (new_rt || new_freeze) &&
-			!qos_guardian_allows(mgr, &p, why, sizeof(why))) {
-		snprintf(err, err_len, "cannot change '%s': %s", name, why);
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
-		return false;
-	}
-	uint64_t new_ppm = p.policy == QOS_POLICY_QOS ? qos_params_util_ppm(&p) : 0;
-	if (r->granted) {
-		if (!qos_admission_resize(&mgr->adm, r->granted_ppm, new_ppm, why, sizeof(why))) {
-			snprintf(err, err_len, "cannot grow '%s': %s", name, why);
-			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-			return false;
-		}
-		r->granted_ppm = new_ppm;
-		r->granted = new_ppm > 0;
-	} else if (new_ppm && r->n_members) {
-		if (!qos_admission_request(&mgr->adm, new_ppm, why, sizeof(why))) {
-			snprintf(err, err_len, "cannot make '%s' a qos reserve: %s", name, why);
-			mgr->last_refusal = QOS_REFUSAL_CAPACITY;
-			qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", why);
-			return false;
-		}
-		r->granted = true;
-		r->granted_ppm = new_ppm;
-		/* A revert takes back what the refused change gave up: nothing new. */
-		if (!reverting)
-			qos_emit(mgr, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
-	}
-	/*
-	 * A real-time group keeps its kernel window across the change when the
-	 * period stays: the kernel's timer runs on in its phase, so the
-	 * manager's period must too, or the two drift apart (the kernel
-	 * throttling the members while the manager still counts slice left).
-	 * Otherwise the period starts now, and the clocks are read before
-	 * leaving the fallback gives a real-time member the CPU
-	 * (qos_manager_join says why).
-	 */
-	uint64_t now = qos_sys_now_us();
-	const struct qos_police *pol = &r->police;
-	bool keep_phase = r->n_members && r->mgr->cg.rt_group && qos_policy_is_rt(r->params.policy) &&
-			r->params.policy != QOS_POLICY_QOS && qos_policy_is_rt(p.policy) &&
-			p.policy != QOS_POLICY_QOS && r->params.period_us == p.period_us &&
-			pol->period_us == p.period_us && now < pol->period_start_us + pol->period_us;
-	uint64_t base = keep_phase ? pol->base_own_us : qos_reserve_own_cpu_us(r);
-	qos_reserve_leave_fallback(r);
-	if (p.policy != QOS_POLICY_QOS)
-		r->fb_applied = false; /* apply_threads takes every thread to the new policy */
-	r->params = p;
-	r->police.in_fallback = false;
-	qos_police_set_limit(&r->police, p.period_us, p.slice_us,
-			keep_phase ? pol->period_start_us : qos_reserve_period_origin(r, now), base);
-	r->timers_armed = false;
-	/*
-	 * Leaving fifo/rr, the threads go first: the kernel refuses to take the
-	 * group's real-time bandwidth while it still holds real-time tasks.
-	 */
-	bool leaving_rt = qos_policy_is_rt(old.policy) && old.policy != QOS_POLICY_QOS &&
-			!(qos_policy_is_rt(p.policy) && p.policy != QOS_POLICY_QOS);
-	/*
-	 * A group refused the new real-time bandwidth still holds the old
-	 * (or, the period written, part of it), which its threads would run
-	 * under while the manager counted the new limit: refused like a
-	 * thread the kernel refuses.
-	 */
-	int gerr = leaving_rt ? 0 : qos_reserve_apply_group(r);
-	int perr = gerr ? 0 : qos_reserve_apply_threads(r, p.policy);
-	if (leaving_rt)
-		qos_reserve_apply_group(r);
-	bool pausing = p.policy == QOS_POLICY_PAUSE;
-	if ((gerr || perr) && (qos_policy_is_rt(p.policy) || pausing) && !reverting) {
-		if (gerr) {
-			char reason[384];
-			if (pausing)
-				snprintf(reason, sizeof(reason), "%s", strerror(-gerr));
-			else
-				qos_reserve_rt_refusal(mgr, r, gerr, reason, sizeof(reason));
-			snprintf(err, err_len,
-					"'%s' refused by the kernel: its group cannot %s: %s; "
-					"it keeps its parameters",
-					name, pausing ? "be frozen" : "get that real-time bandwidth", reason);
-		} else
-			snprintf(err, err_len, "'%s' refused by the kernel: %s; it keeps its parameters", name,
-					qos_reserve_policy_error(p.policy, perr));
-		qos_emit(mgr, QOS_EVENT_ADMISSION_REFUSED, name, 0, 0, 0, "%s", err);
-		char ignored[256];
-		change(mgr, r, old, true, ignored, sizeof(ignored));
-		mgr->last_refusal = gerr || perr == -EBUSY || (p.policy != QOS_POLICY_QOS && perr == -EPERM)
-				? QOS_REFUSAL_CAPACITY
-				: QOS_REFUSAL_ERROR;
-		return false;
-	}
-	/* Once the kernel took the change: a refused one bounds no one. */
-	for (size_t i = 0; i < r->n_members; i++)
-		qos_member_bound_rttime(r->members[i]);
-	qos_root_weight_update(mgr);
-	if (!reverting)
-		qos_emit(mgr, QOS_EVENT_PARAMS_CHANGED, name, 0, 0, 0, NULL);
-	qos_reserve_check(r, now);
-	qos_manager_rearm(mgr);
-	return true;
 }
 
 /* A sysctl of the kernel's deadline class, or def when it cannot be read. */
@@ -672,90 +488,19 @@ static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err
 	return false;
 }
 
-bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
-		bool create, bool modify, char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
-		return false;
-	mgr->last_refusal = QOS_REFUSAL_ERROR;
-	if (!name || !params) {
-		snprintf(err, err_len, "no reserve %s", name ? "parameters" : "name");
-		return false;
-	}
-	if (!qos_name_valid(name, err, err_len))
-		return false;
-	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len) || !deadline_period_ok(&p, err, err_len))
-		return false;
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r) {
-		if (!create) {
-			snprintf(err, err_len, "no reserve named '%s'", name);
-			return false;
-		}
-		if (qos_name_is_auto(name)) {
-			snprintf(err, err_len, "'%s' is an automatic reserve name", name);
-			return false;
-		}
-		if (!qos_reserve_new(mgr, name, &p)) {
-			snprintf(err, err_len, "out of memory");
-			return false;
-		}
-		return true;
-	}
-	if (!modify) {
-		snprintf(err, err_len, "reserve '%s' already exists", name);
-		return false;
-	}
-	if (!change(mgr, r, p, false, err, err_len))
-		return false;
-	r->wd_demoted = false; /* changed since the watchdog's demotion, if any */
-	return true;
+bool qos_reserve_valid(const char *name, struct qos_params *p, char *err, size_t err_len) {
+	return qos_name_valid(name, err, err_len) && qos_params_normalize(p, err, err_len) &&
+			deadline_period_ok(p, err, err_len);
 }
 
-bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len) {
-	if (qos_refuse_reentry(mgr, err, err_len))
-		return false;
-	if (!name) {
-		snprintf(err, err_len, "no reserve name");
-		return false;
+struct qos_reserve *qos_reserve_create(struct qos_manager *mgr, const char *name,
+		const struct qos_params *p, char *err, size_t err_len) {
+	if (qos_name_is_auto(name)) {
+		snprintf(err, err_len, "'%s' is an automatic reserve name", name);
+		return NULL;
 	}
-	struct qos_reserve *r = qos_find_reserve(mgr, name);
-	if (!r) {
-		snprintf(err, err_len, "no reserve named '%s'", name);
-		return false;
-	}
-	if (r->n_members) {
-		snprintf(err, err_len, "reserve '%s' still has %zu member(s)", name, r->n_members);
-		return false;
-	}
-	qos_reserve_free(r);
-	return true;
-}
-
-void qos_reserve_fork_pass(struct qos_reserve *r, uint64_t now_us) {
-	r->fork_pending = false;
-	r->fork_pass_us = now_us;
-	qos_reserve_adopt_children(r);
-	apply_active(r);
-	qos_reserve_check(r, now_us);
-}
-
-void qos_demote_all_rt(struct qos_manager *mgr) {
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (!qos_policy_is_rt(r->params.policy))
-			continue;
-		struct qos_params before = r->params;
-		struct qos_params p = r->params;
-		p.policy = QOS_POLICY_OTHER;
-		p.fallback = QOS_POLICY_OTHER;
-		p.period_us = p.slice_us = 0;
-		char err[128];
-		/* Remembered as the watchdog's doing, for a reload (apply_redefined). */
-		if (qos_reserve_set(mgr, r->name, &p, false, true, err, sizeof(err))) {
-			r->wd_demoted = true;
-			r->wd_before = before;
-		}
-		qos_emit(mgr, QOS_EVENT_WATCHDOG, r->name, 0, 0, 0,
-				"normal tasks starved: demoted to other");
-	}
+	struct qos_reserve *r = qos_reserve_new(mgr, name, p);
+	if (!r)
+		snprintf(err, err_len, "out of memory");
+	return r;
 }

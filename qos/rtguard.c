@@ -1,44 +1,17 @@
 /*
- * The RLIMIT_RTTIME guard: every real-time member runs under an
- * RLIMIT_RTTIME bound (5 s by default) so that a runaway thread cannot hang
- * the machine if the manager dies.  The kernel enforces it with SIGKILL, and
- * its count, the real-time CPU time since the thread last went to sleep, is
- * only reset when the thread wakes up *as a real-time thread*: a policy
- * change does not reset it (on 6.18, a thread made SCHED_OTHER at 0.6 s and
- * FIFO again at 1.0 s under a 1 s bound was still killed at 1.4 s).
- * Without this guard a fifo member that never sleeps, a game's busy render
- * loop say, is killed 5 s after the user made it real-time.
- *
- * The count is not exported, so the guard estimates it from above, per
- * thread, over the stretches the thread is real-time: one starts at a pass
- * that finds it so or when its reserve's fallback ends, and ends at the next
- * pass or when the fallback begins (qos_rtguard_switch).  At the end of a
- * stretch, if the thread woke up in it (its voluntary context switches
- * moved twice, or once and it is awake now), its count was reset then and
- * is at most the stretch; otherwise the stretch adds to it.  A sleep still
- * going on resets nothing yet: the thread may wake as other, after its
- * reserve's fallback began, and waking as other resets nothing.  A thread
- * whose estimate comes within one and a half passes of the bound is moved
- * to other (its reserve's nice), or, found in its reserve's fallback, marked
- * so that it stays other when the fallback ends.  Its count stands, and
- * sleeping as other does not reset it: made real-time again while it runs,
- * it had less than a pass left (it was killed).  So once it shows that it
- * sleeps, it is made real-time again only while asleep: it wakes as
- * real-time, which resets the count.  Found awake (after the switch too:
- * it may have woken as other just before), it stays other, and the guard
- * looks again every RETRY_US for a while after each pass.
- *
- * A thread that leaves a guarded reserve keeps its kernel count (it only
- * grows while the thread is real-time, and falls only when it wakes as
- * real-time), so its estimate is carried at the manager: a thread made
- * fifo again, by the same reserve or another, starts from it.
+ * The RLIMIT_RTTIME guard: real-time member threads that run without
+ * sleeping are moved to other before the kernel's RLIMIT_RTTIME bound kills
+ * them, and made real-time again once they sleep.  Why and how the count is
+ * estimated: docs/qos-design.md.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/rtguard.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 struct rt_thread {
@@ -277,7 +250,7 @@ static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t s
 	open_stretch(e, sleeps, run);
 	e->pass_sleeps = sleeps;
 	e->pass_run_ns = run;
-	qos_emit(r->mgr, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
+	qos_event_emit(&r->mgr->events, QOS_EVENT_RT_RESUMED, r->name, e->pid, e->tid, 0,
 			"thread %d sleeps again: %s again", e->tid, qos_policy_name(r->params.policy));
 	return true;
 }
@@ -329,14 +302,15 @@ static void check_thread(pid_t tid, void *data) {
 			return; /* exited meanwhile: dropped at the next pass */
 		if (err) {
 			/* Still real-time: said so, and tried again at the next pass. */
-			qos_emit(c->r->mgr, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
+			qos_event_emit(&c->r->mgr->events, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
 					"cannot move thread %d, real-time for %.1f s without sleeping, to "
 					"other: %s (RLIMIT_RTTIME kills it at %.1f s)",
 					tid, (double)e->rt_ns / 1e9, strerror(-err), (double)c->bound_us / 1e6);
 		} else {
 			e->demoted = true;
 			is_rt = false;
-			qos_emit(c->r->mgr, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid, e->rt_ns / 1000u,
+			qos_event_emit(&c->r->mgr->events, QOS_EVENT_RT_DEMOTED, c->r->name, c->pid, tid,
+					e->rt_ns / 1000u,
 					"thread %d ran %.1f s as %s without sleeping: other "
 					"until it sleeps (RLIMIT_RTTIME would kill it at %.1f s)",
 					tid, (double)e->rt_ns / 1e9, qos_policy_name(c->r->params.policy),
@@ -395,7 +369,7 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 		c.pid = m->pid;
 		c.bound_us = process_bound_us(mgr, m->pid);
 		c.threshold_ns = threshold_of(c.bound_us);
-		qos_member_for_each_thread(mgr, m, check_thread, &c);
+		qos_threads_for_each(mgr, m, check_thread, &c);
 	}
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
@@ -468,7 +442,7 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 		e->demoted = true;
 		e->pass_sleeps = sleeps;
 		e->pass_run_ns = run;
-		qos_emit(mgr, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
+		qos_event_emit(&mgr->events, QOS_EVENT_RT_DEMOTED, r->name, pid, tid, c.rt_ns / 1000u,
 				"thread %d ran %.1f s as real-time without sleeping: other until it sleeps "
 				"(RLIMIT_RTTIME would kill it at %.1f s)",
 				tid, (double)c.rt_ns / 1e9, (double)mgr->config.rttime_us / 1e6);
@@ -502,7 +476,7 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 		return;
 	int e = qos_sys_restore_rttime(pid, soft, hard);
 	if (e != 0 && e != -ESRCH)
-		qos_emit(mgr, QOS_EVENT_ERROR, reserve, pid, 0, 0,
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, 0, 0,
 				"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
 				(unsigned long long)cur_hard, strerror(-e));
 }

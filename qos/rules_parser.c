@@ -201,7 +201,10 @@ static bool parse_int(const char *s, int lo, int hi, int *out) {
 	return true;
 }
 
-/* Applies one key=value; is_rule allows reserve= and auto=. */
+/*
+ * Applies one key=value; is_rule allows reserve= and auto=.  One branch per
+ * key, kept in one function so that the keys read as the table they are.
+ */
 static bool apply_key(const struct line_ctx *ctx, struct settings *s, const struct token *t,
 		bool is_rule) {
 	int id = -1;
@@ -428,7 +431,11 @@ static int add_reserve(struct qos_rules *rules, const char *file, int line, cons
 	return 0;
 }
 
-/* Returns 1 when the line was accepted, 0 when skipped, -1 on allocation failure. */
+/*
+ * Returns 1 when the line was accepted, 0 when skipped, -1 on allocation
+ * failure.  One branch per kind of qosrc line, kept in one function so that
+ * the grammar reads top to bottom.
+ */
 static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const char *file,
 		char *buf) {
 	struct token tok[MAX_TOKENS];

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/threads.h"
 #include "qos/sys.h"
 
 struct collect_ctx {
@@ -85,11 +86,11 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 	return qos_sys_for_each_thread(m->pid, fn, data);
 }
 
-void qos_member_close_task_dir(struct qos_manager *mgr, struct qos_member *m) {
+void qos_threads_close_task_dir(struct qos_manager *mgr, struct qos_member *m) {
 	qos_sys_drop_kept_fd(&m->task_fd, &mgr->kept_fds_budget);
 }
 
-int qos_member_for_each_thread(struct qos_manager *mgr, struct qos_member *m,
+int qos_threads_for_each(struct qos_manager *mgr, struct qos_member *m,
 		void (*fn)(pid_t tid, void *data), void *data) {
 	if (m->tid) {
 		if (fn)

@@ -12,6 +12,8 @@ apt_packages=(
 	clang-format
 	# real clients and tools used by the demo, tests and benchmarks
 	foot weston grim sway util-linux procps python3 python3-pip valgrind
+	# a real GTK 3 headerbar app for the client-side decoration test
+	gtk-3-examples
 	# man pages; setcap for the installed binary's file capability
 	scdoc libcap2-bin man-db
 	# the virtual machine stage (tests/vm): Debian's kernel under QEMU,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole qosway test suite:
-#   1. format check (clang-format for C, .editorconfig for the rest)
+#   1. format check (clang-format for C, .editorconfig for the rest), and the
+#      qos/ layers calling only downward (scripts/check-layers.py)
 #   2. warning-free build (werror) and C unit tests (meson test)
 #   3. pytest: integration tests against the real compositor, QoS kernel tests
 #   4. the C unit tests and the integration tests again against an ASan+UBSan build
@@ -29,6 +30,9 @@ build_ok=true
 python3 scripts/check-format.py >"$results/format.log" 2>&1
 echo "format $?" >"$results/format.status"
 cat "$results/format.log" | tail -n 20
+python3 scripts/check-layers.py >"$results/layers.log" 2>&1
+echo "layers $?" >"$results/layers.status"
+cat "$results/layers.log" | tail -n 20
 
 setup build || build_ok=false
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug ||

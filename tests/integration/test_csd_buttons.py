@@ -6,11 +6,13 @@ works like the titlebar's. `csd-buttons titlebar` frames them anyway,
 full frame."""
 
 import re
+import shutil
 
 import harness
 import pixels
 from harness import TITLEBAR_HEIGHT, BORDER_WIDTH, THEME, wait_for
 from test_qos_buttons import no_frozen_leftovers, center  # noqa: F401 (fixture)
+import pytest
 from vinput import VirtualInput
 
 QOS_BUTTONS = {"realtime", "idle", "pause"}
@@ -100,3 +102,19 @@ def test_bad_csd_buttons_value_is_named(start_qosway):
     # the default still applies
     c, mode, w = csd_window(comp, "Default Strip")
     assert set(w["buttons"]) == QOS_BUTTONS
+
+
+@pytest.mark.skipif(not shutil.which("gtk3-widget-factory"),
+                    reason="gtk3-widget-factory (gtk-3-examples) is not installed")
+def test_gtk3_headerbar_app_gets_the_strip_not_a_second_titlebar(qosway):
+    """A real GTK 3 app with a headerbar: it asks for client-side decorations
+    through the KDE server-decoration protocol and draws its own title and
+    close button, so qosway adds only the strip."""
+    qosway.spawn(["gtk3-widget-factory"], env_extra={"GDK_BACKEND": "wayland"})
+    w = qosway.wait_window(lambda w: w.get("app_id") == "gtk3-widget-factory", timeout=30,
+                           desc="the gtk3-widget-factory window")
+    g, tb = w["geometry"], w["titlebar"]
+    assert set(w["buttons"]) == QOS_BUTTONS, w["buttons"]
+    assert tb["width"] == 3 * TITLEBAR_HEIGHT and tb["height"] == TITLEBAR_HEIGHT
+    assert tb["x"] + tb["width"] == g["x"] + g["width"] and tb["y"] == g["y"] - TITLEBAR_HEIGHT
+    assert w["frame"]["width"] == g["width"]  # no border

@@ -49,9 +49,9 @@ def test_manager_and_its_guardian_cannot_join(helper, procs):
 def test_thread_of_a_member_process_cannot_join_another_reserve(helper, procs):
     """A thread is in one reserve: while its process is a member of A as a
     whole, A's passes give each of its threads A's class, so a join of one
-    of them to B is refused (it used to be set to both, turn about, and
-    sent home with the process when it left A while B still listed it).  A
-    thread id given as a process id is refused too."""
+    of them to B is refused (otherwise both reserves would set it in turn,
+    and it would be sent home with the process leaving A while B still
+    listed it).  A thread id given as a process id is refused too."""
     owner, (tid,) = thread_owner(procs)
     helper.ok("reserve A policy=other nice=3")
     helper.ok("reserve B policy=other nice=7")

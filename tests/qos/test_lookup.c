@@ -8,7 +8,8 @@
 
 #include "check.h"
 #include "fake_tree.h"
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/reserve.h"
 #include "qos/params.h"
 #include "qos/qos.h"
 
@@ -36,9 +37,9 @@ int main(void) {
 	for (int i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "r%d", i);
 		CHECK(qos_reserve_set(mgr, name, &params, true, false, err, sizeof(err)));
-		struct qos_reserve *r = qos_find_reserve(mgr, name);
+		struct qos_reserve *r = qos_reserve_find(mgr, name);
 		cookies[i] = r ? r->cookie : 0;
-		CHECK(r && qos_find_reserve_by_cookie(mgr, r->cookie) == r);
+		CHECK(r && qos_reserve_find_by_cookie(mgr, r->cookie) == r);
 	}
 	/*
 	 * Bucket chains hold the newest first: delete the oldest (tail), the
@@ -53,13 +54,13 @@ int main(void) {
 	CHECK(qos_reserve_set(mgr, "late", &params, true, false, err, sizeof(err)));
 	for (int i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "r%d", i);
-		struct qos_reserve *r = qos_find_reserve(mgr, name);
-		CHECK(qos_find_reserve_by_cookie(mgr, cookies[i]) == r);
+		struct qos_reserve *r = qos_reserve_find(mgr, name);
+		CHECK(qos_reserve_find_by_cookie(mgr, cookies[i]) == r);
 	}
-	struct qos_reserve *late = qos_find_reserve(mgr, "late");
+	struct qos_reserve *late = qos_reserve_find(mgr, "late");
 	CHECK(late && late->cookie != cookies[0] &&
-			qos_find_reserve_by_cookie(mgr, late->cookie) == late);
-	CHECK(qos_find_reserve_by_cookie(mgr, 0) == NULL);
+			qos_reserve_find_by_cookie(mgr, late->cookie) == late);
+	CHECK(qos_reserve_find_by_cookie(mgr, 0) == NULL);
 	qos_manager_destroy(mgr);
 out:
 	fake_tree_remove(base);

@@ -152,7 +152,7 @@ static void test_invalid(void) {
 	CHECK_STR(diag_for("rule exe=a policy=fifo priority=5 period=10ms cpu=100%"),
 			"t:1:47: a fifo/rr limit must stay below 100%");
 	CHECK_STR(diag_for("rule exe=a=b reserve=x"), "t:1:11: unexpected '=' in a value");
-	/* Whole-line checks point at the key concerned (review, session 20). */
+	/* Whole-line checks point at the key concerned. */
 	CHECK_STR(diag_for("reserve x policy=qos period=20s cpu=5%"),
 			"t:1:22: period must be between 1ms and 10s");
 	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=5% slice=1ms"),

@@ -20,7 +20,8 @@
 
 #include "check.h"
 #include "fake_tree.h"
-#include "qos/internal.h"
+#include "qos/core.h"
+#include "qos/reserve.h"
 #include "qos/qos.h"
 
 #define MAX_SEEN 64
@@ -186,7 +187,7 @@ int main(void) {
 	CHECK(qos_reserve_set(mgr, "ceil", &p, true, false, err, sizeof(err)));
 	CHECK(!qos_manager_watch_overruns(mgr, "no-such", true));
 	CHECK(qos_manager_join(mgr, "ceil", a, 0, err, sizeof(err)));
-	struct qos_reserve *r = qos_find_reserve(mgr, "ceil");
+	struct qos_reserve *r = qos_reserve_find(mgr, "ceil");
 
 	/* Unwatched: looked at at the 1 s pass only, so nothing is seen now. */
 	set_usage(mgr, "ceil", 250000);

@@ -1,0 +1,167 @@
+/*
+ * qos/reserve.h - one reserve and its members as the layers above see
+ * them: lookup, creation, the policy each member thread is given, the
+ * group's controls, the root's weight and the manager's timer (reserve.c).
+ * Layer 1 (reserve): may use layer 0 only.
+ */
+#ifndef QOS_RESERVE_H
+#define QOS_RESERVE_H
+
+#include "qos/core.h"
+#include "qos/police.h"
+#include "qos/sys.h"
+
+#include <time.h>
+
+struct qos_reserve;
+
+struct qos_thread_orig {
+	pid_t tid;
+	struct qos_sched sched;
+};
+
+struct qos_member {
+	struct qos_reserve *reserve;
+	pid_t pid;
+	pid_t tid; /* 0: whole process */
+	int pidfd;
+	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
+	uint64_t start_time;
+	char orig_v2[QOS_CG_REL_PATH];
+	char orig_cpu[QOS_CG_REL_PATH];
+	bool rttime_bounded;
+	bool outside_root; /* a thread left in its process's group (cgroup v2) */
+	uint64_t orig_rt_hard; /* RLIMIT_RTTIME hard limit before any member bounded it */
+	uint64_t old_rt_soft, old_rt_hard;
+	/* Its class before it joined (a process's main thread's), and each of a
+	 * process member's threads' then: what leaving gives back.  Threads
+	 * started since get the member's. */
+	struct qos_sched orig;
+	struct qos_thread_orig *orig_threads;
+	size_t n_orig_threads;
+	bool moving; /* leaving for another reserve: home, not its old class */
+	uint64_t cpu_base_us; /* thread members: schedstat at join */
+	uint64_t clock_base_us; /* process members: their CPU clock at join */
+	uint64_t clock_us; /* ... and as the last check read it */
+	bool clock_read; /* false: that read failed (the process is exiting) */
+	timer_t cpu_timer; /* notifies the manager at a CPU-time threshold */
+	bool has_cpu_timer;
+	uint64_t timer_at_ns; /* where cpu_timer is armed on the clock; 0: not known */
+};
+
+struct qos_reserve {
+	struct qos_manager *mgr;
+	struct qos_reserve *next;
+	char name[QOS_NAME_MAX + 1];
+	char group[QOS_NAME_MAX + 16]; /* its cgroup directory (kept across renames) */
+	struct qos_params params;
+	bool is_auto;
+	pid_t owner;
+	struct qos_member **members;
+	size_t n_members, cap_members;
+	bool granted;
+	uint64_t granted_ppm;
+	bool has_group;
+	int stat_fd; /* the group's cpu.stat, or -1 */
+	int group_idle; /* cpu.idle last written, -1 unknown */
+	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
+	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	uint32_t cookie; /* names the reserve in CPU-timer notifications */
+	struct qos_reserve *cookie_next;
+	bool timers_armed; /* members' CPU timers armed for this budget */
+	bool timers_refused; /* the kernel refused a timer: polled instead */
+	uint64_t armed_own_us; /* own time when they were armed */
+	uint64_t armed_used_us; /* used time in the period when they were armed */
+	bool armed_first_use; /* armed to fire at the first tick a member runs */
+	uint64_t checked_own_us; /* own time at the last check */
+	uint64_t fresh_own_us; /* own time as last changed ... */
+	uint64_t fresh_at_us; /* ... first seen then */
+	struct qos_police police;
+	uint64_t next_check_us;
+	bool fb_applied; /* the manager switched members to the fallback */
+	bool fb_threads; /* ... thread by thread (not the group's cpu.idle alone) */
+	bool watched; /* qos_manager_watch_overruns: per-period events wanted */
+	uint64_t retired_us; /* CPU time of thread members that left */
+	struct qos_optimistic *opt; /* threads in the fallback of an optimistic qos reserve */
+	uint64_t dl_runtime_ns; /* runtime its deadline threads were last given, 0 none */
+	struct qos_rtguard *rtg; /* real-time threads watched for RLIMIT_RTTIME (rtguard.c) */
+	uint64_t rtg_retry_us; /* the guard looks for a moved-out thread asleep again; 0: no */
+	uint64_t fork_pass_us; /* last pass for a member's fork (qos_manager_forked) */
+	bool fork_pending; /* a fork waits for the next one */
+	/*
+	 * The starvation watchdog, not a user, made it other (qos_configure_demote_rt):
+	 * its parameters before, which a reload compares with qosrc's old
+	 * definition (manager.c, apply_redefined).  Any later change through
+	 * qos_reserve_set (a user's, or a reload's) clears it.
+	 */
+	bool wd_demoted;
+	struct qos_params wd_before;
+};
+
+struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);
+/* The reserve whose cgroup directory has this name, or NULL. */
+struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const char *group);
+struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, pid_t tid);
+/* The reserve whose CPU timers carry this cookie, or NULL. */
+struct qos_reserve *qos_reserve_find_by_cookie(struct qos_manager *mgr, uint32_t cookie);
+void qos_reserve_free(struct qos_reserve *r);
+/*
+ * The populated fifo/rr reserves other than except, with their limits, as
+ * text ("'a' (90%), 'b' (20%)"); returns its length.  Their groups hold our
+ * root's real-time share, which a new group's runtime must fit beside.
+ */
+size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve *except, char *out,
+		size_t len);
+/* Why r's group got no real-time bandwidth (gerr), for the user. */
+void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
+		char *out, size_t len);
+/* Arms the manager's timer for the earliest time a reserve needs a look. */
+void qos_reserve_rearm(struct qos_manager *mgr);
+void qos_reserve_root_weight_update(struct qos_manager *mgr);
+void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer);
+/*
+ * Deadline runtime of each thread: the slice split over the member threads,
+ * as last given to them (counted afresh when none was given yet).
+ */
+uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r);
+/* A new reserve with these (normalized) parameters, listed and announced. */
+struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
+		const struct qos_params *params);
+/*
+ * Whether new real-time grants are allowed now: not during the starvation
+ * watchdog's cool-down, which err then explains.
+ */
+bool qos_reserve_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err,
+		size_t err_len);
+/* The reserve's member threads (at least 1): the deadline slice is split over them. */
+size_t qos_reserve_count_threads(struct qos_reserve *r);
+/*
+ * Gives policy to every thread of every member (the slice split anew for
+ * qos), or to member m's threads; returns the first error (-errno), which an
+ * error event has reported.
+ */
+int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy);
+int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum qos_policy policy,
+		uint64_t dl_runtime_ns);
+/* What a refused policy means for the user, from its -errno. */
+const char *qos_reserve_policy_error(enum qos_policy policy, int err);
+/* The group's weight, idle flag, quota, real-time bandwidth and freezer. */
+int qos_reserve_apply_group(struct qos_reserve *r);
+/* The group's cpu.idle, written only when it changes. */
+void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle);
+/* Counts a group that refused removal (err: -errno) and reports it. */
+void qos_reserve_removal_failed(struct qos_manager *mgr, const char *reserve, const char *group,
+		int err);
+
+/* Re-applies the reserve's current policy to threads that appeared since the last pass. */
+void qos_reserve_apply_active(struct qos_reserve *r);
+/*
+ * Whether name and p (normalized here) may define a reserve; false with
+ * the reason in err.
+ */
+bool qos_reserve_valid(const char *name, struct qos_params *p, char *err, size_t err_len);
+/* A new reserve from valid parameters: not under an automatic reserve's name. */
+struct qos_reserve *qos_reserve_create(struct qos_manager *mgr, const char *name,
+		const struct qos_params *p, char *err, size_t err_len);
+
+#endif
