@@ -1017,11 +1017,28 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 		return false;
 	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
+	if (m->pidfd < 0 && m->tid && errno == EINVAL) {
+		/* A kernel before 6.9 has no pidfd of a single thread: its
+		 * process's says when the whole process is gone, and
+		 * qos_member_find_exited when the thread is, earlier. */
+		m->pidfd = qos_sys_pidfd_open(pid, false);
+		m->exit_polled = true;
+	}
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
 		return false;
 	}
 	return true;
+}
+
+struct qos_member *qos_member_find_exited(struct qos_manager *mgr) {
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			if (r->members[i]->exit_polled && !member_alive(r->members[i]))
+				return r->members[i];
+		}
+	}
+	return NULL;
 }
 
 /*
