@@ -189,9 +189,26 @@ static void delegate_cpu(struct qos_cgroup *cg) {
 	cg->delegated = cg->delegated || cg->cpu_ctl;
 }
 
+/*
+ * Root on pure v2 manages the top of the tree: where the kernel has a cpu
+ * controller nobody enabled there (no systemd), it is enabled (the top may
+ * hold processes and pass controllers on), as systemd does at boot; left
+ * on at exit, since other groups may use it by then.
+ */
+static void enable_top_cpu(struct qos_cgroup *cg) {
+	char p[PATH_MAX], buf[512];
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", cg->v2_base);
+	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0 || !has_word(buf, "cpu"))
+		return;
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2_base);
+	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
+}
+
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len) {
 	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl)
 		delegate_cpu(cg);
+	else if (cg->layout == QOS_CG_V2 && !cg->parent[0] && !cg->cpu_ctl)
+		enable_top_cpu(cg);
 	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
 		snprintf(err, err_len, "cannot create the manager's cgroup root: %s", strerror(errno));
 		return false;
