@@ -11,12 +11,13 @@ whose cpu controller is not delegated: pause still works by freezing."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 
-from kernel_helpers import HELPER, pytestmark
+from kernel_helpers import HELPER, live_guardians, pytestmark, wait_for
 from qos_helper_driver import CG, QosHelper
 
 assert pytestmark
@@ -109,3 +110,97 @@ def test_unprivileged_manager_in_its_delegated_subtree(delegated):
     finally:
         member.kill()
         member.wait()
+
+
+def frozen(group):
+    with open(group + "/cgroup.events") as f:
+        return "frozen 1" in f.read().split("\n")
+
+
+def test_next_session_reconciles_what_a_killed_one_left_next_to_it(delegated):
+    """Each session start gets a scope of its own (qosway-session), so the
+    manager started after a crash runs next to the scope the killed one
+    left its groups in, not in it.  With its guardian gone too, nothing has
+    thawed them: the next manager finds that root in the scope beside its
+    own (same user, no live manager there), thaws and sends home what it
+    holds, and removes it."""
+    rel, d = delegated
+    for scope in ("a", "b"):
+        os.makedirs(d + "/" + scope + "/origin")
+    chown_tree(d)
+    member = subprocess.Popen(as_nobody(d + "/a/origin") + ["sleep", "60"])
+    try:
+        give_up = time.monotonic() + 5
+        while v2_cgroup(member.pid) != rel + "/a/origin" or \
+                not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/a"))
+        try:
+            h.ok("reserve held policy=pause")
+            h.ok("join held %d" % member.pid)
+            held = d + "/a/qosway-deleg/held"
+            give_up = time.monotonic() + 5
+            while not frozen(held):
+                assert time.monotonic() < give_up, "never frozen"
+                time.sleep(0.02)
+            (guardian,) = wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
+            os.kill(guardian, signal.SIGSTOP)  # so it cannot thaw anything
+            h.proc.kill()
+            h.proc.wait()
+            os.kill(guardian, signal.SIGKILL)
+            give_up = time.monotonic() + 5
+            while os.path.exists("/proc/%d" % guardian) and \
+                    open("/proc/%d/stat" % guardian).read().split(")")[1].split()[0] != "Z":
+                assert time.monotonic() < give_up
+                time.sleep(0.02)
+        finally:
+            h.close()
+        assert frozen(held), "thawed with no manager and no guardian left"
+        nxt = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/b"))
+        try:
+            assert any("reconciling the groups an earlier instance left in %s/a" % rel in e
+                       for e in nxt.events), nxt.events
+            assert v2_cgroup(member.pid) == rel + "/a/origin"
+            assert not os.path.exists(d + "/a/qosway-deleg")
+            assert os.path.isdir(d + "/b/qosway-deleg")
+        finally:
+            nxt.close()
+        assert nxt.quit_cleanly
+        assert not os.path.exists(d + "/b/qosway-deleg")
+    finally:
+        member.kill()
+        member.wait()
+
+
+def test_a_live_manager_next_to_it_is_left_alone(delegated):
+    """Another session of the same user still running beside the new one
+    (its manager alive in the scope next door) keeps its groups."""
+    rel, d = delegated
+    for scope in ("a", "b"):
+        os.makedirs(d + "/" + scope)
+    chown_tree(d)
+    first = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/a"))
+    try:
+        first.ok("reserve kept policy=pause")
+        member = subprocess.Popen(as_nobody(d + "/a") + ["sleep", "60"])
+        try:
+            give_up = time.monotonic() + 5
+            while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+                assert time.monotonic() < give_up
+                time.sleep(0.01)
+            first.ok("join kept %d" % member.pid)
+            second = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2],
+                               prefix=as_nobody(d + "/b"))
+            try:
+                assert not any("earlier instance" in e for e in second.events), second.events
+                assert frozen(d + "/a/qosway-deleg/kept")
+            finally:
+                second.close()
+            first.ok("leave %d" % member.pid)
+        finally:
+            member.kill()
+            member.wait()
+    finally:
+        first.close()
+    assert first.quit_cleanly
