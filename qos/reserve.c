@@ -188,8 +188,7 @@ static void set_one(pid_t tid, void *data) {
 const char *qos_reserve_policy_error(enum qos_policy policy, int err) {
 	if (policy == QOS_POLICY_QOS && err == -EBUSY)
 		return "the kernel's deadline bandwidth is exhausted";
-	if ((policy == QOS_POLICY_QOS || qos_policy_is_rt(policy)) && err == -EPERM &&
-			!qos_sys_has_sys_nice())
+	if (qos_policy_is_rt(policy) && err == -EPERM && !qos_sys_has_sys_nice())
 		return "the manager runs without CAP_SYS_NICE, which real-time classes need: as "
 			   "root, give its program the capability (setcap cap_sys_nice=ep PROGRAM) "
 			   "or run it as root";

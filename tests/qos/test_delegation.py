@@ -204,3 +204,29 @@ def test_a_live_manager_next_to_it_is_left_alone(delegated):
     finally:
         first.close()
     assert first.quit_cleanly
+
+
+def test_real_time_refused_for_want_of_cap_sys_nice_says_so(delegated):
+    """A manager without CAP_SYS_NICE (nobody, no file capability) asks
+    the kernel for deadline scheduling and is refused with EPERM: the
+    refusal names the capability and how to give it, not CPU affinity."""
+    rel, d = delegated
+    member = subprocess.Popen(as_nobody(d + "/origin") + ["sleep", "60"])
+    try:
+        give_up = time.monotonic() + 5
+        while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
+        try:
+            h.ok("reserve rt policy=qos period=20ms cpu=10%")
+            reply = h.cmd("join rt %d" % member.pid)
+            assert reply.startswith("err") and "CAP_SYS_NICE" in reply and \
+                "setcap cap_sys_nice=ep" in reply, reply
+            assert "every CPU" not in reply, reply
+        finally:
+            h.close()
+        assert h.quit_cleanly
+    finally:
+        member.kill()
+        member.wait()
