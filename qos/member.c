@@ -981,6 +981,33 @@ static bool join_find_reserve(struct join *j, const char *name, char *err, size_
 	return true;
 }
 
+/*
+ * Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE, or lower
+ * its nice again, only as far as its RLIMIT_NICE allows (SCHED_IDLE counts
+ * as nice 20).  A thread member gets its class per thread, so one the
+ * manager could not give its class back to at the leave is refused now.
+ */
+static bool thread_class_returnable(const struct qos_params *p, pid_t pid, pid_t tid, char *err,
+		size_t err_len) {
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (errno)
+		return true; /* the join finds out what became of it */
+	bool idle = p->policy == QOS_POLICY_IDLE ||
+			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_IDLE);
+	bool nicer = p->policy == QOS_POLICY_OTHER && p->nice > nice;
+	struct rlimit rl;
+	if ((!idle && !nicer) || qos_sys_has_sys_nice() || prlimit(pid, RLIMIT_NICE, NULL, &rl) != 0 ||
+			rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - nice) <= rl.rlim_cur)
+		return true;
+	snprintf(err, err_len,
+			"thread %d could not get nice %d back after %s: without CAP_SYS_NICE the "
+			"kernel lets it return only as far as its RLIMIT_NICE (%llu) allows; join the "
+			"process, or give the compositor CAP_SYS_NICE",
+			(int)tid, nice, idle ? "idle" : "a higher nice", (unsigned long long)rl.rlim_cur);
+	return false;
+}
+
 /* Whether the task may join r now; opens the pidfd it is held by. */
 static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t err_len) {
 	struct qos_manager *mgr = j->mgr;
@@ -1006,7 +1033,9 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 		j->already = true; /* with its whole process */
 		return true;
 	}
-	if (m->tid && !qos_member_fits_threads(mgr, &r->params, err, err_len))
+	if (m->tid &&
+			(!qos_member_fits_threads(mgr, &r->params, err, err_len) ||
+					!thread_class_returnable(&r->params, pid, m->tid, err, err_len)))
 		return false;
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
