@@ -230,3 +230,39 @@ def test_real_time_refused_for_want_of_cap_sys_nice_says_so(delegated):
     finally:
         member.kill()
         member.wait()
+
+
+def test_thread_that_could_not_get_its_class_back_is_refused(delegated):
+    """Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE, or
+    lower its nice again, only as far as its RLIMIT_NICE allows (0 by
+    default): a single thread is refused an idle or nicer reserve up front
+    with the reason, rather than left idle after it leaves.  Its process,
+    whose class the group carries, may still join."""
+    rel, d = delegated
+    code = ("import threading, time; "
+            "threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)")
+    member = subprocess.Popen(as_nobody(d + "/origin") + ["python3", "-c", code])
+    try:
+        give_up = time.monotonic() + 5
+        while len(os.listdir("/proc/%d/task" % member.pid)) != 2:
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        tid = next(int(t) for t in os.listdir("/proc/%d/task" % member.pid)
+                   if int(t) != member.pid)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
+        try:
+            for params in ("policy=idle", "policy=other nice=5"):
+                h.ok("reserve low " + params)
+                reply = h.cmd("join low %d %d" % (member.pid, tid))
+                assert reply.startswith("err") and "RLIMIT_NICE" in reply and \
+                    "CAP_SYS_NICE" in reply, reply
+                assert os.sched_getscheduler(tid) == os.SCHED_OTHER
+                assert os.getpriority(os.PRIO_PROCESS, tid) == 0
+            h.ok("join low %d" % member.pid)
+            h.ok("leave %d" % member.pid)
+        finally:
+            h.close()
+        assert h.quit_cleanly
+    finally:
+        member.kill()
+        member.wait()

@@ -280,9 +280,11 @@ def check_kernel():
     assert os.path.exists("/dev/dri/card0"), "no /dev/dri/card0 (virtio-gpu)"
 
 
-def qos_suite(tag, comp, home_cgroup):
+def qos_suite(tag, comp, home_cgroup, thread_classes=True, only_threads=False):
     """The QoS checks on one running compositor; home_cgroup is where the
-    processes it starts begin (its own cgroup)."""
+    processes it starts begin (its own cgroup). thread_classes: the
+    compositor can give a single thread its class back (root, or
+    CAP_SYS_NICE); else joining one to an idle reserve is refused."""
     sleepers = []
 
     def sleeper():
@@ -392,6 +394,22 @@ def qos_suite(tag, comp, home_cgroup):
         wait_for(lambda: tid not in member_tids(), "the ended thread to leave its reserve")
         os.unlink(flag)
 
+    def thread_refused_without_cap():
+        code = ("import threading, time; "
+                "threading.Thread(target=time.sleep, args=(1e6,)).start(); time.sleep(1e6)")
+        pid = comp.exec("/usr/bin/python3", "-c", code)
+        sleepers.append(pid)
+        tasks = wait_for(lambda: len(os.listdir("/proc/%d/task" % pid)) == 2 and
+                         os.listdir("/proc/%d/task" % pid), "the second thread")
+        tid = int(next(t for t in tasks if int(t) != pid))
+        comp.qosctl("reserve", "vmthread", "policy=idle")
+        rc, reply, err = comp.qosctl("join", "tid:%d" % tid, "vmthread", expect_ok=False)
+        assert rc == 1 and "RLIMIT_NICE" in err and "CAP_SYS_NICE" in err, \
+            "answered %d %s %s" % (rc, reply, err)
+        sched = read("/proc/%d/task/%d/sched" % (pid, tid)).splitlines()
+        assert not any(line.split(":")[0].strip() == "policy" and
+                       line.split(":")[1].strip() == "5" for line in sched), "the thread is idle"
+
     def refuse_kernel_thread():
         rc, reply, err = comp.qosctl("set", "pid:2", "idle", expect_ok=False)
         assert rc == 1 and "kernel thread" in err, "answered %d %s %s" % (rc, reply, err)
@@ -411,11 +429,16 @@ def qos_suite(tag, comp, home_cgroup):
             p.wait()
 
     try:
+        if thread_classes:
+            check("%s/join-leave-thread" % tag, join_leave_thread)
+            check("%s/thread-exit-ends-membership" % tag, thread_exit_ends_membership)
+        else:
+            check("%s/thread-refused-without-cap-sys-nice" % tag, thread_refused_without_cap)
+        if only_threads:
+            return
         check("%s/refuse-kernel-thread" % tag, refuse_kernel_thread)
         check("%s/refuse-other-user" % tag, refuse_other_user)
         check("%s/join-leave-process" % tag, join_leave)
-        check("%s/join-leave-thread" % tag, join_leave_thread)
-        check("%s/thread-exit-ends-membership" % tag, thread_exit_ends_membership)
         check("%s/ceiling-cpu.max" % tag, ceiling)
         check("%s/idle" % tag, idle)
         check("%s/pause-thaw" % tag, pause_thaw)
@@ -529,7 +552,7 @@ def user_checks():
             check("user/manager-in-delegated-subtree",
                   lambda: wait_for(lambda: v2_cgroup(comp.proc.pid) == scope + "/manager",
                                    "qosway to move into %s/manager" % scope))
-            qos_suite("user", comp, scope)
+            qos_suite("user", comp, scope, thread_classes=False)
 
             def refuse_realtime_without_cap():
                 pid = comp.exec("sleep", "100000")
@@ -621,6 +644,8 @@ def capability_checks():
                 "TMPDIR (dropped by glibc's secure mode) was not given back"
         check("cap/qos-reserve-granted", granted)
         check("cap/child-has-no-capability", child_has_none)
+        # With CAP_SYS_NICE a single thread gets its class back.
+        qos_suite("cap", comp, scope, only_threads=True)
     finally:
         for pid in pids:
             kill(pid)
