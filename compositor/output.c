@@ -69,6 +69,32 @@ void output_send_frame_done(struct qw_output *output, struct timespec *now) {
 	send_frame_done(&output->server->scene->node, output->wlr_output, now);
 }
 
+static int handle_retry(void *data) {
+	struct qw_output *output = data;
+	wlr_output_schedule_frame(output->wlr_output);
+	return 0;
+}
+
+/*
+ * A commit the backend refused leaves its damage undrawn, and nothing else
+ * may ask for a frame: another is asked for a moment later, backing off to
+ * one a second while refusals go on (a session switched away).
+ */
+static void retry_later(struct qw_output *output) {
+	if (!output->retry_timer) {
+		output->retry_timer =
+				wl_event_loop_add_timer(output->server->event_loop, handle_retry, output);
+		if (!output->retry_timer) {
+			return;
+		}
+	}
+	output->retry_ms = output->retry_ms ? output->retry_ms * 2 : 1;
+	if (output->retry_ms > 1000) {
+		output->retry_ms = 1000;
+	}
+	wl_event_source_timer_update(output->retry_timer, output->retry_ms);
+}
+
 bool output_draw(struct qw_output *output, struct render_report *report, struct timespec *now) {
 	struct wlr_output *wlr_output = output->wlr_output;
 	if (!output->scene_output || !wlr_output->enabled) {
@@ -78,6 +104,11 @@ bool output_draw(struct qw_output *output, struct render_report *report, struct 
 	uint32_t seq_before = wlr_output->commit_seq;
 	bool committed = render_output(output, report);
 	clock_gettime(CLOCK_MONOTONIC, now);
+	if (!committed) {
+		retry_later(output);
+	} else {
+		output->retry_ms = 0;
+	}
 	if (committed && output->synthesize_present && wlr_output->commit_seq != seq_before) {
 		/* wlroots 0.15's headless backend never reports presentation, so
 		 * clients would only ever see "discarded". The commit just
@@ -109,6 +140,9 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 	struct qw_output *output = wl_container_of(listener, output, destroy);
 	output_apply_removed(output);
 	scheduler_output_destroyed(output->server->scheduler, output);
+	if (output->retry_timer) {
+		wl_event_source_remove(output->retry_timer);
+	}
 	wl_list_remove(&output->frame.link);
 	wl_list_remove(&output->destroy.link);
 	wl_list_remove(&output->link);
@@ -177,6 +211,7 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 	 */
 	if (wlr_output_is_drm(wlr_output) && wlr_renderer_is_pixman(server->renderer)) {
 		wlr_output_lock_software_cursors(wlr_output, true);
+		output->cursor_plane_idle = true;
 	}
 	output->frame.notify = handle_frame;
 	wl_signal_add(&wlr_output->events.frame, &output->frame);

@@ -6,6 +6,7 @@
 #include <wayland-server-core.h>
 #include <wlr/util/box.h>
 
+#include "output_drm.h"
 #include "render.h"
 #include "server.h"
 
@@ -28,6 +29,12 @@ struct qw_output {
 	struct wl_event_source *draw_idle; /* a frame to draw (scheduler_frame.c) */
 	uint64_t hidden_sent_ns; /* last callbacks to its covered surfaces */
 	uint64_t drawn_ns; /* when a frame was last committed (scheduler) */
+	/* Software cursors: wlroots keeps the DRM cursor plane off. */
+	bool cursor_plane_idle;
+	struct output_drm_plane drm_plane; /* output_drm.c */
+	/* A refused commit is drawn again after retry_ms (output_draw). */
+	struct wl_event_source *retry_timer;
+	int retry_ms;
 
 	struct wl_listener frame;
 	struct wl_listener destroy;

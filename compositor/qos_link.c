@@ -75,7 +75,7 @@ static struct qos_rules *load_rules(void) {
 		/* Not installed: run from the source tree's config/. */
 		snprintf(datadir, sizeof(datadir), "%s", QOSWAY_SOURCE_CONFIG);
 	}
-	size_t n = qos_rules_default_paths(datadir, paths);
+	size_t n = qos_rules_default_paths(datadir, QOSWAY_SYSCONFDIR, paths);
 	struct qos_rules *rules = qos_rules_load((const char *const *)paths, n, rules_diag, NULL);
 	for (size_t i = 0; i < n; i++) {
 		free(paths[i]);

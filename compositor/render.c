@@ -538,6 +538,7 @@ bool render_output(struct qw_output *output, struct render_report *report) {
 			wlr_output_transform_invert(wlr_output->transform), width, height);
 	wlr_output_set_damage(wlr_output, &frame_damage);
 	pixman_region32_fini(&frame_damage);
+	output_drm_settle(output);
 	bool committed = wlr_output_commit(wlr_output);
 	if (report) {
 		report->drawn = committed;

@@ -288,6 +288,8 @@ void sched_frame_draw(struct qw_scheduler *sched, struct qw_output *output) {
 static void handle_draw_idle(void *data) {
 	struct qw_output *output = data;
 	output->draw_idle = NULL;
+	/* The frame asked for is this one (set in scheduler_output_frame). */
+	output->wlr_output->frame_pending = false;
 	sched_frame_draw(output->server->scheduler, output);
 }
 
@@ -320,7 +322,15 @@ void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output
 	}
 	if (!output->draw_idle) {
 		sched_frame_draw(sched, output); /* no memory for the idle source */
+		return;
 	}
+	/*
+	 * Until it is drawn, the frame counts as pending (as sway does while it
+	 * delays drawing): damage, a cursor move or a client asking for a
+	 * frame then waits for this draw rather than have wlroots send another
+	 * frame event, so the output's one commit per frame event is this one.
+	 */
+	output->wlr_output->frame_pending = true;
 }
 
 void scheduler_output_destroyed(struct qw_scheduler *sched, struct qw_output *output) {

@@ -13,6 +13,9 @@
 #include "qos/params.h"
 #include "qos/sys.h"
 
+/* The leaf of its delegated group a manager moves into (delegate_cpu). */
+#define MANAGER_LEAF "manager"
+
 static bool exists(const char *dir, const char *file) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
@@ -174,19 +177,38 @@ static void delegate_cpu(struct qos_cgroup *cg) {
 		return;
 	if (own_v2_cgroup(own, sizeof(own)) && strcmp(own, cg->parent) == 0) {
 		char leaf[PATH_MAX + 16], v[32];
-		snprintf(leaf, sizeof(leaf), "%s/manager", dir);
+		snprintf(leaf, sizeof(leaf), "%s/" MANAGER_LEAF, dir);
 		snprintf(v, sizeof(v), "%d", (int)getpid());
 		snprintf(p, sizeof(p), "%s/cgroup.procs", leaf);
 		if (!make_dir(leaf) || qos_cgroup_write(cg, p, v) < 0)
 			return;
+		cg->delegated = true;
 	}
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
+	cg->delegated = cg->delegated || cg->cpu_ctl;
+}
+
+/*
+ * Root on pure v2 manages the top of the tree: where the kernel has a cpu
+ * controller nobody enabled there (no systemd), it is enabled (the top may
+ * hold processes and pass controllers on), as systemd does at boot; left
+ * on at exit, since other groups may use it by then.
+ */
+static void enable_top_cpu(struct qos_cgroup *cg) {
+	char p[PATH_MAX], buf[512];
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", cg->v2_base);
+	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0 || !has_word(buf, "cpu"))
+		return;
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2_base);
 	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
 }
 
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len) {
 	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl)
 		delegate_cpu(cg);
+	else if (cg->layout == QOS_CG_V2 && !cg->parent[0] && !cg->cpu_ctl)
+		enable_top_cpu(cg);
 	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
 		snprintf(err, err_len, "cannot create the manager's cgroup root: %s", strerror(errno));
 		return false;
@@ -255,18 +277,152 @@ static void remove_guardian(struct qos_cgroup *cg) {
 		usleep(5000);
 }
 
+/* Every process of cgroup from moved to cgroup to (a few passes: they may fork). */
+static void move_all(struct qos_cgroup *cg, const char *from, const char *to) {
+	char p[PATH_MAX + 16], q[PATH_MAX + 16], buf[4096], last[4096] = "";
+	snprintf(p, sizeof(p), "%s/cgroup.procs", from);
+	snprintf(q, sizeof(q), "%s/cgroup.procs", to);
+	for (int pass = 0; pass < 10; pass++) {
+		ssize_t n = qos_sys_read_file(p, buf, sizeof(buf));
+		/* A fake tree's list never empties: the same list twice ends it. */
+		if (n <= 0 || strcmp(buf, last) == 0)
+			return;
+		snprintf(last, sizeof(last), "%s", buf);
+		for (char *save, *pid = strtok_r(buf, "\n", &save); pid; pid = strtok_r(NULL, "\n", &save))
+			qos_cgroup_write(cg, q, pid);
+	}
+}
+
+/*
+ * What delegate_cpu did in the group dir, undone once our root there is
+ * gone: cpu no longer passed on, everything in the "manager" leaf (the
+ * manager, what it started) back in dir, the leaf removed.  A group that
+ * passes a controller on can hold no process, so as it was left the next
+ * manager started in that group could not even enter it.  Left as it is
+ * while anything below still enables cpu itself (our root not removed).
+ */
+static void undo_delegation(struct qos_cgroup *cg, const char *dir) {
+	char p[PATH_MAX + 32], leaf[PATH_MAX + 16];
+	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+	if (qos_cgroup_write(cg, p, "-cpu") < 0)
+		return;
+	snprintf(leaf, sizeof(leaf), "%s/" MANAGER_LEAF, dir);
+	move_all(cg, leaf, dir);
+	if (cg->fake_files)
+		clear_fake(leaf);
+	rmdir(leaf);
+}
+
 void qos_cgroup_remove_root(struct qos_cgroup *cg) {
 	/* Also left behind, empty, by a guardian that died and was not replaced. */
 	remove_guardian(cg);
 	if (cg->fake_files)
 		clear_fake(cg->v2_root);
 	rmdir(cg->v2_root);
+	if (cg->delegated) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, cg->parent);
+		undo_delegation(cg, dir);
+		cg->delegated = false;
+	}
 	if (cg->layout == QOS_CG_HYBRID) {
 		drop_rt_runtime(cg, cg->cpu_root);
 		if (cg->fake_files)
 			clear_fake(cg->cpu_root);
 		rmdir(cg->cpu_root);
 	}
+}
+
+/* Whether the group dir holds a process running the program we run (a live manager). */
+static bool runs_us(const char *dir) {
+	char p[PATH_MAX + 16], buf[4096], self[PATH_MAX], exe[PATH_MAX], link[64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return true; /* cannot tell: it may be alive */
+	self[n] = '\0';
+	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+	if (qos_sys_read_file(p, buf, sizeof(buf)) <= 0)
+		return false;
+	for (char *save, *pid = strtok_r(buf, "\n", &save); pid; pid = strtok_r(NULL, "\n", &save)) {
+		snprintf(link, sizeof(link), "/proc/%s/exe", pid);
+		ssize_t m = readlink(link, exe, sizeof(exe) - 1);
+		if (m > 0) {
+			exe[m] = '\0';
+			if (strcmp(exe, self) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool has_procs(const char *dir) {
+	char p[PATH_MAX + 16], buf[64];
+	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+	return qos_sys_read_file(p, buf, sizeof(buf)) > 0 && buf[0] >= '0' && buf[0] <= '9';
+}
+
+/* Whether the root called as ours in the group dir was left by a manager now gone. */
+static bool stale_root_in(const char *dir, const char *root_name) {
+	char root[PATH_MAX + 64], p[PATH_MAX + 96];
+	struct stat st;
+	if (stat(dir, &st) != 0 || st.st_uid != getuid())
+		return false;
+	snprintf(root, sizeof(root), "%s/%s", dir, root_name);
+	if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return false;
+	snprintf(p, sizeof(p), "%s/" GUARDIAN_LEAF, root);
+	if (has_procs(p) || runs_us(dir))
+		return false;
+	snprintf(p, sizeof(p), "%s/" MANAGER_LEAF, dir);
+	return !runs_us(p);
+}
+
+int qos_cgroup_for_each_stale_root(const struct qos_cgroup *cg,
+		void (*fn)(const char *parent, void *data), void *data) {
+	char own[QOS_CG_PATH];
+	if (cg->layout != QOS_CG_V2 || !cg->parent[0] || !own_v2_cgroup(own, sizeof(own)) ||
+			strcmp(own, cg->parent) != 0)
+		return 0;
+	const char *root_name = strrchr(cg->v2_root, '/') + 1;
+	char up[QOS_CG_PATH];
+	snprintf(up, sizeof(up), "%s", cg->parent);
+	char *ours = strrchr(up, '/');
+	*ours++ = '\0';
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, up);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char parent[QOS_CG_PATH + NAME_MAX + 2], sibling[PATH_MAX + NAME_MAX + 2];
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || strcmp(e->d_name, ours) == 0)
+			continue;
+		snprintf(parent, sizeof(parent), "%s/%s", up, e->d_name);
+		snprintf(sibling, sizeof(sibling), "%s/%s", dir, e->d_name);
+		if (strlen(parent) < sizeof(cg->parent) && stale_root_in(sibling, root_name)) {
+			fn(parent, data);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+bool qos_cgroup_retarget(struct qos_cgroup *cg, const char *parent) {
+	const char *root_name = strrchr(cg->v2_root, '/') + 1;
+	char root[QOS_CG_PATH], p[PATH_MAX];
+	int n = snprintf(root, sizeof(root), "%s%s/%s", cg->v2_base, parent, root_name);
+	if (cg->layout != QOS_CG_V2 || n < 0 || (size_t)n >= sizeof(root) ||
+			strlen(parent) >= sizeof(cg->parent))
+		return false;
+	snprintf(cg->parent, sizeof(cg->parent), "%s", parent);
+	snprintf(cg->v2_root, sizeof(cg->v2_root), "%s", root);
+	snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s", root);
+	snprintf(p, sizeof(p), "%s%s/" MANAGER_LEAF, cg->v2_base, parent);
+	cg->delegated = access(p, F_OK) == 0;
+	return true;
 }
 
 void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *name, const char *file,

@@ -44,6 +44,8 @@ struct qos_cgroup {
 	bool cpu_ctl; /* cpu controls usable in our root */
 	bool rt_group; /* v1 cpu.rt_runtime_us is available */
 	bool fake_files; /* fake tree: create control files on write */
+	/* We moved into a leaf of parent, or enabled cpu there: undone at exit. */
+	bool delegated;
 	char rt_note[128]; /* why rt group bandwidth is unavailable */
 };
 
@@ -60,8 +62,25 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 /* Creates our root(s) and enables what our root needs.  Idempotent. */
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
 
-/* Removes the (empty) root directories, the guardian's leaf first once empty. */
+/*
+ * Removes the (empty) root directories, the guardian's leaf first once
+ * empty; then, where setup_root moved the manager into a leaf of its
+ * delegated group or enabled cpu there, gives the group back as it was.
+ */
 void qos_cgroup_remove_root(struct qos_cgroup *cg);
+
+/*
+ * Roots called as ours that a manager now gone left in the groups next to
+ * our delegated one, owned by our user (each session start gets a scope of
+ * its own, so the next one starts in another): fn gets each one's group,
+ * relative to the v2 mount.  Only for a manager in its own delegated group;
+ * a root whose guardian, or whose group's processes, still run our
+ * program is passed over.  Returns how many, or -1.
+ */
+int qos_cgroup_for_each_stale_root(const struct qos_cgroup *cg,
+		void (*fn)(const char *parent, void *data), void *data);
+/* Points cg at the root called as ours in the group parent (pure v2 only). */
+bool qos_cgroup_retarget(struct qos_cgroup *cg, const char *parent);
 
 /*
  * Moves the guardian (guardian.c) into a leaf of our root of its own,

@@ -265,8 +265,12 @@ static void run_timers(struct qos_manager *mgr) {
 	uint64_t now = qos_sys_now_us();
 	/* First, so lazily accounted reserves are put off to the next pass. */
 	bool housekeeping = now >= mgr->housekeeping_us;
-	if (housekeeping)
+	if (housekeeping) {
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
+		/* Before the passes: removing one can free its reserve. */
+		for (struct qos_member *m; (m = qos_member_find_exited(mgr));)
+			qos_member_remove(m, false, true);
+	}
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US <= now)
 			fork_pass(r, now);

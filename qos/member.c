@@ -982,6 +982,33 @@ static bool join_find_reserve(struct join *j, const char *name, char *err, size_
 	return true;
 }
 
+/*
+ * Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE, or lower
+ * its nice again, only as far as its RLIMIT_NICE allows (SCHED_IDLE counts
+ * as nice 20).  A thread member gets its class per thread, so one the
+ * manager could not give its class back to at the leave is refused now.
+ */
+static bool thread_class_returnable(const struct qos_params *p, pid_t pid, pid_t tid, char *err,
+		size_t err_len) {
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+	if (errno)
+		return true; /* the join finds out what became of it */
+	bool idle = p->policy == QOS_POLICY_IDLE ||
+			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_IDLE);
+	bool nicer = p->policy == QOS_POLICY_OTHER && p->nice > nice;
+	struct rlimit rl;
+	if ((!idle && !nicer) || qos_sys_has_sys_nice() || prlimit(pid, RLIMIT_NICE, NULL, &rl) != 0 ||
+			rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - nice) <= rl.rlim_cur)
+		return true;
+	snprintf(err, err_len,
+			"thread %d could not get nice %d back after %s: without CAP_SYS_NICE the "
+			"kernel lets it return only as far as its RLIMIT_NICE (%llu) allows; join the "
+			"process, or give the compositor CAP_SYS_NICE",
+			(int)tid, nice, idle ? "idle" : "a higher nice", (unsigned long long)rl.rlim_cur);
+	return false;
+}
+
 /* Whether the task may join r now; opens the pidfd it is held by. */
 static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t err_len) {
 	struct qos_manager *mgr = j->mgr;
@@ -1007,7 +1034,9 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 		j->already = true; /* with its whole process */
 		return true;
 	}
-	if (m->tid && !qos_member_fits_threads(mgr, &r->params, err, err_len))
+	if (m->tid &&
+			(!qos_member_fits_threads(mgr, &r->params, err, err_len) ||
+					!thread_class_returnable(&r->params, pid, m->tid, err, err_len)))
 		return false;
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
@@ -1018,11 +1047,28 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 		return false;
 	}
 	m->pidfd = qos_sys_pidfd_open(m->tid ? m->tid : pid, m->tid != 0);
+	if (m->pidfd < 0 && m->tid && errno == EINVAL) {
+		/* A kernel before 6.9 has no pidfd of a single thread: its
+		 * process's says when the whole process is gone, and
+		 * qos_member_find_exited when the thread is, earlier. */
+		m->pidfd = qos_sys_pidfd_open(pid, false);
+		m->exit_polled = true;
+	}
 	if (m->pidfd < 0) {
 		snprintf(err, err_len, "pidfd_open(%d): %s", m->tid ? m->tid : pid, strerror(errno));
 		return false;
 	}
 	return true;
+}
+
+struct qos_member *qos_member_find_exited(struct qos_manager *mgr) {
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
+		for (size_t i = 0; i < r->n_members; i++) {
+			if (r->members[i]->exit_polled && !member_alive(r->members[i]))
+				return r->members[i];
+		}
+	}
+	return NULL;
 }
 
 /*

@@ -9,6 +9,8 @@
 #include "qos/reserve.h"
 
 void qos_member_remove(struct qos_member *m, bool alive, bool exited);
+/* A thread member whose exit no pidfd tells (exit_polled) that is gone, or NULL. */
+struct qos_member *qos_member_find_exited(struct qos_manager *mgr);
 /*
  * Gives m's process the RLIMIT_RTTIME bound when m's reserve is fifo or rr
  * and it has none yet (at join, adoption, and a change into fifo/rr): a

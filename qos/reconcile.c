@@ -244,12 +244,34 @@ static void reconcile_group(const char *name, void *data) {
 		qos_reserve_removal_failed(mgr, name, name, err);
 }
 
-void qos_reconcile(struct qos_manager *mgr) {
+static void reconcile_root(struct qos_manager *mgr) {
 	/* Root-level thaw too, in case someone froze our whole subtree. */
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/cgroup.freeze", mgr->cg.v2_root);
 	qos_sys_write_file(p, "0");
 	qos_cgroup_for_each_group(&mgr->cg, reconcile_group, mgr);
+}
+
+/*
+ * A root a dead manager left in another group of ours: released as our
+ * own, then removed with that group given back as it was before it came
+ * (cgroup.h), so nothing stays frozen there, nor that group unusable.
+ */
+static void reconcile_elsewhere(const char *parent, void *data) {
+	struct qos_manager *mgr = data;
+	struct qos_cgroup own = mgr->cg;
+	if (qos_cgroup_retarget(&mgr->cg, parent)) {
+		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
+				"reconciling the groups an earlier instance left in %s", parent);
+		reconcile_root(mgr);
+		qos_cgroup_remove_root(&mgr->cg);
+	}
+	mgr->cg = own;
+}
+
+void qos_reconcile(struct qos_manager *mgr) {
+	reconcile_root(mgr);
+	qos_cgroup_for_each_stale_root(&mgr->cg, reconcile_elsewhere, mgr);
 }
 
 static void retry_group(const char *name, void *data) {

@@ -188,8 +188,13 @@ static void set_one(pid_t tid, void *data) {
 const char *qos_reserve_policy_error(enum qos_policy policy, int err) {
 	if (policy == QOS_POLICY_QOS && err == -EBUSY)
 		return "the kernel's deadline bandwidth is exhausted";
+	if (qos_policy_is_rt(policy) && err == -EPERM && !qos_sys_has_sys_nice())
+		return "the manager runs without CAP_SYS_NICE, which real-time classes need: as "
+			   "root, give its program the capability (setcap cap_sys_nice=ep PROGRAM) "
+			   "or run it as root";
 	if (policy == QOS_POLICY_QOS && err == -EPERM)
-		return "deadline tasks must be allowed to run on every CPU";
+		return "deadline tasks must be allowed to run on every CPU (their CPU affinity "
+			   "must cover them all)";
 	if (policy == QOS_POLICY_QOS && err == -EDOM)
 		return "a slice longer than the period is split over the reserve's threads, and "
 			   "it has too few: each would need more than the period";

@@ -50,6 +50,9 @@ struct qos_member {
 	pid_t pid;
 	pid_t tid; /* 0: whole process */
 	int pidfd;
+	/* pidfd is its process's (no thread pidfds before Linux 6.9): the
+	 * thread's own exit is looked for at each housekeeping pass. */
+	bool exit_polled;
 	int task_fd; /* its /proc/PID/task, kept (threads.c), or -1 */
 	uint64_t start_time;
 	bool outside_root; /* a thread left in its process's group (cgroup v2) */

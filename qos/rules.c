@@ -69,14 +69,15 @@ struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths, qos_r
 	return rules;
 }
 
-size_t qos_rules_default_paths(const char *datadir, char *out[3]) {
+size_t qos_rules_default_paths(const char *datadir, const char *sysconfdir, char *out[3]) {
 	size_t n = 0;
 	char buf[4096];
 	snprintf(buf, sizeof(buf), "%s/qosrc", datadir);
 	if (!(out[n] = strdup(buf)))
 		goto err;
 	n++;
-	if (!(out[n] = strdup("/etc/qosway/qosrc")))
+	snprintf(buf, sizeof(buf), "%s/qosrc", sysconfdir);
+	if (!(out[n] = strdup(buf)))
 		goto err;
 	n++;
 	const char *xdg = getenv("XDG_CONFIG_HOME");

@@ -122,10 +122,11 @@ struct qos_rules *qos_rules_load(const char *const *paths, size_t n_paths, qos_r
 
 /*
  * The standard layering: datadir/qosrc (shipped from config/qosrc), then
- * /etc/qosway/qosrc, then $XDG_CONFIG_HOME/qosway/qosrc (~/.config if unset).
+ * sysconfdir/qosrc (the system's, /etc/qosway for a /usr install), then
+ * $XDG_CONFIG_HOME/qosway/qosrc (~/.config if unset).
  * Fills out[3] with malloc'd strings; returns the count, 0 on failure.
  */
-size_t qos_rules_default_paths(const char *datadir, char *out[3]);
+size_t qos_rules_default_paths(const char *datadir, const char *sysconfdir, char *out[3]);
 
 const struct qos_reserve_def *qos_rules_find_reserve(const struct qos_rules *rules,
 		const char *name);

@@ -1,6 +1,7 @@
 #include "qos/sys.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -117,6 +118,14 @@ uint64_t qos_sys_start_time(pid_t pid, pid_t tid) {
 
 int qos_sys_pidfd_open(pid_t pid, bool thread) {
 	return (int)syscall(SYS_pidfd_open, pid, thread ? PIDFD_THREAD : 0);
+}
+
+bool qos_sys_has_sys_nice(void) {
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &header, data) != 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
 }
 
 /* First field of a schedstat file: CPU time in nanoseconds. */

@@ -21,6 +21,9 @@ uint64_t qos_sys_start_time(pid_t pid, pid_t tid);
 /* pidfd for a process, or for a single thread when thread is true. */
 int qos_sys_pidfd_open(pid_t pid, bool thread);
 
+/* Whether this process has CAP_SYS_NICE in its effective set. */
+bool qos_sys_has_sys_nice(void);
+
 /* Cumulative CPU time of one thread from schedstat, in microseconds. */
 bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out);
 

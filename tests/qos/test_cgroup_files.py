@@ -259,10 +259,11 @@ def test_cgroup2_thread_member_left_by_a_crash_is_released_by_the_next_instance(
 
 
 def test_cgroup2_without_cpu_delegation(tmp_path, child):
-    """A parent that does not delegate the cpu controller: no cpu files are
+    """A parent with no cpu controller to pass on: no cpu files are
     written, pause still works through cgroup.freeze, and an error event at
     start says what reserves lack."""
     base, root, _ = tree(tmp_path, "cgroup2")
+    touch(base + "/cgroup.controllers", "memory pids")
     touch(base + "/cgroup.subtree_control", "memory pids")
     h = start(base)
     try:
@@ -337,7 +338,9 @@ def test_cgroup2_manager_in_its_delegated_group_moves_into_a_leaf(tmp_path):
     """cgroup v2 lets a group with processes of its own enable no controller
     for its children, so a manager running in the group it is given (an
     unprivileged manager's own cgroup) first moves itself into a leaf of it,
-    "manager", and then enables cpu there.  The helper runs in a real
+    "manager", and then enables cpu there.  At exit it gives the group back
+    as it was (cpu off again, itself back in it, the leaf gone): else no
+    process could enter the group again.  The helper runs in a real
     cgroup2 group whose path the fake tree repeats, so that its own cgroup
     is the parent it is given."""
     real_v2 = real_cgroup2()
@@ -361,8 +364,31 @@ def test_cgroup2_manager_in_its_delegated_group_moves_into_a_leaf(tmp_path):
             assert os.path.isdir(deleg + "/" + ROOT)
         finally:
             h.close()
+        assert h.quit_cleanly
+        assert read(deleg + "/cgroup.subtree_control") == "-cpu"
+        assert read(deleg + "/cgroup.procs") == str(h.proc.pid)
+        assert not os.path.exists(deleg + "/manager")
+        assert not os.path.exists(deleg + "/" + ROOT)
     finally:
         os.rmdir(real)
+
+
+def test_cgroup2_root_at_the_top_enables_cpu_there(tmp_path, child):
+    """Root's manager on pure v2 (no parent) where nothing enabled the cpu
+    controller at the top (no systemd): it enables it there, so that a
+    ceiling is a cpu.max, not nothing."""
+    base, v2, _ = tree(tmp_path, "cgroup2")
+    touch(base + "/cgroup.subtree_control", "memory pids")
+    h = start(base)
+    try:
+        assert read(base + "/cgroup.subtree_control") == "+cpu"
+        assert not any("no cpu controller" in e for e in h.events), h.events
+        h.ok("reserve cap policy=other period=50ms cpu=20%")
+        h.ok("join cap %d" % child.pid)
+        assert read(v2 + "/cap/cpu.max") == "10000 50000"
+    finally:
+        h.close()
+
 
 
 @pytest.mark.parametrize("root,parent,reason", [

@@ -11,12 +11,13 @@ whose cpu controller is not delegated: pause still works by freezing."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 
-from kernel_helpers import HELPER, pytestmark
+from kernel_helpers import HELPER, live_guardians, pytestmark, wait_for
 from qos_helper_driver import CG, QosHelper
 
 assert pytestmark
@@ -106,6 +107,162 @@ def test_unprivileged_manager_in_its_delegated_subtree(delegated):
             h.close()
         assert h.quit_cleanly
         assert not os.path.exists(d + "/qosway-deleg/held")
+    finally:
+        member.kill()
+        member.wait()
+
+
+def frozen(group):
+    with open(group + "/cgroup.events") as f:
+        return "frozen 1" in f.read().split("\n")
+
+
+def test_next_session_reconciles_what_a_killed_one_left_next_to_it(delegated):
+    """Each session start gets a scope of its own (qosway-session), so the
+    manager started after a crash runs next to the scope the killed one
+    left its groups in, not in it.  With its guardian gone too, nothing has
+    thawed them: the next manager finds that root in the scope beside its
+    own (same user, no live manager there), thaws and sends home what it
+    holds, and removes it."""
+    rel, d = delegated
+    for scope in ("a", "b"):
+        os.makedirs(d + "/" + scope + "/origin")
+    chown_tree(d)
+    member = subprocess.Popen(as_nobody(d + "/a/origin") + ["sleep", "60"])
+    try:
+        give_up = time.monotonic() + 5
+        while v2_cgroup(member.pid) != rel + "/a/origin" or \
+                not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/a"))
+        try:
+            h.ok("reserve held policy=pause")
+            h.ok("join held %d" % member.pid)
+            held = d + "/a/qosway-deleg/held"
+            give_up = time.monotonic() + 5
+            while not frozen(held):
+                assert time.monotonic() < give_up, "never frozen"
+                time.sleep(0.02)
+            (guardian,) = wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
+            os.kill(guardian, signal.SIGSTOP)  # so it cannot thaw anything
+            h.proc.kill()
+            h.proc.wait()
+            os.kill(guardian, signal.SIGKILL)
+            give_up = time.monotonic() + 5
+            while os.path.exists("/proc/%d" % guardian) and \
+                    open("/proc/%d/stat" % guardian).read().split(")")[1].split()[0] != "Z":
+                assert time.monotonic() < give_up
+                time.sleep(0.02)
+        finally:
+            h.close()
+        assert frozen(held), "thawed with no manager and no guardian left"
+        nxt = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/b"))
+        try:
+            assert any("reconciling the groups an earlier instance left in %s/a" % rel in e
+                       for e in nxt.events), nxt.events
+            assert v2_cgroup(member.pid) == rel + "/a/origin"
+            assert not os.path.exists(d + "/a/qosway-deleg")
+            assert os.path.isdir(d + "/b/qosway-deleg")
+        finally:
+            nxt.close()
+        assert nxt.quit_cleanly
+        assert not os.path.exists(d + "/b/qosway-deleg")
+    finally:
+        member.kill()
+        member.wait()
+
+
+def test_a_live_manager_next_to_it_is_left_alone(delegated):
+    """Another session of the same user still running beside the new one
+    (its manager alive in the scope next door) keeps its groups."""
+    rel, d = delegated
+    for scope in ("a", "b"):
+        os.makedirs(d + "/" + scope)
+    chown_tree(d)
+    first = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/a"))
+    try:
+        first.ok("reserve kept policy=pause")
+        member = subprocess.Popen(as_nobody(d + "/a") + ["sleep", "60"])
+        try:
+            give_up = time.monotonic() + 5
+            while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+                assert time.monotonic() < give_up
+                time.sleep(0.01)
+            first.ok("join kept %d" % member.pid)
+            second = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2],
+                               prefix=as_nobody(d + "/b"))
+            try:
+                assert not any("earlier instance" in e for e in second.events), second.events
+                assert frozen(d + "/a/qosway-deleg/kept")
+            finally:
+                second.close()
+            first.ok("leave %d" % member.pid)
+        finally:
+            member.kill()
+            member.wait()
+    finally:
+        first.close()
+    assert first.quit_cleanly
+
+
+def test_real_time_refused_for_want_of_cap_sys_nice_says_so(delegated):
+    """A manager without CAP_SYS_NICE (nobody, no file capability) asks
+    the kernel for deadline scheduling and is refused with EPERM: the
+    refusal names the capability and how to give it, not CPU affinity."""
+    rel, d = delegated
+    member = subprocess.Popen(as_nobody(d + "/origin") + ["sleep", "60"])
+    try:
+        give_up = time.monotonic() + 5
+        while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
+        try:
+            h.ok("reserve rt policy=qos period=20ms cpu=10%")
+            reply = h.cmd("join rt %d" % member.pid)
+            assert reply.startswith("err") and "CAP_SYS_NICE" in reply and \
+                "setcap cap_sys_nice=ep" in reply, reply
+            assert "every CPU" not in reply, reply
+        finally:
+            h.close()
+        assert h.quit_cleanly
+    finally:
+        member.kill()
+        member.wait()
+
+
+def test_thread_that_could_not_get_its_class_back_is_refused(delegated):
+    """Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE, or
+    lower its nice again, only as far as its RLIMIT_NICE allows (0 by
+    default): a single thread is refused an idle or nicer reserve up front
+    with the reason, rather than left idle after it leaves.  Its process,
+    whose class the group carries, may still join."""
+    rel, d = delegated
+    code = ("import threading, time; "
+            "threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)")
+    member = subprocess.Popen(as_nobody(d + "/origin") + ["python3", "-c", code])
+    try:
+        give_up = time.monotonic() + 5
+        while len(os.listdir("/proc/%d/task" % member.pid)) != 2:
+            assert time.monotonic() < give_up
+            time.sleep(0.01)
+        tid = next(int(t) for t in os.listdir("/proc/%d/task" % member.pid)
+                   if int(t) != member.pid)
+        h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
+        try:
+            for params in ("policy=idle", "policy=other nice=5"):
+                h.ok("reserve low " + params)
+                reply = h.cmd("join low %d %d" % (member.pid, tid))
+                assert reply.startswith("err") and "RLIMIT_NICE" in reply and \
+                    "CAP_SYS_NICE" in reply, reply
+                assert os.sched_getscheduler(tid) == os.SCHED_OTHER
+                assert os.getpriority(os.PRIO_PROCESS, tid) == 0
+            h.ok("join low %d" % member.pid)
+            h.ok("leave %d" % member.pid)
+        finally:
+            h.close()
+        assert h.quit_cleanly
     finally:
         member.kill()
         member.wait()

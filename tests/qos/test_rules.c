@@ -366,11 +366,11 @@ static void test_layering(void) {
 
 	char *def[3];
 	setenv("XDG_CONFIG_HOME", "/x/cfg", 1);
-	size_t n = qos_rules_default_paths("/usr/share/qosway", def);
+	size_t n = qos_rules_default_paths("/usr/share/qosway", "/opt/etc/qosway", def);
 	CHECK_EQ_U(n, 3);
 	if (n == 3) {
 		CHECK_STR(def[0], "/usr/share/qosway/qosrc");
-		CHECK_STR(def[1], "/etc/qosway/qosrc");
+		CHECK_STR(def[1], "/opt/etc/qosway/qosrc");
 		CHECK_STR(def[2], "/x/cfg/qosway/qosrc");
 	}
 	while (n > 0)
@@ -380,7 +380,7 @@ static void test_layering(void) {
 	for (size_t i = 0; i < 2; i++) {
 		setenv("XDG_CONFIG_HOME", ignored[i], 1);
 		setenv("HOME", "/home/u", 1);
-		n = qos_rules_default_paths("/d", def);
+		n = qos_rules_default_paths("/d", "/e", def);
 		CHECK_EQ_U(n, 3);
 		if (n == 3)
 			CHECK_STR(def[2], "/home/u/.config/qosway/qosrc");
@@ -388,7 +388,7 @@ static void test_layering(void) {
 			free(def[--n]);
 	}
 	unsetenv("HOME");
-	CHECK_EQ_U((n = qos_rules_default_paths("/d", def)), 2);
+	CHECK_EQ_U((n = qos_rules_default_paths("/d", "/e", def)), 2);
 	while (n > 0)
 		free(def[--n]);
 	unlink(sys);

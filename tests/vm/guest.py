@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import signal
@@ -279,9 +280,11 @@ def check_kernel():
     assert os.path.exists("/dev/dri/card0"), "no /dev/dri/card0 (virtio-gpu)"
 
 
-def qos_suite(tag, comp, home_cgroup):
+def qos_suite(tag, comp, home_cgroup, thread_classes=True, only_threads=False):
     """The QoS checks on one running compositor; home_cgroup is where the
-    processes it starts begin (its own cgroup)."""
+    processes it starts begin (its own cgroup). thread_classes: the
+    compositor can give a single thread its class back (root, or
+    CAP_SYS_NICE); else joining one to an idle reserve is refused."""
     sleepers = []
 
     def sleeper():
@@ -361,6 +364,52 @@ def qos_suite(tag, comp, home_cgroup):
         wait_for(lambda: not thread_idle(tid) and thread_cgroup(tid) == home,
                  "the thread to leave")
 
+    def thread_exit_ends_membership():
+        # Linux 6.1 has no pidfd of a single thread: the manager has to
+        # notice the thread's own exit another way.
+        flag = "/tmp/vm-%s-thread-done" % tag
+        if os.path.exists(flag):
+            os.unlink(flag)
+        code = ("import os, threading, time\n"
+                "def run():\n"
+                "    while not os.path.exists(%r):\n"
+                "        time.sleep(0.1)\n"
+                "threading.Thread(target=run).start()\n"
+                "time.sleep(1e6)\n" % flag)
+        pid = comp.exec("/usr/bin/python3", "-c", code)
+        sleepers.append(pid)
+        tasks = wait_for(lambda: len(os.listdir("/proc/%d/task" % pid)) == 2 and
+                         os.listdir("/proc/%d/task" % pid), "the second thread")
+        tid = int(next(t for t in tasks if int(t) != pid))
+        comp.qosctl("reserve", "vmthreadexit", "policy=idle")
+        comp.qosctl("join", "tid:%d" % tid, "vmthreadexit")
+
+        def member_tids():
+            _, reply, _ = comp.qosctl("reserves")
+            return [m["tid"] for r in reply.get("reserves", []) if r.get("name") == "vmthreadexit"
+                    for m in r.get("members", [])]
+        assert tid in member_tids(), "thread %d did not join: %s" % (tid, member_tids())
+        open(flag, "w").close()
+        wait_for(lambda: not os.path.exists("/proc/%d/task/%d" % (pid, tid)), "the thread to end")
+        wait_for(lambda: tid not in member_tids(), "the ended thread to leave its reserve")
+        os.unlink(flag)
+
+    def thread_refused_without_cap():
+        code = ("import threading, time; "
+                "threading.Thread(target=time.sleep, args=(1e6,)).start(); time.sleep(1e6)")
+        pid = comp.exec("/usr/bin/python3", "-c", code)
+        sleepers.append(pid)
+        tasks = wait_for(lambda: len(os.listdir("/proc/%d/task" % pid)) == 2 and
+                         os.listdir("/proc/%d/task" % pid), "the second thread")
+        tid = int(next(t for t in tasks if int(t) != pid))
+        comp.qosctl("reserve", "vmthread", "policy=idle")
+        rc, reply, err = comp.qosctl("join", "tid:%d" % tid, "vmthread", expect_ok=False)
+        assert rc == 1 and "RLIMIT_NICE" in err and "CAP_SYS_NICE" in err, \
+            "answered %d %s %s" % (rc, reply, err)
+        sched = read("/proc/%d/task/%d/sched" % (pid, tid)).splitlines()
+        assert not any(line.split(":")[0].strip() == "policy" and
+                       line.split(":")[1].strip() == "5" for line in sched), "the thread is idle"
+
     def refuse_kernel_thread():
         rc, reply, err = comp.qosctl("set", "pid:2", "idle", expect_ok=False)
         assert rc == 1 and "kernel thread" in err, "answered %d %s %s" % (rc, reply, err)
@@ -380,10 +429,16 @@ def qos_suite(tag, comp, home_cgroup):
             p.wait()
 
     try:
+        if thread_classes:
+            check("%s/join-leave-thread" % tag, join_leave_thread)
+            check("%s/thread-exit-ends-membership" % tag, thread_exit_ends_membership)
+        else:
+            check("%s/thread-refused-without-cap-sys-nice" % tag, thread_refused_without_cap)
+        if only_threads:
+            return
         check("%s/refuse-kernel-thread" % tag, refuse_kernel_thread)
         check("%s/refuse-other-user" % tag, refuse_other_user)
         check("%s/join-leave-process" % tag, join_leave)
-        check("%s/join-leave-thread" % tag, join_leave_thread)
         check("%s/ceiling-cpu.max" % tag, ceiling)
         check("%s/idle" % tag, idle)
         check("%s/pause-thaw" % tag, pause_thaw)
@@ -393,14 +448,22 @@ def qos_suite(tag, comp, home_cgroup):
             kill(pid)
 
 
-def crash_suite(tag, start, cgroup_scope, only=None):
+def in_manager_root(path):
+    """Whether a cgroup path is inside a manager's root, qosway-UID."""
+    return re.search(r"/qosway-\d+(/|$)", path) is not None
+
+
+def crash_suite(tag, start, cgroup_scope, only=None, restart=None, restart_scope=None):
     """Guardian and reconcile: a paused process is thawed by the guard
     when qosway is killed, and by the next start when the guard dies too.
     start() starts a compositor; cgroup_scope is the subtree (under CG)
-    where stale groups could be left."""
+    where stale groups could be left. restart() starts the next one
+    (default start()), in restart_scope if that is another subtree."""
+    scopes = [cgroup_scope] + ([restart_scope] if restart_scope else [])
+
     def stale_groups():
-        return [d for d, _, _ in os.walk(CG + cgroup_scope)
-                if os.path.basename(d).startswith("qosway-") or "/qosway-" in d]
+        return [d for scope in scopes for d, _, _ in os.walk(CG + scope)
+                if in_manager_root(d[len(CG + scope):])]
 
     def guardian():
         comp = start()
@@ -430,9 +493,9 @@ def crash_suite(tag, start, cgroup_scope, only=None):
             kill(guard)
             time.sleep(1)
             assert frozen(pid), "pid %d was thawed with no guard left" % pid
-            again = start()
+            again = (restart or start)()
             wait_for(lambda: not frozen(pid), "the next start to thaw pid %d" % pid)
-            assert "qosway-" not in v2_cgroup(pid) or "manager" in v2_cgroup(pid), \
+            assert not in_manager_root(v2_cgroup(pid)), \
                 "pid %d still in a stale group %s" % (pid, v2_cgroup(pid))
         finally:
             comp.stop()
@@ -441,6 +504,12 @@ def crash_suite(tag, start, cgroup_scope, only=None):
             kill(pid)
         left = stale_groups()
         assert not left, "groups left after a clean exit: %s" % left
+        for scope in scopes if scopes[0] else []:
+            # Given back as it was: processes may enter it again.
+            assert not os.path.exists(CG + scope + "/manager"), \
+                "%s/manager left behind" % scope
+            assert "cpu" not in read(CG + scope + "/cgroup.subtree_control").split(), \
+                "%s still passes cpu on" % scope
 
     if only in (None, "guardian"):
         check("%s/guardian-after-kill-9" % tag, guardian)
@@ -483,7 +552,7 @@ def user_checks():
             check("user/manager-in-delegated-subtree",
                   lambda: wait_for(lambda: v2_cgroup(comp.proc.pid) == scope + "/manager",
                                    "qosway to move into %s/manager" % scope))
-            qos_suite("user", comp, scope)
+            qos_suite("user", comp, scope, thread_classes=False)
 
             def refuse_realtime_without_cap():
                 pid = comp.exec("sleep", "100000")
@@ -498,18 +567,34 @@ def user_checks():
         finally:
             comp.stop()
         # Each its own scope, as each session start gets one from
-        # qosway-session: a scope an earlier qosway ran in may be left a
-        # threaded domain (see the note in the report of that check).
-        for n, name in enumerate(("guardian", "reconcile")):
-            fresh = "/vm-user.slice/qosway-%s.scope" % name
-            delegate(fresh, NOBODY)
-            crash_suite("user", lambda fresh=fresh: Qosway("user", user=NOBODY, cgroup=fresh),
-                        fresh, only=name)
+        # qosway-session; so does the start after the crash, which has to
+        # find what the killed instance left in the scope next to its own.
+        fresh = "/vm-user.slice/qosway-guardian.scope"
+        delegate(fresh, NOBODY)
+        crash_suite("user", lambda: Qosway("user", user=NOBODY, cgroup=fresh), fresh,
+                    only="guardian")
+        crashed = "/vm-user.slice/qosway-reconcile.scope"
+        following = "/vm-user.slice/qosway-reconcile-next.scope"
+        delegate(crashed, NOBODY)
+        delegate(following, NOBODY)
+        crash_suite("user", lambda: Qosway("user", user=NOBODY, cgroup=crashed), crashed,
+                    only="reconcile",
+                    restart=lambda: Qosway("user-next", user=NOBODY, cgroup=following),
+                    restart_scope=following)
 
         def scope_reusable():
             kind = read(CG + scope + "/cgroup.type")
             assert kind == "domain", \
                 "the scope qosway ran in is left '%s' after a clean exit" % kind
+            assert not os.path.exists(CG + scope + "/manager"), "its manager leaf is left"
+            p = subprocess.Popen(as_user(NOBODY, scope) + ["sleep", "100000"])
+            try:
+                wait_for(lambda: p.poll() is not None or v2_cgroup(p.pid) == scope,
+                         "a process to enter the scope")
+                assert p.poll() is None, "a process cannot enter %s again" % scope
+            finally:
+                p.kill()
+                p.wait()
         check("user/scope-reusable-after-exit", scope_reusable)
     finally:
         kill_tree_of_cgroup("/vm-user.slice")
@@ -559,6 +644,8 @@ def capability_checks():
                 "TMPDIR (dropped by glibc's secure mode) was not given back"
         check("cap/qos-reserve-granted", granted)
         check("cap/child-has-no-capability", child_has_none)
+        # With CAP_SYS_NICE a single thread gets its class back.
+        qos_suite("cap", comp, scope, only_threads=True)
     finally:
         for pid in pids:
             kill(pid)
@@ -700,6 +787,9 @@ def main():
                         ("cap", capability_checks), ("drm", drm_checks)):
         # A suite that cannot even set up is one failure, not a crash.
         check(name + "/setup-and-teardown", suite)
+    # The kernel's log beside the others (DRM and cgroup errors land there).
+    with open(os.path.join(ARGS.out, "dmesg.txt"), "w") as f:
+        subprocess.run(["dmesg"], stdout=f, stderr=subprocess.STDOUT, check=False)
     with open(RESULTS, "a") as f:
         f.write("VMDONE\n")
 
