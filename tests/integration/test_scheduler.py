@@ -358,7 +358,7 @@ def test_client_in_a_limited_cgroup_is_billed_to_its_limit(start_qosway, tmp_pat
 def test_best_effort_is_paced_and_held_while_a_realtime_client_draws(start_qosway, tmp_path):
     """Best effort over its per-frame budget (made tiny here through the
     test hook) gets callbacks at a divisor of the refresh and its commits
-    are held while a real-time client draws; never below 2 Hz, and back to
+    are held while a real-time client draws; never starved, and back to
     full rate once the real-time client stops."""
     path = str(tmp_path / "sched.trace")
     comp = start_qosway(config=harness.qos_test_config(),
@@ -369,25 +369,32 @@ def test_best_effort_is_paced_and_held_while_a_realtime_client_draws(start_qoswa
     rc = RClient(comp, window="Real-time")
     grant_auto(rc, period=20000, slice_=8000)
     m = rc.mark()
-    rc.send("animate 4")
+    rc.send("animate 10")
+    # Drawing over its budget, best effort gets paced; the divisor climbs
+    # frame by frame, so its rate is counted only once pacing holds.
     mb = be.mark()
-    be.send("present 3")
+    be.send("present 1.5")
     seen = wait_for(lambda: (lambda s: s if s["best_effort_divisor"] > 1 and
                              s["holding_commits"] else None)(scheduler(comp)), 20,
                     desc="best effort paced and held")
     print(seen)
+    be.wait_event("presentation", start=mb, timeout=40)
+    mb = be.mark()
+    be.send("present 4")
     paced = be.wait_event("presentation", start=mb, timeout=40)["frames_done"]
     drawn = rc.p.wait_event("animated", start=m, timeout=40)["frames"]
-    print("real-time %d frames in 4 s, best effort %d in 3 s" % (drawn, paced))
-    assert paced >= 4, paced  # about 2 Hz at the least (the divisor tops out at 30)
-    assert paced * 2 < drawn * 3 / 4, (paced, drawn)
+    print("real-time %d frames in 10 s, best effort %d in 4 s" % (drawn, paced))
+    # callbacks at 2 Hz at least, each commit held to the next served frame:
+    # 1.25-1.5 presented frames a second on the headless 60 Hz output
+    assert paced >= 4, paced
+    assert paced / 4 < drawn / 10 / 2, (paced, drawn)  # under half the real-time rate
     lines = trace_lines(path)
     assert "hold on" in lines and any(x.startswith("divisor ") for x in lines), lines[-20:]
     # no real-time client drawing: full rate and nothing held
     wait_for(lambda: (lambda s: s["best_effort_divisor"] == 1 and
                       not s["holding_commits"])(scheduler(comp)), 20,
              desc="pacing ended")
-    assert animate(be, 2) > 2 * paced / 3 * 2
+    assert animate(be, 2) / 2 > 2 * paced / 4  # over twice the paced rate
 
 
 def test_sigxcpu_takes_the_boost_back_and_the_compositor_lives(qcomp):
