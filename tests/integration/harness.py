@@ -7,6 +7,7 @@ build directory.
 """
 
 import json
+import fcntl
 import os
 import re
 import shutil
@@ -699,14 +700,33 @@ def write_user_qosrc(comp, text):
     return path
 
 
-def qosway_cgroup_leftovers():
+def qosway_root_is_live(name):
+    """Whether a running qosway holds the root called name: each instance
+    keeps an flock on a file named after its root (compositor/qos_link.c)."""
+    for d in ("/run/user", "/tmp"):
+        try:
+            fd = os.open(os.path.join(d, ".%s.lock" % name), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+    return False
+
+
+def qosway_cgroup_leftovers(skip_live=False):
     """qosway-* groups in the cgroup2 hierarchy that still hold processes or
-    are frozen: [(dir, reason)]."""
+    are frozen: [(dir, reason)]. With skip_live, the roots of running
+    instances (another test run's, say) are left out."""
     base = os.path.join(CGROUP_BASE, "unified") if cgroup_hybrid() else CGROUP_BASE
     bad = []
     try:
         roots = [n for n in os.listdir(base) if n.startswith("qosway-")
-                 and not n.startswith("qosway-bench")]
+                 and not n.startswith("qosway-bench")
+                 and not (skip_live and qosway_root_is_live(n))]
     except OSError:
         return bad
     for r in roots:
