@@ -129,3 +129,26 @@ def test_paused_client_survives_pointer_motion_and_resize(qcomp):
                 n, pixels.describe(img, g0))
         qcomp.wait_screenshot(unchanged, name="after")
     assert win.client.alive()
+
+
+def test_a_second_compositor_leaves_the_firsts_paused_client_frozen(start_qosway):
+    """Two sessions of one user: the second one's start-up reconcile looks
+    for groups a dead instance left, and its clean exit gives its own back;
+    neither may take a live session's groups for its own."""
+    first = start_qosway(config=harness.qos_test_config())
+    c, win = first.open_window("Paused First")
+    r = first.qosctl("set", str(win["id"]), "paused")
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: harness.cgroup2_frozen(c.pid) == 1, desc="frozen")
+    second = start_qosway(config=harness.qos_test_config())
+    c2, _ = second.open_window("Second Session")
+    time.sleep(1.5)  # past the second manager's first housekeeping pass
+    assert harness.cgroup2_frozen(c.pid) == 1, "the second compositor thawed the first's client"
+    print(sorted(os.listdir("/sys/fs/cgroup/unified")))
+    second.terminate()  # its clean exit gives back only what it placed
+    assert harness.cgroup2_frozen(c.pid) == 1, "the second compositor's exit thawed the first's client"
+    assert first.window_by_title("Paused First")["class"] == "paused"
+    r = first.qosctl("set", str(win["id"]), "normal")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # sent home (the top here, which cannot be frozen) by its own session
+    wait_for(lambda: harness.cgroup2_frozen(c.pid) in (0, None), desc="thawed")
