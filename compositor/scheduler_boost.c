@@ -158,6 +158,9 @@ void sched_boost_set(struct qw_scheduler *sched, bool on) {
 		return;
 	}
 	uint64_t now = 0;
+	if (on && handler_revoked) {
+		return; /* SIGXCPU came: the pause starts at the next poll */
+	}
 	if (on && b->paused_until_ns) {
 		now = sched_now_ns();
 		if (now < b->paused_until_ns) {
@@ -208,6 +211,9 @@ void sched_boost_poll_revoked(struct qw_scheduler *sched) {
 		b->active_ns += now - b->since_ns;
 	}
 	b->active = false;
+	/* The handler demoted the thread, but a boost set between the signal
+	 * and this poll may have raised it again: lower it for the pause. */
+	set_attr(b->tid, &handler_own);
 	b->revocations++;
 	b->paused_until_ns = now + BOOST_PAUSE_NS;
 	wlr_log(WLR_ERROR,
