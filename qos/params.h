@@ -24,6 +24,22 @@ enum qos_policy {
 };
 
 /*
+ * Adaptation (thesis ch. 6).  auto_slice (qosrc cpu=auto): the reserve starts
+ * with a provisional slice, measures its members' use (own + billed) over its
+ * first periods, then asks admission for a high percentile of it plus a
+ * margin.  continuous (adapt=yes): the slice keeps following the measured use
+ * (and the work_duration reports, qos_manager_report_work) within
+ * [min_ppm, max_ppm] of one CPU per period (0: no bound of its own).
+ * Both need a period; neither applies to pause.
+ */
+struct qos_adapt_params {
+	bool auto_slice;
+	bool continuous;
+	uint64_t min_ppm;
+	uint64_t max_ppm;
+};
+
+/*
  * Scheduling parameters of one reserve (thesis Table 3.1).  period_us and
  * slice_us are a guarantee for QOS_POLICY_QOS and a rate limit for every other
  * policy; both zero means "no limit", in which case the fallback is never used.
@@ -36,6 +52,20 @@ struct qos_params {
 	int nice; /* -20..19, OTHER and IDLE */
 	int priority; /* 1..99, FIFO and RR */
 	bool inherit;
+	struct qos_adapt_params adapt;
+	/*
+	 * period=vblank: the embedder sets period_us to the refresh period of
+	 * the output the reserve's window is on (qos_reserve_set, modify) and
+	 * phases it with qos_manager_vblank(); until then period_us holds a
+	 * 60 Hz frame.  slice_us is then a share of each frame.
+	 */
+	bool period_vblank;
+	/*
+	 * Idle release: a granted qos reserve whose members have not run for
+	 * this many periods gives its admitted capacity back, and asks for it
+	 * again when one wakes (its fallback if it is no longer free).  0: never.
+	 */
+	uint32_t idle_periods;
 };
 
 /* Defaults for fifo/rr without an explicit limit: the thesis' <safe> reserve. */

@@ -44,6 +44,9 @@ enum qos_event_type {
 	QOS_EVENT_ERROR, /* a kernel call failed, or the guardian died: see message */
 	QOS_EVENT_RT_DEMOTED, /* a real-time thread that never sleeps: other for now */
 	QOS_EVENT_RT_RESUMED, /* ... and real-time again, since it sleeps */
+	QOS_EVENT_RELEASED, /* idle for params.idle_periods: capacity given back;
+	                     * a member waking brings GRANTED, or REFUSED and
+	                     * the fallback when the capacity went to others */
 };
 
 struct qos_event {
@@ -273,6 +276,27 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
  */
 bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on);
 
+/*
+ * Adaptation input from the application (Android ADPF style): the last
+ * frame's work took actual_us against a target of target_us.  An adaptive
+ * reserve (params.adapt) sizes its slice from these reports when they come,
+ * in preference to the measured use.  False when there is no such reserve
+ * or it does not adapt.
+ */
+bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t target_us,
+		uint64_t actual_us);
+
+/*
+ * period=vblank reserves: a vblank of the output the reserve's window is on
+ * happened at when_us (CLOCK_MONOTONIC, microseconds), refresh_us apart.
+ * Sets the period to refresh_us when it differs (a change event, admission
+ * as for qos_reserve_set) and aligns the reserve's period boundaries to the
+ * vblank, so the slice is spent right after it.  False with err when there
+ * is no such reserve, it is not period=vblank, or the new period is refused.
+ */
+bool qos_manager_vblank(struct qos_manager *mgr, const char *name, uint64_t when_us,
+		uint64_t refresh_us, char *err, size_t err_len);
+
 struct qos_reserve_info {
 	char name[QOS_NAME_MAX + 1];
 	char group[QOS_NAME_MAX + 16]; /* cgroup directory under the root; "" before the first join */
@@ -288,6 +312,8 @@ struct qos_reserve_info {
 	                        * when several passed without a look: lazily accounted) */
 	uint64_t last_billed_us; /* billed part of last_used_us (averaged alike) */
 	uint64_t periods, overruns;
+	bool released; /* idle: its admitted capacity given back (params.idle_periods) */
+	uint64_t adapt_slice_us; /* the slice adaptation asks for now; 0: not adaptive */
 };
 
 struct qos_member_info {

@@ -48,10 +48,11 @@ static const char *const event_names[] = {
 	"error",
 	"rt-demoted",
 	"rt-resumed",
+	"released",
 };
 
 #define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
-_Static_assert(N_EVENTS == QOS_EVENT_RT_RESUMED + 1, "a name for every event");
+_Static_assert(N_EVENTS == QOS_EVENT_RELEASED + 1, "a name for every event");
 
 static bool quiet;
 static unsigned long long event_counts[N_EVENTS];
