@@ -105,19 +105,22 @@ static const char *const session_services[] = {
 	"login",
 };
 
-static bool is_session_service(pid_t pid, char *name, size_t len) {
+/* The command name of pid (/proc/PID/comm, at most 15 characters), or "?". */
+static void comm_of(pid_t pid, char *name, size_t len) {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	FILE *f = fopen(path, "re");
-	if (!f) {
-		return false;
+	bool read_ok = f && fgets(name, (int)len, f) != NULL;
+	if (f) {
+		fclose(f);
 	}
-	bool read_ok = fgets(name, (int)len, f) != NULL;
-	fclose(f);
 	if (!read_ok) {
-		return false;
+		snprintf(name, len, "?");
 	}
 	name[strcspn(name, "\n")] = '\0';
+}
+
+static bool is_session_service(const char *name) {
 	for (size_t i = 0; i < sizeof(session_services) / sizeof(session_services[0]); i++) {
 		if (strcmp(name, session_services[i]) == 0) {
 			return true;
@@ -126,9 +129,32 @@ static bool is_session_service(pid_t pid, char *name, size_t len) {
 	return false;
 }
 
-/* qos_gate_may_touch, with or without the compositor's ancestors. */
-static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, char *err,
-		size_t err_len) {
+/* The compositor runs under pid: its parent, theirs, and so on up to (not
+ * including) pid 1. */
+static bool is_our_ancestor(pid_t pid) {
+	for (pid_t p = getppid(); p > 1; p = qos_proc_parent(p)) {
+		if (p == pid) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether pid is not one of those; if it is, false with the reason in err. */
+static bool not_our_ancestor(pid_t pid, char *err, size_t err_len) {
+	if (!is_our_ancestor(pid)) {
+		return true;
+	}
+	char name[32];
+	comm_of(pid, name, sizeof(name));
+	snprintf(err, err_len,
+			"refusing to change pid %d (%s): it is an ancestor of the compositor, "
+			"so changing its class would change the session's own",
+			(int)pid, name);
+	return false;
+}
+
+bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len) {
 	if (pid == 1) {
 		snprintf(err, err_len, "refusing to change pid 1: the whole system runs under it");
 		return false;
@@ -148,6 +174,9 @@ static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, cha
 				(int)pid);
 		return false;
 	}
+	if (!not_our_ancestor(pid, err, err_len)) {
+		return false;
+	}
 	uid_t uid = qos_proc_uid(pid);
 	uid_t ours = getuid();
 	if (uid != ours && !(ours == 0 && server->config.qos_other_users)) {
@@ -161,17 +190,9 @@ static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, cha
 				ours == 0 ? " (set qos-other-users on in the config to allow it)" : "");
 		return false;
 	}
-	for (pid_t p = getppid(); ancestors && p > 1; p = qos_proc_parent(p)) {
-		if (p == pid) {
-			snprintf(err, err_len,
-					"refusing to change pid %d: the session runs the "
-					"compositor under it",
-					(int)pid);
-			return false;
-		}
-	}
 	char name[32];
-	if (is_session_service(pid, name, sizeof(name))) {
+	comm_of(pid, name, sizeof(name));
+	if (is_session_service(name)) {
 		snprintf(err, err_len, "refusing to change pid %d (%s): the session depends on it",
 				(int)pid, name);
 		return false;
@@ -179,14 +200,10 @@ static bool touch_rules(struct qw_server *server, pid_t pid, bool ancestors, cha
 	return true;
 }
 
-bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len) {
-	return touch_rules(server, pid, true, err, err_len);
-}
-
 /*
  * Whether pid's scheduling may be changed on request: qos_gate_may_touch,
- * but the compositor's ancestors only when the change can freeze them
- * (`freezing`); and then not `asker` (the requesting process, -1 if none).
+ * and, when the change can freeze it (`freezing`), pid is not `asker` (the
+ * requesting process, -1 if none).
  */
 static bool may_change(struct qw_server *server, pid_t pid, pid_t asker, bool freezing, char *err,
 		size_t err_len) {
@@ -194,16 +211,7 @@ static bool may_change(struct qw_server *server, pid_t pid, pid_t asker, bool fr
 		snprintf(err, err_len, "refusing to pause the process asking (pid %d)", (int)pid);
 		return false;
 	}
-	if (!touch_rules(server, pid, freezing, err, err_len)) {
-		if (freezing && strstr(err, "the session runs the compositor under it")) {
-			snprintf(err, err_len,
-					"refusing to pause pid %d: the session runs the "
-					"compositor under it",
-					(int)pid);
-		}
-		return false;
-	}
-	return true;
+	return qos_gate_may_touch(server, pid, err, err_len);
 }
 
 static bool have_sys_nice(void) {
@@ -444,7 +452,7 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 	char buf[QOS_NAME_MAX + 1];
 	const char *reserve = reserve_name(asker, name, buf, sizeof(buf));
 	struct qos_app_limits limits;
-	if (!qos_params_normalize(p, err, len) ||
+	if (!not_our_ancestor(asker->pid, err, len) || !qos_params_normalize(p, err, len) ||
 			!class_allowed(server, asker->pid, reserve, p, &limits, err, len) ||
 			!qos_gate_may_raise(p, err, len)) {
 		return false;
@@ -548,7 +556,8 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 			return false;
 		}
 		ok = qos_manager_join(qos, reserve, pid, tid, err, err_len);
-	} else if (!app_may_join(server, asker, name, err, err_len) ||
+	} else if (!not_our_ancestor(asker->pid, err, err_len) ||
+			!app_may_join(server, asker, name, err, err_len) ||
 			!reserve_may_raise(server, reserve, err, err_len) ||
 			(pending && !qos_gate_may_raise(pending, err, err_len))) {
 		return false;

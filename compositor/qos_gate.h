@@ -12,8 +12,8 @@
  *  - never pid 1, a kernel thread, the compositor's own scheduling or its
  *    QoS guard's, or a service the session depends on (seatd, logind, a
  *    display manager);
- *  - nothing that can freeze a process the session runs the compositor
- *    under (AutoQOS leaves those alone altogether);
+ *  - never a process the session runs the compositor under (its parent
+ *    and theirs, up to pid 1): their class is the session's own;
  *  - only processes of the session's user (a session run by root may
  *    allow other users' with qos-other-users on);
  *  - nothing that can freeze the process asking;

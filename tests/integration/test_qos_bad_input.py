@@ -253,38 +253,72 @@ while time.monotonic() < dl:
 """
 
 
+ASKER = r"""
+import json, os, socket, sys
+def ask(obj):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(20)
+        s.connect(sys.argv[1])
+        s.sendall((json.dumps(obj) + "\n").encode())
+        buf = b""
+        while b"\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        return json.loads(buf.split(b"\n", 1)[0])
+sys.stdin.readline()
+print(json.dumps(ask({"command": "join", "target": "pid:%d" % os.getpid(),
+                      "reserve": "many"})), flush=True)
+sys.stdin.readline()
+print(json.dumps(ask({"command": "reserve", "name": "many", "params": "policy=pause"})),
+      flush=True)
+sys.stdin.readline()
+"""
+
+
 def test_pause_reserve_with_a_protected_member_past_the_64th_refused(qcomp):
     """Turning a reserve into a pause reserve asks about every member, not
     only the first 64 the QoS gate reads at once: with 70 sleepers joined
-    before it, the test process (the compositor's parent) is still found
-    and the change refused.  The test process stays in the
-    reserve's group meanwhile, so a thawer thaws that group should the
-    compositor get this wrong (qosctl, started from here, is in it too)."""
+    before it, the process asking (which may never be paused) joins last
+    and asks for the change, and it is still found and the change refused.
+    A thawer thaws the asker's group should the compositor get this wrong."""
     win = Win(qcomp, "Many Members")
     r = qcomp.qosctl("reserve", "many", "policy=other")
     assert r.returncode == 0, r.stdout + r.stderr
     sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(70)]
-    thawer = subprocess.Popen([sys.executable, "-c", THAWER, str(os.getpid()), "30"],
+    asker = subprocess.Popen([sys.executable, "-c", ASKER, qcomp.sock], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    thawer = subprocess.Popen([sys.executable, "-c", THAWER, str(asker.pid), "30"],
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        for pid in [p.pid for p in sleepers] + [os.getpid()]:
+        for pid in [p.pid for p in sleepers]:
             rep = qcomp.ipc({"command": "join", "target": "pid:%d" % pid, "reserve": "many"})
             assert rep.get("success") is True, (pid, rep)
-        expect_failure(qcomp, win, ["reserve", "many", "policy=pause"], codes=(1,),
-                       words=["refusing"])
+        asker.stdin.write("\n")  # now join, after the sleepers
+        asker.stdin.flush()
+        rep = json.loads(asker.stdout.readline())
+        assert rep.get("success") is True, ("the asker's join", rep)
+        # the listing shows the first 64 members, in the order the gate reads them
+        reserves = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
+        listed = [m["pid"] for x in reserves if x["name"] == "many" for m in x["members"]]
+        assert len(listed) == 64 and asker.pid not in listed, listed
+        asker.stdin.write("\n")  # now ask for the pause
+        asker.stdin.flush()
+        rep = json.loads(asker.stdout.readline())
+        assert rep.get("success") is False, rep
+        assert "refusing to pause the process asking (pid %d)" % asker.pid in rep["error"], rep
         reserves = json.loads(qcomp.qosctl("--json", "reserves").stdout)["reserves"]
         many = [x for x in reserves if x["name"] == "many"][0]
         assert many["policy"] == "other", many
+        still_fine(qcomp, win)
     finally:
-        rep = qcomp.ipc({"command": "set", "target": "pid:%d" % os.getpid(),
-                         "class": "normal"})
-        for p in sleepers:
+        for p in sleepers + [asker]:
             p.kill()
             p.wait()
         thawer.kill()
         out = thawer.communicate(timeout=10)[0]
-    assert rep.get("success") is True, rep
-    assert "THAWED" not in out, "the test process had to be thawed: %s" % out
+    assert "THAWED" not in out, "the asker had to be thawed: %s" % out
 
 
 def _beyond_capacity_percent(qcomp):

@@ -1,8 +1,8 @@
 """Whose processes a session may touch: every way of asking (qosctl set and
 join here; buttons, the protocol and AutoQOS go through the same gate)
 refuses pid 1, kernel threads, other users' processes, the services the
-session depends on and a pause of the compositor's ancestors, naming the
-reason; and
+session depends on and the compositor's ancestors (any class), naming
+the reason; and
 a real-time class without CAP_SYS_NICE is refused before the kernel is
 asked, with the fix. (The same refusals for an ordinary user's session on
 pure cgroup v2 are checked in the virtual machine, tests/vm.)"""
@@ -87,10 +87,24 @@ def test_root_session_may_allow_other_users(start_qosway, as_nobody):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_ancestor_is_refused_a_pause(comp):
-    # pytest started the compositor: the session runs it under us
-    out = qosctl_refused(comp, "set", "pid:%d" % os.getpid(), "paused")
-    assert "the session runs the compositor under it" in out, out
+@pytest.mark.parametrize("args", [
+    ("set", "paused"), ("set", "idle"), ("set", "nice"), ("set", "fifo"),
+    ("set", "realtime"), ("set", "normal"), ("join", "idle")])
+def test_ancestor_is_refused_every_class(comp, args):
+    # pytest started the compositor: the session runs it under us, and
+    # under our parent
+    before = harness.sched_attr(os.getpid())
+    for pid in (os.getpid(), os.getppid()):
+        if pid <= 1:
+            continue
+        with open("/proc/%d/comm" % pid) as f:
+            name = f.read().strip()
+        out = qosctl_refused(comp, args[0], "pid:%d" % pid, args[1])
+        assert "refusing to change pid %d (%s): it is an ancestor of the compositor" % (
+            pid, name) in out, out
+        assert "would change the session's own" in out, out
+    assert harness.sched_attr(os.getpid()) == before
+    assert proc_state(os.getpid()) != "T"
 
 
 def test_session_service_is_refused(comp, tmp_path):
