@@ -41,6 +41,10 @@ bool qos_policy_is_rt(enum qos_policy policy) {
 	return policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR || policy == QOS_POLICY_QOS;
 }
 
+bool qos_params_adaptive(const struct qos_params *p) {
+	return p->adapt.auto_slice || p->adapt.continuous;
+}
+
 bool qos_params_has_limit(const struct qos_params *p) {
 	return p->period_us > 0 && p->slice_us > 0;
 }
@@ -85,6 +89,93 @@ static const char *lower_policies(enum qos_policy policy) {
 	}
 }
 
+/* A share of one CPU as a slice of period_us, rounded to the microsecond. */
+static uint64_t ppm_of_period(uint64_t ppm, uint64_t period_us) {
+	return (period_us * ppm + 500000u) / 1000000u;
+}
+
+/*
+ * What cpu=auto and period=vblank stand for before anything is measured:
+ * a 60 Hz frame, and a slice of half the period (at most the upper bound),
+ * generous so the first measurement is not cut short by the fallback.
+ */
+static void fill_provisional(struct qos_params *p) {
+	if (p->period_vblank && p->period_us == 0)
+		p->period_us = QOS_VBLANK_DEFAULT_US;
+	if (!p->adapt.auto_slice || p->slice_us || !p->period_us)
+		return;
+	p->slice_us = p->period_us / 2;
+	uint64_t max = ppm_of_period(p->adapt.max_ppm, p->period_us);
+	if (p->adapt.max_ppm && max < p->slice_us)
+		p->slice_us = max;
+	if (p->slice_us == 0)
+		p->slice_us = 1;
+}
+
+static const char *adapt_key(const struct qos_params *p) {
+	return p->adapt.auto_slice ? "cpu=auto" : "adapt=yes";
+}
+
+/* The adaptation keys against the rest; *key names the one refused. */
+static bool check_adapt(const struct qos_params *p, enum qos_param_key *key, char *err,
+		size_t err_len) {
+	const struct qos_adapt_params *a = &p->adapt;
+	bool adaptive = qos_params_adaptive(p);
+	*key = a->auto_slice ? QOS_PARAM_AUTO : QOS_PARAM_ADAPT;
+	if (adaptive && (p->policy == QOS_POLICY_PAUSE || p->policy == QOS_POLICY_IDLE)) {
+		snprintf(err, err_len, "%s does not apply to policy %s: it has no share worth sizing",
+				adapt_key(p), qos_policy_name(p->policy));
+		return false;
+	}
+	if (adaptive && !qos_params_has_limit(p)) {
+		snprintf(err, err_len, "%s needs a period", adapt_key(p));
+		return false;
+	}
+	*key = a->min_ppm ? QOS_PARAM_CPU_MIN : QOS_PARAM_CPU_MAX;
+	if ((a->min_ppm || a->max_ppm) && !adaptive) {
+		snprintf(err, err_len, "%s bounds adaptation: it needs cpu=auto or adapt=yes",
+				a->min_ppm ? "cpu-min" : "cpu-max");
+		return false;
+	}
+	if (a->min_ppm && a->max_ppm && a->min_ppm > a->max_ppm) {
+		snprintf(err, err_len, "cpu-min exceeds cpu-max");
+		return false;
+	}
+	if (a->min_ppm && ppm_of_period(a->min_ppm, p->period_us) == 0) {
+		snprintf(err, err_len, "cpu-min gives less than 1us of the period");
+		return false;
+	}
+	*key = QOS_PARAM_CPU_MAX;
+	bool rt_static = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
+	if (a->max_ppm && (a->max_ppm > (rt_static ? 999999u : 1000000u))) {
+		snprintf(err, err_len, "cpu-max must stay %s the period (one CPU)",
+				rt_static ? "below" : "within");
+		return false;
+	}
+	if (a->max_ppm && ppm_of_period(a->max_ppm, p->period_us) == 0) {
+		snprintf(err, err_len, "cpu-max gives less than 1us of the period");
+		return false;
+	}
+	*key = QOS_PARAM_IDLE_RELEASE;
+	if (p->idle_periods && p->policy != QOS_POLICY_QOS) {
+		snprintf(err, err_len, "idle-release gives back admitted capacity: policy qos only");
+		return false;
+	}
+	/* A released reserve's members run at the fallback, and must be seen waking. */
+	if (p->idle_periods && p->fallback == QOS_POLICY_PAUSE) {
+		snprintf(err, err_len,
+				"idle-release needs a fallback other than pause: released members run at it, "
+				"and frozen ones could never be seen waking");
+		return false;
+	}
+	*key = QOS_PARAM_PERIOD;
+	if (p->period_vblank && !qos_params_has_limit(p)) {
+		snprintf(err, err_len, "period=vblank needs a slice");
+		return false;
+	}
+	return true;
+}
+
 bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, size_t err_len) {
 	enum qos_param_key unused;
 	if (!key)
@@ -94,6 +185,7 @@ bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, 
 		snprintf(err, err_len, "unknown policy");
 		return false;
 	}
+	fill_provisional(p);
 	if ((p->period_us == 0) != (p->slice_us == 0)) {
 		*key = p->period_us ? QOS_PARAM_PERIOD : QOS_PARAM_SLICE;
 		snprintf(err, err_len, "period and slice must be given together");
@@ -156,6 +248,8 @@ bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, 
 					lower_policies(p->policy));
 		return false;
 	}
+	if (!check_adapt(p, key, err, err_len))
+		return false;
 	if (!qos_params_has_limit(p))
 		p->fallback = p->policy;
 	return true;
@@ -349,21 +443,51 @@ static void format_duration(char *buf, size_t len, uint64_t us) {
 		snprintf(buf, len, "%" PRIu64 "us", us);
 }
 
+/* "25%", "12.5%", "0.0001%": what qos_parse_percent_ppm reads back exactly. */
+static void format_percent(char *buf, size_t len, uint64_t ppm) {
+	int n = snprintf(buf, len, "%" PRIu64 ".%04" PRIu64, ppm / 10000, ppm % 10000);
+	while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && (size_t)n < len && buf[n - 1] == '.')
+		buf[--n] = '\0';
+	snprintf(buf + n, len - (size_t)n, "%%");
+}
+
+/* The adaptation and idle-release keys that are set, each with a leading space. */
+static void format_adapt(const struct qos_params *p, char *buf, size_t len) {
+	char lo[48] = "", hi[48] = "", idle[32] = "";
+	if (p->adapt.min_ppm) {
+		char v[24];
+		format_percent(v, sizeof(v), p->adapt.min_ppm);
+		snprintf(lo, sizeof(lo), " cpu-min=%s", v);
+	}
+	if (p->adapt.max_ppm) {
+		char v[24];
+		format_percent(v, sizeof(v), p->adapt.max_ppm);
+		snprintf(hi, sizeof(hi), " cpu-max=%s", v);
+	}
+	if (p->idle_periods)
+		snprintf(idle, sizeof(idle), " idle-release=%" PRIu32, p->idle_periods);
+	snprintf(buf, len, "%s%s%s%s%s", p->adapt.auto_slice ? " cpu=auto" : "",
+			p->adapt.continuous ? " adapt=yes" : "", lo, hi, idle);
+}
+
 void qos_params_format(const struct qos_params *p, char *buf, size_t len) {
 	/* Only keys the parser takes back: no "period=0s" for a reserve without a
 	 * limit, no priority outside fifo/rr. */
-	char limit[96] = "", prio[24] = "";
+	char limit[96] = "", prio[24] = "", adapt[160];
 	if (qos_params_has_limit(p)) {
 		char per[32], sl[32];
 		format_duration(per, sizeof(per), p->period_us);
 		format_duration(sl, sizeof(sl), p->slice_us);
-		snprintf(limit, sizeof(limit), " period=%s slice=%s fallback=%s", per, sl,
-				qos_policy_name(p->fallback));
+		snprintf(limit, sizeof(limit), " period=%s slice=%s fallback=%s",
+				p->period_vblank ? "vblank" : per, sl, qos_policy_name(p->fallback));
 	}
 	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR)
 		snprintf(prio, sizeof(prio), " priority=%d", p->priority);
-	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s", qos_policy_name(p->policy), limit,
-			p->nice, prio, p->inherit ? "yes" : "no");
+	format_adapt(p, adapt, sizeof(adapt));
+	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s%s", qos_policy_name(p->policy), limit,
+			p->nice, prio, p->inherit ? "yes" : "no", adapt);
 }
 
 bool qos_params_may_freeze(const struct qos_params *p) {

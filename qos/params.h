@@ -30,7 +30,10 @@ enum qos_policy {
  * margin.  continuous (adapt=yes): the slice keeps following the measured use
  * (and the work_duration reports, qos_manager_report_work) within
  * [min_ppm, max_ppm] of one CPU per period (0: no bound of its own).
- * Both need a period; neither applies to pause.
+ * Both need a period; neither applies to pause or idle (nothing worth
+ * sizing).  cpu=auto without a slice starts at half the period (or at
+ * max_ppm when that is less): a generous ceiling, so the measurement sees
+ * what the members want rather than what the fallback lets them have.
  */
 struct qos_adapt_params {
 	bool auto_slice;
@@ -71,6 +74,8 @@ struct qos_params {
 /* Defaults for fifo/rr without an explicit limit: the thesis' <safe> reserve. */
 #define QOS_SAFE_PERIOD_US 50000u
 #define QOS_SAFE_SLICE_US 45000u
+/* period=vblank until the embedder's first refresh period: a 60 Hz frame. */
+#define QOS_VBLANK_DEFAULT_US 16667u
 
 /* Fills *p with "other, nice 0, no limit, no inherit". */
 void qos_params_init(struct qos_params *p);
@@ -92,10 +97,18 @@ enum qos_param_key {
 	QOS_PARAM_SLICE,
 	QOS_PARAM_NICE,
 	QOS_PARAM_PRIORITY,
+	QOS_PARAM_AUTO, /* cpu=auto */
+	QOS_PARAM_ADAPT, /* adapt= */
+	QOS_PARAM_CPU_MIN,
+	QOS_PARAM_CPU_MAX,
+	QOS_PARAM_IDLE_RELEASE,
 };
 
 /* qos_params_normalize, also naming in *key (when not NULL) what was refused. */
 bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, size_t err_len);
+
+/* Whether the slice is sized by adaptation (cpu=auto or adapt=yes). */
+bool qos_params_adaptive(const struct qos_params *p);
 
 /* True when the reserve carries a period/slice pair. */
 bool qos_params_has_limit(const struct qos_params *p);
@@ -154,7 +167,9 @@ bool qos_parse_bool(const char *s, bool *out);
  * Writes "policy=qos period=20ms slice=6ms fallback=pause nice=0 inherit=no"
  * into buf: the keys of a qosrc reserve line, which read back to the same
  * parameters.  period, slice and fallback only with a limit, priority only
- * for fifo and rr.
+ * for fifo and rr; cpu=auto, adapt, cpu-min, cpu-max and idle-release only
+ * when set (with cpu=auto the slice is the one it starts from), and
+ * period=vblank in place of the period it stands for.
  */
 void qos_params_format(const struct qos_params *p, char *buf, size_t len);
 

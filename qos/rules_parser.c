@@ -135,12 +135,17 @@ enum key_id {
 	K_ALLOW,
 	K_MAX_CPU,
 	K_REDEFINE,
+	K_ADAPT,
+	K_CPU_MIN,
+	K_CPU_MAX,
+	K_IDLE_RELEASE,
 	K_COUNT
 };
 
 struct settings {
 	struct qos_params params;
 	uint64_t cpu_ppm;
+	int idle_periods;
 	bool has_cpu, has_slice, has_period, has_policy_keys;
 	bool has_reserve, has_auto;
 	char reserve[QOS_NAME_MAX + 1];
@@ -165,6 +170,10 @@ static const char *const key_names[K_COUNT] = {
 	"allow",
 	"max-cpu",
 	"redefine",
+	"adapt",
+	"cpu-min",
+	"cpu-max",
+	"idle-release",
 };
 
 /* allow=qos,fifo: a comma-separated list of policy names. */
@@ -235,8 +244,12 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		s->has_policy_keys = true;
 		break;
 	case K_PERIOD:
-		ok = qos_parse_duration_us(v, &s->params.period_us) && s->params.period_us > 0;
-		what = "a duration such as 20ms";
+		s->params.period_vblank = strcmp(v, "vblank") == 0;
+		if (s->params.period_vblank)
+			s->params.period_us = QOS_VBLANK_DEFAULT_US;
+		else
+			ok = qos_parse_duration_us(v, &s->params.period_us) && s->params.period_us > 0;
+		what = "a duration such as 20ms, or vblank";
 		s->has_period = s->has_policy_keys = true;
 		break;
 	case K_SLICE:
@@ -245,9 +258,31 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		s->has_slice = s->has_policy_keys = true;
 		break;
 	case K_CPU:
-		ok = qos_parse_percent_ppm(v, &s->cpu_ppm) && s->cpu_ppm > 0;
+		s->params.adapt.auto_slice = strcmp(v, "auto") == 0;
+		if (!s->params.adapt.auto_slice)
+			ok = qos_parse_percent_ppm(v, &s->cpu_ppm) && s->cpu_ppm > 0;
+		what = "a percentage of one CPU such as 25%, or auto";
+		s->has_cpu = !s->params.adapt.auto_slice;
+		s->has_policy_keys = true;
+		break;
+	case K_ADAPT:
+		ok = qos_parse_bool(v, &s->params.adapt.continuous);
+		what = "yes or no";
+		s->has_policy_keys = true;
+		break;
+	case K_CPU_MIN:
+	case K_CPU_MAX: {
+		uint64_t *bound = id == K_CPU_MIN ? &s->params.adapt.min_ppm : &s->params.adapt.max_ppm;
+		ok = qos_parse_percent_ppm(v, bound) && *bound > 0;
 		what = "a percentage of one CPU such as 25%";
-		s->has_cpu = s->has_policy_keys = true;
+		s->has_policy_keys = true;
+		break;
+	}
+	case K_IDLE_RELEASE:
+		ok = parse_int(v, 0, 1000000, &s->idle_periods);
+		s->params.idle_periods = ok ? (uint32_t)s->idle_periods : 0;
+		what = "a number of periods in 0..1000000";
+		s->has_policy_keys = true;
 		break;
 	case K_NICE:
 		ok = parse_int(v, -20, 19, &s->params.nice);
@@ -326,6 +361,16 @@ static int param_col(const struct settings *s, int col, enum qos_param_key key) 
 		return key_col(s, col, K_NICE, -1);
 	case QOS_PARAM_PRIORITY:
 		return key_col(s, col, K_PRIORITY, K_POLICY);
+	case QOS_PARAM_AUTO:
+		return key_col(s, col, K_CPU, K_POLICY);
+	case QOS_PARAM_ADAPT:
+		return key_col(s, col, K_ADAPT, K_POLICY);
+	case QOS_PARAM_CPU_MIN:
+		return key_col(s, col, K_CPU_MIN, -1);
+	case QOS_PARAM_CPU_MAX:
+		return key_col(s, col, K_CPU_MAX, -1);
+	case QOS_PARAM_IDLE_RELEASE:
+		return key_col(s, col, K_IDLE_RELEASE, -1);
 	case QOS_PARAM_POLICY:
 		break;
 	}
@@ -342,13 +387,16 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 				"give either cpu= or slice=, not both");
 		return false;
 	}
-	if ((s->has_cpu || s->has_slice) && !s->has_period) {
-		report(ctx, key_col(s, col, K_CPU, K_SLICE),
-				"%s= needs a period=", s->has_cpu ? "cpu" : "slice");
+	bool auto_slice = s->params.adapt.auto_slice;
+	if ((s->has_cpu || s->has_slice || auto_slice) && !s->has_period) {
+		report(ctx, key_col(s, col, K_CPU, K_SLICE), "%s needs a period=",
+				s->has_slice         ? "slice="
+						: auto_slice ? "cpu=auto"
+									 : "cpu=");
 		return false;
 	}
-	if (s->has_period && !s->has_cpu && !s->has_slice) {
-		report(ctx, s->col[K_PERIOD], "period= needs a cpu= or slice=");
+	if (s->has_period && !s->has_cpu && !s->has_slice && !auto_slice) {
+		report(ctx, s->col[K_PERIOD], "period= needs a cpu= (or cpu=auto) or slice=");
 		return false;
 	}
 	bool given_fallback = s->seen & (1u << K_FALLBACK);

@@ -69,6 +69,10 @@ static void check_diagnostic(const char *text, long lines, const char *msg) {
 static bool params_equal(const struct qos_params *a, const struct qos_params *b) {
 	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
 			a->slice_us == b->slice_us && a->nice == b->nice && a->inherit == b->inherit &&
+			a->adapt.auto_slice == b->adapt.auto_slice &&
+			a->adapt.continuous == b->adapt.continuous && a->adapt.min_ppm == b->adapt.min_ppm &&
+			a->adapt.max_ppm == b->adapt.max_ppm && a->period_vblank == b->period_vblank &&
+			a->idle_periods == b->idle_periods &&
 			(a->policy != QOS_POLICY_FIFO && a->policy != QOS_POLICY_RR
 							? true
 							: a->priority == b->priority);
@@ -251,10 +255,23 @@ static void fuzz_values(uint64_t seed, int iterations) {
 	}
 }
 
+/* Adaptation keys, some of the time; normalize sorts out the invalid mixes. */
+static void random_adapt(struct qos_params *p) {
+	if (rnd() % 2)
+		return;
+	p->adapt.auto_slice = rnd() % 2;
+	p->adapt.continuous = rnd() % 2;
+	p->adapt.min_ppm = rnd() % 3 ? 0 : 1 + below(400000);
+	p->adapt.max_ppm = rnd() % 3 ? 0 : 1 + below(1000000);
+	/* period=vblank reads back as a 60 Hz frame: only that one round-trips. */
+	p->period_vblank = p->period_us == QOS_VBLANK_DEFAULT_US && rnd() % 2;
+	p->idle_periods = rnd() % 3 ? 0 : (uint32_t)below(1000);
+}
+
 /* Random valid parameters survive qos_params_format and the parser. */
 static void fuzz_params_format(uint64_t seed, int iterations) {
-	static const uint64_t periods[] = { 1000, 1001, 1500, 2000, 16667, 20000, 33333, 50000, 100000,
-		999999, 1000000, 1000001, 2500000, 10000000 };
+	static const uint64_t periods[] = { 1000, 1001, 1500, 2000, QOS_VBLANK_DEFAULT_US, 20000, 33333,
+		50000, 100000, 999999, 1000000, 1000001, 2500000, 10000000 };
 	for (int it = 0; it < iterations; it++) {
 		struct qos_params p;
 		qos_params_init(&p);
@@ -267,6 +284,7 @@ static void fuzz_params_format(uint64_t seed, int iterations) {
 		p.nice = (int)below(40) - 20;
 		p.priority = 1 + (int)below(99);
 		p.inherit = rnd() % 2;
+		random_adapt(&p);
 		char err[160];
 		if (!qos_params_normalize(&p, err, sizeof(err)))
 			continue;

@@ -274,7 +274,75 @@ static void test_admission(void) {
 	CHECK(!qos_admission_request(&a, 4000001, why, sizeof(why)));
 }
 
+/* Adaptive parameters as a library caller (IPC, the protocol) gives them. */
+static void test_adapt_normalize(void) {
+	char err[160];
+	enum qos_param_key key;
+	struct qos_params p;
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_us = 20000;
+	p.adapt.auto_slice = true;
+	CHECK(qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK_EQ_U(p.slice_us, 10000);
+	p.slice_us = 0;
+	p.adapt.max_ppm = 250000;
+	CHECK(qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK_EQ_U(p.slice_us, 5000);
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_vblank = true;
+	p.adapt.auto_slice = true;
+	CHECK(qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK_EQ_U(p.period_us, QOS_VBLANK_DEFAULT_US);
+	CHECK_EQ_U(p.slice_us, QOS_VBLANK_DEFAULT_US / 2);
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_IDLE;
+	p.period_us = 20000;
+	p.adapt.auto_slice = true;
+	p.fallback = QOS_POLICY_PAUSE;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_AUTO && strstr(err, "cpu=auto") && strstr(err, "idle"));
+
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_us = 20000;
+	p.slice_us = 4000;
+	p.adapt.continuous = true;
+	p.adapt.min_ppm = 300000;
+	p.adapt.max_ppm = 200000;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_CPU_MIN && strstr(err, "cpu-min exceeds cpu-max"));
+	p.adapt.min_ppm = 0;
+	p.adapt.max_ppm = 2000000;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_CPU_MAX);
+	p.adapt.max_ppm = 0;
+	p.policy = QOS_POLICY_FIFO;
+	p.idle_periods = 10;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_IDLE_RELEASE && strstr(err, "idle-release"));
+
+	/* Formatted, the keys come back as the parser takes them. */
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_vblank = true;
+	p.adapt.auto_slice = p.adapt.continuous = true;
+	p.adapt.min_ppm = 12500;
+	p.adapt.max_ppm = 500000;
+	p.idle_periods = 30;
+	CHECK(qos_params_normalize(&p, err, sizeof(err)));
+	char buf[256];
+	qos_params_format(&p, buf, sizeof(buf));
+	CHECK_STR(buf,
+			"policy=qos period=vblank slice=8333us fallback=other nice=0 inherit=no cpu=auto "
+			"adapt=yes cpu-min=1.25% cpu-max=50% idle-release=30");
+}
+
 int main(void) {
+	test_adapt_normalize();
 	test_names();
 	test_values();
 	test_kernel_ceiling();

@@ -103,9 +103,11 @@ static void test_invalid(void) {
 	CHECK_STR(diag_for("reserve x period=10ms cpu=10% slice=1ms"),
 			"t:1:31: give either cpu= or slice=, not both");
 	CHECK_STR(diag_for("reserve x cpu=10%"), "t:1:11: cpu= needs a period=");
-	CHECK_STR(diag_for("reserve x period=10ms"), "t:1:11: period= needs a cpu= or slice=");
+	CHECK_STR(diag_for("reserve x period=10ms"),
+			"t:1:11: period= needs a cpu= (or cpu=auto) or slice=");
 	CHECK_STR(diag_for("reserve x policy=qos period=10ms cpu=abc"),
-			"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%");
+			"t:1:38: bad value 'abc' for cpu: expected a percentage of one CPU such as 25%, or "
+			"auto");
 	CHECK_STR(diag_for("reserve x inherit=maybe"),
 			"t:1:19: bad value 'maybe' for inherit: expected yes or no");
 	CHECK_STR(diag_for("reserve x stray"), "t:1:11: expected key=value, found 'stray'");
@@ -495,7 +497,66 @@ static void test_app_limits(void) {
 	qos_rules_destroy(r);
 }
 
+/* The adaptation, idle-release and vblank keys, and every refusal of them. */
+static void test_adapt_keys(void) {
+	struct qos_rules *r = parse_valid(
+			"reserve a policy=qos period=20ms cpu=auto\n"
+			"reserve b policy=qos period=vblank cpu=auto adapt=yes cpu-min=5% cpu-max=40%\n"
+			"reserve c policy=qos period=10ms slice=2ms adapt=yes idle-release=50\n"
+			"reserve d policy=other period=100ms cpu=auto slice=30ms\n");
+	const struct qos_reserve_def *a = qos_rules_find_reserve(r, "a");
+	CHECK(a && a->params.adapt.auto_slice && !a->params.adapt.continuous);
+	CHECK(a && a->params.slice_us == 10000); /* provisional: half the period */
+	const struct qos_reserve_def *b = qos_rules_find_reserve(r, "b");
+	CHECK(b && b->params.period_vblank && b->params.period_us == QOS_VBLANK_DEFAULT_US);
+	CHECK(b && b->params.adapt.min_ppm == 50000 && b->params.adapt.max_ppm == 400000);
+	CHECK(b && b->params.slice_us == 6667); /* capped by cpu-max */
+	const struct qos_reserve_def *c = qos_rules_find_reserve(r, "c");
+	CHECK(c && c->params.adapt.continuous && c->params.idle_periods == 50);
+	const struct qos_reserve_def *d = qos_rules_find_reserve(r, "d");
+	CHECK(d && d->params.slice_us == 30000 && d->params.fallback == QOS_POLICY_PAUSE);
+	qos_rules_destroy(r);
+
+	CHECK_STR(diag_for("reserve x policy=idle period=20ms cpu=auto"),
+			"t:1:35: cpu=auto does not apply to policy idle: it has no share worth sizing");
+	CHECK_STR(diag_for("reserve x policy=pause adapt=yes"),
+			"t:1:24: adapt=yes does not apply to policy pause: it has no share worth sizing");
+	CHECK_STR(diag_for("reserve x policy=qos cpu=auto"), "t:1:22: cpu=auto needs a period=");
+	CHECK_STR(diag_for("reserve x policy=other adapt=yes"), "t:1:24: adapt=yes needs a period");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=auto cpu-min=50% cpu-max=20%"),
+			"t:1:43: cpu-min exceeds cpu-max");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=auto cpu-max=150%"),
+			"t:1:43: cpu-max must stay within the period (one CPU)");
+	CHECK_STR(diag_for("reserve x policy=fifo period=20ms cpu=auto cpu-max=100%"),
+			"t:1:44: cpu-max must stay below the period (one CPU)");
+	CHECK_STR(diag_for("reserve x policy=qos period=1ms cpu=auto cpu-min=0.01%"),
+			"t:1:42: cpu-min gives less than 1us of the period");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms slice=5ms cpu-min=10%"),
+			"t:1:44: cpu-min bounds adaptation: it needs cpu=auto or adapt=yes");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=auto cpu-max=lots"),
+			"t:1:51: bad value 'lots' for cpu-max: expected a percentage of one CPU such as 25%");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=auto cpu-min=0%"),
+			"t:1:51: bad value '0%' for cpu-min: expected a percentage of one CPU such as 25%");
+	CHECK_STR(diag_for("reserve x policy=other period=20ms cpu=10% idle-release=5"),
+			"t:1:44: idle-release gives back admitted capacity: policy qos only");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=10% fallback=pause idle-release=5"),
+			"t:1:57: idle-release needs a fallback other than pause: released members run at "
+			"it, and frozen ones could never be seen waking");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=10% idle-release=-1"),
+			"t:1:55: bad value '-1' for idle-release: expected a number of periods in "
+			"0..1000000");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=10% adapt=sometimes"),
+			"t:1:48: bad value 'sometimes' for adapt: expected yes or no");
+	CHECK_STR(diag_for("reserve x policy=qos period=never cpu=10%"),
+			"t:1:29: bad value 'never' for period: expected a duration such as 20ms, or vblank");
+	CHECK_STR(diag_for("reserve x policy=qos period=vblank"),
+			"t:1:22: period= needs a cpu= (or cpu=auto) or slice=");
+	CHECK_STR(diag_for("reserve x policy=qos period=20ms cpu=auto cpu=auto"),
+			"t:1:43: 'cpu' given twice");
+}
+
 int main(void) {
+	test_adapt_keys();
 	test_app_limits();
 	test_valid();
 	test_invalid();
