@@ -4,7 +4,7 @@
  * Layer 0 (kernel and reporting).  The qos/ files form layers that call only
  * downward (scripts/check-layers.py lists any call that does not):
  *   0 kernel:   sys, proc, cgroup*, cglimit, cputimer, journal, params,
- *               admission, police, watchdog, rules*, event, core.h
+ *               admission, police, adapt, watchdog, rules*, event, core.h
  *   1 reserve:  reserve, threads, fallback, optimistic, rtguard
  *   2 member:   member, guardian
  *   3 manager:  manager, configure, reconcile, canary

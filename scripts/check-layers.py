@@ -5,7 +5,7 @@ The qos/ files form layers; a file may include the headers of, and call
 the functions declared by, its own layer and the ones below it only:
 
   0 kernel   sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal
-             params admission police watchdog rules rules_parser event core
+             params admission police adapt watchdog rules rules_parser event core
   1 reserve  reserve threads fallback optimistic rtguard
   2 member   member guardian
   3 manager  manager configure reconcile canary
@@ -31,7 +31,7 @@ import sys
 
 LAYERS = {
     0: "sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal params admission "
-    "police watchdog rules rules_parser event core",
+    "police adapt watchdog rules rules_parser event core",
     1: "reserve threads fallback optimistic rtguard",
     2: "member guardian",
     3: "manager configure reconcile canary",

@@ -1,0 +1,147 @@
+/* The adaptation rules (qos/adapt.h) driven with made-up periods. */
+#include "check.h"
+#include "qos/adapt.h"
+
+static struct qos_params adaptive(bool auto_slice, bool continuous, uint64_t slice_us) {
+	struct qos_params p;
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_us = 10000;
+	p.slice_us = slice_us;
+	p.adapt.auto_slice = auto_slice;
+	p.adapt.continuous = continuous;
+	return p;
+}
+
+/* Feeds n periods of use base..base+jitter (a fixed pattern), none used up. */
+static void feed(struct qos_adapt *a, unsigned n, uint64_t base, uint64_t jitter) {
+	for (unsigned i = 0; i < n; i++)
+		qos_adapt_sample(a, base + (jitter ? (i * 7919u) % (jitter + 1) : 0), false);
+}
+
+static void test_initial(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(true, false, 5000);
+	uint64_t slice;
+	char why[160];
+	feed(&a, QOS_ADAPT_INITIAL_PERIODS - 1, 3000, 400);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	feed(&a, 1, 3000, 0);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	/* Within [measured, twice measured]: p95 plus the margin. */
+	uint64_t p95 = qos_adapt_percentile(&a.used, QOS_ADAPT_INITIAL_PERIODS, 95);
+	CHECK(p95 >= 3000 && p95 <= 3400);
+	CHECK_EQ_U(slice, p95 + p95 * QOS_ADAPT_MARGIN_PCT / 100);
+	CHECK(strstr(why, "adapted: slice settled at") != NULL);
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	/* Settled, without adapt=yes it stays. */
+	feed(&a, 40, 500, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+}
+
+static void test_grow(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 2000);
+	uint64_t slice;
+	char why[160];
+	qos_adapt_sample(&a, 2000, true);
+	qos_adapt_sample(&a, 1500, false);
+	qos_adapt_sample(&a, 2000, true);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* 2 of 3 */
+	qos_adapt_sample(&a, 2000, true);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK(slice >= 2500);
+	CHECK(strstr(why, "grown to") != NULL);
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	/* Held: the next periods judge the new slice only. */
+	qos_adapt_sample(&a, slice, true);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	/* Up to the bound and no further. */
+	p.adapt.max_ppm = 300000;
+	for (int i = 0; i < 8; i++)
+		qos_adapt_sample(&a, 9000, true);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 3000);
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	for (int i = 0; i < 8; i++)
+		qos_adapt_sample(&a, 9000, true);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+}
+
+static void test_shrink_and_band(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 4000);
+	uint64_t slice;
+	char why[160];
+	/* Jittery use whose p95 + margin lies inside the band: nothing changes. */
+	feed(&a, 64, 2700, 400);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	/* Sustained under-use: down to the p95 plus margin. */
+	feed(&a, QOS_ADAPT_WINDOW - 1, 1000, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)) || slice < 4000);
+	qos_adapt_sample(&a, 1000, false);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 1150);
+	CHECK(strstr(why, "shrunk to 1.1ms") || strstr(why, "shrunk to 1.2ms"));
+	/* Not below the lower bound. */
+	p.adapt.min_ppm = 200000;
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 2000);
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	feed(&a, QOS_ADAPT_WINDOW, 10, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+}
+
+static void test_reports_preferred(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 4000);
+	uint64_t slice;
+	char why[160];
+	CHECK(!qos_adapt_report(&a, 0, 100, p.period_us));
+	/* Measured use is low (the fallback held it), the reports say more. */
+	for (unsigned i = 0; i < QOS_ADAPT_WINDOW; i++) {
+		qos_adapt_sample(&a, 1000, false);
+		/* 6ms of work per 20ms frame is 3ms of a 10ms period. */
+		CHECK(qos_adapt_report(&a, 20000, 6000, p.period_us));
+	}
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* 3450 is inside the band */
+	/* Work past the slice in 3 of 4 reports: growth, though no period overran. */
+	for (int i = 0; i < 4; i++)
+		qos_adapt_report(&a, 10000, 4500, p.period_us);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK(slice >= 5000 && strstr(why, "reported work"));
+	qos_adapt_changed(&a, slice);
+	/* Reports gone stale: the measured use rules again. */
+	p.slice_us = slice;
+	feed(&a, QOS_ADAPT_WINDOW + QOS_ADAPT_REPORT_FRESH, 1000, 0);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 1150);
+}
+
+static void test_percentile(void) {
+	struct qos_adapt a = { 0 };
+	for (uint64_t v = 1; v <= 20; v++)
+		qos_adapt_sample(&a, v, false);
+	CHECK_EQ_U(qos_adapt_percentile(&a.used, 20, 95), 19);
+	CHECK_EQ_U(qos_adapt_percentile(&a.used, 20, 100), 20);
+	CHECK_EQ_U(qos_adapt_percentile(&a.used, 4, 50), 18);
+	struct qos_adapt empty = { 0 };
+	CHECK_EQ_U(qos_adapt_percentile(&empty.used, 16, 95), 0);
+	/* The reset keeps the police counters the samples were taken from. */
+	a.seen_periods = 7;
+	qos_adapt_reset(&a);
+	CHECK(a.used.n == 0 && a.seen_periods == 7);
+}
+
+int main(void) {
+	test_initial();
+	test_grow();
+	test_shrink_and_band();
+	test_reports_preferred();
+	test_percentile();
+	return check_report("test_adapt");
+}
