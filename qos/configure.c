@@ -24,6 +24,8 @@ struct change {
 	struct qos_reserve *r;
 	struct qos_params old, p;
 	bool reverting; /* this is an undo: no second round, no new grant announced */
+	enum qos_event_type type; /* the event a change that took announces */
+	const char *why; /* ... and its message, or NULL */
 	int gerr, perr; /* what the kernel refused the group and the threads */
 	uint64_t now_us;
 };
@@ -170,6 +172,7 @@ static bool change_apply(struct change *c, char *err, size_t err_len) {
 
 static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_params p,
 		bool reverting, char *err, size_t err_len);
+static bool change_as(struct change *c, char *err, size_t err_len);
 
 /* Back to the old parameters, so no thread is left in a class they do not say. */
 static void change_undo(struct change *c) {
@@ -188,7 +191,7 @@ static void change_finish(struct change *c) {
 		qos_member_bound_rttime(r->members[i]);
 	qos_reserve_root_weight_update(c->mgr);
 	if (!c->reverting)
-		qos_event_emit(&c->mgr->events, QOS_EVENT_PARAMS_CHANGED, r->name, 0, 0, 0, NULL);
+		qos_event_emit(&c->mgr->events, c->type, r->name, 0, 0, 0, c->why ? "%s" : NULL, c->why);
 	qos_fallback_check(r, c->now_us);
 }
 
@@ -200,17 +203,33 @@ static void change_finish(struct change *c) {
  */
 static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_params p,
 		bool reverting, char *err, size_t err_len) {
-	struct change c = { .mgr = mgr, .r = r, .old = r->params, .p = p, .reverting = reverting };
-	if (!change_check(&c, err, err_len) || !change_admit(&c, err, err_len))
+	struct change c = { .mgr = mgr,
+		.r = r,
+		.old = r->params,
+		.p = p,
+		.reverting = reverting,
+		.type = QOS_EVENT_PARAMS_CHANGED };
+	return change_as(&c, err, err_len);
+}
+
+static bool change_as(struct change *c, char *err, size_t err_len) {
+	if (!change_check(c, err, err_len) || !change_admit(c, err, err_len))
 		return false;
-	change_place(&c);
-	if (!change_apply(&c, err, err_len)) {
-		change_undo(&c);
+	change_place(c);
+	if (!change_apply(c, err, err_len)) {
+		change_undo(c);
 		return false;
 	}
-	change_finish(&c);
-	qos_reserve_rearm(mgr);
+	change_finish(c);
+	qos_reserve_rearm(c->mgr);
 	return true;
+}
+
+bool qos_configure_change(struct qos_manager *mgr, struct qos_reserve *r,
+		const struct qos_params *p, enum qos_event_type type, const char *why, char *err,
+		size_t err_len) {
+	struct change c = { .mgr = mgr, .r = r, .old = r->params, .p = *p, .type = type, .why = why };
+	return change_as(&c, err, err_len);
 }
 
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
@@ -240,6 +259,9 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 	if (!change(mgr, r, p, false, err, err_len))
 		return false;
 	r->wd.demoted = false; /* changed since the watchdog's demotion, if any */
+	/* The user's word: measurements made for the old parameters, and a
+	 * release, end with them. */
+	qos_adapt_reset(&r->adapt);
 	return true;
 }
 

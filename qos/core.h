@@ -7,7 +7,7 @@
  *               admission, police, adapt, watchdog, rules*, event, core.h
  *   1 reserve:  reserve, threads, fallback, optimistic, rtguard
  *   2 member:   member, guardian
- *   3 manager:  manager, configure, reconcile, canary
+ *   3 manager:  manager, configure, adjust, reconcile, canary
  * Each file's state is a sub-struct owned by that file; struct qos_manager,
  * struct qos_reserve and struct qos_member are compositions of them, and a
  * file may use the sub-structs of its own layer and the ones below only

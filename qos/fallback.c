@@ -80,6 +80,9 @@ static bool manager_polices(const struct qos_reserve *r) {
 		return false;
 	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb.applied || r->fb.watched)
 		return true; /* billed time (or what it left owed) is invisible to the kernel */
+	/* Adaptation wants one sample per period, not an average over a second. */
+	if (qos_params_adaptive(&r->params))
+		return true;
 	return !kernel_enforced(r);
 }
 

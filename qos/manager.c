@@ -9,6 +9,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "qos/adjust.h"
 #include "qos/cputimer.h"
 #include "qos/canary.h"
 #include "qos/core.h"
@@ -339,14 +340,21 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 	}
 	if (timers)
 		run_timers(mgr);
+	qos_adjust_pass(mgr);
 	qos_reserve_rearm(mgr);
 	return n;
+}
+
+static bool same_adapt(const struct qos_adapt_params *a, const struct qos_adapt_params *b) {
+	return a->auto_slice == b->auto_slice && a->continuous == b->continuous &&
+			a->min_ppm == b->min_ppm && a->max_ppm == b->max_ppm;
 }
 
 static bool same_params(const struct qos_params *a, const struct qos_params *b) {
 	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
 			a->slice_us == b->slice_us && a->nice == b->nice && a->priority == b->priority &&
-			a->inherit == b->inherit;
+			a->inherit == b->inherit && same_adapt(&a->adapt, &b->adapt) &&
+			a->period_vblank == b->period_vblank && a->idle_periods == b->idle_periods;
 }
 
 /*
@@ -370,11 +378,11 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		const struct qos_reserve_def *was = qos_rules_find_reserve(old, r->name);
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
-		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : &r->params;
+		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : qos_adjust_own_params(r);
 		char err[256];
 		if (!was || !now || r->is_auto || !same_params(as_made, &was->params))
 			continue;
-		if (same_params(&r->params, &now->params)) {
+		if (same_params(qos_adjust_own_params(r), &now->params)) {
 			r->wd.demoted = false; /* the file now says what the demotion made it */
 			continue;
 		}
@@ -471,6 +479,7 @@ static void fill_info(struct qos_reserve *r, struct qos_reserve_info *out) {
 		.periods = r->police.periods,
 		.overruns = r->police.overruns,
 	};
+	qos_adjust_info(r, out);
 	snprintf(out->name, sizeof(out->name), "%s", r->name);
 	snprintf(out->group, sizeof(out->group), "%s", r->cgroup.exists ? r->group : "");
 }

@@ -44,9 +44,10 @@ enum qos_event_type {
 	QOS_EVENT_ERROR, /* a kernel call failed, or the guardian died: see message */
 	QOS_EVENT_RT_DEMOTED, /* a real-time thread that never sleeps: other for now */
 	QOS_EVENT_RT_RESUMED, /* ... and real-time again, since it sleeps */
-	QOS_EVENT_RELEASED, /* idle for params.idle_periods: capacity given back;
-	                     * a member waking brings GRANTED, or REFUSED and
-	                     * the fallback when the capacity went to others */
+	QOS_EVENT_RELEASED, /* idle for params.idle_periods: capacity given back
+	                     * and members at the fallback; a member waking
+	                     * (seen within a second) brings GRANTED, or REFUSED
+	                     * and the fallback while the capacity is others' */
 };
 
 struct qos_event {
@@ -278,10 +279,13 @@ bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool 
 
 /*
  * Adaptation input from the application (Android ADPF style): the last
- * frame's work took actual_us against a target of target_us.  An adaptive
- * reserve (params.adapt) sizes its slice from these reports when they come,
- * in preference to the measured use.  False when there is no such reserve
- * or it does not adapt.
+ * frame's work took actual_us against a target of target_us, which counts
+ * as actual_us * period / target_us of one period.  An adaptive reserve
+ * (params.adapt) sizes its slice from these reports while one came in its
+ * last 8 periods, in preference to the measured use (which a fallback may
+ * have cut short).  Adaptation itself runs in qos_manager_dispatch, never
+ * here.  False when there is no such reserve, it does not adapt, or
+ * target_us is 0.
  */
 bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t target_us,
 		uint64_t actual_us);
@@ -292,7 +296,15 @@ bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t
  * Sets the period to refresh_us when it differs (a change event, admission
  * as for qos_reserve_set) and aligns the reserve's period boundaries to the
  * vblank, so the slice is spent right after it.  False with err when there
- * is no such reserve, it is not period=vblank, or the new period is refused.
+ * is no such reserve, it is not period=vblank, refresh_us is outside
+ * 1ms..10s, or the new period is refused.
+ *
+ * Meant for every vblank: with the period unchanged and the boundaries
+ * within 200 us of the vblank it is a lookup and a division, with no
+ * event and no kernel call.  The alignment is the manager's periods
+ * (accounting, policing, overrun events); a deadline member's own CBS
+ * period starts when it wakes, so a client woken by the frame callback
+ * just after the vblank is in phase by itself.
  */
 bool qos_manager_vblank(struct qos_manager *mgr, const char *name, uint64_t when_us,
 		uint64_t refresh_us, char *err, size_t err_len);
@@ -312,8 +324,10 @@ struct qos_reserve_info {
 	                        * when several passed without a look: lazily accounted) */
 	uint64_t last_billed_us; /* billed part of last_used_us (averaged alike) */
 	uint64_t periods, overruns;
-	bool released; /* idle: its admitted capacity given back (params.idle_periods) */
-	uint64_t adapt_slice_us; /* the slice adaptation asks for now; 0: not adaptive */
+	bool released; /* idle: its admitted capacity given back (params.idle_periods);
+	                * params are still its own, members run at the fallback */
+	uint64_t adapt_slice_us; /* the slice adaptation last asked for (granted or
+	                          * not), else params.slice_us; 0: not adaptive */
 };
 
 struct qos_member_info {

@@ -7,6 +7,7 @@
 #ifndef QOS_RESERVE_H
 #define QOS_RESERVE_H
 
+#include "qos/adapt.h"
 #include "qos/core.h"
 #include "qos/fallback.h"
 #include "qos/rtguard.h"
@@ -118,6 +119,7 @@ struct qos_reserve {
 	struct qos_reserve_rtguard rtg; /* rtguard.c */
 	struct qos_reserve_forks forks; /* reserve.c's timer, manager.c's passes */
 	struct qos_reserve_demotion wd; /* configure.c */
+	struct qos_adapt adapt; /* adapt.c's rules, run by adjust.c */
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);

@@ -8,7 +8,7 @@ the functions declared by, its own layer and the ones below it only:
              params admission police adapt watchdog rules rules_parser event core
   1 reserve  reserve threads fallback optimistic rtguard
   2 member   member guardian
-  3 manager  manager configure reconcile canary
+  3 manager  manager configure adjust reconcile canary
 
 qos/qos.h is the public interface, which files of every layer implement
 part of: including it is allowed everywhere (its types), and each of its
@@ -34,7 +34,7 @@ LAYERS = {
     "police adapt watchdog rules rules_parser event core",
     1: "reserve threads fallback optimistic rtguard",
     2: "member guardian",
-    3: "manager configure reconcile canary",
+    3: "manager configure adjust reconcile canary",
 }
 LAYER = {name: n for n, names in LAYERS.items() for name in names.split()}
 COMPOSITIONS = ("qos_manager", "qos_reserve", "qos_member")

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "qos/cgroup.h"
@@ -100,7 +101,8 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 	char name[128];
 	bool refusal = false; /* a manager call failed: say how it classified it */
 	int pid = 0, tid = 0, off = 0;
-	unsigned long long usec;
+	unsigned long long usec, usec2;
+	long long offset;
 	struct qos_params p;
 	line[strcspn(line, "\n")] = '\0';
 	if (sscanf(line, "reserve %127s %n", name, &off) == 1) {
@@ -149,6 +151,19 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 			snprintf(err, sizeof(err), "no such reserve");
 			goto fail;
 		}
+	} else if (sscanf(line, "work %127s %llu %llu", name, &usec, &usec2) == 3) {
+		if (!qos_manager_report_work(mgr, name, usec, usec2)) {
+			snprintf(err, sizeof(err), "no such adaptive reserve");
+			goto fail;
+		}
+	} else if (sscanf(line, "vblank %127s %lld %llu", name, &offset, &usec) == 3) {
+		/* when: offset microseconds from now, as the compositor's vblank time is. */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+		if (!qos_manager_vblank(mgr, name, (uint64_t)((int64_t)now + offset), usec, err,
+					sizeof(err)))
+			goto fail;
 	} else if (sscanf(line, "info %127s", name) == 1) {
 		struct qos_reserve_info info;
 		if (!qos_manager_reserve_info(mgr, name, &info)) {
@@ -158,12 +173,15 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 		char params[256];
 		qos_params_format(&info.params, params, sizeof(params));
 		printf("ok name=%s members=%zu granted=%d fallback=%d used=%llu billed=%llu "
-			   "last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d %s\n",
+			   "last=%llu last_billed=%llu periods=%llu overruns=%llu owner=%d auto=%d "
+			   "released=%d adapt_slice=%llu period_us=%llu slice_us=%llu %s\n",
 				info.name, info.n_members, info.granted, info.in_fallback,
 				(unsigned long long)info.used_us, (unsigned long long)info.billed_us,
 				(unsigned long long)info.last_used_us, (unsigned long long)info.last_billed_us,
 				(unsigned long long)info.periods, (unsigned long long)info.overruns, info.owner,
-				info.is_auto, params);
+				info.is_auto, info.released, (unsigned long long)info.adapt_slice_us,
+				(unsigned long long)info.params.period_us, (unsigned long long)info.params.slice_us,
+				params);
 		fflush(stdout);
 		return;
 	} else if (sscanf(line, "path %127s", name) == 1) {
