@@ -133,6 +133,9 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p,
 	}
 	if (a->since_change < QOS_ADAPT_WINDOW || src->n < QOS_ADAPT_WINDOW)
 		return false;
+	if (a->thread_share_us && a->thread_share_us < cur &&
+			qos_adapt_percentile(src, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us)
+		return false;
 	uint64_t target = clamp(p, with_margin(p95));
 	/* Inside the band a jittery use changes nothing. */
 	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT)

@@ -12,7 +12,8 @@
  *    and shrinks to the percentile plus margin of the last 16 periods when
  *    that is below the slice by more than QOS_ADAPT_BAND_PCT.  A change
  *    starts the count afresh, so each rule sees only periods run with the
- *    slice it judges.
+ *    slice it judges.  No shrink while a thread may have been throttled at
+ *    its share of a split slice (thread_share_us).
  *  - Reports of the work done per frame (qos_manager_report_work), when
  *    one came in the last QOS_ADAPT_REPORT_FRESH periods, stand in for the
  *    measured use: they say what the work needs, not what the fallback let
@@ -53,6 +54,14 @@ struct qos_adapt {
 	unsigned since_change; /* samples since the slice last changed */
 	bool settled; /* cpu=auto's first measurement is done */
 	uint64_t want_us; /* the slice last decided (granted or not); 0: none yet */
+	/*
+	 * Set by the caller before deciding: the share of the slice each member
+	 * thread's deadline runtime holds (the slice split over the threads),
+	 * 0 for the whole slice.  The kernel throttles a thread at its share
+	 * with no overrun of the reserve to see, so a period used that far
+	 * may have been cut short: no shrink then.
+	 */
+	uint64_t thread_share_us;
 	/* Kept by adjust.c: the police counters last seen, and idle release. */
 	uint64_t seen_periods, seen_overruns;
 	uint32_t idle_run; /* consecutive periods without use */

@@ -96,6 +96,21 @@ static void test_shrink_and_band(void) {
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 }
 
+/* A slice split over threads: a period at one thread's share may have been cut short. */
+static void test_split_slice_holds(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 4000);
+	uint64_t slice;
+	char why[160];
+	a.thread_share_us = 2000;
+	feed(&a, QOS_ADAPT_WINDOW - 1, 1000, 0);
+	qos_adapt_sample(&a, 2000, false);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	feed(&a, QOS_ADAPT_WINDOW, 1000, 0);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 1150);
+}
+
 static void test_reports_preferred(void) {
 	struct qos_adapt a = { 0 };
 	struct qos_params p = adaptive(false, true, 4000);
@@ -141,6 +156,7 @@ int main(void) {
 	test_initial();
 	test_grow();
 	test_shrink_and_band();
+	test_split_slice_holds();
 	test_reports_preferred();
 	test_percentile();
 	return check_report("test_adapt");
