@@ -503,7 +503,9 @@ static void test_adapt_keys(void) {
 			"reserve a policy=qos period=20ms cpu=auto\n"
 			"reserve b policy=qos period=vblank cpu=auto adapt=yes cpu-min=5% cpu-max=40%\n"
 			"reserve c policy=qos period=10ms slice=2ms adapt=yes idle-release=50\n"
-			"reserve d policy=other period=100ms cpu=auto slice=30ms\n");
+			"reserve d policy=other period=100ms cpu=auto slice=30ms\n"
+			"rule app_id=game policy=qos period=vblank cpu=auto adapt=yes cpu-max=60% "
+			"idle-release=120\n");
 	const struct qos_reserve_def *a = qos_rules_find_reserve(r, "a");
 	CHECK(a && a->params.adapt.auto_slice && !a->params.adapt.continuous);
 	CHECK(a && a->params.slice_us == 10000); /* provisional: half the period */
