@@ -75,6 +75,19 @@ int main(void) {
 	CHECK(errors.count == 1 && strstr(errors.last, "must not be paused") != NULL);
 	if (errors.count != 1)
 		fprintf(stderr, "%d errors, last: %s\n", errors.count, errors.last);
+
+	/* The period a vblank reserve took from its output is no user's change. */
+	CHECK(qos_manager_set_rules(mgr,
+			fake_tree_rules(
+					"reserve frame policy=other period=vblank slice=4ms fallback=idle nice=1\n")));
+	CHECK(qos_manager_join(mgr, "frame", a, 0, err, sizeof(err)));
+	CHECK(qos_manager_vblank(mgr, "frame", 0, 8333, err, sizeof(err)));
+	CHECK(qos_manager_reserve_info(mgr, "frame", &info) && info.params.period_us == 8333 &&
+			info.params.slice_us == 1999);
+	CHECK(qos_manager_set_rules(mgr,
+			fake_tree_rules(
+					"reserve frame policy=other period=vblank slice=4ms fallback=idle nice=6\n")));
+	CHECK(nice_of(mgr, "frame") == 6);
 	qos_manager_destroy(mgr);
 out:
 	kill(a, SIGKILL);
