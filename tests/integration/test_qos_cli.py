@@ -81,6 +81,8 @@ def test_reserves_params_read_back_as_reserve_arguments(qcomp):
         "rt-qos": ["policy=qos", "period=20ms", "slice=1.5ms", "fallback=other"],
         "rt-ceil": ["policy=other", "period=100ms", "cpu=12.5%", "fallback=pause",
                     "inherit=yes"],
+        "rt-adapt": ["policy=qos", "period=vblank", "cpu=auto", "adapt=yes", "cpu-min=5%",
+                     "cpu-max=40%", "idle-release=30"],
     }
     for name, params in given.items():
         r = qcomp.qosctl("reserve", name, *params)
@@ -101,6 +103,12 @@ def test_reserves_params_read_back_as_reserve_arguments(qcomp):
     assert "period=20ms slice=1500us fallback=other" in first["rt-qos"], first["rt-qos"]
     assert "slice=12500us" in first["rt-ceil"] and "inherit=yes" in first["rt-ceil"]
     assert "priority=20" in first["rt-fifo"] and "slice=45ms" in first["rt-fifo"]
+    assert ("period=vblank slice=6667us" in first["rt-adapt"] and "cpu=auto adapt=yes cpu-min=5% "
+            "cpu-max=40% idle-release=30" in first["rt-adapt"]), first["rt-adapt"]
+    # Refused with the key named, and nothing made.
+    r = qcomp.qosctl("reserve", "rt-bad", "policy=idle", "period=20ms", "cpu=auto")
+    assert r.returncode != 0 and "cpu=auto does not apply to policy idle" in r.stderr, r.stderr
+    assert "rt-bad" not in shown()
 
 
 def test_reserve_name_with_spaces(qcomp):
