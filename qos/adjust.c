@@ -73,6 +73,11 @@ static struct qos_params released_params(const struct qos_params *own) {
 	return p;
 }
 
+static uint64_t wake_poll_us(const struct qos_reserve *r) {
+	uint64_t period = qos_adjust_own_params(r)->period_us;
+	return period > QOS_WAKE_POLL_US ? period : QOS_WAKE_POLL_US;
+}
+
 static void release(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	struct qos_params run = released_params(&r->params);
@@ -83,8 +88,11 @@ static void release(struct qos_reserve *r) {
 	r->adapt.released = true; /* before the event: its info shows the release */
 	r->adapt.refusal_told = false;
 	r->adapt.idle_run = 0;
-	if (qos_configure_change(mgr, r, &run, QOS_EVENT_RELEASED, why, err, sizeof(err)))
+	if (qos_configure_change(mgr, r, &run, QOS_EVENT_RELEASED, why, err, sizeof(err))) {
+		r->adapt.own_seen_us = qos_fallback_own_cpu_us(r);
+		r->adapt.wake_check_us = qos_sys_now_us() + wake_poll_us(r);
 		return;
+	}
 	r->adapt.released = false;
 	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0, "idle, but not released: %s",
 			err);
@@ -106,6 +114,7 @@ static void wake(struct qos_reserve *r) {
 	if (qos_configure_change(mgr, r, &own, QOS_EVENT_PARAMS_CHANGED,
 				"woke from idle: its capacity granted again", err, sizeof(err))) {
 		r->adapt.idle_run = 0;
+		r->adapt.wake_check_us = 0;
 		return;
 	}
 	r->adapt.released = true;
@@ -133,15 +142,34 @@ static void adapt_step(struct qos_reserve *r) {
 				old / 1e3);
 }
 
+/*
+ * Whether a released reserve's members ran since the last look: the
+ * police's books (a pass or a bill looked at them), or, when the poll is
+ * due, their clocks read now.
+ */
+static bool woken(struct qos_reserve *r, uint64_t n) {
+	struct qos_adapt *a = &r->adapt;
+	if ((n && !idle_use(r, r->police.last_used_us)) || !idle_use(r, qos_police_used_us(&r->police)))
+		return true;
+	uint64_t now = qos_sys_now_us();
+	if (now < a->wake_check_us)
+		return false;
+	uint64_t own = qos_fallback_own_cpu_us(r);
+	bool ran = own > a->own_seen_us && !idle_use(r, own - a->own_seen_us);
+	a->own_seen_us = own;
+	a->wake_check_us = now + wake_poll_us(r);
+	return ran;
+}
+
 static void adjust_reserve(struct qos_reserve *r) {
 	const struct qos_params *own = qos_adjust_own_params(r);
-	if (!r->n_members || (!qos_params_adaptive(own) && !own->idle_periods))
+	if (!r->n_members || (!qos_params_adaptive(own) && !own->idle_periods)) {
+		r->adapt.wake_check_us = 0; /* a released reserve emptied: nothing to wake */
 		return;
+	}
 	uint64_t n = take_periods(r);
 	if (r->adapt.released) {
-		/* The window running now counts too: a member may just have woken. */
-		if ((n && !idle_use(r, r->police.last_used_us)) ||
-				!idle_use(r, qos_police_used_us(&r->police)))
+		if (woken(r, n))
 			wake(r);
 		return;
 	}

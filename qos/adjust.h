@@ -10,6 +10,14 @@
 
 #include "qos/core.h"
 
+/*
+ * A released reserve's members are looked at this often (or once a
+ * period, if longer) for a run that wakes it: a clock read per member,
+ * where a look per period of a 20 ms reserve would wake the manager 50
+ * times a second for a reserve that is idle.
+ */
+#define QOS_WAKE_POLL_US 50000u
+
 /* Phase errors up to this leave a period=vblank reserve's periods where they are. */
 #define QOS_VBLANK_TOLERANCE_US 200u
 

@@ -46,7 +46,8 @@ enum qos_event_type {
 	QOS_EVENT_RT_RESUMED, /* ... and real-time again, since it sleeps */
 	QOS_EVENT_RELEASED, /* idle for params.idle_periods: capacity given back
 	                     * and members at the fallback; a member waking
-	                     * (seen within a second) brings GRANTED, or REFUSED
+	                     * (seen within 50 ms or a period, if longer)
+	                     * brings GRANTED, or REFUSED
 	                     * and the fallback while the capacity is others' */
 };
 

@@ -66,6 +66,8 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 			next = r->forks.pass_us + QOS_FORK_PASS_US;
 		if (r->rtg.retry_us && r->rtg.retry_us < next)
 			next = r->rtg.retry_us;
+		if (r->adapt.wake_check_us && r->adapt.wake_check_us < next)
+			next = r->adapt.wake_check_us;
 	}
 	if (next == mgr->armed_us)
 		return;
