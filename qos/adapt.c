@@ -28,6 +28,15 @@ void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
 		a->since_change++;
 }
 
+void qos_adapt_periods(struct qos_adapt *a, uint64_t n, uint64_t used_us, uint64_t overruns) {
+	bool reported_since = a->reported && a->report_period == a->periods;
+	uint64_t k = n < QOS_ADAPT_RING ? n : QOS_ADAPT_RING;
+	for (uint64_t i = 0; i < k; i++)
+		qos_adapt_sample(a, used_us, k - i <= overruns);
+	if (reported_since)
+		a->report_period = a->periods;
+}
+
 bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_us,
 		uint64_t period_us) {
 	if (target_us == 0)

@@ -79,6 +79,15 @@ void qos_adapt_reset(struct qos_adapt *a);
 void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran);
 
 /*
+ * n periods completed since the last call, looked at together: each used
+ * used_us (their average), the last `overruns` of them used the slice up.
+ * Reports that came since the last call are as recent as the newest of
+ * them: a quiet reserve is looked at once a second, and its reports must
+ * not read as stale for the periods that passed meanwhile.
+ */
+void qos_adapt_periods(struct qos_adapt *a, uint64_t n, uint64_t used_us, uint64_t overruns);
+
+/*
  * A report of one frame's work: actual_us against target_us, scaled to a
  * period of period_us.  False (nothing kept) for a zero target.
  */

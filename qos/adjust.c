@@ -51,11 +51,8 @@ static uint64_t take_periods(struct qos_reserve *r) {
 	if (!n)
 		return 0;
 	uint64_t used = pol->last_used_us;
-	if (!a->released && qos_params_adaptive(&r->params)) {
-		uint64_t k = n < QOS_ADAPT_RING ? n : QOS_ADAPT_RING;
-		for (uint64_t i = 0; i < k; i++)
-			qos_adapt_sample(a, used, k - i <= over);
-	}
+	if (!a->released && qos_params_adaptive(&r->params))
+		qos_adapt_periods(a, n, used, over);
 	if (!idle_use(r, used))
 		a->idle_run = 0;
 	else if (a->idle_run < UINT32_MAX - n)

@@ -137,6 +137,29 @@ static void test_reports_preferred(void) {
 	CHECK_EQ_U(slice, 1150);
 }
 
+/* A quiet reserve's periods come in a batch: reports made meanwhile stay fresh. */
+static void test_batched_periods(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 2000);
+	uint64_t slice;
+	char why[160];
+	qos_adapt_periods(&a, 5, 0, 0);
+	for (int i = 0; i < 4; i++)
+		qos_adapt_report(&a, 20000, 16000, p.period_us);
+	qos_adapt_periods(&a, 50, 0, 0);
+	CHECK_EQ_U(a.used.n, QOS_ADAPT_RING);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK(slice >= 9000 && strstr(why, "grown to") && strstr(why, "reported work"));
+	/* Overruns among a batch are its last periods. */
+	struct qos_adapt b = { 0 };
+	qos_adapt_periods(&b, 6, 1500, 3);
+	CHECK(qos_adapt_decide(&b, &p, &slice, why, sizeof(why)));
+	CHECK(slice == 2500 && strstr(why, "grown to 2.5ms"));
+	struct qos_adapt c = { 0 };
+	qos_adapt_periods(&c, 6, 1500, 2);
+	CHECK(!qos_adapt_decide(&c, &p, &slice, why, sizeof(why)));
+}
+
 static void test_percentile(void) {
 	struct qos_adapt a = { 0 };
 	for (uint64_t v = 1; v <= 20; v++)
@@ -158,6 +181,7 @@ int main(void) {
 	test_shrink_and_band();
 	test_split_slice_holds();
 	test_reports_preferred();
+	test_batched_periods();
 	test_percentile();
 	return check_report("test_adapt");
 }

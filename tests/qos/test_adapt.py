@@ -186,6 +186,20 @@ def test_vblank_sets_the_period_and_keeps_the_share(procs):
         assert info_fields(h, "frame")["period_us"] == "8333"
 
 
+def test_work_reports_size_the_slice_before_measured_use(procs):
+    """A member that sleeps, whose reports say each frame's work needs more
+    than the slice: the reports win over the measured use."""
+    with running_helper() as h:
+        w = duty(procs, 20, 0)
+        place(h, "told policy=qos period=20ms slice=2ms adapt=yes fallback=other", w.pid)
+        for _ in range(6):
+            h.ok("work told 20000 8000")
+        grown = wait_for(h, lambda: [e for e in events_of(h, "params", "told")
+                                     if "grown to" in e], 10, "reports never grew the slice")
+        assert "reported work" in grown[0], grown
+        assert int(info_fields(h, "told")["slice_us"]) > 2000
+
+
 def test_work_reports_go_to_adaptive_reserves_only(procs):
     with running_helper() as h:
         h.ok("reserve fixed policy=qos period=20ms slice=2ms")
