@@ -67,6 +67,7 @@ struct qos_adapt {
 	uint32_t idle_run; /* consecutive periods without use */
 	bool released;
 	bool refusal_told; /* a refused re-admission was reported for this wake */
+	uint64_t retry_us; /* ... and is not asked for again before this */
 	uint64_t wake_check_us; /* released: when to read the members' clocks next; 0 none */
 	uint64_t own_seen_us; /* ... and their own CPU time at the last read */
 	struct qos_params kept; /* the reserve's own parameters while released */

@@ -97,14 +97,19 @@ static void release(struct qos_reserve *r) {
 
 /*
  * A member of a released reserve ran: admission again.  Refused, the
- * reserve stays at its fallback and is reported once per wake; it asks
- * again at later passes, once the capacity would fit.
+ * reserve stays at its fallback and the refusal is reported once
+ * (change_admit or the kernel check raises it with the reason); it asks
+ * again at later passes, once the capacity would fit and at most once a
+ * second, since a refusal for another reason (the watchdog's cool-down,
+ * the kernel's own bound) may last.
  */
 static void wake(struct qos_reserve *r) {
 	struct qos_manager *mgr = r->mgr;
 	struct qos_params own = r->adapt.kept;
+	uint64_t now = qos_sys_now_us();
 	uint64_t cap = qos_admission_capacity_ppm(&mgr->adm);
-	if (r->adapt.refusal_told && mgr->adm.granted_ppm + qos_params_util_ppm(&own) > cap)
+	if (r->adapt.refusal_told &&
+			(now < r->adapt.retry_us || mgr->adm.granted_ppm + qos_params_util_ppm(&own) > cap))
 		return;
 	char err[256];
 	r->adapt.released = false;
@@ -116,7 +121,7 @@ static void wake(struct qos_reserve *r) {
 	}
 	r->adapt.released = true;
 	r->adapt.refusal_told = true;
-	/* A granted reserve's resize refuses silently; this one was not granted. */
+	r->adapt.retry_us = now + QOS_HOUSEKEEPING_US;
 }
 
 /* Applies what adaptation decides, or reports why admission refused it. */
