@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "qos/adjust.h"
 #include "qos/core.h"
 #include "qos/configure.h"
 #include "qos/fallback.h"
@@ -256,12 +257,19 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 		snprintf(err, err_len, "reserve '%s' already exists", name);
 		return false;
 	}
+	bool redefined = !qos_params_as_defined(qos_adjust_own_params(r), &p);
 	if (!change(mgr, r, p, false, err, err_len))
 		return false;
 	r->wd.demoted = false; /* changed since the watchdog's demotion, if any */
-	/* The user's word: measurements made for the old parameters, and a
-	 * release, end with them. */
-	qos_adapt_reset(&r->adapt);
+	/*
+	 * The reserve runs p now, released or not.  A new definition ends the
+	 * measurements made for the old one; the same one set again (an
+	 * embedder passing a new refresh period, say) keeps them.
+	 */
+	if (redefined)
+		qos_adapt_reset(&r->adapt);
+	r->adapt.released = false;
+	r->adapt.wake_check_us = 0;
 	return true;
 }
 

@@ -345,32 +345,6 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 	return n;
 }
 
-static bool same_adapt(const struct qos_adapt_params *a, const struct qos_adapt_params *b) {
-	return a->auto_slice == b->auto_slice && a->continuous == b->continuous &&
-			a->min_ppm == b->min_ppm && a->max_ppm == b->max_ppm;
-}
-
-static bool same_params(const struct qos_params *a, const struct qos_params *b) {
-	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
-			a->slice_us == b->slice_us && a->nice == b->nice && a->priority == b->priority &&
-			a->inherit == b->inherit && same_adapt(&a->adapt, &b->adapt) &&
-			a->period_vblank == b->period_vblank && a->idle_periods == b->idle_periods;
-}
-
-/*
- * Whether a reserve's parameters are still a definition's: the slice an
- * adaptive reserve sized, and the period and slice a vblank one took from
- * its output, are its own doing, no change by a user.
- */
-static bool as_defined(const struct qos_params *now, const struct qos_params *def) {
-	struct qos_params p = *now;
-	if (qos_params_adaptive(&p) || p.period_vblank)
-		p.slice_us = def->slice_us;
-	if (p.period_vblank)
-		p.period_us = def->period_us;
-	return same_params(&p, def);
-}
-
 /*
  * A reserve made from a qosrc definition that still has those parameters
  * takes the definition's new ones on a reload: an edited file means the
@@ -394,9 +368,9 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
 		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : qos_adjust_own_params(r);
 		char err[256];
-		if (!was || !now || r->is_auto || !as_defined(as_made, &was->params))
+		if (!was || !now || r->is_auto || !qos_params_as_defined(as_made, &was->params))
 			continue;
-		if (as_defined(qos_adjust_own_params(r), &now->params)) {
+		if (qos_params_as_defined(qos_adjust_own_params(r), &now->params)) {
 			r->wd.demoted = false; /* the file now says what the demotion made it */
 			continue;
 		}

@@ -490,6 +490,29 @@ void qos_params_format(const struct qos_params *p, char *buf, size_t len) {
 			p->nice, prio, p->inherit ? "yes" : "no", adapt);
 }
 
+static bool same_adapt(const struct qos_adapt_params *a, const struct qos_adapt_params *b) {
+	return a->auto_slice == b->auto_slice && a->continuous == b->continuous &&
+			a->min_ppm == b->min_ppm && a->max_ppm == b->max_ppm;
+}
+
+bool qos_params_equal(const struct qos_params *a, const struct qos_params *b) {
+	bool rt_static = a->policy == QOS_POLICY_FIFO || a->policy == QOS_POLICY_RR;
+	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
+			a->slice_us == b->slice_us && a->nice == b->nice &&
+			(!rt_static || a->priority == b->priority) && a->inherit == b->inherit &&
+			same_adapt(&a->adapt, &b->adapt) && a->period_vblank == b->period_vblank &&
+			a->idle_periods == b->idle_periods;
+}
+
+bool qos_params_as_defined(const struct qos_params *now, const struct qos_params *def) {
+	struct qos_params p = *now;
+	if (qos_params_adaptive(&p) || p.period_vblank)
+		p.slice_us = def->slice_us;
+	if (p.period_vblank)
+		p.period_us = def->period_us;
+	return qos_params_equal(&p, def);
+}
+
 bool qos_params_may_freeze(const struct qos_params *p) {
 	return p->policy == QOS_POLICY_PAUSE ||
 			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_PAUSE);

@@ -173,6 +173,16 @@ bool qos_parse_bool(const char *s, bool *out);
  */
 void qos_params_format(const struct qos_params *p, char *buf, size_t len);
 
+/* Whether a and b are the same parameters, every field (priority only for fifo and rr). */
+bool qos_params_equal(const struct qos_params *a, const struct qos_params *b);
+
+/*
+ * Whether a reserve's parameters now are still the definition def: the
+ * slice adaptation sized, and the period and slice a period=vblank
+ * reserve took from its output, are its own doing, not a redefinition.
+ */
+bool qos_params_as_defined(const struct qos_params *now, const struct qos_params *def);
+
 /* Whether a reserve with params p may freeze its group (pause, or a pause fallback). */
 bool qos_params_may_freeze(const struct qos_params *p);
 

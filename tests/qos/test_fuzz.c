@@ -66,18 +66,6 @@ static void check_diagnostic(const char *text, long lines, const char *msg) {
 		CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 }
 
-static bool params_equal(const struct qos_params *a, const struct qos_params *b) {
-	return a->policy == b->policy && a->fallback == b->fallback && a->period_us == b->period_us &&
-			a->slice_us == b->slice_us && a->nice == b->nice && a->inherit == b->inherit &&
-			a->adapt.auto_slice == b->adapt.auto_slice &&
-			a->adapt.continuous == b->adapt.continuous && a->adapt.min_ppm == b->adapt.min_ppm &&
-			a->adapt.max_ppm == b->adapt.max_ppm && a->period_vblank == b->period_vblank &&
-			a->idle_periods == b->idle_periods &&
-			(a->policy != QOS_POLICY_FIFO && a->policy != QOS_POLICY_RR
-							? true
-							: a->priority == b->priority);
-}
-
 /* What formatting gives back when parsed as a reserve line: the same parameters. */
 static void check_round_trip(const char *name, const struct qos_params *p) {
 	char fmt[256], line[400];
@@ -87,8 +75,8 @@ static void check_round_trip(const char *name, const struct qos_params *p) {
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_string(r, FILE_NAME, line, collect, &d) == 0);
 	const struct qos_reserve_def *def = qos_rules_find_reserve(r, name);
-	CHECK(def && params_equal(&def->params, p));
-	if (d.n || !def || !params_equal(&def->params, p)) {
+	CHECK(def && qos_params_equal(&def->params, p));
+	if (d.n || !def || !qos_params_equal(&def->params, p)) {
 		print_escaped("formatted", line, strlen(line));
 		for (int i = 0; i < d.n && i < 64; i++)
 			fprintf(stderr, "  %s\n", d.msg[i]);
@@ -102,7 +90,7 @@ static void check_accepted(const struct qos_rules *r) {
 		const struct qos_reserve_def *d = &r->reserves[i];
 		struct qos_params p = d->params;
 		CHECK(qos_name_valid(d->name, err, sizeof(err)) && !qos_name_is_auto(d->name));
-		CHECK(qos_params_normalize(&p, err, sizeof(err)) && params_equal(&p, &d->params));
+		CHECK(qos_params_normalize(&p, err, sizeof(err)) && qos_params_equal(&p, &d->params));
 		check_round_trip(d->name, &d->params);
 	}
 	for (size_t i = 0; i < r->n_rules; i++) {
@@ -114,7 +102,8 @@ static void check_accepted(const struct qos_rules *r) {
 			CHECK(qos_name_valid(rule->reserve, err, sizeof(err)));
 		} else if (rule->places) {
 			struct qos_params p = rule->params;
-			CHECK(qos_params_normalize(&p, err, sizeof(err)) && params_equal(&p, &rule->params));
+			CHECK(qos_params_normalize(&p, err, sizeof(err)) &&
+					qos_params_equal(&p, &rule->params));
 		}
 		/* Matching the patterns against the text they came from must not trip. */
 		const char *pat = rule->matches[0].pattern;

@@ -339,6 +339,19 @@ static void test_adapt_normalize(void) {
 	CHECK_STR(buf,
 			"policy=qos period=vblank slice=8333us fallback=other nice=0 inherit=no cpu=auto "
 			"adapt=yes cpu-min=1.25% cpu-max=50% idle-release=30");
+
+	/* What adaptation and the output changed is no redefinition; the rest is. */
+	struct qos_params now = p;
+	now.period_us = 6944;
+	now.slice_us = 1234;
+	CHECK(qos_params_as_defined(&now, &p) && !qos_params_equal(&now, &p));
+	now.nice = 3;
+	CHECK(!qos_params_as_defined(&now, &p));
+	now = p;
+	now.adapt.auto_slice = now.adapt.continuous = now.period_vblank = false;
+	struct qos_params def = now;
+	now.slice_us = 1234;
+	CHECK(!qos_params_as_defined(&now, &def));
 }
 
 int main(void) {
