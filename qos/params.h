@@ -57,10 +57,12 @@ struct qos_params {
 	bool inherit;
 	struct qos_adapt_params adapt;
 	/*
-	 * period=vblank: the embedder sets period_us to the refresh period of
-	 * the output the reserve's window is on (qos_reserve_set, modify) and
-	 * phases it with qos_manager_vblank(); until then period_us holds a
-	 * 60 Hz frame.  slice_us is then a share of each frame.
+	 * period=vblank: period_us follows the refresh period of the output
+	 * the reserve's window is on, which the embedder passes to
+	 * qos_manager_vblank() (it sets the period and phases it; setting it
+	 * through qos_reserve_set works too, but does not phase it); until
+	 * then period_us holds a 60 Hz frame.  slice_us is a share of each
+	 * frame, kept as the period changes.
 	 */
 	bool period_vblank;
 	/*
@@ -84,8 +86,12 @@ void qos_params_init(struct qos_params *p);
  * Brings p into canonical form and checks it.  fifo/rr without a limit get the
  * safety limit (90 % of 50 ms, fallback other).  With a limit the fallback
  * must give less than the policy (qos, fifo, rr > other > idle > pause), and
- * pause takes no limit.  Returns false and writes a
- * human-readable reason into err when p cannot be scheduled.
+ * pause takes no limit.  Adaptation needs a period and a policy other than
+ * idle or pause, bounds need adaptation and must fit the period, and idle
+ * release needs qos with a fallback other than pause.  cpu=auto without a
+ * slice and period=vblank without a period get their provisional values.
+ * Returns false and writes a human-readable reason into err when p cannot
+ * be scheduled.
  */
 bool qos_params_normalize(struct qos_params *p, char *err, size_t err_len);
 
