@@ -117,7 +117,7 @@ static void describe(char *why, size_t len, const char *verb, uint64_t slice_us,
 /* cpu=auto's first measurement: the percentile of it plus the margin. */
 static bool decide_initial(struct qos_adapt *a, const struct qos_params *p,
 		const struct qos_adapt_ring *src, uint64_t *slice_us, char *why, size_t why_len) {
-	if (a->since_change < QOS_ADAPT_INITIAL_PERIODS)
+	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS)
 		return false;
 	a->settled = true;
 	uint64_t p95 = qos_adapt_percentile(src, QOS_ADAPT_INITIAL_PERIODS, 95);

@@ -7,6 +7,9 @@
  * Rules (docs/qos-design.md, "Adaptation"):
  *  - cpu=auto: after QOS_ADAPT_INITIAL_PERIODS samples the slice becomes
  *    their 95th percentile plus QOS_ADAPT_MARGIN_PCT, within the bounds.
+ *    The first QOS_ADAPT_WARMUP periods are not among them: the period a
+ *    member joined in is partial, and a task changing class runs what it
+ *    fell behind on.
  *  - adapt=yes: the slice grows by a quarter (or to the percentile plus
  *    margin, if more) when at least 3 of the last 4 periods used it up,
  *    and shrinks to the percentile plus margin of the last 16 periods when
@@ -30,6 +33,7 @@
 
 #define QOS_ADAPT_RING 32u
 #define QOS_ADAPT_INITIAL_PERIODS 20u
+#define QOS_ADAPT_WARMUP 2u
 #define QOS_ADAPT_WINDOW 16u /* periods the shrink rule looks at */
 #define QOS_ADAPT_MARGIN_PCT 15u
 #define QOS_ADAPT_BAND_PCT 25u

@@ -24,6 +24,8 @@ static void test_initial(void) {
 	struct qos_params p = adaptive(true, false, 5000);
 	uint64_t slice;
 	char why[160];
+	/* The warm-up's periods count for nothing, however long. */
+	feed(&a, QOS_ADAPT_WARMUP, 9000, 0);
 	feed(&a, QOS_ADAPT_INITIAL_PERIODS - 1, 3000, 400);
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 	feed(&a, 1, 3000, 0);

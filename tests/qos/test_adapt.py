@@ -20,9 +20,10 @@ assert pytestmark  # skipped with kernel_helpers' printed reason when not root
 SCHED_OTHER = 0
 SCHED_DEADLINE = 6
 
-# A periodic task: every PERIOD it runs the current level's ms of CPU (its
-# own clock, so preemption does not change the work), then sleeps to the
-# next boundary, skipping boundaries it missed; at level 0 it sleeps.
+# A periodic task: at each PERIOD boundary it runs the current level's ms of
+# CPU (its own clock, so preemption does not change the work), then sleeps
+# to the next boundary; a job that ends late skips the boundaries it missed
+# rather than running two jobs in one period.  At level 0 it sleeps.
 # SIGUSR1 moves to the next level.  One thread: a qos reserve's slice is
 # split over its threads, and a second one would halve the first's runtime.
 DUTY = r"""
@@ -33,7 +34,6 @@ busy = [levels.pop(0)]
 signal.signal(signal.SIGUSR1, lambda *_: busy.__setitem__(0, levels.pop(0)))
 print("ready", flush=True)
 start = time.monotonic()
-k = 0
 while True:
     if not busy[0]:
         time.sleep(0.1)  # idle: no wake-up a period
@@ -42,7 +42,7 @@ while True:
     while time.thread_time() < end:
         pass
     now = time.monotonic()
-    k = max(k + 1, int((now - start) / period) + 1)
+    k = int((now - start) / period) + 1  # the next boundary: a late job is not made up
     time.sleep(max(0.0, start + k * period - now))
 """
 
