@@ -473,9 +473,23 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 		a.sched_period = dl_period_ns;
 		break;
 	}
-	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
-		return -errno;
-	return 0;
+	if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
+		return 0;
+	int e = errno;
+	/*
+	 * Real-time classes are given with reset-on-fork, and the kernel lets
+	 * only CAP_SYS_NICE clear that flag: a manager that gave fifo within
+	 * the target's RLIMIT_RTPRIO could otherwise never take it back.  The
+	 * flag then stays on the time-sharing thread (its future children
+	 * start at the default class, which is what they get anyway).
+	 */
+	if (e == EPERM && !(a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK) &&
+			(a.sched_policy == SCHED_OTHER || a.sched_policy == SCHED_IDLE)) {
+		a.sched_flags |= QOS_SCHED_FLAG_RESET_ON_FORK;
+		if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
+			return 0;
+	}
+	return -e;
 }
 
 bool qos_sys_get_sched(pid_t tid, struct qos_sched *out) {

@@ -111,7 +111,8 @@ int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), vo
 
 /*
  * Puts one thread under a per-thread policy.  fifo/rr/qos always carry
- * SCHED_RESET_ON_FORK.  qos is SCHED_DEADLINE with the given runtime and
+ * SCHED_RESET_ON_FORK; other/idle keep it when the kernel refuses to clear
+ * it (without CAP_SYS_NICE).  qos is SCHED_DEADLINE with the given runtime and
  * period.  Returns 0 or a negative errno.
  */
 int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
