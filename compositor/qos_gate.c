@@ -223,18 +223,83 @@ static bool have_sys_nice(void) {
 	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
 }
 
-bool qos_gate_may_raise(const struct qos_params *p, char *err, size_t err_len) {
-	bool realtime = p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy);
-	if ((!realtime && p->nice >= 0) || have_sys_nice()) {
+/*
+ * The soft RLIMIT_RTPRIO of pid (0: the compositor's own), which the kernel
+ * checks when a process without CAP_SYS_NICE asks for fifo or rr; -1 if
+ * unreadable (gone).
+ */
+static long rtprio_limit(pid_t pid) {
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid > 0 ? (int)pid : (int)getpid());
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		return -1;
+	}
+	long limit = -1;
+	const char key[] = "Max realtime priority";
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, sizeof(key) - 1) == 0) {
+			char soft[32];
+			if (sscanf(line + sizeof(key) - 1, "%31s", soft) == 1) {
+				limit = strcmp(soft, "unlimited") == 0 ? LONG_MAX : strtol(soft, NULL, 10);
+			}
+			break;
+		}
+	}
+	fclose(f);
+	return limit;
+}
+
+static void own_exe(char *exe, size_t len) {
+	ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+	} else {
+		snprintf(exe, len, "qosway");
+	}
+}
+
+bool qos_gate_may_raise(const struct qos_params *p, pid_t pid, char *err, size_t err_len) {
+	bool deadline = p->policy == QOS_POLICY_QOS;
+	bool fixed = qos_policy_is_rt(p->policy) || qos_policy_is_rt(p->fallback);
+	if ((!deadline && !fixed && p->nice >= 0) || have_sys_nice()) {
 		return true;
 	}
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
+	own_exe(exe, sizeof(exe));
+	if (deadline) {
+		snprintf(err, err_len,
+				"deadline scheduling (a real-time reserve) needs CAP_SYS_NICE, which an "
+				"rtprio limit does not give; as root, run 'setcap cap_sys_nice=ep %s' "
+				"and start the session again",
+				exe);
+		return false;
+	}
+	if (p->nice < 0) {
+		snprintf(err, err_len,
+				"a negative nice needs CAP_SYS_NICE, which qosway runs without; as "
+				"root, run 'setcap cap_sys_nice=ep %s' and start the session again",
+				exe);
+		return false;
+	}
+	/* fifo or rr: the kernel lets a process of the same user have them up
+	 * to the target's RLIMIT_RTPRIO (what pam_limits' rtprio gives). With
+	 * no process yet, the join decides. */
+	long limit = pid > 0 ? rtprio_limit(pid) : LONG_MAX;
+	if (limit < 0 || p->priority <= limit) {
+		return true; /* gone: the kernel finds out */
+	}
+	char user[64];
+	struct passwd pw, *found = NULL;
+	char scratch[1024];
+	bool named = getpwuid_r(getuid(), &pw, scratch, sizeof(scratch), &found) == 0 && found;
+	snprintf(user, sizeof(user), "%s", named ? found->pw_name : "USER");
 	snprintf(err, err_len,
-			"%s needs CAP_SYS_NICE, which qosway runs without; as root, run "
-			"'setcap cap_sys_nice=ep %s' and start the session again",
-			realtime ? "a real-time class" : "a negative nice", n > 0 ? exe : "qosway");
+			"%s priority %d needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %d (pid %d has %ld); "
+			"fix: 'setcap cap_sys_nice=ep %s' as root, or '%s - rtprio %d' in "
+			"/etc/security/limits.d/",
+			qos_policy_name(qos_policy_is_rt(p->policy) ? p->policy : p->fallback),
+			(int)p->priority, (int)p->priority, (int)pid, limit, exe, user, (int)p->priority);
 	return false;
 }
 
@@ -263,7 +328,8 @@ static bool members_may_take(struct qw_server *server, struct qos_manager *qos, 
 	}
 	bool ok = true;
 	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
-		ok = may_change(server, members[i].pid, asker, params_freeze(params), err, len);
+		ok = may_change(server, members[i].pid, asker, params_freeze(params), err, len) &&
+				qos_gate_may_raise(params, members[i].pid, err, len);
 	}
 	if (members != few) {
 		free(members);
@@ -291,11 +357,12 @@ static bool reserve_freezes(struct qw_server *server, const char *name) {
 	return p && params_freeze(p);
 }
 
-/* Joining the reserve needs no capability qosway lacks. */
-static bool reserve_may_raise(struct qw_server *server, const char *name, char *err, size_t len) {
+/* pid joining the reserve needs no privilege qosway lacks. */
+static bool reserve_may_raise(struct qw_server *server, const char *name, pid_t pid, char *err,
+		size_t len) {
 	struct qos_reserve_info info;
 	const struct qos_params *p = reserve_params(server, name, &info);
-	return !p || qos_gate_may_raise(p, err, len);
+	return !p || qos_gate_may_raise(p, pid, err, len);
 }
 
 /*
@@ -342,7 +409,7 @@ static bool user_may_define(struct qw_server *server, const struct qos_gate_aske
 				util / 10000.0, info.capacity_ppm / 10000.0);
 		return false;
 	}
-	if (!qos_gate_may_raise(params, err, len)) {
+	if (!qos_gate_may_raise(params, 0, err, len)) {
 		return false;
 	}
 	return members_may_take(server, qos, name, params, asker->pid, err, len);
@@ -454,7 +521,7 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 	struct qos_app_limits limits;
 	if (!not_our_ancestor(asker->pid, err, len) || !qos_params_normalize(p, err, len) ||
 			!class_allowed(server, asker->pid, reserve, p, &limits, err, len) ||
-			!qos_gate_may_raise(p, err, len)) {
+			!qos_gate_may_raise(p, asker->pid, err, len)) {
 		return false;
 	}
 	const struct qos_rules *rules = qos_link_rules(server);
@@ -552,14 +619,14 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 	bool ok;
 	if (asker->who == QOS_GATE_USER) {
 		if (!may_change(server, pid, asker->pid, reserve_freezes(server, reserve), err, err_len) ||
-				!reserve_may_raise(server, reserve, err, err_len)) {
+				!reserve_may_raise(server, reserve, pid, err, err_len)) {
 			return false;
 		}
 		ok = qos_manager_join(qos, reserve, pid, tid, err, err_len);
 	} else if (!not_our_ancestor(asker->pid, err, err_len) ||
 			!app_may_join(server, asker, name, err, err_len) ||
-			!reserve_may_raise(server, reserve, err, err_len) ||
-			(pending && !qos_gate_may_raise(pending, err, err_len))) {
+			!reserve_may_raise(server, reserve, pid, err, err_len) ||
+			(pending && !qos_gate_may_raise(pending, pid, err, err_len))) {
 		return false;
 	} else if (!name && !qos_manager_reserve_info(qos, reserve, &info)) {
 		/* The automatic reserve is made with the process as its first
@@ -665,7 +732,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 	case QW_VIEW_CLASS_REALTIME: {
 		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
 		if (reserve) {
-			ok = reserve_may_raise(server, reserve, err, err_len) &&
+			ok = reserve_may_raise(server, reserve, pid, err, err_len) &&
 					qos_manager_join(qos, reserve, pid, 0, err, err_len);
 			break;
 		}
@@ -673,7 +740,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		params.period_us = config->realtime_period_us;
 		params.slice_us = config->realtime_period_us * config->realtime_cpu_ppm / 1000000;
 		params.fallback = config->realtime_fallback;
-		ok = qos_gate_may_raise(&params, err, err_len) &&
+		ok = qos_gate_may_raise(&params, pid, err, err_len) &&
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	}
@@ -682,7 +749,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		params.policy = QOS_POLICY_FIFO;
 		params.priority = 10;
 		ok = qos_params_normalize(&params, err, err_len) &&
-				qos_gate_may_raise(&params, err, err_len) &&
+				qos_gate_may_raise(&params, pid, err, err_len) &&
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	case QW_VIEW_CLASS_IDLE:

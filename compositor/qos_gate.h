@@ -17,8 +17,9 @@
  *  - only processes of the session's user (a session run by root may
  *    allow other users' with qos-other-users on);
  *  - nothing that can freeze the process asking;
- *  - a real-time class (or a negative nice) only when the compositor has
- *    CAP_SYS_NICE, refused before the kernel would be asked;
+ *  - a real-time reserve (SCHED_DEADLINE) or a negative nice only when the
+ *    compositor has CAP_SYS_NICE, fifo and rr with it or within the
+ *    target's RLIMIT_RTPRIO; refused before the kernel would be asked;
  *  - an application only for its own process, within what qosrc allows it
  *    (allow=, max-cpu=, redefine=; by default qos, other and idle, at most
  *    50% of a CPU over all its reserves), and never a reserve the user
@@ -104,10 +105,13 @@ bool qos_gate_leave(struct qw_server *server, const struct qos_gate_asker *asker
 bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t err_len);
 
 /*
- * Whether the compositor can give params: a real-time policy or a negative
- * nice needs CAP_SYS_NICE. False with the reason and the fix in err.
+ * Whether the compositor can give params to process pid (0: none yet, a
+ * reserve being defined): with CAP_SYS_NICE, anything; without it, fifo and
+ * rr up to pid's RLIMIT_RTPRIO (as the kernel allows a process of the same
+ * user), never a real-time reserve (SCHED_DEADLINE) or a negative nice.
+ * False with the reason and the fixes in err.
  */
-bool qos_gate_may_raise(const struct qos_params *params, char *err, size_t err_len);
+bool qos_gate_may_raise(const struct qos_params *params, pid_t pid, char *err, size_t err_len);
 
 /*
  * The user takes thread tid of process pid out of the reserve it is in (as

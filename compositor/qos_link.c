@@ -426,7 +426,7 @@ void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_i
 	const struct qos_reserve_def *def =
 			rule->reserve[0] ? qos_rules_find_reserve(qos_link_rules(server), rule->reserve) : NULL;
 	if (!qos_gate_may_touch(server, pid, err, sizeof(err)) ||
-			!qos_gate_may_raise(def ? &def->params : &rule->params, err, sizeof(err))) {
+			!qos_gate_may_raise(def ? &def->params : &rule->params, pid, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "AutoQOS for pid %d not applied: %s", (int)pid, err);
 		return;
 	}

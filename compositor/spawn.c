@@ -54,7 +54,7 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[], 
 				: def ? &def->params
 					  : NULL;
 		if (qos_link_ready(server, err, err_len) &&
-				(!params || qos_gate_may_raise(params, err, err_len)) &&
+				(!params || qos_gate_may_raise(params, pid, err, err_len)) &&
 				!qos_manager_join(qos, reserve, pid, 0, err, err_len)) {
 			wlr_log(WLR_INFO, "pid %d runs without reserve %s: %s", (int)pid, reserve, err);
 		}
@@ -85,7 +85,7 @@ static void settle_qos(struct qw_server *server, pid_t pid, char *const argv[], 
 	}
 	const struct qos_reserve_def *def =
 			rule->reserve[0] ? qos_rules_find_reserve(rules, rule->reserve) : NULL;
-	if (!qos_gate_may_raise(def ? &def->params : &rule->params, err, err_len)) {
+	if (!qos_gate_may_raise(def ? &def->params : &rule->params, pid, err, err_len)) {
 		wlr_log(WLR_INFO, "AutoQOS for %s (pid %d) not applied: %s", exe, (int)pid, err);
 		return;
 	}

@@ -3,8 +3,9 @@ join here; buttons, the protocol and AutoQOS go through the same gate)
 refuses pid 1, kernel threads, other users' processes, the services the
 session depends on and the compositor's ancestors (any class), naming
 the reason; and
-a real-time class without CAP_SYS_NICE is refused before the kernel is
-asked, with the fix. (The same refusals for an ordinary user's session on
+without CAP_SYS_NICE, real-time is refused before the kernel is asked,
+with the fixes: fifo and rr beyond the target's RLIMIT_RTPRIO, deadline
+scheduling always. (The same refusals for an ordinary user's session on
 pure cgroup v2 are checked in the virtual machine, tests/vm.)"""
 import os
 import pwd
@@ -134,6 +135,81 @@ def test_realtime_without_cap_sys_nice_names_the_fix(start_qosway):
         r = comp.qosctl("set", "pid:%d" % p.pid, "idle")
         assert r.returncode == 0, r.stdout + r.stderr
         comp.qosctl("set", "pid:%d" % p.pid, "normal")
+    finally:
+        p.kill()
+        p.wait()
+
+
+CAP_SYS_NICE = 23
+
+
+@pytest.fixture
+def without_cap(start_qosway):
+    """A compositor without CAP_SYS_NICE, as an ordinary user's session runs
+    without the file capability. It runs as root here (an unprivileged one
+    gets no QoS manager on this hybrid tree; the virtual machine, tests/vm,
+    runs one as nobody): for a target of its own user, the kernel's rule is
+    the same, the target's RLIMIT_RTPRIO."""
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("prlimit"):
+        pytest.skip("dropping CAP_SYS_NICE from a root compositor needs root, setpriv, prlimit")
+    comp = start_qosway(config=harness.qos_test_config(),
+                        prefix=["setpriv", "--inh-caps=-all", "--bounding-set=-sys_nice"])
+    with open("/proc/%d/status" % comp.pid) as f:
+        eff = [int(line.split()[1], 16) for line in f if line.startswith("CapEff:")][0]
+    assert not eff & (1 << CAP_SYS_NICE), hex(eff)
+    return comp
+
+
+def sleeper(rtprio):
+    p = subprocess.Popen(["prlimit", "--rtprio=%d" % rtprio, "sleep", "1000"])
+    harness.wait_for(lambda: os.readlink("/proc/%d/exe" % p.pid).endswith("/sleep"),
+                     desc="sleep started under prlimit")
+    return p
+
+
+def test_real_time_without_rtprio_or_cap_sys_nice_refused(without_cap):
+    """Without CAP_SYS_NICE and with no RLIMIT_RTPRIO (the default), fifo is
+    refused before the kernel, naming the limit and both fixes; deadline
+    scheduling needs the capability whatever the limit."""
+    comp = without_cap
+    p = sleeper(0)
+    try:
+        out = qosctl_refused(comp, "set", "pid:%d" % p.pid, "fifo")
+        assert "fifo priority 10 needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 10 (pid %d has 0)" % (
+            p.pid) in out, out
+        assert "'setcap cap_sys_nice=ep " in out, out
+        assert "'root - rtprio 10' in /etc/security/limits.d/" in out, out
+        out = qosctl_refused(comp, "set", "pid:%d" % p.pid, "realtime")
+        assert "deadline scheduling (a real-time reserve) needs CAP_SYS_NICE" in out, out
+        assert harness.sched_attr(p.pid)["policy"] == os.SCHED_OTHER
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_fifo_within_the_targets_rtprio_limit_without_cap_sys_nice(without_cap):
+    """What pam_limits' rtprio gives an ordinary user: fifo up to the
+    target's RLIMIT_RTPRIO, as the kernel allows without CAP_SYS_NICE; above
+    it, a refusal naming the limit."""
+    if subprocess.run(["prlimit", "--rtprio=50", "true"], capture_output=True).returncode:
+        pytest.skip("raising RLIMIT_RTPRIO needs CAP_SYS_RESOURCE, which this root lacks "
+                    "(the virtual machine, tests/vm, checks it)")
+    comp = without_cap
+    p = sleeper(50)
+    try:
+        # qosctl's fifo is priority 10: within 50
+        r = comp.qosctl("set", "pid:%d" % p.pid, "fifo")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert harness.sched_attr(p.pid)["policy"] == os.SCHED_FIFO
+        r = comp.qosctl("set", "pid:%d" % p.pid, "normal")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert harness.sched_attr(p.pid)["policy"] == os.SCHED_OTHER
+        r = comp.qosctl("reserve", "high", "policy=fifo", "priority=60")
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = qosctl_refused(comp, "join", "pid:%d" % p.pid, "high")
+        assert "fifo priority 60 needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 60 (pid %d has 50)" % (
+            p.pid) in out, out
+        assert harness.sched_attr(p.pid)["policy"] == os.SCHED_OTHER
     finally:
         p.kill()
         p.wait()
