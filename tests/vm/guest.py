@@ -564,6 +564,38 @@ def user_checks():
                 finally:
                     kill(pid)
             check("user/realtime-refused-names-cap", refuse_realtime_without_cap)
+
+            def fifo_within_rtprio():
+                # what pam_limits' rtprio gives an ordinary user's processes;
+                # started in a group of the session's subtree, as its apps are
+                app = scope + "/rtprio-app"
+                delegate(app, NOBODY)
+                p = subprocess.Popen(["prlimit", "--rtprio=50"] + as_user(NOBODY, app) +
+                                     ["sleep", "100000"])
+                try:
+                    wait_for(lambda: status_field(p.pid, "Uid").split()[0] ==
+                             str(NOBODY.pw_uid), "sleep to run as nobody")
+                    comp.qosctl("set", "pid:%d" % p.pid, "fifo")  # priority 10
+                    policy = os.sched_getscheduler(p.pid) & ~os.SCHED_RESET_ON_FORK
+                    assert policy == os.SCHED_FIFO, "policy %d, not fifo" % policy
+                    comp.qosctl("reserve", "vmhigh", "policy=fifo", "priority=60")
+                    rc, reply, err = comp.qosctl("join", "pid:%d" % p.pid, "vmhigh",
+                                                 expect_ok=False)
+                    assert rc == 1, "join above the limit answered %d %s" % (rc, reply)
+                    assert "RLIMIT_RTPRIO >= 60 (pid %d has 50)" % p.pid in err, err
+                    comp.qosctl("set", "pid:%d" % p.pid, "normal")
+                    policy = os.sched_getscheduler(p.pid) & ~os.SCHED_RESET_ON_FORK
+                    assert policy == os.SCHED_OTHER, "policy %d after normal" % policy
+                    # the manager's RLIMIT_RTTIME bound: an unprivileged
+                    # session cannot raise a hard limit back, so it stays
+                    rttime = [line for line in read("/proc/%d/limits" % p.pid).splitlines()
+                              if line.startswith("Max realtime timeout")]
+                    print("  after leaving fifo: %s" % rttime, flush=True)
+                finally:
+                    p.kill()
+                    p.wait()
+                    kill_tree_of_cgroup(app)
+            check("user/fifo-within-rtprio-without-cap", fifo_within_rtprio)
         finally:
             comp.stop()
         # Each its own scope, as each session start gets one from
