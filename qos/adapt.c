@@ -114,43 +114,67 @@ static void describe(char *why, size_t len, const char *verb, uint64_t slice_us,
 			p95 / 1e3, reported ? " of reported work" : "", QOS_ADAPT_MARGIN_PCT);
 }
 
+/*
+ * What a period needs: the percentile of measured use, or of the reported
+ * work while reports are fresh when that is more.  A report covers only
+ * the work the application timed (not its drawing or protocol traffic), so
+ * alone it would size the slice below what the members run and keep them
+ * overrunning; measured use alone cannot see past a slice the kernel holds
+ * them to.  *reported says which one decided.
+ */
+static uint64_t demand(const struct qos_adapt *a, unsigned n, bool *reported) {
+	uint64_t used = qos_adapt_percentile(&a->used, n, 95);
+	uint64_t work = reports_fresh(a) ? qos_adapt_percentile(&a->work, n, 95) : 0;
+	*reported = work > used;
+	return work > used ? work : used;
+}
+
+/* Of the last 4 periods, how many ran out: by measurement, or by reports. */
+static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
+	unsigned used = a->used.n >= 4 ? overs(&a->used, 4, slice_us) : 0;
+	unsigned work = reports_fresh(a) && a->work.n >= 4 ? overs(&a->work, 4, slice_us) : 0;
+	return used > work ? used : work;
+}
+
 /* cpu=auto's first measurement: the percentile of it plus the margin. */
-static bool decide_initial(struct qos_adapt *a, const struct qos_params *p,
-		const struct qos_adapt_ring *src, uint64_t *slice_us, char *why, size_t why_len) {
+static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
+		char *why, size_t why_len) {
 	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS)
 		return false;
 	a->settled = true;
-	uint64_t p95 = qos_adapt_percentile(src, QOS_ADAPT_INITIAL_PERIODS, 95);
+	bool reported;
+	uint64_t p95 = demand(a, QOS_ADAPT_INITIAL_PERIODS, &reported);
 	*slice_us = clamp(p, with_margin(p95));
-	describe(why, why_len, "settled at", *slice_us, p95, src == &a->work);
+	describe(why, why_len, "settled at", *slice_us, p95, reported);
 	return *slice_us != p->slice_us;
 }
 
 /* adapt=yes: grow after repeated overruns, shrink after sustained under-use. */
-static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p,
-		const struct qos_adapt_ring *src, uint64_t *slice_us, char *why, size_t why_len) {
+static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
+		char *why, size_t why_len) {
 	uint64_t cur = p->slice_us;
-	uint64_t p95 = qos_adapt_percentile(src, QOS_ADAPT_WINDOW, 95);
-	if (a->since_change >= 4 && src->n >= 4 && overs(src, 4, cur) >= 3) {
+	bool reported;
+	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, &reported);
+	if (a->since_change >= 4 && recent_overs(a, cur) >= 3) {
 		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
 		uint64_t target = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
 		if (target > cur) {
 			*slice_us = target;
-			describe(why, why_len, "grown to", target, p95, src == &a->work);
+			describe(why, why_len, "grown to", target, p95, reported);
 			return true;
 		}
 	}
-	if (a->since_change < QOS_ADAPT_WINDOW || src->n < QOS_ADAPT_WINDOW)
+	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW)
 		return false;
 	if (a->thread_share_us && a->thread_share_us < cur &&
-			qos_adapt_percentile(src, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us)
+			qos_adapt_percentile(&a->used, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us)
 		return false;
 	uint64_t target = clamp(p, with_margin(p95));
 	/* Inside the band a jittery use changes nothing. */
 	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT)
 		return false;
 	*slice_us = target;
-	describe(why, why_len, "shrunk to", target, p95, src == &a->work);
+	describe(why, why_len, "shrunk to", target, p95, reported);
 	return true;
 }
 
@@ -158,12 +182,11 @@ bool qos_adapt_decide(struct qos_adapt *a, const struct qos_params *p, uint64_t 
 		char *why, size_t why_len) {
 	if (!qos_params_adaptive(p) || !qos_params_has_limit(p) || a->released)
 		return false;
-	const struct qos_adapt_ring *src = reports_fresh(a) ? &a->work : &a->used;
 	if (p->adapt.auto_slice && !a->settled)
-		return decide_initial(a, p, src, slice_us, why, why_len);
+		return decide_initial(a, p, slice_us, why, why_len);
 	if (!p->adapt.continuous)
 		return false;
-	return decide_continuous(a, p, src, slice_us, why, why_len);
+	return decide_continuous(a, p, slice_us, why, why_len);
 }
 
 void qos_adapt_changed(struct qos_adapt *a, uint64_t slice_us) {

@@ -18,9 +18,10 @@
  *    slice it judges.  No shrink while a thread may have been throttled at
  *    its share of a split slice (thread_share_us).
  *  - Reports of the work done per frame (qos_manager_report_work), when
- *    one came in the last QOS_ADAPT_REPORT_FRESH periods, stand in for the
- *    measured use: they say what the work needs, not what the fallback let
- *    it have.
+ *    one came in the last QOS_ADAPT_REPORT_FRESH periods, count where they
+ *    say more than the measured use: they tell what the work needs where
+ *    the slice held it back, but cover only what the application timed
+ *    (not its drawing or protocol traffic), so they never lower the figure.
  */
 #ifndef QOS_ADAPT_H
 #define QOS_ADAPT_H

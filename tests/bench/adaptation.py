@@ -4,15 +4,15 @@ reserve follow it, and what does that save in missed frames?
 
 One qos-player plays at the output's 60 Hz with a per-frame work schedule
 (default 2 ms for 6 s, then 6 ms for 6 s, then 3 ms for 6 s) while
-qos-loadgen keeps both CPUs busy with best-effort hogs. Cases, each on a
+qos-loadgen keeps both CPUs busy with 8 best-effort hogs. Cases, each on a
 fresh qosway, interleaved over the repetitions:
 
   adaptive   a qos reserve of one 60 Hz frame (16667 us) that adapts
              (qosway-reserve-v1 version 2: -q 16667:4167 --adapt=5:60),
-             fallback other; the slice follows the measured use
+             fallback idle; the slice follows the measured use
   reports    the same, and the player reports each frame's work time
              (work_duration), which adaptation prefers to measured use
-  fixed      a fixed 25% qos reserve (4167 us every 16667 us), fallback other
+  fixed      a fixed 25% qos reserve (4167 us every 16667 us), fallback idle
   none       no reserve: the player time-shares with the hogs
 
 The script samples `qosctl --json reserves` every 50 ms (slice, last
@@ -47,12 +47,12 @@ GOAL = ("an adaptive reserve misses fewer frames than a fixed 25% one and than n
         "and follows each step within 30 periods (0.5 s)")
 FOLLOW_GOAL_PERIODS = 30
 CASES = {
-    "adaptive": {"label": "adaptive", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:other",
+    "adaptive": {"label": "adaptive", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle",
                                                  "--adapt=5:60"]},
     "reports": {"label": "adaptive + work reports",
-                "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:other", "--adapt=5:60",
+                "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle", "--adapt=5:60",
                            "--report-work"]},
-    "fixed": {"label": "fixed 25%", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:other"]},
+    "fixed": {"label": "fixed 25%", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle"]},
     "none": {"label": "no reserve", "player": []},
 }
 SHRINK_BAND = 1.15 * 1.25
@@ -96,7 +96,7 @@ def measure(comp, case, player, loadgen, logdir, tag, args):
         hogs = peers.spawn([loadgen, "--hogs", str(args.hogs), "--quiet"],
                            env=comp.client_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-        argv = [player, "-n", "0", "-t", "adapting", "-p", "--work-steps",
+        argv = [player, "-t", "adapting", "-p", "--work-steps",
                 steps_arg(args.steps)] + CASES[case]["player"]
         if CASES[case]["player"]:
             argv += ["-r", RESERVE]
@@ -282,7 +282,7 @@ def parse_args(argv):
     p.add_argument("--runs", type=int, default=3, help="repetitions; medians are reported")
     p.add_argument("--steps", default="2ms@6s,6ms@6s,3ms@6s",
                    help="the player's work schedule (default 2ms@6s,6ms@6s,3ms@6s)")
-    p.add_argument("--hogs", type=int, default=4, help="best-effort CPU hogs (default 4)")
+    p.add_argument("--hogs", type=int, default=8, help="best-effort CPU hogs (default 8)")
     p.add_argument("--sample", type=float, default=0.05,
                    help="seconds between reserve samples (default 0.05)")
     p.add_argument("--start-timeout", type=float, default=15.0,
