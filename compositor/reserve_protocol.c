@@ -22,7 +22,9 @@
 #include "qosway-reserve-v1-protocol.h"
 #include "reserve_protocol.h"
 
-#define MANAGER_VERSION 1
+#define MANAGER_VERSION 2
+#define PPM_MAX 1000000u
+#define VBLANK_DEFAULT_PERIOD_US 16667u /* a 60 Hz frame, until the first vblank */
 #define MAX_OBJECTS_PER_CLIENT 64
 #define MAX_SET_PARAMS_PER_SECOND 10
 #define MIN_FEEDBACK_MS 100
@@ -43,6 +45,9 @@ struct reserve_object {
 	uint64_t last_periods; /* stats sent up to this period count */
 	bool params_sent;
 	uint32_t sent[6]; /* the last params event, to send changes only */
+	/* Version 2 pending state, taken by every set_params from then on. */
+	struct qos_adapt_params adapt;
+	bool period_vblank;
 };
 
 struct reserve_protocol {
@@ -243,6 +248,19 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	p.slice_us = slice_us;
 	p.nice = nice;
 	p.priority = rt ? (int)priority : 0;
+	p.adapt = obj->adapt;
+	p.period_vblank = obj->period_vblank;
+	if (p.period_vblank && p.period_us == 0) {
+		p.period_us = VBLANK_DEFAULT_PERIOD_US;
+	}
+	bool adapts = p.adapt.auto_slice || p.adapt.continuous;
+	if ((adapts || p.period_vblank) && (p.policy == QOS_POLICY_PAUSE || p.period_us == 0)) {
+		/* Both work per period, and a frozen reserve has nothing to measure. */
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_ADAPT,
+				"%s needs a period and a policy other than pause",
+				adapts ? "adaptation" : "a vblank period");
+		return;
+	}
 	if (!rate_ok(obj)) {
 		send_refused(obj, QOSWAY_RESERVE_V1_REFUSAL_RATE_LIMITED,
 				"more than 10 set_params a second");
@@ -419,6 +437,63 @@ static void handle_set_feedback(struct wl_client *client, struct wl_resource *re
 	}
 }
 
+static void handle_set_adaptive(struct wl_client *client, struct wl_resource *resource,
+		uint32_t flags, uint32_t min_ppm, uint32_t max_ppm) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	const uint32_t known = QOSWAY_RESERVE_V1_ADAPT_AUTO_SLICE | QOSWAY_RESERVE_V1_ADAPT_CONTINUOUS;
+	if ((flags & ~known) || min_ppm > PPM_MAX || max_ppm > PPM_MAX ||
+			(max_ppm != 0 && min_ppm > max_ppm)) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_ADAPT,
+				"invalid adaptation: flags 0x%x, min %u ppm, max %u ppm", flags, min_ppm, max_ppm);
+		return;
+	}
+	obj->adapt = (struct qos_adapt_params){
+		.auto_slice = flags & QOSWAY_RESERVE_V1_ADAPT_AUTO_SLICE,
+		.continuous = flags & QOSWAY_RESERVE_V1_ADAPT_CONTINUOUS,
+		.min_ppm = flags ? min_ppm : 0,
+		.max_ppm = flags ? max_ppm : 0,
+	};
+}
+
+static void handle_set_period_source(struct wl_client *client, struct wl_resource *resource,
+		uint32_t source) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	if (source != QOSWAY_RESERVE_V1_PERIOD_SOURCE_FIXED &&
+			source != QOSWAY_RESERVE_V1_PERIOD_SOURCE_VBLANK) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_ADAPT,
+				"unknown period source %u", source);
+		return;
+	}
+	obj->period_vblank = source == QOSWAY_RESERVE_V1_PERIOD_SOURCE_VBLANK;
+}
+
+static void handle_work_duration(struct wl_client *client, struct wl_resource *resource,
+		uint32_t target_us, uint32_t actual_us) {
+	struct reserve_object *obj = object_from_resource(resource);
+	if (!obj) {
+		return;
+	}
+	if (target_us == 0) {
+		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_WORK,
+				"work_duration with target 0 us (actual %u us)", actual_us);
+		return;
+	}
+	struct qos_manager *qos = qos_link_manager(obj->server);
+	if (!qos) {
+		return;
+	}
+	char buf[QOS_NAME_MAX + 1];
+	/* A reserve that does not adapt has no use for it: not an error, since
+	 * the user may have replaced the client's parameters meanwhile. */
+	qos_manager_report_work(qos, reserve_name(obj, buf, sizeof(buf)), target_us, actual_us);
+}
+
 static void object_destroy(struct reserve_object *obj) {
 	if (!obj) {
 		return;
@@ -454,6 +529,9 @@ static const struct qosway_reserve_v1_interface reserve_impl = {
 	.join = handle_join,
 	.leave = handle_leave,
 	.set_feedback = handle_set_feedback,
+	.set_adaptive = handle_set_adaptive,
+	.set_period_source = handle_set_period_source,
+	.work_duration = handle_work_duration,
 };
 
 static void handle_get_reserve(struct wl_client *client, struct wl_resource *manager_resource,
