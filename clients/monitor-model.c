@@ -163,7 +163,9 @@ bool mon_model_event(struct mon_model *model, struct json_object *event, double 
 			r->overrun_at = now;
 		}
 	}
-	bool bad = strcmp(change, "granted") != 0 && strcmp(change, "rt-resumed") != 0;
+	/* Adaptation and idle release are the manager doing its job. */
+	bool bad = strcmp(change, "granted") != 0 && strcmp(change, "rt-resumed") != 0 &&
+			strcmp(change, "params") != 0 && strcmp(change, "released") != 0;
 	int pid = (int)ipc_json_int(event, "pid");
 	char who[32] = "";
 	if (pid > 0) {

@@ -15,6 +15,7 @@
 
 #include "ipc.h"
 #include "ipc_commands.h"
+#include "qos_link.h"
 #include "scheduler.h"
 #include "qos/qos.h"
 
@@ -376,6 +377,8 @@ void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
 		[QOS_EVENT_ERROR] = "error",
 		[QOS_EVENT_RT_DEMOTED] = "rt-demoted",
 		[QOS_EVENT_RT_RESUMED] = "rt-resumed",
+		[QOS_EVENT_PARAMS_CHANGED] = "params",
+		[QOS_EVENT_RELEASED] = "released",
 	};
 	const char *change =
 			(size_t)event->type < sizeof(names) / sizeof(names[0]) ? names[event->type] : NULL;
@@ -389,6 +392,14 @@ void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
 	json_object_object_add(obj, "pid", json_object_new_int(event->pid));
 	json_object_object_add(obj, "used_us", json_object_new_int64(event->used_us));
 	json_object_object_add(obj, "message", ipc_json_text(event->message));
+	struct qos_reserve_info info;
+	if (event->type == QOS_EVENT_PARAMS_CHANGED && event->reserve &&
+			qos_link_reserve_info(server, event->reserve, &info)) {
+		/* Adaptation and vblank periods change these with no one asking:
+		 * a monitor shows them without polling. */
+		json_object_object_add(obj, "period_us", json_object_new_int64(info.params.period_us));
+		json_object_object_add(obj, "slice_us", json_object_new_int64(info.params.slice_us));
+	}
 	broadcast(server, obj);
 	json_object_put(obj);
 }

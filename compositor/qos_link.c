@@ -215,6 +215,8 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 	case QOS_EVENT_ADMISSION_GRANTED:
 	case QOS_EVENT_OVERRUN:
 	case QOS_EVENT_RT_RESUMED:
+	case QOS_EVENT_PARAMS_CHANGED:
+	case QOS_EVENT_RELEASED:
 		ipc_notify_qos(server, event);
 		break;
 	default:
