@@ -380,6 +380,26 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 	return reply;
 }
 
+/* Adaptation, vblank periods and idle release: what changes a reserve's
+ * parameters or capacity without anyone asking. */
+static void add_adapt_fields(struct json_object *obj, const struct qos_reserve_info *info) {
+	const struct qos_adapt_params *a = &info->params.adapt;
+	struct json_object *adapt = NULL;
+	if (a->auto_slice || a->continuous) {
+		adapt = json_object_new_object();
+		json_object_object_add(adapt, "auto", json_object_new_boolean(a->auto_slice));
+		json_object_object_add(adapt, "continuous", json_object_new_boolean(a->continuous));
+		json_object_object_add(adapt, "min_ppm", json_object_new_int64((int64_t)a->min_ppm));
+		json_object_object_add(adapt, "max_ppm", json_object_new_int64((int64_t)a->max_ppm));
+	}
+	json_object_object_add(obj, "adapt", adapt);
+	json_object_object_add(obj, "adapt_slice_us", json_object_new_int64(info->adapt_slice_us));
+	json_object_object_add(obj, "period_vblank",
+			json_object_new_boolean(info->params.period_vblank));
+	json_object_object_add(obj, "idle_periods", json_object_new_int64(info->params.idle_periods));
+	json_object_object_add(obj, "released", json_object_new_boolean(info->released));
+}
+
 static struct json_object *cmd_reserves(struct qw_server *server) {
 	struct qos_manager *qos = qos_link_manager(server);
 	char err[256];
@@ -416,6 +436,7 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 		json_object_object_add(obj, "last_billed_us", json_object_new_int64(info.last_billed_us));
 		json_object_object_add(obj, "periods", json_object_new_int64(info.periods));
 		json_object_object_add(obj, "overruns", json_object_new_int64(info.overruns));
+		add_adapt_fields(obj, &info);
 		struct qos_member_info members[64];
 		ssize_t count = qos_manager_members(qos, info.name, members, 64);
 		struct json_object *mlist = json_object_new_array();
