@@ -17,6 +17,7 @@
 #include "output_apply.h"
 #include "render.h"
 #include "scheduler.h"
+#include "vblank.h"
 
 struct wlr_box output_layout_box(struct qw_output *output) {
 	struct wlr_box *box =
@@ -136,6 +137,11 @@ static void handle_frame(struct wl_listener *listener, void *data) {
 	scheduler_output_frame(output->server->scheduler, output);
 }
 
+static void handle_present(struct wl_listener *listener, void *data) {
+	struct qw_output *output = wl_container_of(listener, output, present);
+	vblank_output_presented(output, data);
+}
+
 static void handle_destroy(struct wl_listener *listener, void *data) {
 	struct qw_output *output = wl_container_of(listener, output, destroy);
 	output_apply_removed(output);
@@ -144,6 +150,7 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 		wl_event_source_remove(output->retry_timer);
 	}
 	wl_list_remove(&output->frame.link);
+	wl_list_remove(&output->present.link);
 	wl_list_remove(&output->destroy.link);
 	wl_list_remove(&output->link);
 	render_list_destroy(output->render_list);
@@ -215,6 +222,8 @@ void output_handle_new(struct wl_listener *listener, void *data) {
 	}
 	output->frame.notify = handle_frame;
 	wl_signal_add(&wlr_output->events.frame, &output->frame);
+	output->present.notify = handle_present;
+	wl_signal_add(&wlr_output->events.present, &output->present);
 	output->destroy.notify = handle_destroy;
 	wl_signal_add(&wlr_output->events.destroy, &output->destroy);
 	wl_list_insert(server->outputs.prev, &output->link);

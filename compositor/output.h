@@ -37,6 +37,7 @@ struct qw_output {
 	int retry_ms;
 
 	struct wl_listener frame;
+	struct wl_listener present;
 	struct wl_listener destroy;
 };
 

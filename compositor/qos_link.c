@@ -17,6 +17,7 @@
 #include "qos_link.h"
 #include "reserve_protocol.h"
 #include "scheduler.h"
+#include "vblank.h"
 
 /* Everything the compositor keeps for its QoS manager; server->qos_link. */
 struct qos_link {
@@ -223,6 +224,7 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 		break;
 	}
 	reserve_protocol_notify(server, event);
+	vblank_qos_event(server, event);
 	scheduler_qos_event(server->scheduler, event);
 	/* Anything may have changed some process's class: re-read once, after
 	 * the manager has finished the operation that emitted this. */

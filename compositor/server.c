@@ -40,6 +40,7 @@
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "reserve_protocol.h"
+#include "vblank.h"
 #include "scheduler.h"
 #include "seat.h"
 #include "server.h"
@@ -265,6 +266,10 @@ bool server_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
 		return false;
 	}
+	if (!vblank_create(server)) {
+		wlr_log(WLR_ERROR, "cannot create the vblank tracker: out of memory");
+		return false;
+	}
 	server->new_output.notify = output_handle_new;
 	wl_signal_add(&server->backend->events.new_output, &server->new_output);
 
@@ -319,6 +324,7 @@ void server_finish(struct qw_server *server) {
 	 * may stay frozen or real-time after the session. */
 	proc_events_finish(server);
 	qos_link_destroy(server->qos_link);
+	vblank_destroy(server->vblank);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);

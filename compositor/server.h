@@ -48,6 +48,7 @@
 struct qw_ipc;
 struct qw_output_management;
 struct qw_scheduler;
+struct qw_vblank;
 struct qos_link;
 struct wlr_scene_node;
 struct qw_view;
@@ -203,6 +204,8 @@ struct qw_server {
 	int proc_events_fd; /* netlink process connector, -1 if none */
 	struct wl_event_source *proc_events_source;
 	struct reserve_protocol *reserve_protocol;
+	/* period=vblank reserves follow their window's output (vblank.h). */
+	struct qw_vblank *vblank;
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
 	struct wl_event_source *sighup_source;

@@ -1,0 +1,14 @@
+/* Which output a window is on, for what follows a window's display. */
+#ifndef QOSWAY_VIEW_OUTPUT_H
+#define QOSWAY_VIEW_OUTPUT_H
+
+struct qw_output;
+struct qw_view;
+
+/*
+ * The enabled output that shows the largest part of the window's frame;
+ * NULL when the window is unmapped, minimised or on no output at all.
+ */
+struct qw_output *view_main_output(struct qw_view *view);
+
+#endif
