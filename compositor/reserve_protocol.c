@@ -235,6 +235,11 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	struct qos_params p;
 	qos_params_init(&p);
 	bool rt = policy == QOSWAY_RESERVE_V1_POLICY_FIFO || policy == QOSWAY_RESERVE_V1_POLICY_RR;
+	/* A vblank period is the display's; period_us only stands in until the
+	 * first vblank, and may be left to the compositor. */
+	if (obj->period_vblank && period_us == 0) {
+		period_us = VBLANK_DEFAULT_PERIOD_US;
+	}
 	if (!from_wire(policy, &p.policy) || !from_wire(fallback, &p.fallback) ||
 			slice_us > period_us || (period_us != 0 && (period_us < 100 || period_us > 10000000)) ||
 			nice < -20 || nice > 19 || (rt && (priority < 1 || priority > 99))) {
@@ -250,9 +255,6 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	p.priority = rt ? (int)priority : 0;
 	p.adapt = obj->adapt;
 	p.period_vblank = obj->period_vblank;
-	if (p.period_vblank && p.period_us == 0) {
-		p.period_us = VBLANK_DEFAULT_PERIOD_US;
-	}
 	bool adapts = p.adapt.auto_slice || p.adapt.continuous;
 	if ((adapts || p.period_vblank) && (p.policy == QOS_POLICY_PAUSE || p.period_us == 0)) {
 		/* Both work per period, and a frozen reserve has nothing to measure. */
