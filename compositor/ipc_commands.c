@@ -28,6 +28,7 @@
 #include "qos_link.h"
 #include "scheduler.h"
 #include "view.h"
+#include "view_output.h"
 
 static struct json_object *box_json(struct wlr_box box) {
 	struct json_object *obj = json_object_new_object();
@@ -80,6 +81,9 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
 	json_object_object_add(obj, "minimized", json_object_new_boolean(view->minimized));
+	struct qw_output *output = view_main_output(view);
+	json_object_object_add(obj, "output",
+			output ? json_object_new_string(output->wlr_output->name) : NULL);
 	json_object_object_add(obj, "geometry",
 			box_json((struct wlr_box){ view->x, view->y, view->width, view->height }));
 	json_object_object_add(obj, "frame", box_json(view_frame_box(view)));
