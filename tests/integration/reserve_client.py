@@ -6,7 +6,9 @@ maps a solid-colour toplevel so that the window's titlebar buttons act on
 this process), and is driven by stdin commands.  Every event is printed as
 one ``<event> <json>`` line on stdout, flushed at once, like wlclient.py:
 
-    ready {"globals": [..], "pid": N, "tid": N, "manager": true}
+    ready {"globals": [..], "pid": N, "tid": N, "manager": true,
+           "advertised": V, "version": V}  the global's version, and the
+                                            one bound (--version)
     mapped {"width":..,"height":..}         (--window) first buffer committed
     object {"idx": I, "name": ".."}         after "get": index of the new object
     params {"idx": I, "policy":.., "fallback":.., "period_us":.., "slice_us":..,
@@ -39,6 +41,14 @@ Commands (one a line):
     join IDX TID         join (TID 0: the whole process; "main": main thread)
     leave IDX TID        leave
     feedback IDX MS      set_feedback
+    adaptive IDX FLAGS MIN_PPM MAX_PPM
+                         set_adaptive (version 2; FLAGS a number, or
+                         auto, continuous, auto+continuous)
+    period_source IDX SRC
+                         set_period_source (version 2; fixed, vblank or a
+                         number)
+    work IDX TARGET_US ACTUAL_US
+                         work_duration (version 2)
     destroy IDX          destroy the object
     destroy_manager      destroy the manager
     animate SECONDS      (--window) redraw the whole window on every frame
@@ -87,6 +97,9 @@ from _proto.qosway_reserve_v1 import (  # noqa: E402
 )
 
 POLICIES = {e.name: e.value for e in QoswayReserveV1.policy}
+ADAPT = {"auto": QoswayReserveV1.adapt.auto_slice.value,
+         "continuous": QoswayReserveV1.adapt.continuous.value}
+PERIOD_SOURCES = {e.name: e.value for e in QoswayReserveV1.period_source}
 REFUSALS = {e.value: e.name for e in QoswayReserveV1.refusal}
 
 
@@ -189,14 +202,18 @@ class Client:
 
         self.display, self.globals, bind = connect()
         self.manager = None
+        self.version = 0
         if QoswayReserveManagerV1.name in self.globals:
-            self.manager = bind(QoswayReserveManagerV1, 1)
+            self.manager = bind(QoswayReserveManagerV1, args.version)
+            self.version = min(args.version, self.globals[QoswayReserveManagerV1.name][1])
         self.toplevel = None
         if args.window:
             self._map_window(bind)
         self.display.roundtrip()
         emit("ready", globals=sorted(self.globals), pid=os.getpid(),
-             tid=threading.get_native_id(), manager=self.manager is not None)
+             tid=threading.get_native_id(), manager=self.manager is not None,
+             advertised=self.globals.get(QoswayReserveManagerV1.name, (0, 0))[1],
+             version=self.version)
 
     # -- optional window ---------------------------------------------------------
     def _map_window(self, bind):
@@ -302,6 +319,12 @@ class Client:
         return int(s)
 
     @staticmethod
+    def adapt_flags(s):
+        if s.isdigit():
+            return int(s)
+        return sum(ADAPT[f] for f in s.split("+"))
+
+    @staticmethod
     def policy(s):
         return POLICIES[s] if s in POLICIES else int(s)
 
@@ -380,6 +403,13 @@ class Client:
             self.obj(a[0]).leave(self.tid(a[1]))
         elif cmd == "feedback":
             self.obj(a[0]).set_feedback(int(a[1]))
+        elif cmd == "adaptive":
+            self.obj(a[0]).set_adaptive(self.adapt_flags(a[1]), int(a[2]), int(a[3]))
+        elif cmd == "period_source":
+            src = PERIOD_SOURCES[a[1]] if a[1] in PERIOD_SOURCES else int(a[1])
+            self.obj(a[0]).set_period_source(src)
+        elif cmd == "work":
+            self.obj(a[0]).work_duration(int(a[1]), int(a[2]))
         elif cmd == "destroy":
             self.obj(a[0]).destroy()
             self.objects[int(a[0])] = None
@@ -447,6 +477,8 @@ def main():
     ap.add_argument("--app-id", default="reserve-client")
     ap.add_argument("--width", type=int, default=300)
     ap.add_argument("--height", type=int, default=200)
+    ap.add_argument("--version", type=int, default=1,
+                    help="bind the manager at most at this version")
     args = ap.parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     client = None

@@ -26,8 +26,9 @@ CAPACITY, FORBIDDEN, RATE_LIMITED = range(3)
 class RClient:
     """A reserve_client.py process."""
 
-    def __init__(self, comp, window=None, name=None, expect_manager=True, app_id=None):
-        argv = [sys.executable, "-u", RESERVE_CLIENT]
+    def __init__(self, comp, window=None, name=None, expect_manager=True, app_id=None,
+                 version=1):
+        argv = [sys.executable, "-u", RESERVE_CLIENT, "--version", str(version)]
         if window:
             argv += ["--window", window]
         if app_id:

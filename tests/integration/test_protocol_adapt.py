@@ -1,0 +1,223 @@
+"""qosway-reserve-v1 version 2: adaptive reserves (set_adaptive), work
+reports (work_duration) and display-synchronous periods
+(set_period_source vblank), with a real client (reserve_client.py) on the
+real compositor.  A version 1 client keeps working against the version 2
+global; bad version 2 arguments are protocol errors; the params changes
+reach IPC subscribers."""
+
+import json
+import socket
+
+import pytest
+
+import harness
+from harness import wait_for
+from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
+from test_protocol_reserve import (
+    RClient, grant_auto, request_granted, reserves, member_pids, QOS)
+from test_protocol_errors import others, expect_error  # noqa: F401  (fixture)
+
+RESERVE = "qosway_reserve_v1"
+INVALID_PARAMS, INVALID_ADAPT, INVALID_WORK = 0, 3, 4
+AUTO, CONTINUOUS = 1, 2
+
+
+def auto_reserve(comp, rc):
+    return reserves(comp)["auto-%d" % rc.pid]
+
+
+def test_v1_client_works_against_the_v2_global(qcomp):
+    """The global is advertised at 2; a client binding 1 gets the same
+    answers as before: params, granted, its process in the reserve."""
+    rc = RClient(qcomp, version=1)
+    assert rc.ready["advertised"] == 2, rc.ready
+    assert rc.ready["version"] == 1, rc.ready
+    idx = grant_auto(rc)
+    rc.assert_no_error()
+    res = auto_reserve(qcomp, rc)
+    assert rc.pid in member_pids(res), res
+    assert res["policy"] == "qos" and res["adapt"] is None, res
+    assert res["period_vblank"] is False, res
+    params = [d for e, d in rc.events("params", idx)]
+    assert params[-1]["policy"] == QOS and params[-1]["slice_us"] == 5000, params
+
+
+def test_adaptive_reserve_reaches_the_manager(qcomp):
+    """set_adaptive before set_params: the reserve the manager holds adapts
+    within the bounds asked, and work reports are taken without error."""
+    rc = RClient(qcomp, version=2)
+    assert rc.ready["version"] == 2, rc.ready
+    idx = rc.get("")
+    request_granted(rc, idx, ["adaptive %d continuous 50000 400000" % idx,
+                              "params %d qos other 20000 5000 0 0" % idx,
+                              "join %d 0" % idx])
+    res = auto_reserve(qcomp, rc)
+    print("reserve: %r" % res)
+    assert res["adapt"] == {"auto": False, "continuous": True, "min_ppm": 50000,
+                            "max_ppm": 400000}, res
+    for actual in (3000, 9000, 4000):
+        rc.send("work %d 16000 %d" % (idx, actual))
+    rc.assert_no_error()
+    assert rc.pid in member_pids(auto_reserve(qcomp, rc))
+
+
+def test_adaptation_is_pending_state_until_set_params(qcomp):
+    """set_adaptive alone changes nothing; flags 0 turns it off again."""
+    rc = RClient(qcomp, version=2)
+    idx = grant_auto(rc)
+    rc.send("adaptive %d auto+continuous 0 0" % idx)
+    rc.assert_no_error()
+    assert auto_reserve(qcomp, rc)["adapt"] is None
+    request_granted(rc, idx, ["params %d qos other 20000 5000 0 0" % idx])
+    adapt = auto_reserve(qcomp, rc)["adapt"]
+    assert adapt and adapt["auto"] and adapt["continuous"], adapt
+    request_granted(rc, idx, ["adaptive %d 0 0 0" % idx,
+                              "params %d qos other 20000 4000 0 0" % idx])
+    assert auto_reserve(qcomp, rc)["adapt"] is None
+
+
+def test_work_reports_to_a_fixed_reserve_are_no_error(qcomp):
+    """The user may have replaced the client's parameters: a report to a
+    reserve that does not adapt (or does not exist) is ignored."""
+    rc = RClient(qcomp, version=2)
+    idx = rc.get("")
+    rc.send("work %d 16000 20000" % idx)
+    rc.assert_no_error()
+    grant_auto(rc)
+    rc.send("work %d 16000 1000" % idx)
+    rc.assert_no_error()
+
+
+@pytest.mark.parametrize("lines,code", [
+    pytest.param(["adaptive {i} 4 0 0"], INVALID_ADAPT, id="unknown-flag"),
+    pytest.param(["adaptive {i} continuous 500000 100000"], INVALID_ADAPT, id="min-over-max"),
+    pytest.param(["adaptive {i} continuous 0 1000001"], INVALID_ADAPT, id="max-over-a-cpu"),
+    pytest.param(["adaptive {i} auto 1000001 0"], INVALID_ADAPT, id="min-over-a-cpu"),
+    pytest.param(["period_source {i} 2"], INVALID_ADAPT, id="unknown-period-source"),
+    pytest.param(["adaptive {i} continuous 0 0", "params {i} pause other 20000 5000 0 0"],
+                 INVALID_ADAPT, id="adaptive-pause"),
+    pytest.param(["adaptive {i} auto 0 0", "params {i} qos other 0 0 0 0"],
+                 INVALID_ADAPT, id="adaptive-without-period"),
+    pytest.param(["period_source {i} vblank", "params {i} pause other 0 0 0 0"],
+                 INVALID_ADAPT, id="vblank-pause"),
+    pytest.param(["period_source {i} vblank", "params {i} qos other 0 20000 0 0"],
+                 INVALID_PARAMS, id="vblank-slice-over-frame"),
+    pytest.param(["work {i} 0 5000"], INVALID_WORK, id="work-target-0"),
+])
+def test_bad_v2_arguments_are_protocol_errors(qcomp, others, lines, code):  # noqa: F811
+    rc = RClient(qcomp, version=2)
+    idx = rc.get("")
+    for line in lines:
+        rc.send(line.format(i=idx))
+    expect_error(qcomp, rc, others, code, RESERVE)
+
+
+def test_v2_boundary_arguments_are_not_errors(qcomp):
+    """Equal bounds, a bound of exactly one CPU, no upper bound, and a
+    report of 0 us: legal."""
+    rc = RClient(qcomp, version=2)
+    idx = rc.get("")
+    for line in ("adaptive %d continuous 200000 200000" % idx,
+                 "adaptive %d auto 0 1000000" % idx,
+                 "adaptive %d continuous 300000 0" % idx,
+                 "period_source %d fixed" % idx,
+                 "work %d 16000 0" % idx):
+        rc.send(line)
+    rc.assert_no_error()
+
+
+class Subscriber:
+    """A raw IPC subscription: events read as they come."""
+
+    def __init__(self, comp):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(comp.sock)
+        self.s.sendall(b'{"command":"subscribe"}\n')
+        self.buf = b""
+        reply = self.next(10)
+        assert reply and reply.get("success", True), reply
+
+    def next(self, timeout):
+        self.s.settimeout(timeout)
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def wait(self, pred, timeout=10.0):
+        seen = []
+        while True:
+            try:
+                ev = self.next(timeout)
+            except socket.timeout:
+                raise AssertionError("no such event in %.0fs; saw %r" % (timeout, seen))
+            if ev is None:
+                raise AssertionError("subscription closed; saw %r" % seen)
+            if pred(ev):
+                return ev
+            seen.append(ev)
+
+    def close(self):
+        self.s.close()
+
+
+def test_params_changes_reach_ipc_subscribers(qcomp):
+    """A reserve's new slice comes to subscribers as a qos params event with
+    the new period and slice, whoever changed it."""
+    rc = RClient(qcomp, version=2)
+    idx = grant_auto(rc)
+    sub = Subscriber(qcomp)
+    try:
+        request_granted(rc, idx, ["params %d qos other 20000 3000 0 0" % idx])
+        ev = sub.wait(lambda e: e.get("event") == "qos" and e.get("change") == "params"
+                      and e.get("reserve") == "auto-%d" % rc.pid)
+        print("event: %r" % ev)
+        assert ev["period_us"] == 20000 and ev["slice_us"] == 3000, ev
+    finally:
+        sub.close()
+
+
+def vblank_config(hz1, hz2):
+    return harness.qos_test_config(
+        "output HEADLESS-1 {\n    mode 640x480@%d\n    position 0,0\n}\n"
+        "output HEADLESS-2 {\n    mode 640x480@%d\n    position 640,0\n}\n" % (hz1, hz2))
+
+
+def refresh_us(comp, name):
+    outs = {o["name"]: o for o in comp.ipc({"command": "outputs"})["outputs"]}
+    return 1000000000 // outs[name]["refresh_mhz"]
+
+
+def test_vblank_period_follows_the_windows_output(start_qosway):
+    """A period=vblank reserve takes the refresh period of the output its
+    window is on, and the other output's once the window is moved there
+    (its first output unplugged)."""
+    comp = start_qosway(config=vblank_config(50, 100),
+                        env_extra={"WLR_HEADLESS_OUTPUTS": "2"})
+    first, second = refresh_us(comp, "HEADLESS-1"), refresh_us(comp, "HEADLESS-2")
+    assert first != second, (first, second)
+    rc = RClient(comp, window="Vblank Window", version=2)
+    win = wait_for(lambda: comp.window_by_title("Vblank Window"), desc="window listed")
+    idx = rc.get("")
+    request_granted(rc, idx, ["period_source %d vblank" % idx,
+                              "params %d qos other 0 2000 0 0" % idx,
+                              "join %d 0" % idx])
+    res = auto_reserve(comp, rc)
+    assert res["period_vblank"] is True, res
+    on = win["output"]
+    want = first if on == "HEADLESS-1" else second
+    rc.send("animate 1")
+    wait_for(lambda: auto_reserve(comp, rc)["period_us"] == want, timeout=20,
+             desc="period %d us of %s (now %r)" % (want, on, auto_reserve(comp, rc)))
+    # params told the client
+    rc.sync()
+    assert any(d["period_us"] == want for _, d in rc.events("params", idx)), rc.events("params")
+    other, other_us = ("HEADLESS-2", second) if on == "HEADLESS-1" else ("HEADLESS-1", first)
+    r = comp.ipc({"command": "output-remove", "name": on})
+    assert r.get("success", True) and "error" not in r, r
+    rc.send("animate 1")
+    wait_for(lambda: auto_reserve(comp, rc)["period_us"] == other_us, timeout=20,
+             desc="period %d us of %s (now %r)" % (other_us, other, auto_reserve(comp, rc)))
