@@ -108,6 +108,8 @@ void config_init_defaults(struct qw_config *config) {
 		.realtime_period_us = 20000,
 		.realtime_fallback = QOS_POLICY_OTHER,
 		.qos_reserved_ppm = 100000,
+		.inactive_timeout_s = 10,
+		.inactive_class = QW_INACTIVE_NONE,
 		.scheduling = {
 			.serve_by_reserve = true,
 			.bill = true,
@@ -469,6 +471,33 @@ static bool apply_output(struct qw_config *config, char **cursor, char *msg, siz
 	return apply_output_words(config, name, what, cursor, msg, size);
 }
 
+static bool apply_inactive(struct qw_config *config, const char *key, char **cursor, char *msg,
+		size_t size) {
+	char *value = next_word(cursor);
+	bool extra = value && next_word(cursor);
+	if (strcmp(key, "inactive-timeout") == 0) {
+		char *end = NULL;
+		unsigned long s = value ? strtoul(value, &end, 10) : 0;
+		if (!value || !isdigit((unsigned char)value[0]) || *end || s < 1 || s > 86400 || extra) {
+			return fail(msg, size, "inactive-timeout wants whole seconds from 1 to 86400, e.g. 10");
+		}
+		config->inactive_timeout_s = (unsigned int)s;
+		return true;
+	}
+	static const char *const names[] = {
+		[QW_INACTIVE_NONE] = "none",
+		[QW_INACTIVE_IDLE] = "idle",
+		[QW_INACTIVE_NORMAL] = "normal",
+	};
+	for (size_t i = 0; value && !extra && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(value, names[i]) == 0) {
+			config->inactive_class = (enum qw_inactive_class)i;
+			return true;
+		}
+	}
+	return fail(msg, size, "inactive-class wants idle, normal or none");
+}
+
 bool config_apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
 	char buf[4096];
 	if (strlen(line_in) >= sizeof(buf)) {
@@ -672,6 +701,9 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		}
 		config->realtime_period_us = us;
 		return true;
+	}
+	if (strcmp(key, "inactive-timeout") == 0 || strcmp(key, "inactive-class") == 0) {
+		return apply_inactive(config, key, &cursor, msg, size);
 	}
 	if (strcmp(key, "realtime-fallback") == 0) {
 		char *value = next_word(&cursor);

@@ -71,6 +71,13 @@ struct qw_binding {
 	char *arg; /* command for QW_ACTION_EXEC */
 };
 
+/* What an inactive window's process is moved to. */
+enum qw_inactive_class {
+	QW_INACTIVE_NONE, /* nothing: inactivity is only reported */
+	QW_INACTIVE_IDLE,
+	QW_INACTIVE_NORMAL,
+};
+
 struct qw_config {
 	int output_width, output_height;
 	int output_refresh_mhz;
@@ -99,6 +106,10 @@ struct qw_config {
 	/* Whether a session run by root may change other users' processes
 	 * (qos_gate.h); an ordinary user's never may. */
 	bool qos_other_users;
+	/* A window minimised, covered or on no output for inactive_timeout_s
+	 * is inactive; its process then goes to inactive_class (inactive.h). */
+	unsigned int inactive_timeout_s;
+	enum qw_inactive_class inactive_class;
 	/* The compositor as a slave scheduler (scheduler.h). Off is the plain
 	 * wl_display_run loop: every client served alike, nothing billed. */
 	struct {
