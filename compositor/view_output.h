@@ -2,6 +2,8 @@
 #ifndef QOSWAY_VIEW_OUTPUT_H
 #define QOSWAY_VIEW_OUTPUT_H
 
+#include <stdbool.h>
+
 struct qw_output;
 struct qw_view;
 
@@ -10,5 +12,12 @@ struct qw_view;
  * NULL when the window is unmapped, minimised or on no output at all.
  */
 struct qw_output *view_main_output(struct qw_view *view);
+
+/*
+ * Whether nothing of the window shows: every part of its frame that is on
+ * an output lies under the opaque parts (server-side frame, the surface's
+ * opaque region) of windows stacked above it.
+ */
+bool view_fully_covered(struct qw_view *view);
 
 #endif
