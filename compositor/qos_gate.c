@@ -8,10 +8,18 @@
 #include <unistd.h>
 
 #include "qos/proc.h"
+#include "inactive.h"
 #include "qos/qos.h"
 #include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_protocol.h"
+
+/* What the user chose for a process, the inactive-window moves respect. */
+static void user_chose(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid) {
+	if (asker->who == QOS_GATE_USER && !asker->by_setting) {
+		inactive_user_placed(server, pid);
+	}
+}
 
 /*
  * The manager, or NULL with the reason in err: the user is told what is
@@ -645,6 +653,8 @@ bool qos_gate_join(struct qw_server *server, const struct qos_gate_asker *asker,
 		set_why_of_manager(why, qos);
 	} else if (asker->who == QOS_GATE_APP) {
 		qos_manager_watch_overruns(qos, reserve, true); /* as for define */
+	} else {
+		user_chose(server, asker, pid);
 	}
 	qos_link_schedule_refresh(server);
 	return ok;
@@ -679,6 +689,7 @@ bool qos_gate_leave_thread(struct qw_server *server, const struct qos_gate_asker
 		return false;
 	}
 	qos_manager_leave(qos, pid, tid);
+	user_chose(server, asker, pid);
 	qos_link_schedule_refresh(server);
 	return true;
 }
@@ -768,6 +779,9 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		snprintf(err, err_len, "unknown class");
 		ok = false;
 		break;
+	}
+	if (ok) {
+		user_chose(server, asker, pid);
 	}
 	qos_link_schedule_refresh(server);
 	return ok;

@@ -48,6 +48,9 @@ struct qos_gate_asker {
 	/* The process asking: qosctl's peer, or the application; -1 for none
 	 * (a button, the menu, a reload). */
 	pid_t pid;
+	/* The compositor acts by a setting of the user's (inactive-class):
+	 * the user's rules hold, but it is no choice of theirs to respect. */
+	bool by_setting;
 };
 
 /* Why a request was refused, as far as the protocol tells a client. */

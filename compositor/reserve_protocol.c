@@ -212,6 +212,20 @@ uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const ch
 	return sum;
 }
 
+bool reserve_protocol_placed(struct qw_server *server, pid_t pid) {
+	struct reserve_protocol *proto = server->reserve_protocol;
+	struct reserve_object *o;
+	if (!proto) {
+		return false;
+	}
+	wl_list_for_each(o, &proto->objects, link) {
+		if (o->pid == pid && o->n_joined > 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static bool rate_ok(struct reserve_object *obj) {
 	struct client_identity *id = client_identity_get(wl_resource_get_client(obj->resource));
 	if (!id) {

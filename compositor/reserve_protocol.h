@@ -20,5 +20,7 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
  * those it joined threads to, at their current parameters.
  */
 uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const char *except);
+/* Whether process pid put itself (or a thread) in a reserve through the protocol. */
+bool reserve_protocol_placed(struct qw_server *server, pid_t pid);
 
 #endif

@@ -39,6 +39,7 @@
 #include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
+#include "inactive.h"
 #include "reserve_protocol.h"
 #include "vblank.h"
 #include "scheduler.h"
@@ -266,6 +267,10 @@ bool server_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "cannot create the scheduler");
 		return false;
 	}
+	if (!inactive_create(server)) {
+		wlr_log(WLR_ERROR, "cannot create the inactive-window tracker: out of memory");
+		return false;
+	}
 	if (!vblank_create(server)) {
 		wlr_log(WLR_ERROR, "cannot create the vblank tracker: out of memory");
 		return false;
@@ -325,6 +330,7 @@ void server_finish(struct qw_server *server) {
 	proc_events_finish(server);
 	qos_link_destroy(server->qos_link);
 	vblank_destroy(server->vblank);
+	inactive_destroy(server->inactive);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);

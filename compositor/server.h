@@ -49,6 +49,7 @@ struct qw_ipc;
 struct qw_output_management;
 struct qw_scheduler;
 struct qw_vblank;
+struct qw_inactive;
 struct qos_link;
 struct wlr_scene_node;
 struct qw_view;
@@ -206,6 +207,8 @@ struct qw_server {
 	struct reserve_protocol *reserve_protocol;
 	/* period=vblank reserves follow their window's output (vblank.h). */
 	struct qw_vblank *vblank;
+	/* Windows out of sight and their processes' classes (inactive.h). */
+	struct qw_inactive *inactive;
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
 	struct wl_event_source *sighup_source;

@@ -13,6 +13,7 @@
 #include "cursor.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
+#include "inactive.h"
 #include "ipc.h"
 #include "output.h"
 #include "qos_gate.h"
@@ -205,6 +206,7 @@ void view_focus(struct qw_view *view) {
 		return;
 	}
 	struct qw_server *server = view->server;
+	inactive_view_active(view);
 	if (view->minimized) {
 		view->minimized = false;
 		wlr_scene_node_set_enabled(&view->tree->node, true);

@@ -57,6 +57,12 @@ struct qw_view {
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
 	enum qw_view_class class;
+	/* Out of sight (inactive.h): since when (monotonic ms, 0 while
+	 * shown), the same as wall-clock seconds for IPC, and whether that
+	 * has lasted past inactive-timeout. */
+	uint64_t hidden_since_ms;
+	int64_t inactive_since;
+	bool inactive;
 
 	struct wl_listener map;
 	struct wl_listener unmap;
