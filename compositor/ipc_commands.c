@@ -81,6 +81,9 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
 	json_object_object_add(obj, "minimized", json_object_new_boolean(view->minimized));
+	json_object_object_add(obj, "inactive", json_object_new_boolean(view->inactive));
+	json_object_object_add(obj, "inactive_since",
+			view->inactive ? json_object_new_int64(view->inactive_since) : NULL);
 	struct qw_output *output = view_main_output(view);
 	json_object_object_add(obj, "output",
 			output ? json_object_new_string(output->wlr_output->name) : NULL);
