@@ -1,5 +1,6 @@
 /* qos-player's command line. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +28,36 @@ static void usage(FILE *f) {
 			"              ask for a qos reserve: SLICE_US of CPU every PERIOD_US,\n"
 			"              FALLBACK (other, idle, ...; default other) beyond it; on\n"
 			"              the automatic reserve, or on NAME with -r\n"
-			"  -h          show this help\n"
+			"  --adapt[=MIN:MAX]\n"
+			"              with -q: the slice follows the measured use and the work\n"
+			"              reports, within MIN..MAX percent of one CPU (default: no\n"
+			"              bounds of its own; qosway-reserve-v1 version 2)\n"
+			"  --cpu-auto  with -q: the first slice is sized from the measured use\n"
+			"  --period vblank|fixed\n"
+			"              with -q: periods follow the refresh of the window's output\n"
+			"              (-q's period stands in until the first vblank)\n"
+			"  --report-work\n"
+			"              after each frame, report its work time (work_duration)\n"
+			"  --work-steps WORK@DURATION[,...]\n"
+			"              per-frame work over time instead of -u, e.g.\n"
+			"              2ms@5s,6ms@5s,3ms@5s; the run ends with the last step\n"
+			"              unless -n ends it first\n"
+			"  -h, --help  show this help\n"
 			"\n"
 			"The reserve's result (granted/refused) goes to stderr; without the\n"
 			"qosway_reserve_manager_v1 global (sway, weston) the player just plays.\n"
 			"On exit prints one JSON line on stdout:\n"
 			"  {\"frames\":N,\"elapsed_s\":S,\"fps\":F,\"worst_gap_ms\":G,\n"
-			"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R}\n"
+			"   \"presented\":P,\"discarded\":D,\"cpu_s\":C,\"reserve\":R,\n"
+			"   \"missed\":M,\"work_reports\":W[,\"steps\":[...]]}\n"
 			"frames counts completed frame callbacks; worst_gap_ms is the longest\n"
 			"interval between two of them; presented/discarded are null without -p;\n"
 			"reserve is null without -r/-q, else \"granted\", \"refused:REASON\",\n"
 			"\"pending\" (no answer yet) or \"unsupported\".\n"
+			"missed counts refresh intervals between two frame callbacks beyond the\n"
+			"first (the refresh from -p's feedback or a vblank period, else 60 Hz);\n"
+			"work_reports is null without --report-work; steps has, per step of\n"
+			"--work-steps, work_us, seconds, frames, missed and worst_gap_ms.\n"
 			"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
 }
 
@@ -133,6 +153,73 @@ bad:
 	return false;
 }
 
+/* --adapt=MIN:MAX, whole percents of one CPU; MAX 0 for no upper bound. */
+static bool parse_adapt(const char *arg, struct options *opt) {
+	opt->adapt = true;
+	if (arg == NULL) {
+		return true;
+	}
+	char *end;
+	errno = 0;
+	long min = strtol(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
+		goto bad;
+	}
+	const char *max_s = end + 1;
+	long max = strtol(max_s, &end, 10);
+	if (errno != 0 || end == max_s || *end != '\0' || max_s[0] == '-') {
+		goto bad;
+	}
+	if (min > 100 || max > 100 || (max != 0 && min > max)) {
+		fprintf(stderr,
+				"qos-player: --adapt: MIN and MAX are 0 to 100 percent, MIN not over MAX "
+				"(MAX 0: no upper bound)\n");
+		return false;
+	}
+	opt->adapt_min_ppm = (uint32_t)min * 10000;
+	opt->adapt_max_ppm = (uint32_t)max * 10000;
+	return true;
+bad:
+	fprintf(stderr, "qos-player: --adapt: '%s' is not MIN:MAX in percent (e.g. 5:40)\n", arg);
+	return false;
+}
+
+/* What the version 2 options need: a qos request to apply to. */
+static bool check_v2(const struct options *opt) {
+	const char *alone = opt->reserve_qos ? NULL
+			: opt->adapt                 ? "--adapt"
+			: opt->cpu_auto              ? "--cpu-auto"
+			: opt->period_vblank         ? "--period vblank"
+										 : NULL;
+	if (alone) {
+		fprintf(stderr, "qos-player: %s needs -q PERIOD_US:SLICE_US\n", alone);
+		return false;
+	}
+	if (opt->report_work && !opt->reserve_qos && opt->reserve_name == NULL) {
+		fprintf(stderr, "qos-player: --report-work needs a reserve (-q or -r)\n");
+		return false;
+	}
+	return true;
+}
+
+enum long_only {
+	OPT_ADAPT = 256,
+	OPT_CPU_AUTO,
+	OPT_PERIOD,
+	OPT_REPORT_WORK,
+	OPT_WORK_STEPS,
+};
+
+static const struct option long_options[] = {
+	{ "adapt", optional_argument, NULL, OPT_ADAPT },
+	{ "cpu-auto", no_argument, NULL, OPT_CPU_AUTO },
+	{ "period", required_argument, NULL, OPT_PERIOD },
+	{ "report-work", no_argument, NULL, OPT_REPORT_WORK },
+	{ "work-steps", required_argument, NULL, OPT_WORK_STEPS },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code) {
 	long v;
 	int c;
@@ -145,10 +232,34 @@ bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit
 		.app_id = "qos-player",
 		.presentation = false,
 	};
-	while ((c = getopt(argc, argv, ":n:W:H:V:u:t:a:pr:q:h")) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:W:H:V:u:t:a:pr:q:h", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
+				goto bad;
+			}
+			opt->frames_given = true;
+			break;
+		case OPT_ADAPT:
+			if (!parse_adapt(optarg, opt)) {
+				goto bad;
+			}
+			break;
+		case OPT_CPU_AUTO:
+			opt->cpu_auto = true;
+			break;
+		case OPT_PERIOD:
+			if (strcmp(optarg, "vblank") != 0 && strcmp(optarg, "fixed") != 0) {
+				fprintf(stderr, "qos-player: --period: '%s' is not vblank or fixed\n", optarg);
+				goto bad;
+			}
+			opt->period_vblank = strcmp(optarg, "vblank") == 0;
+			break;
+		case OPT_REPORT_WORK:
+			opt->report_work = true;
+			break;
+		case OPT_WORK_STEPS:
+			if (!player_parse_work_steps(optarg, opt)) {
 				goto bad;
 			}
 			break;
@@ -209,15 +320,26 @@ bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit
 			*exit_code = EXIT_SUCCESS;
 			return false;
 		case ':':
-			fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
+			if (optopt >= OPT_ADAPT) {
+				fprintf(stderr, "qos-player: %s needs an argument\n", argv[optind - 1]);
+			} else {
+				fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
+			}
 			goto bad;
 		default:
-			fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
+			if (optopt) {
+				fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
+			} else {
+				fprintf(stderr, "qos-player: unknown option '%s'\n", argv[optind - 1]);
+			}
 			goto bad;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "qos-player: unexpected argument '%s'\n", argv[optind]);
+		goto bad;
+	}
+	if (!check_v2(opt)) {
 		goto bad;
 	}
 	return true;

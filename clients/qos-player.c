@@ -60,6 +60,14 @@ static void stats_reset(struct player *p) {
 	p->stats.worst_gap_s = 0.0;
 	p->stats.presented = 0;
 	p->stats.discarded = 0;
+	p->stats.missed = 0;
+	p->stats.work_reports = 0;
+	memset(p->stats.steps, 0, sizeof(p->stats.steps));
+}
+
+/* The current step of --work-steps, -1 past the last or without them. */
+static int current_step(struct player *p) {
+	return p->opt.n_steps ? player_work_step(&p->opt, now_s() - p->play_start_s) : -1;
 }
 
 /*
@@ -67,10 +75,15 @@ static void stats_reset(struct player *p) {
  * sleep, so that it competes with the compositor the way real clients do.
  */
 static void decode_work(struct player *p) {
-	if (p->opt.work_usec <= 0) {
+	long usec = p->opt.work_usec;
+	if (p->opt.n_steps) {
+		int step = current_step(p);
+		usec = p->opt.steps[step >= 0 ? (size_t)step : p->opt.n_steps - 1].work_usec;
+	}
+	if (usec <= 0) {
 		return;
 	}
-	double deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + (double)p->opt.work_usec / 1e6;
+	double deadline = clock_s(CLOCK_THREAD_CPUTIME_ID) + (double)usec / 1e6;
 	uint64_t x = p->work_sink | 1;
 	do {
 		for (int i = 0; i < 4096; i++) {
@@ -169,12 +182,14 @@ static void feedback_presented(void *data, struct wp_presentation_feedback *wp_f
 	(void)tv_sec_hi;
 	(void)tv_sec_lo;
 	(void)tv_nsec;
-	(void)refresh;
 	(void)seq_hi;
 	(void)seq_lo;
 	(void)flags;
 	struct feedback *fb = data;
 	fb->player->stats.presented++;
+	if (refresh > 0) {
+		fb->player->refresh_s = refresh / 1e9;
+	}
 	feedback_finish(fb);
 }
 
@@ -209,8 +224,10 @@ static void draw_frame(struct player *p) {
 	}
 	p->want_frame = false;
 
+	double work_start = now_s();
 	decode_work(p);
 	paint(p, buf->pixels);
+	player_report_work(p, now_s() - work_start);
 
 	wl_surface_attach(p->surface, buf->wl_buffer, 0, 0);
 	wl_surface_damage_buffer(p->surface, 0, 0, INT32_MAX, INT32_MAX);
@@ -250,17 +267,21 @@ static void frame_done(void *data, struct wl_callback *cb, uint32_t time) {
 	wl_callback_destroy(cb);
 	p->frame_cb = NULL;
 
+	int step = current_step(p);
 	if (p->stats.last_done_s >= 0.0) {
 		double gap = t - p->stats.last_done_s;
 		if (gap > p->stats.worst_gap_s) {
 			p->stats.worst_gap_s = gap;
 		}
+		player_count_frame(p, gap, step);
 	}
 	p->stats.last_done_s = t;
 	p->stats.frames++;
 	p->frames_total++;
 
-	if (p->opt.frames > 0 && p->frames_total >= p->opt.frames) {
+	/* A schedule ends the run with its last step, unless -n ends it first. */
+	bool schedule_over = p->opt.n_steps && step < 0 && !p->opt.frames_given;
+	if ((p->opt.frames > 0 && p->frames_total >= p->opt.frames) || schedule_over) {
 		p->stats.end_s = t;
 		p->running = false;
 		return;
@@ -275,6 +296,7 @@ static void xdg_surface_configure(void *data, struct xdg_surface *xdg_surface, u
 	xdg_surface_ack_configure(xdg_surface, serial);
 	if (!p->configured) {
 		p->configured = true;
+		p->play_start_s = now_s();
 		stats_reset(p);
 		draw_frame(p);
 	}
@@ -338,7 +360,7 @@ static void registry_global(void *data, struct wl_registry *registry, uint32_t n
 	} else if (strcmp(interface, wp_viewporter_interface.name) == 0 && p->opt.view_width > 0) {
 		p->viewporter = wl_registry_bind(registry, name, &wp_viewporter_interface, 1);
 	} else if (strcmp(interface, qosway_reserve_manager_v1_interface.name) == 0) {
-		player_bind_reserve_manager(p, registry, name);
+		player_bind_reserve_manager(p, registry, name, version);
 	}
 }
 
@@ -514,9 +536,27 @@ static void print_stats(const struct player *p) {
 		snprintf(reserve, sizeof(reserve), "\"refused:%s\"", p->reserve_refusal);
 		break;
 	}
+	char reports[32] = "null";
+	if (p->opt.report_work) {
+		snprintf(reports, sizeof(reports), "%ld", s->work_reports);
+	}
 	printf("{\"frames\":%ld,\"elapsed_s\":%.3f,\"fps\":%.2f,\"worst_gap_ms\":%.2f,"
-		   "\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f,\"reserve\":%s}\n",
-			s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu, reserve);
+		   "\"presented\":%s,\"discarded\":%s,\"cpu_s\":%.3f,\"reserve\":%s,"
+		   "\"missed\":%ld,\"work_reports\":%s",
+			s->frames, elapsed, fps, s->worst_gap_s * 1e3, presented, discarded, cpu, reserve,
+			s->missed, reports);
+	if (p->opt.n_steps) {
+		printf(",\"steps\":[");
+		for (size_t i = 0; i < p->opt.n_steps; i++) {
+			const struct step_stats *st = &s->steps[i];
+			printf("%s{\"work_us\":%ld,\"seconds\":%.3f,\"frames\":%ld,\"missed\":%ld,"
+				   "\"worst_gap_ms\":%.2f}",
+					i ? "," : "", p->opt.steps[i].work_usec, p->opt.steps[i].seconds, st->frames,
+					st->missed, st->worst_gap_s * 1e3);
+		}
+		printf("]");
+	}
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -647,7 +687,8 @@ static void drain_feedback(struct player *p, int sfd) {
 }
 
 int main(int argc, char *argv[]) {
-	struct player p = { .stats = { .last_done_s = -1.0 } };
+	/* 60 Hz until the display says otherwise (presentation, vblank period). */
+	struct player p = { .stats = { .last_done_s = -1.0 }, .refresh_s = 1.0 / 60.0 };
 	int exit_code = EXIT_FAILURE;
 	wl_list_init(&p.feedbacks);
 

@@ -18,6 +18,19 @@
 #define MAX_DIMENSION 16384
 /* One second of work per frame is already absurd; the bound catches typos. */
 #define MAX_WORK_USEC 1000000L
+#define MAX_WORK_STEPS 32
+
+/* One step of --work-steps: work_usec of CPU per frame for seconds. */
+struct work_step {
+	long work_usec;
+	double seconds;
+};
+
+/* What the frames of one step saw. */
+struct step_stats {
+	long frames, missed;
+	double worst_gap_s;
+};
 
 struct player;
 
@@ -47,6 +60,15 @@ struct options {
 	const char *reserve_name;
 	bool reserve_qos;
 	uint32_t qos_period_us, qos_slice_us, qos_fallback;
+	bool frames_given; /* -n was on the command line */
+	/* qosway-reserve-v1 version 2: adaptation within [min, max] ppm of a
+	 * CPU (0: unbounded), a first slice from measurement, vblank periods,
+	 * and a work_duration report after each frame. */
+	bool adapt, cpu_auto, period_vblank, report_work;
+	uint32_t adapt_min_ppm, adapt_max_ppm;
+	/* --work-steps: the per-frame work over time, instead of -u. */
+	struct work_step steps[MAX_WORK_STEPS];
+	size_t n_steps;
 };
 
 /* What became of the reserve request, for stderr and the JSON line. */
@@ -68,6 +90,10 @@ struct stats {
 	double worst_gap_s;
 	long presented;
 	long discarded;
+	/* Refresh intervals skipped between two frame callbacks. */
+	long missed;
+	long work_reports; /* work_duration requests sent */
+	struct step_stats steps[MAX_WORK_STEPS];
 };
 
 struct player {
@@ -82,6 +108,8 @@ struct player {
 	struct wp_viewporter *viewporter;
 	struct qosway_reserve_manager_v1 *reserve_manager;
 	struct qosway_reserve_v1 *reserve;
+	uint32_t reserve_version; /* the manager's, as bound */
+	uint32_t reserve_period_us; /* from the last params event, 0 before */
 	enum reserve_state reserve_state;
 	char reserve_refusal[32];
 
@@ -106,6 +134,8 @@ struct player {
 
 	struct stats stats;
 	uint64_t work_sink;
+	double play_start_s; /* first configure: --work-steps counts from here */
+	double refresh_s; /* the display's frame interval, as far as known */
 };
 
 /*
@@ -122,7 +152,25 @@ bool player_policy_from_name(const char *name, uint32_t *policy);
  * Binds the registry's qosway_reserve_manager_v1 global if the options ask
  * for a reserve (-r or -q).
  */
-void player_bind_reserve_manager(struct player *p, struct wl_registry *registry, uint32_t name);
+void player_bind_reserve_manager(struct player *p, struct wl_registry *registry, uint32_t name,
+		uint32_t version);
+
+/* --work-steps STEPS (WORK@DURATION,...): false with the error printed. */
+bool player_parse_work_steps(const char *arg, struct options *opt);
+/*
+ * The step of --work-steps at `elapsed` seconds of play, or -1 past the
+ * last one (or without steps).
+ */
+int player_work_step(const struct options *opt, double elapsed);
+/*
+ * A frame callback came `gap` seconds after the previous one: counts the
+ * refresh intervals it skipped, overall and for the step it belongs to
+ * (-1: none).
+ */
+void player_count_frame(struct player *p, double gap, int step);
+
+/* After a frame's work: work_duration for the reserve (--report-work). */
+void player_report_work(struct player *p, double actual_s);
 
 /*
  * Asks for the reserve the options name, or marks the request unsupported
