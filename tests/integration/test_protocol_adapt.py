@@ -6,6 +6,7 @@ global; bad version 2 arguments are protocol errors; the params changes
 reach IPC subscribers."""
 
 import json
+import os
 import socket
 
 import pytest
@@ -16,6 +17,7 @@ from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures
 from test_protocol_reserve import (
     RClient, grant_auto, request_granted, reserves, member_pids, QOS)
 from test_protocol_errors import others, expect_error  # noqa: F401  (fixture)
+from test_protocol_player import run_player
 
 RESERVE = "qosway_reserve_v1"
 INVALID_PARAMS, INVALID_ADAPT, INVALID_WORK = 0, 3, 4
@@ -221,3 +223,40 @@ def test_vblank_period_follows_the_windows_output(start_qosway):
     rc.send("animate 1")
     wait_for(lambda: auto_reserve(comp, rc)["period_us"] == other_us, timeout=20,
              desc="period %d us of %s (now %r)" % (other_us, other, auto_reserve(comp, rc)))
+
+
+def test_player_asks_for_adaptation_and_reports_work(qcomp):
+    """qos-player --adapt --cpu-auto --period vblank --report-work: the
+    reserve it holds while playing says so, every frame is reported, and
+    its JSON line counts frames and missed frames per work step."""
+    player = os.path.join(harness.build_dir(), "clients", "qos-player")
+    seen = {}
+
+    def check(p):
+        seen["reserve"] = wait_for(lambda: reserves(qcomp).get("auto-%d" % p.pid), 10,
+                                   desc="the player's reserve")
+    p, stats = run_player(qcomp, [player, "-W", "160", "-H", "120", "-q", "20000:4000",
+                                  "--adapt=5:40", "--cpu-auto", "--period", "vblank",
+                                  "--report-work", "--work-steps", "500us@1s,2ms@1s"], check)
+    res = seen["reserve"]
+    print("reserve while playing: %r" % res)
+    assert res["adapt"] == {"auto": True, "continuous": True, "min_ppm": 50000,
+                            "max_ppm": 400000}, res
+    assert res["period_vblank"] is True, res
+    assert stats["reserve"] == "granted", stats
+    assert stats["work_reports"] >= stats["frames"] - 1 > 0, stats
+    assert isinstance(stats["missed"], int) and stats["missed"] >= 0, stats
+    steps = stats["steps"]
+    assert [s["work_us"] for s in steps] == [500, 2000], steps
+    assert all(s["frames"] > 0 for s in steps), steps
+    assert sum(s["missed"] for s in steps) <= stats["missed"], stats
+
+
+def test_player_v1_options_keep_a_v1_client(qcomp):
+    """Without version 2 options qos-player binds version 1; its JSON line
+    has no work reports."""
+    player = os.path.join(harness.build_dir(), "clients", "qos-player")
+    p, stats = run_player(qcomp, [player, "-n", "30", "-W", "160", "-H", "120",
+                                  "-q", "20000:4000"])
+    assert stats["reserve"] == "granted" and stats["work_reports"] is None, stats
+    assert "version 1" not in p.stderr_tail()
