@@ -440,10 +440,12 @@ static const struct qos_rule *app_rule(struct qw_server *server, pid_t pid,
  * redefining the user's reserves. Unless allow= or max-cpu= say otherwise
  * for the app, the rule that places it also grants its own policy and
  * utilisation. `name` is the reserve asked about, whose own share is not
- * counted as held.
+ * counted as held. *room_ppm (when not NULL) is the qos utilisation it may
+ * still have there.
  */
 static bool class_allowed(struct qw_server *server, pid_t pid, const char *name,
-		const struct qos_params *p, struct qos_app_limits *limits_out, char *why, size_t len) {
+		const struct qos_params *p, struct qos_app_limits *limits_out, uint64_t *room_ppm,
+		char *why, size_t len) {
 	struct qos_app_limits limits;
 	const struct qos_rule *rule = app_rule(server, pid, &limits);
 	struct qos_params granted;
@@ -474,7 +476,27 @@ static bool class_allowed(struct qw_server *server, pid_t pid, const char *name,
 	if (limits_out) {
 		*limits_out = limits;
 	}
+	if (room_ppm) {
+		*room_ppm = max_ppm > held ? max_ppm - held : 0;
+	}
 	return true;
+}
+
+/*
+ * An adaptive slice may grow up to its upper bound: that bound, not the
+ * starting slice, must stay within what the application may hold.
+ */
+static void bound_adaptation(struct qos_params *p, uint64_t room_ppm) {
+	struct qos_adapt_params *a = &p->adapt;
+	if (p->policy != QOS_POLICY_QOS || !(a->auto_slice || a->continuous)) {
+		return;
+	}
+	if (a->max_ppm == 0 || a->max_ppm > room_ppm) {
+		a->max_ppm = room_ppm;
+	}
+	if (a->min_ppm > a->max_ppm) {
+		a->min_ppm = a->max_ppm;
+	}
 }
 
 /* Whether a process other than pid is in the reserve name. */
@@ -527,11 +549,13 @@ static bool app_may_define(struct qw_server *server, const struct qos_gate_asker
 	char buf[QOS_NAME_MAX + 1];
 	const char *reserve = reserve_name(asker, name, buf, sizeof(buf));
 	struct qos_app_limits limits;
+	uint64_t room_ppm;
 	if (!not_our_ancestor(asker->pid, err, len) || !qos_params_normalize(p, err, len) ||
-			!class_allowed(server, asker->pid, reserve, p, &limits, err, len) ||
+			!class_allowed(server, asker->pid, reserve, p, &limits, &room_ppm, err, len) ||
 			!qos_gate_may_raise(p, asker->pid, err, len)) {
 		return false;
 	}
+	bound_adaptation(p, room_ppm);
 	const struct qos_rules *rules = qos_link_rules(server);
 	if (name && !limits.redefine && rules && qos_rules_find_reserve(rules, name)) {
 		snprintf(err, len, "reserve '%s' is defined by the user", name);
@@ -604,10 +628,10 @@ static bool app_may_join(struct qw_server *server, const struct qos_gate_asker *
 	const struct qos_rules *rules = qos_link_rules(server);
 	const struct qos_reserve_def *def = rules ? qos_rules_find_reserve(rules, name) : NULL;
 	if (qos_manager_reserve_info(qos_link_manager(server), name, &info)) {
-		return class_allowed(server, asker->pid, name, &info.params, NULL, err, len);
+		return class_allowed(server, asker->pid, name, &info.params, NULL, NULL, err, len);
 	}
 	if (def) {
-		return class_allowed(server, asker->pid, name, &def->params, NULL, err, len);
+		return class_allowed(server, asker->pid, name, &def->params, NULL, NULL, err, len);
 	}
 	snprintf(err, len, "no such reserve: set_params defines it");
 	return false;

@@ -63,6 +63,19 @@ def test_adaptive_reserve_reaches_the_manager(qcomp):
     assert rc.pid in member_pids(auto_reserve(qcomp, rc))
 
 
+@pytest.mark.parametrize("max_ppm", [0, 900000])
+def test_adaptation_stays_within_the_apps_limit(qcomp, max_ppm):
+    """No upper bound, or one over the 50% an app may hold by default: the
+    reserve adapts up to that 50% at most."""
+    rc = RClient(qcomp, version=2)
+    idx = rc.get("")
+    request_granted(rc, idx, ["adaptive %d continuous 600000 %d" % (idx, max_ppm),
+                              "params %d qos other 20000 5000 0 0" % idx,
+                              "join %d 0" % idx])
+    adapt = auto_reserve(qcomp, rc)["adapt"]
+    assert adapt["max_ppm"] == 500000 and adapt["min_ppm"] == 500000, adapt
+
+
 def test_adaptation_is_pending_state_until_set_params(qcomp):
     """set_adaptive alone changes nothing; flags 0 turns it off again."""
     rc = RClient(qcomp, version=2)
