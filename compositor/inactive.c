@@ -118,11 +118,30 @@ static void restore(struct qw_inactive *inactive, struct inactive_move *move) {
 	}
 }
 
+/* How much CPU a class gets, to only ever lower an inactive process's. */
+static int class_rank(enum qw_view_class class) {
+	switch (class) {
+	case QW_VIEW_CLASS_PAUSED:
+		return 0;
+	case QW_VIEW_CLASS_IDLE:
+		return 1;
+	case QW_VIEW_CLASS_NICE:
+		return 2;
+	case QW_VIEW_CLASS_NORMAL:
+		return 3;
+	case QW_VIEW_CLASS_REALTIME:
+	case QW_VIEW_CLASS_FIFO:
+	case QW_VIEW_CLASS_COUNT:
+		break;
+	}
+	return 4;
+}
+
 static void move(struct qw_inactive *inactive, struct qw_view *view, enum qw_view_class to) {
 	struct qw_server *server = inactive->server;
 	pid_t pid = view_get_pid(view);
 	enum qw_view_class from = qos_link_class_of(server, pid, NULL);
-	if (pid <= 0 || from == to || from == QW_VIEW_CLASS_PAUSED || find_move(inactive, pid) ||
+	if (pid <= 0 || class_rank(from) <= class_rank(to) || find_move(inactive, pid) ||
 			inactive->n_moved == INACTIVE_MAX_MOVED || user_placed(inactive, pid) ||
 			reserve_protocol_placed(server, pid) || !process_inactive(server, pid)) {
 		return;

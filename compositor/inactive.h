@@ -9,7 +9,8 @@
  * Processes someone chose a class for are left alone: those the user
  * placed (titlebar buttons, menu, qosctl) and those that placed themselves
  * through qosway-reserve-v1. A user's change to a moved process ends the
- * move: it is not undone later. Paused processes are never moved.
+ * move: it is not undone later. A move only ever lowers a class, so a
+ * paused or idle process stays as it is.
  */
 #ifndef QOSWAY_INACTIVE_H
 #define QOSWAY_INACTIVE_H

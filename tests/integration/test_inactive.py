@@ -125,3 +125,49 @@ def test_bad_inactive_settings_name_file_and_line(start_qosway):
     for line in (8, 9):
         assert not re.search(r"%s:%d:" % (path, line), log), line
     assert comp.alive()
+
+
+def set_rules(comp, text):
+    harness.write_user_qosrc(comp, text)
+    r = comp.qosctl("--json", "reload")
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout + r.stderr
+
+
+def minimise(comp, title):
+    tb = taskbar(comp)
+    tid = entry(tb, title)["id"]
+    tb.send("minimize %d" % tid)
+    return tb, tid
+
+
+def test_a_move_never_raises_a_class(start_qosway):
+    """inactive-class normal leaves a process AutoQOS made idle as it is."""
+    comp = start(start_qosway, cls="normal")
+    set_rules(comp, 'rule app_id="inactive-idle" policy=idle auto=yes\n')
+    comp.open_window("Other", color="20c020")
+    c, w = comp.open_window("Idle App", app_id="inactive-idle")
+    wait_window(comp, "Idle App", lambda w: w["class"] == "idle", "AutoQOS idle")
+    minimise(comp, "Idle App")
+    wait_window(comp, "Idle App", lambda w: w["inactive"], "minimised window inactive")
+    for _ in range(4):
+        time.sleep(0.5)
+        assert window(comp, "Idle App")["class"] == "idle"
+    assert harness.qos_state(c.pid)["policy"] == harness.SCHED_IDLE
+
+
+def test_a_rule_placed_class_comes_back(start_qosway):
+    """A process AutoQOS put at nice 10 goes idle while inactive and gets
+    its nice class back when it shows again."""
+    comp = start(start_qosway)
+    set_rules(comp, 'rule app_id="inactive-nice" policy=other nice=10 auto=yes\n')
+    comp.open_window("Other", color="20c020")
+    c, w = comp.open_window("Nice App", app_id="inactive-nice")
+    wait_window(comp, "Nice App", lambda w: w["class"] == "nice", "AutoQOS nice")
+    tb, tid = minimise(comp, "Nice App")
+    wait_window(comp, "Nice App", lambda w: w["inactive"] and w["class"] == "idle",
+                "inactive window idle")
+    tb.send("activate %d" % tid)
+    wait_window(comp, "Nice App", lambda w: not w["inactive"] and w["class"] == "nice",
+                "active window nice again")
+    st = harness.qos_state(c.pid)
+    assert st["policy"] == harness.SCHED_OTHER and st["nice"] == 10, st
