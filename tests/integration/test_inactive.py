@@ -28,18 +28,36 @@ def wait_window(comp, title, pred, desc):
                         "inactive", "inactive_since", "class", "minimized", "output")}))
 
 
+def set_rules(comp, text):
+    harness.write_user_qosrc(comp, text)
+    r = comp.qosctl("--json", "reload")
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout + r.stderr
+
+
+def minimise(comp, title):
+    tb = taskbar(comp)
+    tid = entry(tb, title)["id"]
+    tb.send("minimize %d" % tid)
+    wait_window(comp, title, lambda w: w["inactive"], "minimised window inactive")
+    return tb, tid
+
+
+def stays(comp, title, cls):
+    """A few ticks of the inactive timer later, still at cls."""
+    for _ in range(4):
+        time.sleep(0.5)
+        assert window(comp, title)["class"] == cls
+
+
 def test_minimised_window_goes_to_inactive_class_and_back(start_qosway):
     comp = start(start_qosway)
     comp.open_window("Other", color="20c020")
     c, w = comp.open_window("Sleeper", color="c02020")
     assert w["inactive"] is False and w["inactive_since"] is None, w
     assert w["class"] == "normal", w
-    tb = taskbar(comp)
-    tid = entry(tb, "Sleeper")["id"]
-    tb.send("minimize %d" % tid)
-    w = wait_window(comp, "Sleeper", lambda w: w["inactive"], "minimised window inactive")
+    tb, tid = minimise(comp, "Sleeper")
+    w = wait_window(comp, "Sleeper", lambda w: w["class"] == "idle", "inactive window idle")
     assert isinstance(w["inactive_since"], int) and w["inactive_since"] > 0, w
-    wait_window(comp, "Sleeper", lambda w: w["class"] == "idle", "inactive window idle")
     st = harness.qos_state(c.pid)
     assert st["policy"] == harness.SCHED_IDLE, st
     mark = tb.mark()
@@ -79,14 +97,8 @@ def test_a_class_the_user_chose_is_left_alone(start_qosway):
     c, w = comp.open_window("Chosen", color="c02020")
     r = comp.qosctl("set", str(w["id"]), "normal")
     assert r.returncode == 0, r.stdout + r.stderr
-    tb = taskbar(comp)
-    tid = entry(tb, "Chosen")["id"]
-    tb.send("minimize %d" % tid)
-    wait_window(comp, "Chosen", lambda w: w["inactive"], "minimised window inactive")
-    # a few ticks more: still what the user chose
-    for _ in range(4):
-        time.sleep(0.5)
-        assert window(comp, "Chosen")["class"] == "normal"
+    minimise(comp, "Chosen")
+    stays(comp, "Chosen", "normal")
     assert harness.qos_state(c.pid)["policy"] == harness.SCHED_OTHER
 
 
@@ -94,10 +106,8 @@ def test_inactive_class_none_only_reports(start_qosway):
     comp = start(start_qosway, cls="none")
     comp.open_window("Other", color="20c020")
     c, w = comp.open_window("Reported", color="c02020")
-    tb = taskbar(comp)
-    tb.send("minimize %d" % entry(tb, "Reported")["id"])
-    w = wait_window(comp, "Reported", lambda w: w["inactive"], "minimised window inactive")
-    assert w["class"] == "normal", w
+    minimise(comp, "Reported")
+    stays(comp, "Reported", "normal")
     assert harness.qos_state(c.pid)["policy"] == harness.SCHED_OTHER
 
 
@@ -127,19 +137,6 @@ def test_bad_inactive_settings_name_file_and_line(start_qosway):
     assert comp.alive()
 
 
-def set_rules(comp, text):
-    harness.write_user_qosrc(comp, text)
-    r = comp.qosctl("--json", "reload")
-    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout + r.stderr
-
-
-def minimise(comp, title):
-    tb = taskbar(comp)
-    tid = entry(tb, title)["id"]
-    tb.send("minimize %d" % tid)
-    return tb, tid
-
-
 def test_a_move_never_raises_a_class(start_qosway):
     """inactive-class normal leaves a process AutoQOS made idle as it is."""
     comp = start(start_qosway, cls="normal")
@@ -148,10 +145,7 @@ def test_a_move_never_raises_a_class(start_qosway):
     c, w = comp.open_window("Idle App", app_id="inactive-idle")
     wait_window(comp, "Idle App", lambda w: w["class"] == "idle", "AutoQOS idle")
     minimise(comp, "Idle App")
-    wait_window(comp, "Idle App", lambda w: w["inactive"], "minimised window inactive")
-    for _ in range(4):
-        time.sleep(0.5)
-        assert window(comp, "Idle App")["class"] == "idle"
+    stays(comp, "Idle App", "idle")
     assert harness.qos_state(c.pid)["policy"] == harness.SCHED_IDLE
 
 
@@ -164,8 +158,7 @@ def test_a_rule_placed_class_comes_back(start_qosway):
     c, w = comp.open_window("Nice App", app_id="inactive-nice")
     wait_window(comp, "Nice App", lambda w: w["class"] == "nice", "AutoQOS nice")
     tb, tid = minimise(comp, "Nice App")
-    wait_window(comp, "Nice App", lambda w: w["inactive"] and w["class"] == "idle",
-                "inactive window idle")
+    wait_window(comp, "Nice App", lambda w: w["class"] == "idle", "inactive window idle")
     tb.send("activate %d" % tid)
     wait_window(comp, "Nice App", lambda w: not w["inactive"] and w["class"] == "nice",
                 "active window nice again")
