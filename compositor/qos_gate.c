@@ -486,6 +486,7 @@ static bool class_allowed(struct qw_server *server, pid_t pid, const char *name,
  * An adaptive slice may grow up to its upper bound: that bound, not the
  * starting slice, must stay within what the application may hold.
  */
+/* room_ppm is not 0 here: class_allowed let the starting slice in. */
 static void bound_adaptation(struct qos_params *p, uint64_t room_ppm) {
 	struct qos_adapt_params *a = &p->adapt;
 	if (p->policy != QOS_POLICY_QOS || !(a->auto_slice || a->continuous)) {

@@ -270,11 +270,14 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	p.adapt = obj->adapt;
 	p.period_vblank = obj->period_vblank;
 	bool adapts = p.adapt.auto_slice || p.adapt.continuous;
-	if ((adapts || p.period_vblank) && (p.policy == QOS_POLICY_PAUSE || p.period_us == 0)) {
-		/* Both work per period, and a frozen reserve has nothing to measure. */
+	/* Both work per period; a frozen reserve has nothing to measure, and
+	 * an idle one no share worth sizing. */
+	if ((adapts || p.period_vblank) &&
+			(p.policy == QOS_POLICY_PAUSE || p.period_us == 0 ||
+					(adapts && p.policy == QOS_POLICY_IDLE))) {
 		wl_resource_post_error(resource, QOSWAY_RESERVE_V1_ERROR_INVALID_ADAPT,
-				"%s needs a period and a policy other than pause",
-				adapts ? "adaptation" : "a vblank period");
+				"%s needs a period and a policy other than pause%s",
+				adapts ? "adaptation" : "a vblank period", adapts ? " or idle" : "");
 		return;
 	}
 	if (!rate_ok(obj)) {

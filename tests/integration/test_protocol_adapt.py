@@ -113,6 +113,8 @@ def test_work_reports_to_a_fixed_reserve_are_no_error(qcomp):
                  INVALID_ADAPT, id="adaptive-pause"),
     pytest.param(["adaptive {i} auto 0 0", "params {i} qos other 0 0 0 0"],
                  INVALID_ADAPT, id="adaptive-without-period"),
+    pytest.param(["adaptive {i} continuous 0 0", "params {i} idle other 20000 5000 0 0"],
+                 INVALID_ADAPT, id="adaptive-idle"),
     pytest.param(["period_source {i} vblank", "params {i} pause other 0 0 0 0"],
                  INVALID_ADAPT, id="vblank-pause"),
     pytest.param(["period_source {i} vblank", "params {i} qos other 0 20000 0 0"],
