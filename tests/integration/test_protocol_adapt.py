@@ -275,3 +275,37 @@ def test_player_v1_options_keep_a_v1_client(qcomp):
                                   "-q", "20000:4000"])
     assert stats["reserve"] == "granted" and stats["work_reports"] is None, stats
     assert "version 1" not in p.stderr_tail()
+
+
+def test_work_reports_resize_the_slice_and_everyone_hears(qcomp):
+    """cpu=auto on frames that need a fraction of their budget: once the
+    manager has its first samples the slice follows the reports, and the
+    new slice reaches the client (params) and IPC subscribers alike."""
+    rc = RClient(qcomp, version=2)
+    idx = rc.get("")
+    request_granted(rc, idx, ["adaptive %d auto+continuous 0 0" % idx,
+                              "params %d qos other 20000 5000 0 0" % idx,
+                              "join %d 0" % idx])
+    sub = Subscriber(qcomp)
+    try:
+        name = "auto-%d" % rc.pid
+        start = rc.mark()
+
+        def resized():
+            # a frame's work: 2 ms of a 16 ms budget, one report a frame
+            rc.send("work %d 16000 2000" % idx)
+            return [d for _, d in rc.events("params", idx, start=start)
+                    if d["slice_us"] != 5000]
+        changed = wait_for(resized, timeout=30, interval=0.016,
+                           desc="the slice resized by the work reports")
+        print("params after the reports: %r" % changed)
+        assert changed[-1]["period_us"] == 20000, changed
+        # 2 ms of 16 ms is 2.5 ms of the 20 ms period: the slice shrinks
+        assert changed[-1]["slice_us"] < 5000, changed
+        ev = sub.wait(lambda e: e.get("event") == "qos" and e.get("change") == "params"
+                      and e.get("reserve") == name)
+        assert ev["period_us"] == 20000 and ev["slice_us"] < 5000, ev
+        res = auto_reserve(qcomp, rc)
+        assert res["adapt_slice_us"] > 0, res
+    finally:
+        sub.close()
