@@ -504,7 +504,9 @@ static void handle_work_duration(struct wl_client *client, struct wl_resource *r
 		return;
 	}
 	struct qos_manager *qos = qos_link_manager(obj->server);
-	if (!qos) {
+	if (!qos || obj->n_joined == 0) {
+		/* Only a member's work sizes a reserve: a client must not grow
+		 * one (a user's, shared) it takes no part in. */
 		return;
 	}
 	char buf[QOS_NAME_MAX + 1];
