@@ -309,3 +309,23 @@ def test_work_reports_resize_the_slice_and_everyone_hears(qcomp):
         assert res["adapt_slice_us"] > 0, res
     finally:
         sub.close()
+
+
+def test_user_defined_vblank_reserve_follows_the_output(start_qosway):
+    """A reserve the user defines with period=vblank (qosctl reserve) and
+    puts a window's process in (qosctl join) takes the refresh period of
+    that window's output, as one the application asked for does."""
+    comp = start_qosway(config=vblank_config(50, 100),
+                        env_extra={"WLR_HEADLESS_OUTPUTS": "2"})
+    rc = RClient(comp, window="User Vblank", version=1)
+    win = wait_for(lambda: comp.window_by_title("User Vblank"), desc="window listed")
+    r = comp.qosctl("reserve", "frames", "policy=qos period=vblank cpu=10% fallback=other")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = comp.qosctl("join", str(win["id"]), "frames")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert reserves(comp)["frames"]["period_vblank"] is True
+    want = refresh_us(comp, win["output"])
+    rc.send("animate 1")
+    wait_for(lambda: reserves(comp)["frames"]["period_us"] == want, timeout=20,
+             desc="period %d us of %s (now %r)" % (want, win["output"], reserves(comp)["frames"]))
+    assert rc.pid in member_pids(reserves(comp)["frames"])
