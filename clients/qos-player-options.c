@@ -40,8 +40,8 @@ static void usage(FILE *f) {
 			"              after each frame, report its work time (work_duration)\n"
 			"  --work-steps WORK@DURATION[,...]\n"
 			"              per-frame work over time instead of -u, e.g.\n"
-			"              2ms@5s,6ms@5s,3ms@5s; the run ends with the last step\n"
-			"              unless -n ends it first\n"
+			"              2ms@5s,6ms@5s,3ms@5s; the run ends with the last step,\n"
+			"              or after -n frames (not 0) if that comes first\n"
 			"  -h, --help  show this help\n"
 			"\n"
 			"The reserve's result (granted/refused) goes to stderr; without the\n"
@@ -341,6 +341,10 @@ bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit
 	}
 	if (!check_v2(opt)) {
 		goto bad;
+	}
+	if (opt->n_steps && !opt->frames_given) {
+		/* The schedule says how long to play, not the default count. */
+		opt->frames = 0;
 	}
 	return true;
 bad:

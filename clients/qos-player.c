@@ -280,7 +280,7 @@ static void frame_done(void *data, struct wl_callback *cb, uint32_t time) {
 	p->frames_total++;
 
 	/* A schedule ends the run with its last step, unless -n ends it first. */
-	bool schedule_over = p->opt.n_steps && step < 0 && !p->opt.frames_given;
+	bool schedule_over = p->opt.n_steps && step < 0;
 	if ((p->opt.frames > 0 && p->frames_total >= p->opt.frames) || schedule_over) {
 		p->stats.end_s = t;
 		p->running = false;
