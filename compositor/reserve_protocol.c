@@ -24,7 +24,6 @@
 
 #define MANAGER_VERSION 2
 #define PPM_MAX 1000000u
-#define VBLANK_DEFAULT_PERIOD_US 16667u /* a 60 Hz frame, until the first vblank */
 #define MAX_OBJECTS_PER_CLIENT 64
 #define MAX_SET_PARAMS_PER_SECOND 10
 #define MIN_FEEDBACK_MS 100
@@ -252,7 +251,7 @@ static void handle_set_params(struct wl_client *client, struct wl_resource *reso
 	/* A vblank period is the display's; period_us only stands in until the
 	 * first vblank, and may be left to the compositor. */
 	if (obj->period_vblank && period_us == 0) {
-		period_us = VBLANK_DEFAULT_PERIOD_US;
+		period_us = QOS_VBLANK_DEFAULT_US;
 	}
 	if (!from_wire(policy, &p.policy) || !from_wire(fallback, &p.fallback) ||
 			slice_us > period_us || (period_us != 0 && (period_us < 100 || period_us > 10000000)) ||
