@@ -155,7 +155,7 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 	uint64_t cur = p->slice_us;
 	bool reported;
 	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, &reported);
-	if (a->since_change >= 4 && recent_overs(a, cur) >= 3) {
+	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
 		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
 		uint64_t target = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
 		if (target > cur) {

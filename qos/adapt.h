@@ -11,7 +11,7 @@
  *    member joined in is partial, and a task changing class runs what it
  *    fell behind on.
  *  - adapt=yes: the slice grows by a quarter (or to the percentile plus
- *    margin, if more) when at least 3 of the last 4 periods used it up,
+ *    margin, if more) when at least 2 of the last 4 periods used it up,
  *    and shrinks to the percentile plus margin of the last 16 periods when
  *    that is below the slice by more than QOS_ADAPT_BAND_PCT.  A change
  *    starts the count afresh, so each rule sees only periods run with the
@@ -39,6 +39,7 @@
 #define QOS_ADAPT_MARGIN_PCT 15u
 #define QOS_ADAPT_BAND_PCT 25u
 #define QOS_ADAPT_GROW_PCT 25u
+#define QOS_ADAPT_GROW_OVERS 2u /* of the last 4 periods */
 #define QOS_ADAPT_REPORT_FRESH 8u
 /* No slice below this: the deadline class and the timers want some room. */
 #define QOS_ADAPT_MIN_SLICE_US 100u
@@ -70,6 +71,7 @@ struct qos_adapt {
 	/* Kept by adjust.c: the police counters last seen, and idle release. */
 	uint64_t seen_periods, seen_overruns;
 	uint32_t idle_run; /* consecutive periods without use */
+	uint32_t vblank_off; /* consecutive vblanks out of phase (period=vblank) */
 	bool released;
 	bool refusal_told; /* a refused re-admission was reported for this wake */
 	uint64_t retry_us; /* ... and is not asked for again before this */

@@ -229,16 +229,25 @@ static uint64_t phase_error(const struct qos_police *pol, uint64_t when_us) {
 }
 
 /*
- * Moves the period boundaries onto the vblank grid: the period running now
- * starts at the last vblank-aligned time not after now.  The part of it
- * before the move counts nothing; a move is rare (drift of the output's
- * clock against the rounded period), so that costs little.
+ * Moves the period boundaries onto the vblank grid once they stay off it
+ * (QOS_VBLANK_MOVE_AFTER): the period running now starts at the last
+ * vblank-aligned time not after now.  The part of it before the move
+ * counts nothing; a move is rare (drift of the output's clock against the
+ * rounded period), so that costs little.
  */
 static void align(struct qos_reserve *r, uint64_t when_us) {
 	struct qos_police *pol = &r->police;
-	if (!r->n_members || r->adapt.released || !pol->period_us ||
-			phase_error(pol, when_us) <= QOS_VBLANK_TOLERANCE_US)
+	if (!r->n_members || r->adapt.released || !pol->period_us)
 		return;
+	uint64_t tolerance = pol->period_us / 8 > QOS_VBLANK_TOLERANCE_US ? pol->period_us / 8
+																	  : QOS_VBLANK_TOLERANCE_US;
+	if (phase_error(pol, when_us) <= tolerance) {
+		r->adapt.vblank_off = 0;
+		return;
+	}
+	if (++r->adapt.vblank_off < QOS_VBLANK_MOVE_AFTER)
+		return;
+	r->adapt.vblank_off = 0;
 	uint64_t now = qos_sys_now_us(), per = pol->period_us;
 	uint64_t start = when_us <= now ? when_us + (now - when_us) / per * per
 									: when_us - (when_us - now + per - 1) / per * per;

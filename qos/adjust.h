@@ -18,8 +18,17 @@
  */
 #define QOS_WAKE_POLL_US 50000u
 
-/* Phase errors up to this leave a period=vblank reserve's periods where they are. */
+/*
+ * A period=vblank reserve's periods move onto the vblank grid only after
+ * QOS_VBLANK_MOVE_AFTER vblanks in a row lay further from a boundary than
+ * the tolerance: QOS_VBLANK_TOLERANCE_US, or an eighth of the period if
+ * more.  A move restarts the period, and where the reported vblank times
+ * jitter (a compositor starved by load stamps its presents late by a few
+ * milliseconds) a move at every frame would leave no period complete, so
+ * no use would be booked and adaptation would see nothing.
+ */
 #define QOS_VBLANK_TOLERANCE_US 200u
+#define QOS_VBLANK_MOVE_AFTER 8u
 
 /*
  * Looks at the periods every reserve completed since the last pass: feeds

@@ -301,8 +301,8 @@ bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t
  * 1ms..10s, or the new period is refused.
  *
  * Meant for every vblank: with the period unchanged and the boundaries
- * within 200 us of the vblank it is a lookup and a division, with no
- * event and no kernel call.  The alignment is the manager's periods
+ * near the vblank (qos/adjust.h, QOS_VBLANK_MOVE_AFTER) it is a lookup
+ * and a division, with no event and no kernel call.  The alignment is the manager's periods
  * (accounting, policing, overrun events); a deadline member's own CBS
  * period starts when it wakes, so a client woken by the frame callback
  * just after the vblank is in phase by itself.

@@ -54,6 +54,18 @@ static void test_grow(void) {
 	qos_adapt_sample(&a, 2000, true);
 	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 	CHECK(slice >= 2500);
+	/* A frame that spills into the next period: every other one used up. */
+	struct qos_adapt b = { 0 };
+	for (int i = 0; i < 4; i++)
+		qos_adapt_sample(&b, i % 2 ? 600 : 2000, i % 2 == 0);
+	uint64_t spill;
+	CHECK(qos_adapt_decide(&b, &p, &spill, why, sizeof(why)));
+	CHECK(spill >= 2500);
+	/* One overrun in four is noise. */
+	struct qos_adapt c = { 0 };
+	for (int i = 0; i < 4; i++)
+		qos_adapt_sample(&c, i ? 1500 : 2000, i == 0);
+	CHECK(!qos_adapt_decide(&c, &p, &spill, why, sizeof(why)));
 	CHECK(strstr(why, "grown to") != NULL);
 	qos_adapt_changed(&a, slice);
 	p.slice_us = slice;
@@ -158,7 +170,7 @@ static void test_batched_periods(void) {
 	CHECK(qos_adapt_decide(&b, &p, &slice, why, sizeof(why)));
 	CHECK(slice == 2500 && strstr(why, "grown to 2.5ms"));
 	struct qos_adapt c = { 0 };
-	qos_adapt_periods(&c, 6, 1500, 2);
+	qos_adapt_periods(&c, 6, 1500, 1);
 	CHECK(!qos_adapt_decide(&c, &p, &slice, why, sizeof(why)));
 }
 
