@@ -4,7 +4,7 @@ reserve follow it, and what does that save in missed frames?
 
 One qos-player plays at the output's 60 Hz with a per-frame work schedule
 (default 2 ms for 6 s, then 6 ms for 6 s, then 3 ms for 6 s) while
-qos-loadgen keeps both CPUs busy with 8 best-effort hogs. Cases, each on a
+8 qos-loadgen hogs, each a program (session) of its own, keep both CPUs busy. Cases, each on a
 fresh qosway, interleaved over the repetitions:
 
   adaptive   a qos reserve of one 60 Hz frame (16667 us) that adapts
@@ -19,7 +19,8 @@ The script samples `qosctl --json reserves` every 50 ms (slice, last
 period's use) and reads the player's missed frames per step (refresh
 intervals between two frame callbacks beyond the first). How many periods
 adaptation takes to follow a step: from the step's start to the first
-sample whose slice covers the step's use (a step up), or is at most 1.5
+sample whose slice covers the step's use or reached the largest slice the
+reserve got in the run (a step up), or is at most 1.5
 times it (a step down: the shrink rule keeps p95 + 15 % and a 25 % band).
 
 Anchor (thesis ch. 6.4): continuous adaptation grows a slice within a few
@@ -48,10 +49,10 @@ GOAL = ("an adaptive reserve misses fewer frames than a fixed 25% one and than n
 FOLLOW_GOAL_PERIODS = 30
 CASES = {
     "adaptive": {"label": "adaptive", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle",
-                                                 "--adapt=5:60"]},
+                                                 "--adapt=5:60", "--period", "vblank"]},
     "reports": {"label": "adaptive + work reports",
                 "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle", "--adapt=5:60",
-                           "--report-work"]},
+                           "--period", "vblank", "--report-work"]},
     "fixed": {"label": "fixed 25%", "player": ["-q", f"{PERIOD_US}:{FIXED_SLICE_US}:idle"]},
     "none": {"label": "no reserve", "player": []},
 }
@@ -97,13 +98,16 @@ def reserve_sample(comp):
 def measure(comp, case, player, loadgen, logdir, tag, args):
     """One case: fresh qosway, hogs, the player through its schedule."""
     comp.start(logdir, tag)
-    hogs = proc = None
+    hogs = []
+    proc = None
     err_path = os.path.join(logdir, f"{tag}.client.err")
     samples = []
     try:
-        hogs = peers.spawn([loadgen, "--hogs", str(args.hogs), "--quiet"],
-                           env=comp.client_env(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+        # Each hog its own session, as separate programs are: with autogroup
+        # on, one session's hogs together would weigh no more than the player.
+        hogs = [peers.spawn([loadgen, "--hogs", "1", "--quiet"], env=comp.client_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(args.hogs)]
         argv = [player, "-t", "adapting", "-p", "--work-steps",
                 steps_arg(args.steps)] + CASES[case]["player"]
         if CASES[case]["player"]:
@@ -134,7 +138,7 @@ def measure(comp, case, player, loadgen, logdir, tag, args):
             raise SkipCompositor(f"qosway died; log tail:\n{tail(comp.log)}")
     finally:
         raise_sampler(False)
-        for p in (proc, hogs):
+        for p in [proc] + hogs:
             if p is not None:
                 peers.stop_group(p)
         comp.stop()
@@ -161,6 +165,9 @@ def follow_periods(samples, reported, steps):
     out = []
     t = 0.0
     prev_need = None
+    # A step up is followed once the slice covers the use, or reached the
+    # most the reserve ever got (its bound, or what the app may hold).
+    top = max((s["slice_us"] for s in samples if isinstance(s.get("slice_us"), int)), default=0)
     for i, (_, secs) in enumerate(steps):
         need = step_use(samples, t, t + secs)
         if i == 0 or need is None or prev_need is None:
@@ -171,7 +178,8 @@ def follow_periods(samples, reported, steps):
             for s in samples:
                 if s["t"] < t or s["t"] >= t + secs or not isinstance(s.get("slice_us"), int):
                     continue
-                fits = s["slice_us"] >= need if up else s["slice_us"] <= need * SHRINK_BAND
+                fits = (s["slice_us"] >= min(need, top) if up
+                        else s["slice_us"] <= need * SHRINK_BAND)
                 if fits:
                     hit = s["t"]
                     break
@@ -298,6 +306,8 @@ def parse_args(argv):
                    help="seconds between reserve samples (default 0.05)")
     p.add_argument("--start-timeout", type=float, default=15.0,
                    help="seconds to wait for qosway's sockets")
+    p.add_argument("--from", dest="from_json", metavar="JSON",
+                   help="summarise and chart a results file of an earlier run instead of running")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 1 repetition of 2ms@2s,6ms@2s,3ms@2s")
     args = p.parse_args(argv)
@@ -310,7 +320,49 @@ def parse_args(argv):
     return args
 
 
+def report(results, args):
+    """Table, verdict, results JSON and chart of {case: [run, ...]}."""
+    summary = summarise(results, args.steps)
+    text = verdict(summary)
+    print()
+    print(f"One player at 60 Hz, work per frame {steps_arg(args.steps)}, {args.hogs} best-effort "
+          f"hogs; median of {args.runs} run(s)")
+    print(format_table(summary, args.steps))
+    print(f"Goal: {GOAL}: {text}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    os.makedirs(args.out, exist_ok=True)
+    data_path = os.path.join(args.out, f"adaptation-{stamp}.json")
+    with open(data_path, "w") as f:
+        json.dump({"goal": GOAL, "verdict": text,
+                   "settings": {"runs": args.runs, "steps": args.steps, "hogs": args.hogs,
+                                "period_us": PERIOD_US, "fixed_slice_us": FIXED_SLICE_US},
+                   "summary": summary, "results": results}, f, indent=1)
+    print(f"results: {data_path}")
+    chart = write_chart(results, summary, args.steps,
+                        os.path.join(args.out, f"adaptation-{stamp}.png"),
+                        f"60 Hz player, {args.hogs} hogs, median of {args.runs}")
+    if chart:
+        print(f"chart: {chart}")
+    return 0
+
+
+def from_file(args):
+    """Recomputes what a saved run shows (its samples and player reports)."""
+    with open(args.from_json) as f:
+        data = json.load(f)
+    settings = data["settings"]
+    args.steps = [tuple(s) for s in settings["steps"]]
+    args.runs, args.hogs = settings["runs"], settings["hogs"]
+    results = data["results"]
+    for runs in results.values():
+        for r in runs:
+            r["follow"] = follow_periods(r["samples"], r["steps"], args.steps)
+    return report(results, args)
+
+
 def run(args):
+    if args.from_json:
+        return from_file(args)
     player = peers.find_player(args.player, "adaptation")
     qosctl = peers.find_qosctl(args.qosctl, "adaptation")
     loadgen = peers.find_build_program(args.loadgen, "qos-loadgen", "adaptation",
@@ -339,27 +391,7 @@ def run(args):
     if not results:
         print("no case produced numbers")
         return 1
-    summary = summarise(results, args.steps)
-    text = verdict(summary)
-    print()
-    print(f"One player at 60 Hz, work per frame {steps_arg(args.steps)}, {args.hogs} best-effort "
-          f"hogs; median of {args.runs} run(s)")
-    print(format_table(summary, args.steps))
-    print(f"Goal: {GOAL}: {text}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"adaptation-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": text,
-                   "settings": {"runs": args.runs, "steps": args.steps, "hogs": args.hogs,
-                                "period_us": PERIOD_US, "fixed_slice_us": FIXED_SLICE_US},
-                   "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(results, summary, args.steps,
-                        os.path.join(args.out, f"adaptation-{stamp}.png"),
-                        f"60 Hz player, {args.hogs} hogs, median of {args.runs}")
-    if chart:
-        print(f"chart: {chart}")
-    return 0
+    return report(results, args)
 
 
 def main(argv=None):
