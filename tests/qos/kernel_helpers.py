@@ -167,6 +167,17 @@ def wait_for(helper, predicate, timeout, what):
         time.sleep(0.05)
 
 
+def poll_until(predicate, what, timeout=5.0, step=0.01):
+    """Polls predicate() until it is true (returned) or timeout passes (what fails)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(step)
+
+
 def manager_stats(helper):
     return dict(kv.split("=", 1) for kv in helper.ok("stats").split()[1:])
 

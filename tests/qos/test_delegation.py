@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from kernel_helpers import HELPER, live_guardians, pytestmark, wait_for
+from kernel_helpers import HELPER, live_guardians, poll_until, pytestmark, wait_for
 from qos_helper_driver import CG, QosHelper
 
 assert pytestmark
@@ -83,11 +83,8 @@ def test_unprivileged_manager_in_its_delegated_subtree(delegated):
     rel, d = delegated
     member = subprocess.Popen(as_nobody(d + "/origin") + ["sleep", "60"])
     try:
-        give_up = time.monotonic() + 5
-        while v2_cgroup(member.pid) != rel + "/origin" or \
-                not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
-            assert time.monotonic() < give_up
-            time.sleep(0.01)
+        poll_until(lambda: v2_cgroup(member.pid) == rel + "/origin" and started(member),
+                   "the member never ran sleep in origin")
         h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
         try:
             assert os.path.isdir(d + "/qosway-deleg"), os.listdir(d)
@@ -97,10 +94,7 @@ def test_unprivileged_manager_in_its_delegated_subtree(delegated):
             assert any("no cpu controller" in e for e in h.events), h.events
             h.ok("reserve held policy=pause")
             h.ok("join held %d" % member.pid)
-            give_up = time.monotonic() + 5
-            while "frozen 1" not in open(d + "/qosway-deleg/held/cgroup.events").read():
-                assert time.monotonic() < give_up, "never frozen"
-                time.sleep(0.02)
+            poll_until(lambda: frozen(d + "/qosway-deleg/held"), "never frozen", step=0.02)
             h.ok("leave %d" % member.pid)
             assert v2_cgroup(member.pid) == rel + "/origin"
         finally:
@@ -110,6 +104,11 @@ def test_unprivileged_manager_in_its_delegated_subtree(delegated):
     finally:
         member.kill()
         member.wait()
+
+
+def started(member):
+    """The member process has exec'd sleep (it was set up before that)."""
+    return os.readlink("/proc/%d/exe" % member.pid).endswith("sleep")
 
 
 def frozen(group):
@@ -130,30 +129,22 @@ def test_next_session_reconciles_what_a_killed_one_left_next_to_it(delegated):
     chown_tree(d)
     member = subprocess.Popen(as_nobody(d + "/a/origin") + ["sleep", "60"])
     try:
-        give_up = time.monotonic() + 5
-        while v2_cgroup(member.pid) != rel + "/a/origin" or \
-                not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
-            assert time.monotonic() < give_up
-            time.sleep(0.01)
+        poll_until(lambda: v2_cgroup(member.pid) == rel + "/a/origin" and started(member),
+                   "the member never ran sleep in a/origin")
         h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d + "/a"))
         try:
             h.ok("reserve held policy=pause")
             h.ok("join held %d" % member.pid)
             held = d + "/a/qosway-deleg/held"
-            give_up = time.monotonic() + 5
-            while not frozen(held):
-                assert time.monotonic() < give_up, "never frozen"
-                time.sleep(0.02)
+            poll_until(lambda: frozen(held), "never frozen", step=0.02)
             (guardian,) = wait_for(h, lambda: live_guardians(h.proc.pid), 5, "no guardian")
             os.kill(guardian, signal.SIGSTOP)  # so it cannot thaw anything
             h.proc.kill()
             h.proc.wait()
             os.kill(guardian, signal.SIGKILL)
-            give_up = time.monotonic() + 5
-            while os.path.exists("/proc/%d" % guardian) and \
-                    open("/proc/%d/stat" % guardian).read().split(")")[1].split()[0] != "Z":
-                assert time.monotonic() < give_up
-                time.sleep(0.02)
+            poll_until(lambda: not os.path.exists("/proc/%d" % guardian) or
+                       open("/proc/%d/stat" % guardian).read().split(")")[1].split()[0] == "Z",
+                       "the killed guardian never died", step=0.02)
         finally:
             h.close()
         assert frozen(held), "thawed with no manager and no guardian left"
@@ -185,10 +176,7 @@ def test_a_live_manager_next_to_it_is_left_alone(delegated):
         first.ok("reserve kept policy=pause")
         member = subprocess.Popen(as_nobody(d + "/a") + ["sleep", "60"])
         try:
-            give_up = time.monotonic() + 5
-            while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
-                assert time.monotonic() < give_up
-                time.sleep(0.01)
+            poll_until(lambda: started(member), "the member never ran sleep")
             first.ok("join kept %d" % member.pid)
             second = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2],
                                prefix=as_nobody(d + "/b"))
@@ -213,10 +201,7 @@ def test_real_time_refused_for_want_of_cap_sys_nice_says_so(delegated):
     rel, d = delegated
     member = subprocess.Popen(as_nobody(d + "/origin") + ["sleep", "60"])
     try:
-        give_up = time.monotonic() + 5
-        while not os.readlink("/proc/%d/exe" % member.pid).endswith("sleep"):
-            assert time.monotonic() < give_up
-            time.sleep(0.01)
+        poll_until(lambda: started(member), "the member never ran sleep")
         h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
         try:
             h.ok("reserve rt policy=qos period=20ms cpu=10%")
@@ -243,10 +228,8 @@ def test_thread_that_could_not_get_its_class_back_is_refused(delegated):
             "threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)")
     member = subprocess.Popen(as_nobody(d + "/origin") + ["python3", "-c", code])
     try:
-        give_up = time.monotonic() + 5
-        while len(os.listdir("/proc/%d/task" % member.pid)) != 2:
-            assert time.monotonic() < give_up
-            time.sleep(0.01)
+        poll_until(lambda: len(os.listdir("/proc/%d/task" % member.pid)) == 2,
+                   "the member never started its second thread")
         tid = next(int(t) for t in os.listdir("/proc/%d/task" % member.pid)
                    if int(t) != member.pid)
         h = QosHelper(HELPER, "qosway-deleg", True, ["--base", V2], prefix=as_nobody(d))
