@@ -69,6 +69,7 @@ SETUPS = {
 # loops, before any per-thread split of a reserve existed.
 ANCHOR = {"mpv": {"qosway": 0, "qosway-rt": 285, "qosway-fifo": 0, "sway": 24,
                   "sway-chrt": 0}}
+ANCHOR_TOTAL = {"mpv": 480}
 GOAL = ("after the real-time button: <= 1% of frames lost, and never more than "
         "with no button or on sway + chrt -f")
 GOAL_SHARE = 0.01
@@ -345,12 +346,16 @@ def apply_setup(setup, comp, proc, window, args):
     info = {}
     if setup in ("qosway-rt", "qosway-fifo"):
         cls = "realtime" if setup == "qosway-rt" else "fifo"
-        comp.qosctl_ok("set", str(window["id"]), cls)
+        r = comp.qosctl("set", str(window["id"]), cls)
         time.sleep(0.3)
         w = comp.window_of(proc.pid) or {}
         info.update({"class": w.get("class"), "reserve": w.get("reserve"),
                      "title": w.get("title")})
-        if w.get("class") != cls:
+        # A refusal is what the user gets after the click: the program plays
+        # on as the compositor left it, and the run says so.
+        if r.returncode != 0:
+            info["refused"] = (r.stderr or r.stdout).strip()
+        elif w.get("class") != cls:
             info["refused"] = f"asked {cls}, window class is {w.get('class')}"
     elif setup == "sway-chrt":
         r = subprocess.run(["chrt", "-a", "-f", "-p", str(args.fifo_priority), str(proc.pid)],
@@ -494,6 +499,7 @@ def summarise(results, programs, setups):
                 "program_cpu_s": statistics.median(r.get("program_cpu_s") or 0 for r in runs),
                 "compositor_cpu_s": statistics.median(r["compositor_cpu_s"] for r in runs),
                 "machine_busy": statistics.median(r["machine_busy"] for r in runs),
+                "refused": sum(1 for r in runs if r.get("refused")),
             }
     return summary
 
@@ -504,7 +510,9 @@ def cell(x):
     lost = ", ".join(str(v) for v in x["lost"])
     med = x["lost_median"]
     med = f"{med:g}"
-    return f"{med} of {x['total']}" + (f" ({lost})" if x["runs"] > 1 else "")
+    refused = f", {x['refused']} refused" if x.get("refused") else ""
+    return f"{med} of {x['total']}" + (f" ({lost}{refused})" if x["runs"] > 1 or refused
+                                       else "")
 
 
 def format_table(summary, programs, setups):
@@ -519,7 +527,8 @@ def format_table(summary, programs, setups):
         for prog in programs:
             row.append(cell(summary[prog].get(s)))
             if prog in ANCHOR:
-                row.append(str(ANCHOR[prog].get(s, "-")))
+                a = ANCHOR[prog].get(s)
+                row.append("-" if a is None else f"{a} of {ANCHOR_TOTAL[prog]}")
         rows.append(row)
     lost = peers.format_rows(head, rows)
 
@@ -570,20 +579,24 @@ def write_chart(summary, programs, setups, path, subtitle):
         total = next((x["total"] for x in data if x), 1)
         meds = [100 * x["lost_median"] / x["total"] if x else 0 for x in data]
         bars = ax.bar(xs, meds, 0.6, color=[colors[s] for s in setups], label="median")
-        ax.bar_label(bars, labels=[f"{x['lost_median']:g}" if x else "-" for x in data],
-                     fontsize=8)
+        ax.bar_label(bars, labels=[("-" if not x else f"{x['lost_median']:g}"
+                                    + (f"\n{x['refused']} refused" if x.get("refused") else ""))
+                                   for x in data], fontsize=8)
+        for bar, x in zip(bars, data):
+            if x and x.get("refused"):
+                bar.set_hatch("//")
         for x, d in zip(xs, data):
             if d and d["runs"] > 1:
                 ax.plot([x] * d["runs"], [100 * v / d["total"] for v in d["lost"]], "k.",
                         markersize=4)
         if prog in ANCHOR:
-            anchor = [100 * ANCHOR[prog].get(s, 0) / total for s in setups]
+            anchor = [100 * ANCHOR[prog].get(s, 0) / ANCHOR_TOTAL[prog] for s in setups]
             ax.plot(xs, anchor, "rx", markersize=8, label="anchor")
         ax.axhline(100 * GOAL_SHARE, color="green", linestyle=":", linewidth=1,
                    label="goal for the button: 1%")
         ax.set_xticks(xs)
         ax.set_xticklabels(setups, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(f"% of {total} frames lost")
+        ax.set_ylabel(f"% of the {total} frames lost")
         ax.set_title(PROGRAMS[prog], fontsize=9)
         ax.legend(fontsize=7)
     return peers.save_figure(plt, fig, path, f"Goal: {GOAL}\n{subtitle}")
@@ -753,13 +766,15 @@ def run(args):
     print(lost)
     print()
     print(detail)
+    print(f"Goal: {GOAL}:")
     for v in verdicts:
-        print(f"Goal: {GOAL}: {v}")
+        print(f"  {v}")
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     data_path = os.path.join(args.out, f"real_programs-{stamp}.json")
     with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdicts": verdicts, "anchor": ANCHOR, "machine": machine,
+        json.dump({"goal": GOAL, "verdicts": verdicts, "anchor": ANCHOR,
+                   "anchor_total": ANCHOR_TOTAL, "machine": machine,
                    "date": time.strftime("%Y-%m-%d %H:%M %Z"),
                    "settings": {k: getattr(args, k) for k in (
                        "repeat", "seconds", "hogs", "gtk_shapes", "fifo_priority")},
