@@ -147,6 +147,9 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 }
 
 static void clear_fake(const char *dir);
+static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
+		uint64_t runtime_us);
+static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us);
 
 /* A directory at path, made or found; a control file of that name is not one. */
 static bool make_dir(const char *path) {
@@ -220,22 +223,25 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 			cg->cpu_ctl = false;
 	}
 	if (cg->layout == QOS_CG_HYBRID && cg->rt_group) {
-		/* Reserve groups carve their RT bandwidth out of our root's share. */
-		char v[32];
-		snprintf(p, sizeof(p), "%s/cpu.rt_period_us", cg->cpu_root);
-		qos_cgroup_write(cg, p, "1000000");
+		/*
+		 * Reserve groups carve their RT bandwidth out of our root's share,
+		 * which starts empty: other managers on the machine (a second
+		 * session, tests side by side) take theirs from the same global
+		 * limit, so each holds only what its groups were given.
+		 */
 		snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", cg->cpu_root);
-		int r = -EINVAL;
-		/* Deadline servers and other groups share the global limit: take what fits. */
-		for (uint64_t want = rt_ppm; want >= 100000 && r < 0; want -= 50000) {
-			snprintf(v, sizeof(v), "%llu", (unsigned long long)want);
-			r = qos_cgroup_write(cg, p, v);
+		int r = qos_cgroup_write(cg, p, "0");
+		if (r == 0) {
+			snprintf(p, sizeof(p), "%s/cpu.rt_period_us", cg->cpu_root);
+			r = qos_cgroup_write(cg, p, "1000000");
 		}
 		if (r < 0) {
 			snprintf(cg->rt_note, sizeof(cg->rt_note),
 					"cannot give the qosway root RT bandwidth: %s", strerror(-r));
 			cg->rt_group = false;
 		}
+		cg->rt_root_us = 0;
+		cg->rt_max_us = rt_ppm;
 	}
 	return true;
 }
@@ -473,6 +479,8 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name) {
 			clear_fake(p);
 		if (rmdir(p) != 0 && errno != ENOENT)
 			return -errno;
+		if (cg->rt_group && cg->rt_root_us)
+			set_root_rt(cg, root_rt_need(cg, NULL, 0, 0));
 	}
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (cg->fake_files)
@@ -582,11 +590,74 @@ int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight) {
 	return r ? r : r2;
 }
 
+static uint64_t read_u64(const char *dir, const char *file) {
+	char p[PATH_MAX], buf[32];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0)
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* Runtime per second, rounded up, as the kernel compares group shares. */
+static uint64_t rt_share_us(uint64_t period_us, uint64_t runtime_us) {
+	if (!period_us)
+		return 0;
+	return (runtime_us * 1000000 + period_us - 1) / period_us;
+}
+
+/*
+ * The runtime per second our root must hold for its groups, with group
+ * `name` at the given values (name NULL: every group as it is).  One
+ * microsecond per group covers the kernel's rounding of each share.
+ */
+static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
+		uint64_t runtime_us) {
+	uint64_t need = name ? rt_share_us(period_us, runtime_us) + 1 : 0;
+	DIR *d = opendir(cg->cpu_root);
+	if (!d)
+		return need;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || (name && !strcmp(e->d_name, name)))
+			continue;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/%s", cg->cpu_root, e->d_name);
+		uint64_t runtime = read_u64(dir, "cpu.rt_runtime_us");
+		if (runtime)
+			need += rt_share_us(read_u64(dir, "cpu.rt_period_us"), runtime) + 1;
+	}
+	closedir(d);
+	return need;
+}
+
+static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us) {
+	char p[PATH_MAX], v[32];
+	snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", cg->cpu_root);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)runtime_us);
+	int r = qos_cgroup_write(cg, p, v);
+	if (r == 0)
+		cg->rt_root_us = runtime_us;
+	return r;
+}
+
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 		uint64_t runtime_us) {
 	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
 		return -ENOTSUP;
-	return qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
+	/* The root grows before the group takes its share and shrinks after. */
+	uint64_t need = root_rt_need(cg, name, period_us, runtime_us);
+	if (need > cg->rt_root_us) {
+		if (need > cg->rt_max_us)
+			return -ENOSPC;
+		int r = set_root_rt(cg, need);
+		if (r < 0)
+			return r;
+	}
+	int r = qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
+	uint64_t held = root_rt_need(cg, NULL, 0, 0);
+	if (held < cg->rt_root_us)
+		set_root_rt(cg, held);
+	return r;
 }
 
 int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen) {

@@ -47,6 +47,9 @@ struct qos_cgroup {
 	/* We moved into a leaf of parent, or enabled cpu there: undone at exit. */
 	bool delegated;
 	char rt_note[128]; /* why rt group bandwidth is unavailable */
+	/* Our root's RT runtime per second: what it holds now (the sum its
+	 * groups were given) and the most it may take (setup_root's rt_ppm). */
+	uint64_t rt_root_us, rt_max_us;
 };
 
 /*
@@ -59,7 +62,11 @@ struct qos_cgroup {
 bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *parent,
 		const char *root_name, char *err, size_t err_len);
 
-/* Creates our root(s) and enables what our root needs.  Idempotent. */
+/*
+ * Creates our root(s) and enables what our root needs.  Idempotent.  On
+ * hybrid, the root may hold up to rt_ppm of a second of real-time runtime,
+ * but takes it only as its groups are given theirs (qos_cgroup_set_rt).
+ */
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len);
 
 /*

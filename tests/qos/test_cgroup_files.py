@@ -77,9 +77,9 @@ def test_hybrid_files(tmp_path, child):
     h = start(base)
     try:
         assert "layout=hybrid rt_group=1" in h.ready
-        # Our root takes the RT share of what is not kept back (90%).
+        # Our root holds no RT bandwidth until a group is given some.
         assert read(cpu + "/cpu.rt_period_us") == "1000000"
-        assert read(cpu + "/cpu.rt_runtime_us") == "900000"
+        assert read(cpu + "/cpu.rt_runtime_us") == "0"
         h.ok("reserve ceil policy=other nice=5 period=100ms cpu=20% fallback=pause")
         assert not os.path.exists(v2 + "/ceil"), "groups are made at the first join"
         h.ok("join ceil %d" % child.pid)
@@ -124,6 +124,43 @@ def test_hybrid_files(tmp_path, child):
         h.close()
     # On shutdown the manager removes its root (RT runtime given back first).
     assert not os.path.exists(v2) and not os.path.exists(cpu)
+
+
+def test_hybrid_root_takes_rt_bandwidth_as_its_groups_do(tmp_path, child):
+    """The root holds the sum of its groups' real-time shares and no more, so
+    another manager on the machine can take its own from the same global
+    limit; beyond the manager's share (90% of a CPU) a group is refused and
+    the root keeps what it had."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO)")
+    base, _, cpu = tree(tmp_path, "hybrid")
+    h = start(base)
+    try:
+        h.ok("reserve a policy=fifo priority=10 period=100ms cpu=20% fallback=other")
+        h.ok("join a %d" % child.pid)
+        assert read(cpu + "/a/cpu.rt_runtime_us") == "20000"
+        # 200000 us per second for the group, one more for the kernel's rounding
+        assert read(cpu + "/cpu.rt_runtime_us") == "200001"
+        h.ok("reserve b policy=fifo priority=10 period=50ms cpu=10% fallback=other")
+        other = subprocess.Popen(["sleep", "60"])
+        try:
+            h.ok("join b %d" % other.pid)
+            assert read(cpu + "/cpu.rt_runtime_us") == "300002"
+            reply = h.cmd("reserve a policy=fifo priority=10 period=100ms cpu=85% fallback=other")
+            assert reply.startswith("err "), reply
+            assert read(cpu + "/a/cpu.rt_runtime_us") == "20000"
+            assert read(cpu + "/cpu.rt_runtime_us") == "300002"
+            h.ok("leave %d" % other.pid)
+            h.ok("delete b")
+        finally:
+            other.kill()
+            other.wait()
+        assert read(cpu + "/cpu.rt_runtime_us") == "200001"
+        h.ok("reserve a policy=other")
+        assert read(cpu + "/a/cpu.rt_runtime_us") == "0"
+        assert read(cpu + "/cpu.rt_runtime_us") == "0"
+    finally:
+        h.close()
 
 
 def test_cgroup2_files(tmp_path, child):
