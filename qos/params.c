@@ -161,6 +161,10 @@ static bool check_adapt(const struct qos_params *p, enum qos_param_key *key, cha
 		return false;
 	}
 	*key = QOS_PARAM_IDLE_RELEASE;
+	if (p->idle_periods > QOS_IDLE_RELEASE_MAX) {
+		snprintf(err, err_len, "idle-release is at most %u periods", QOS_IDLE_RELEASE_MAX);
+		return false;
+	}
 	if (p->idle_periods && p->policy != QOS_POLICY_QOS) {
 		snprintf(err, err_len, "idle-release gives back admitted capacity: policy qos only");
 		return false;

@@ -71,9 +71,12 @@ struct qos_params {
 	 * Idle release: a granted qos reserve whose members have not run for
 	 * this many periods gives its admitted capacity back, and asks for it
 	 * again when one wakes (its fallback if it is no longer free).  0: never.
+	 * At most QOS_IDLE_RELEASE_MAX, as in a qosrc line.
 	 */
 	uint32_t idle_periods;
 };
+
+#define QOS_IDLE_RELEASE_MAX 1000000u
 
 /* Defaults for fifo/rr without an explicit limit: the thesis' <safe> reserve. */
 #define QOS_SAFE_PERIOD_US 50000u

@@ -321,6 +321,11 @@ static void test_adapt_normalize(void) {
 	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
 	CHECK(key == QOS_PARAM_CPU_MAX);
 	p.adapt.max_ppm = 0;
+	/* What a qosrc line could not say is refused: it would not read back. */
+	p.policy = QOS_POLICY_QOS;
+	p.idle_periods = QOS_IDLE_RELEASE_MAX + 1;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_IDLE_RELEASE && strstr(err, "at most 1000000"));
 	p.policy = QOS_POLICY_FIFO;
 	p.idle_periods = 10;
 	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
