@@ -60,7 +60,7 @@ if ! meson compile -C "$build" "${targets[@]}" >"$probe/build.log" 2>&1; then
 	exit 2
 fi
 
-declare -A max_len=([params]=4096 [qosrc]=8192 [config]=16384 [ipc]=70000
+declare -A max_len=([params]=4096 [qosrc]=8192 [config]=16384 [ipc]=8192
 	[reserve-protocol]=4096 [qosctl]=4096 [player-options]=2048)
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1

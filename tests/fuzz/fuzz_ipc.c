@@ -1,7 +1,9 @@
 /*
  * The IPC socket: framing (compositor/ipc.c) and every command
  * (ipc_commands.c), through a real connection to a dry-run compositor
- * (dry_server.h).  The input is sent as it is, then a newline and a last
+ * (dry_server.h).  The input is sent as it is (one starting with byte 0xfe:
+ * the rest repeated past the 64 KiB a request may have, so small inputs
+ * reach the over-long path), then a newline and a last
  * {"command":"version"}.  Rules checked: every line that comes back is one
  * JSON object; a reply has a boolean "success", and a failed one a
  * non-empty one-line "error"; an event has a string "event"; the replies
@@ -94,7 +96,7 @@ static size_t send_some(int fd, const char *data, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-	if (size > 200000) {
+	if (size > 16384) {
 		return 0;
 	}
 	struct qw_server *server = dry_server_get();
@@ -105,13 +107,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 		fprintf(stderr, "cannot connect to the IPC socket: %s\n", strerror(errno));
 		abort();
 	}
-	size_t total = size + sizeof(last_request) - 1;
+	size_t body = size;
+	if (size > 1 && data[0] == 0xfe) {
+		data++;
+		size--;
+		body = size * (66000 / size + 1);
+	}
+	size_t total = body + sizeof(last_request) - 1;
 	char *out = malloc(total);
 	if (!out) {
 		abort();
 	}
-	memcpy(out, data, size);
-	memcpy(out + size, last_request, sizeof(last_request) - 1);
+	for (size_t off = 0; off < body; off += size) {
+		memcpy(out + off, data, size);
+	}
+	memcpy(out + body, last_request, sizeof(last_request) - 1);
 	struct reader r = { 0 };
 	size_t sent = 0;
 	/* Until the version's reply or the compositor closes; a bound on the
