@@ -61,12 +61,30 @@ static void usage(FILE *f) {
 			"SIGUSR1 restarts the statistics window (used by benchmarks).\n");
 }
 
+/*
+ * Decimal digits and nothing before them: strtol and strtoul skip blanks
+ * and take a sign, so " -5" read as -5, or wrapped to a huge value.  The
+ * value is capped at LONG_MAX; returns the byte past the digits, or NULL
+ * when s does not start with one.
+ */
+static const char *parse_digits(const char *s, long *out) {
+	if (*s < '0' || *s > '9') {
+		return NULL;
+	}
+	long v = 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		int d = *s - '0';
+		v = v > (LONG_MAX - d) / 10 ? LONG_MAX : v * 10 + d;
+	}
+	*out = v;
+	return s;
+}
+
 static bool parse_long(const char *arg, char opt, long min, long max, long *out) {
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0') {
-		fprintf(stderr, "qos-player: -%c: '%s' is not an integer\n", opt, arg);
+	long v;
+	const char *end = parse_digits(arg, &v);
+	if (!end || *end != '\0') {
+		fprintf(stderr, "qos-player: -%c: '%s' is not a whole number\n", opt, arg);
 		return false;
 	}
 	if (v < min || v > max) {
@@ -83,19 +101,11 @@ static bool parse_view_size(const char *arg, struct options *opt) {
 	if (x == NULL || x == arg || x[1] == '\0') {
 		goto bad;
 	}
-	char *end;
 	long size[2];
 	const char *part[2] = { arg, x + 1 };
 	for (int i = 0; i < 2; i++) {
-		if (part[i][0] < '0' || part[i][0] > '9') {
-			goto bad;
-		}
-		errno = 0;
-		size[i] = strtol(part[i], &end, 10);
-		if (errno == ERANGE) {
-			size[i] = LONG_MAX;
-		}
-		if (end != (i == 0 ? x : part[i] + strlen(part[i]))) {
+		const char *end = parse_digits(part[i], &size[i]);
+		if (!end || end != (i == 0 ? x : part[i] + strlen(part[i]))) {
 			goto bad;
 		}
 	}
@@ -114,16 +124,13 @@ bad:
 
 /* -q PERIOD_US:SLICE_US[:FALLBACK], checked like the compositor would. */
 static bool parse_qos(const char *arg, struct options *opt) {
-	char *end;
-	errno = 0;
-	unsigned long period = strtoul(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
+	long period, slice;
+	const char *end = parse_digits(arg, &period);
+	if (!end || *end != ':') {
 		goto bad;
 	}
-	const char *slice_s = end + 1;
-	errno = 0;
-	unsigned long slice = strtoul(slice_s, &end, 10);
-	if (errno != 0 || end == slice_s || (*end != ':' && *end != '\0') || slice_s[0] == '-') {
+	end = parse_digits(end + 1, &slice);
+	if (!end || (*end != ':' && *end != '\0')) {
 		goto bad;
 	}
 	uint32_t fallback = 0;
@@ -159,15 +166,9 @@ static bool parse_adapt(const char *arg, struct options *opt) {
 	if (arg == NULL) {
 		return true;
 	}
-	char *end;
-	errno = 0;
-	long min = strtol(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != ':' || arg[0] == '-') {
-		goto bad;
-	}
-	const char *max_s = end + 1;
-	long max = strtol(max_s, &end, 10);
-	if (errno != 0 || end == max_s || *end != '\0' || max_s[0] == '-') {
+	long min, max;
+	const char *end = parse_digits(arg, &min);
+	if (!end || *end != ':' || !(end = parse_digits(end + 1, &max)) || *end != '\0') {
 		goto bad;
 	}
 	if (min > 100 || max > 100 || (max != 0 && min > max)) {

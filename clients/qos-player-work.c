@@ -20,10 +20,17 @@ static bool parse_duration_us(const char *s, size_t len, double *us) {
 	}
 	memcpy(buf, s, len);
 	buf[len] = '\0';
+	/* Digits with an optional fraction, nothing else: strtod alone would
+	 * also take blanks, hex and exponents (" 2ms", "0x10ms", "1e3us"). */
+	size_t digits = strspn(buf, "0123456789");
+	size_t fraction = buf[digits] == '.' ? strspn(buf + digits + 1, "0123456789") : 0;
+	if (digits == 0 || (buf[digits] == '.' && fraction == 0)) {
+		return false;
+	}
 	char *end;
 	errno = 0;
 	double v = strtod(buf, &end);
-	if (errno != 0 || end == buf || !(v >= 0.0) || buf[0] == '-' || buf[0] == '+') {
+	if (errno != 0 || end != buf + digits + (fraction ? fraction + 1 : 0) || !(v >= 0.0)) {
 		return false;
 	}
 	double scale = strcmp(end, "us") == 0 ? 1.0

@@ -498,7 +498,13 @@ static bool apply_inactive(struct qw_config *config, const char *key, char **cur
 	return fail(msg, size, "inactive-class wants idle, normal or none");
 }
 
-bool config_apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
+/*
+ * One line, applied to `config` (the draft of config_apply_line). A branch
+ * may store a value before it has read every word of the line; a refusal
+ * then drops the draft. Owned memory (strings, bindings, outputs) changes
+ * only as a branch's last step, once the line is known to be good.
+ */
+static bool apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
 	char buf[4096];
 	if (strlen(line_in) >= sizeof(buf)) {
 		return fail(msg, size, "line too long");
@@ -716,6 +722,17 @@ bool config_apply_line(struct qw_config *config, const char *line_in, char *msg,
 		return true;
 	}
 	return fail(msg, size, "unknown setting '%s'", key);
+}
+
+bool config_apply_line(struct qw_config *config, const char *line, char *msg, size_t size) {
+	/* A refused line changes nothing: it is applied to a copy, which
+	 * replaces the settings only when the whole line was good. */
+	struct qw_config draft = *config;
+	if (!apply_line(&draft, line, msg, size)) {
+		return false;
+	}
+	*config = draft;
+	return true;
 }
 
 /* "path:line: message", with the file's control bytes shown as \xNN. */

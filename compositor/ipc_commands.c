@@ -623,6 +623,48 @@ static struct json_object *parse_whole(const char *line) {
 	return obj;
 }
 
+/*
+ * A string value holding a NUL byte ("\u0000"), described in where: json-c
+ * keeps it, with its length, but every use here is a C string, which would
+ * end at the NUL (an empty argv[0], a name cut short without a word).
+ */
+static bool find_nul(struct json_object *value, const char *key, char *where, size_t len,
+		int depth) {
+	if (json_object_is_type(value, json_type_string)) {
+		const char *s = json_object_get_string(value);
+		if (memchr(s, '\0', (size_t)json_object_get_string_len(value))) {
+			snprintf(where, len, "'%.64s'", key);
+			return true;
+		}
+	} else if (json_object_is_type(value, json_type_array) && depth < 64) {
+		size_t n = json_object_array_length(value);
+		for (size_t i = 0; i < n; i++) {
+			if (find_nul(json_object_array_get_idx(value, i), key, where, len, depth + 1)) {
+				if (depth == 0) {
+					snprintf(where, len, "'%.64s' element %zu", key, i);
+				}
+				return true;
+			}
+		}
+	} else if (json_object_is_type(value, json_type_object) && depth < 64) {
+		json_object_object_foreach(value, k, v) {
+			if (find_nul(v, depth == 0 ? key : k, where, len, depth + 1)) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static bool find_nul_in_request(struct json_object *req, char *where, size_t len) {
+	json_object_object_foreach(req, key, value) {
+		if (find_nul(value, key, where, len, 0)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid, const char *line,
 		bool *subscribe, bool *terminate) {
 	/* json-c takes any bytes inside a string; names and targets must be text. */
@@ -631,6 +673,7 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 	struct json_object *reply = NULL;
 	const char *command = NULL;
 	struct json_object *cmd_obj;
+	char where[160];
 	if (!text) {
 		reply = ipc_reply_error("request is not valid UTF-8");
 	} else if (!req) {
@@ -639,6 +682,10 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 			!json_object_object_get_ex(req, "command", &cmd_obj) ||
 			!json_object_is_type(cmd_obj, json_type_string)) {
 		reply = ipc_reply_error("request must be an object with a string 'command'");
+	} else if (find_nul_in_request(req, where, sizeof(where))) {
+		reply = ipc_reply_error("%s holds a NUL byte (\\u0000), which no argument, name or "
+								"target may contain",
+				where);
 	} else {
 		command = json_object_get_string(cmd_obj);
 	}

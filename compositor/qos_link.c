@@ -314,6 +314,11 @@ static bool reload_may_redefine(void *data, const char *name, const struct qos_p
 static void start_manager(struct qos_link *link) {
 	struct qw_server *server = link->server;
 	char root[64];
+	if (server->dry_run) {
+		/* No cgroups, classes or signals: not even the root's lock file. */
+		snprintf(link->error, sizeof(link->error), "off in a dry run (nothing may change)");
+		return;
+	}
 	if (!claim_root(link, root, sizeof(root))) {
 		snprintf(link->error, sizeof(link->error),
 				"no free cgroup root: too many qosway instances");

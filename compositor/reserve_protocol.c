@@ -176,37 +176,68 @@ static const char *gate_name(struct reserve_object *obj) {
 	return obj->automatic ? NULL : obj->name;
 }
 
+/* The name of the reserve o holds for process pid, if other than except; else NULL. */
+static const char *held_name(struct reserve_object *o, pid_t pid, const char *except, char *buf,
+		size_t len) {
+	if (o->pid != pid || !(o->have_params || o->n_joined)) {
+		return NULL;
+	}
+	const char *name = reserve_name(o, buf, len);
+	return strcmp(name, except) != 0 ? name : NULL;
+}
+
+/*
+ * The qos utilisation of reserve `name` as process pid holds it: the
+ * manager's parameters once it exists, else the largest any of the
+ * process's objects asked for (the first to join creates it).
+ */
+static uint64_t name_ppm(struct reserve_protocol *proto, pid_t pid, const char *name) {
+	struct qos_reserve_info info;
+	if (qos_link_reserve_info(proto->server, name, &info)) {
+		return info.params.policy == QOS_POLICY_QOS ? qos_params_util_ppm(&info.params) : 0;
+	}
+	uint64_t most = 0;
+	struct reserve_object *o;
+	wl_list_for_each(o, &proto->objects, link) {
+		char buf[QOS_NAME_MAX + 1];
+		if (o->pid == pid && o->have_params && o->params.policy == QOS_POLICY_QOS &&
+				strcmp(reserve_name(o, buf, sizeof(buf)), name) == 0 &&
+				qos_params_util_ppm(&o->params) > most) {
+			most = qos_params_util_ppm(&o->params);
+		}
+	}
+	return most;
+}
+
 uint64_t reserve_protocol_held_ppm(struct qw_server *server, pid_t pid, const char *except) {
 	struct reserve_protocol *proto = server->reserve_protocol;
-	char seen[MAX_OBJECTS_PER_CLIENT][QOS_NAME_MAX + 1];
-	size_t n_seen = 0;
 	uint64_t sum = 0;
-	struct reserve_object *o;
+	struct reserve_object *o, *e;
 	if (!proto) {
 		return 0;
 	}
+	/* Every object of every connection of the process; each reserve is
+	 * counted at its first object, however many hold it. */
 	wl_list_for_each(o, &proto->objects, link) {
-		char buf[QOS_NAME_MAX + 1];
-		const char *name = reserve_name(o, buf, sizeof(buf));
-		if (o->pid != pid || !(o->have_params || o->n_joined) || strcmp(name, except) == 0) {
+		char buf[QOS_NAME_MAX + 1], other_buf[QOS_NAME_MAX + 1];
+		const char *name = held_name(o, pid, except, buf, sizeof(buf));
+		if (!name) {
 			continue;
 		}
-		struct qos_reserve_info info;
-		const struct qos_params *p = qos_link_reserve_info(server, name, &info) ? &info.params
-				: o->have_params                                                ? &o->params
-																				: NULL;
-		if (!p || p->policy != QOS_POLICY_QOS) {
-			continue;
+		bool counted = false;
+		wl_list_for_each(e, &proto->objects, link) {
+			if (e == o) {
+				break;
+			}
+			const char *other = held_name(e, pid, except, other_buf, sizeof(other_buf));
+			if (other && strcmp(other, name) == 0) {
+				counted = true;
+				break;
+			}
 		}
-		bool dup = false;
-		for (size_t i = 0; i < n_seen && !dup; i++) {
-			dup = strcmp(seen[i], name) == 0;
+		if (!counted) {
+			sum += name_ppm(proto, pid, name);
 		}
-		if (dup || n_seen == MAX_OBJECTS_PER_CLIENT) {
-			continue;
-		}
-		snprintf(seen[n_seen++], sizeof(seen[0]), "%s", name);
-		sum += qos_params_util_ppm(p);
 	}
 	return sum;
 }

@@ -142,7 +142,7 @@ static bool create_backend(struct qw_server *server) {
 	return true;
 }
 
-static bool create_scene(struct qw_server *server) {
+bool server_create_scene(struct qw_server *server) {
 	server->scene = wlr_scene_create();
 	if (!server->scene || !wlr_scene_attach_output_layout(server->scene, server->output_layout)) {
 		return false;
@@ -254,7 +254,7 @@ bool server_init(struct qw_server *server) {
 		return false;
 	}
 	server->output_layout = wlr_output_layout_create();
-	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
+	if (!server->output_layout || !server_create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
 	if (!cursor_init(server) || !seat_init(server)) {

@@ -202,6 +202,13 @@ struct qw_server {
 
 	/* The QoS manager and its rules, events and gate (qos_link.h). */
 	struct qos_link *qos_link;
+	/*
+	 * Set before qos_link_create: the handlers of requests run, but nothing
+	 * outside the process changes. There is no QoS manager (every QoS
+	 * request is refused with the reason, as without cgroup access) and
+	 * nothing is spawned. The fuzzing harnesses (tests/fuzz) run so.
+	 */
+	bool dry_run;
 	int proc_events_fd; /* netlink process connector, -1 if none */
 	struct wl_event_source *proc_events_source;
 	struct reserve_protocol *reserve_protocol;
@@ -217,6 +224,8 @@ struct qw_server {
 
 /* server.c */
 bool server_init(struct qw_server *server);
+/* The scene and its layer trees over server->output_layout (server_init's step). */
+bool server_create_scene(struct qw_server *server);
 void server_finish(struct qw_server *server);
 /* Ask the event loop to stop; main() then tears everything down. */
 void server_terminate(struct qw_server *server);

@@ -169,6 +169,10 @@ static void drop_inheritable_capabilities(void) {
 pid_t server_spawn_argv_qos(struct qw_server *server, char *const argv[], const char *reserve,
 		char *err, size_t err_len) {
 	err[0] = '\0';
+	if (server->dry_run) {
+		snprintf(err, err_len, "nothing is started in a dry run");
+		return -1;
+	}
 	char **env = child_environment();
 	if (!env) {
 		snprintf(err, err_len, "out of memory");

@@ -271,7 +271,7 @@ bool qos_manager_vblank(struct qos_manager *mgr, const char *name, uint64_t when
 		snprintf(err, err_len, "reserve '%s' is not period=vblank", name);
 		return false;
 	}
-	if (refresh_us < 1000 || refresh_us > 10000000) {
+	if (refresh_us < QOS_VBLANK_SHORTEST_US || refresh_us > 10000000) {
 		snprintf(err, err_len, "refresh period of %lluus is outside 1ms..10s",
 				(unsigned long long)refresh_us);
 		return false;

@@ -141,8 +141,12 @@ static bool check_adapt(const struct qos_params *p, enum qos_param_key *key, cha
 		snprintf(err, err_len, "cpu-min exceeds cpu-max");
 		return false;
 	}
-	if (a->min_ppm && ppm_of_period(a->min_ppm, p->period_us) == 0) {
-		snprintf(err, err_len, "cpu-min gives less than 1us of the period");
+	/* A vblank period may become any refresh period: the bounds must hold
+	 * at the shortest, which they then hold at every other. */
+	uint64_t shortest = p->period_vblank ? QOS_VBLANK_SHORTEST_US : p->period_us;
+	const char *of = p->period_vblank ? "of a 1ms vblank period" : "of the period";
+	if (a->min_ppm && ppm_of_period(a->min_ppm, shortest) == 0) {
+		snprintf(err, err_len, "cpu-min gives less than 1us %s", of);
 		return false;
 	}
 	*key = QOS_PARAM_CPU_MAX;
@@ -152,11 +156,15 @@ static bool check_adapt(const struct qos_params *p, enum qos_param_key *key, cha
 				rt_static ? "below" : "within");
 		return false;
 	}
-	if (a->max_ppm && ppm_of_period(a->max_ppm, p->period_us) == 0) {
-		snprintf(err, err_len, "cpu-max gives less than 1us of the period");
+	if (a->max_ppm && ppm_of_period(a->max_ppm, shortest) == 0) {
+		snprintf(err, err_len, "cpu-max gives less than 1us %s", of);
 		return false;
 	}
 	*key = QOS_PARAM_IDLE_RELEASE;
+	if (p->idle_periods > QOS_IDLE_RELEASE_MAX) {
+		snprintf(err, err_len, "idle-release is at most %u periods", QOS_IDLE_RELEASE_MAX);
+		return false;
+	}
 	if (p->idle_periods && p->policy != QOS_POLICY_QOS) {
 		snprintf(err, err_len, "idle-release gives back admitted capacity: policy qos only");
 		return false;
@@ -472,9 +480,22 @@ static void format_adapt(const struct qos_params *p, char *buf, size_t len) {
 			p->adapt.continuous ? " adapt=yes" : "", lo, hi, idle);
 }
 
-void qos_params_format(const struct qos_params *p, char *buf, size_t len) {
+void qos_params_vblank_standin(struct qos_params *p) {
+	if (!p->period_vblank || !qos_params_has_limit(p) || p->period_us == QOS_VBLANK_DEFAULT_US)
+		return;
+	/* As qos_manager_vblank scales it: the same share, rounded down, at least 1us. */
+	uint64_t slice = p->slice_us * QOS_VBLANK_DEFAULT_US / p->period_us;
+	p->slice_us = slice ? slice : 1;
+	p->period_us = QOS_VBLANK_DEFAULT_US;
+}
+
+void qos_params_format(const struct qos_params *p_in, char *buf, size_t len) {
 	/* Only keys the parser takes back: no "period=0s" for a reserve without a
-	 * limit, no priority outside fifo/rr. */
+	 * limit, no priority outside fifo/rr; "period=vblank" reads back as a
+	 * 60 Hz frame, so the slice is written as its share of one. */
+	struct qos_params standin = *p_in;
+	qos_params_vblank_standin(&standin);
+	const struct qos_params *p = &standin;
 	char limit[96] = "", prio[24] = "", adapt[160];
 	if (qos_params_has_limit(p)) {
 		char per[32], sl[32];

@@ -62,22 +62,29 @@ struct qos_params {
 	 * qos_manager_vblank() (it sets the period and phases it; setting it
 	 * through qos_reserve_set works too, but does not phase it); until
 	 * then period_us holds a 60 Hz frame.  slice_us is a share of each
-	 * frame, kept as the period changes.
+	 * frame, kept as the period changes.  The refresh period may be
+	 * anything from 1ms to 10s, so cpu-min and cpu-max must give at least
+	 * 1us of a 1ms period (QOS_VBLANK_SHORTEST_US).
 	 */
 	bool period_vblank;
 	/*
 	 * Idle release: a granted qos reserve whose members have not run for
 	 * this many periods gives its admitted capacity back, and asks for it
 	 * again when one wakes (its fallback if it is no longer free).  0: never.
+	 * At most QOS_IDLE_RELEASE_MAX, as in a qosrc line.
 	 */
 	uint32_t idle_periods;
 };
+
+#define QOS_IDLE_RELEASE_MAX 1000000u
 
 /* Defaults for fifo/rr without an explicit limit: the thesis' <safe> reserve. */
 #define QOS_SAFE_PERIOD_US 50000u
 #define QOS_SAFE_SLICE_US 45000u
 /* period=vblank until the embedder's first refresh period: a 60 Hz frame. */
 #define QOS_VBLANK_DEFAULT_US 16667u
+/* The shortest refresh period a period=vblank reserve may follow (1000 Hz). */
+#define QOS_VBLANK_SHORTEST_US 1000u
 
 /* Fills *p with "other, nice 0, no limit, no inherit". */
 void qos_params_init(struct qos_params *p);
@@ -175,9 +182,20 @@ bool qos_parse_bool(const char *s, bool *out);
  * parameters.  period, slice and fallback only with a limit, priority only
  * for fifo and rr; cpu=auto, adapt, cpu-min, cpu-max and idle-release only
  * when set (with cpu=auto the slice is the one it starts from), and
- * period=vblank in place of the period it stands for.
+ * period=vblank in place of the period it stands for (the slice then as the
+ * same share of the 60 Hz frame the key reads back as, as
+ * qos_params_vblank_standin gives it).
  */
 void qos_params_format(const struct qos_params *p, char *buf, size_t len);
+
+/*
+ * A period=vblank reserve at the period its qosrc line reads back as, a
+ * 60 Hz frame (QOS_VBLANK_DEFAULT_US), its slice the same share of that
+ * (rounded down, at least 1us, as qos_manager_vblank scales it).  Other
+ * reserves are left as they are.  Parameters that pass
+ * qos_params_normalize still pass it after this.
+ */
+void qos_params_vblank_standin(struct qos_params *p);
 
 /* Whether a and b are the same parameters, every field (priority only for fifo and rr). */
 bool qos_params_equal(const struct qos_params *a, const struct qos_params *b);

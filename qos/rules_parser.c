@@ -279,7 +279,7 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		break;
 	}
 	case K_IDLE_RELEASE:
-		ok = parse_int(v, 0, 1000000, &s->idle_periods);
+		ok = parse_int(v, 0, QOS_IDLE_RELEASE_MAX, &s->idle_periods);
 		s->params.idle_periods = ok ? (uint32_t)s->idle_periods : 0;
 		what = "a number of periods in 0..1000000";
 		s->has_policy_keys = true;

@@ -22,6 +22,8 @@ apt_packages=(
 	qemu-system-x86 linux-image-amd64 busybox-static seatd
 	# wlr-output-management client for the output tests
 	wlr-randr
+	# the fuzzers (tests/fuzz, scripts/fuzz.sh): libFuzzer with ASan and UBSan
+	clang-14 libclang-rt-14-dev
 )
 
 sudo=()

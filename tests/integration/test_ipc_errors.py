@@ -59,6 +59,24 @@ def test_bad_request_gets_error_reply(qosway, request_bytes):
     assert after["id"] == before["id"] and c.alive()
 
 
+@pytest.mark.parametrize("request_bytes,where", [
+    (b'{"command":"exec","argv":["\\u0000"]}\n', "'argv' element 0"),
+    (b'{"command":"exec","argv":["true","a\\u0000b"]}\n', "'argv' element 1"),
+    (b'{"command":"exec","argv":["true"],"reserve":"r\\u0000x"}\n', "'reserve'"),
+    (b'{"command":"set","target":"1\\u0000","class":"idle"}\n', "'target'"),
+    (b'{"command":"version\\u0000junk"}\n', "'command'"),
+])
+def test_nul_in_a_string_is_refused(qosway, request_bytes, where):
+    """A JSON string may hold "\\u0000", a C string may not: such a request
+    is refused naming the value, rather than run with an empty argv[0] or
+    a name cut short at the NUL."""
+    reply = json.loads(qosway.ipc_raw(request_bytes))
+    assert reply.get("success") is False, reply
+    assert "pid" not in reply, reply
+    assert where + " holds a NUL byte" in reply["error"], reply
+    assert_unaffected(qosway)
+
+
 def test_error_then_good_request_on_same_connection(qosway):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)

@@ -262,3 +262,27 @@ def test_refused_joining_past_the_app_limit(qcomp):
     rc.send("destroy %d" % i2)
     rc.sync()
     assert_released(qcomp, rc.pid, rc.orig_cgroups)
+
+
+def test_app_limit_counts_every_reserve_over_two_connections(qcomp):
+    """max-cpu counts every qos reserve the process holds, however many and
+    over how many connections: 40% in the oldest, then 65 reserves of
+    0.0001% over two connections (each connection holds at most 64
+    objects), and 20% more is over the default 50%."""
+    import os
+    import sys
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reserve_pair_client.py")
+    p = qcomp.spawn([sys.executable, "-u", script, "400000", "65", "200000"], name="pair")
+    try:
+        big = p.wait_event("big", timeout=30)
+        assert big["answer"] == "granted", big
+        ask = p.wait_event("ask", timeout=120)
+        print("ask: %r" % ask)
+        assert not [line for line in p.lines if line.startswith("tiny ")], p.lines
+        assert ask["answer"] == "forbidden", ask
+        assert "50.0%" in ask["message"] and "40.0% held" in ask["message"], ask
+        held = reserves(qcomp)
+        assert "ask" not in held and "big" in held and "t64" in held
+    finally:
+        p.send("")
+        assert p.wait(30) == 0, p.stderr_tail()

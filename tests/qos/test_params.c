@@ -1,6 +1,7 @@
 #include "check.h"
 #include "qos/admission.h"
 #include "qos/params.h"
+#include "qos/rules.h"
 
 static void test_names(void) {
 	char err[128];
@@ -320,6 +321,11 @@ static void test_adapt_normalize(void) {
 	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
 	CHECK(key == QOS_PARAM_CPU_MAX);
 	p.adapt.max_ppm = 0;
+	/* What a qosrc line could not say is refused: it would not read back. */
+	p.policy = QOS_POLICY_QOS;
+	p.idle_periods = QOS_IDLE_RELEASE_MAX + 1;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_IDLE_RELEASE && strstr(err, "at most 1000000"));
 	p.policy = QOS_POLICY_FIFO;
 	p.idle_periods = 10;
 	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
@@ -354,6 +360,94 @@ static void test_adapt_normalize(void) {
 	CHECK(!qos_params_as_defined(&now, &def));
 }
 
+static void print_diag(void *data, const char *message) {
+	(void)data;
+	fprintf(stderr, "  %s\n", message);
+}
+
+/* p formatted as a qosrc reserve line reads back as p at its 60 Hz stand-in. */
+static bool reads_back(const struct qos_params *p) {
+	char fmt[256], line[320];
+	qos_params_format(p, fmt, sizeof(fmt));
+	snprintf(line, sizeof(line), "reserve r %s\n", fmt);
+	struct qos_rules *rules = qos_rules_create();
+	bool ok = rules && qos_rules_parse_string(rules, "test", line, print_diag, NULL) == 0;
+	const struct qos_reserve_def *def = ok ? qos_rules_find_reserve(rules, "r") : NULL;
+	struct qos_params want = *p;
+	qos_params_vblank_standin(&want);
+	ok = def && qos_params_equal(&def->params, &want);
+	if (!ok)
+		fprintf(stderr, "does not read back: %s", line);
+	qos_rules_destroy(rules);
+	return ok;
+}
+
+/*
+ * A period=vblank reserve's period is the display's: defined at a client's
+ * stand-in period (up to 10s), it is written as its share of the 60 Hz frame
+ * the line reads back as, and its adaptation bounds must hold at the
+ * shortest refresh period it may follow.
+ */
+static void test_vblank_format(void) {
+	static const struct {
+		enum qos_policy policy, fallback;
+		uint64_t period_us, slice_us;
+	} cases[] = {
+		{ QOS_POLICY_QOS, QOS_POLICY_OTHER, 10000000, 5000000 }, /* half: 8333us */
+		{ QOS_POLICY_FIFO, QOS_POLICY_OTHER, 10000000, 9999999 }, /* below 100% */
+		{ QOS_POLICY_OTHER, QOS_POLICY_IDLE, 10000000, 10000000 }, /* one CPU */
+		{ QOS_POLICY_OTHER, QOS_POLICY_PAUSE, 10000000, 1 }, /* at least 1us */
+		{ QOS_POLICY_QOS, QOS_POLICY_PAUSE, 6944, 3472 },
+		{ QOS_POLICY_RR, QOS_POLICY_IDLE, 1000, 999 },
+	};
+	char err[160];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct qos_params p;
+		qos_params_init(&p);
+		p.policy = cases[i].policy;
+		p.fallback = cases[i].fallback;
+		p.priority = 10;
+		p.period_us = cases[i].period_us;
+		p.slice_us = cases[i].slice_us;
+		p.period_vblank = true;
+		CHECK(qos_params_normalize(&p, err, sizeof(err)));
+		CHECK(reads_back(&p));
+		struct qos_params standin = p;
+		qos_params_vblank_standin(&standin);
+		CHECK(standin.period_us == QOS_VBLANK_DEFAULT_US && standin.slice_us >= 1);
+		CHECK(qos_params_normalize(&standin, err, sizeof(err)));
+	}
+	struct qos_params p;
+	qos_params_init(&p);
+	p.policy = QOS_POLICY_QOS;
+	p.period_us = 10000000;
+	p.slice_us = 5000000;
+	p.period_vblank = true;
+	qos_params_normalize(&p, err, sizeof(err));
+	char buf[256];
+	qos_params_format(&p, buf, sizeof(buf));
+	CHECK_STR(buf, "policy=qos period=vblank slice=8333us fallback=other nice=0 inherit=no");
+
+	/* 0.001% is 100us of a 10s period but nothing of a 1ms refresh period. */
+	p.adapt.continuous = true;
+	p.adapt.min_ppm = 10;
+	enum qos_param_key key;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_CPU_MIN && strstr(err, "cpu-min gives less than 1us of a 1ms vblank"));
+	p.adapt.min_ppm = 0;
+	p.adapt.max_ppm = 499;
+	CHECK(!qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(key == QOS_PARAM_CPU_MAX && strstr(err, "cpu-max gives less than 1us of a 1ms vblank"));
+	p.adapt.max_ppm = 500;
+	CHECK(qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(reads_back(&p));
+	/* Without vblank the bound is checked at the reserve's own period. */
+	p.period_vblank = false;
+	p.adapt.max_ppm = 1;
+	CHECK(qos_params_check(&p, &key, err, sizeof(err)));
+	CHECK(reads_back(&p));
+}
+
 int main(void) {
 	test_adapt_normalize();
 	test_names();
@@ -361,5 +455,6 @@ int main(void) {
 	test_kernel_ceiling();
 	test_normalize();
 	test_admission();
+	test_vblank_format();
 	return check_report("test_params");
 }

@@ -100,9 +100,27 @@ static bool same_outputs(const struct qw_config *a, const struct qw_config *b) {
 	return true;
 }
 
+static bool same_bindings(const struct qw_config *a, const struct qw_config *b) {
+	if (a->binding_count != b->binding_count) {
+		return false;
+	}
+	for (size_t i = 0; i < a->binding_count; i++) {
+		const struct qw_binding *x = &a->bindings[i], *y = &b->bindings[i];
+		if (x->modifiers != y->modifiers || x->keysym != y->keysym || x->action != y->action ||
+				!same_str(x->arg, y->arg)) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Every setting a line can change, compared (error_count aside). */
 static bool same_settings(const struct qw_config *a, const struct qw_config *b) {
-	return a->output_width == b->output_width && a->output_height == b->output_height &&
+	return same_bindings(a, b) && a->csd_buttons == b->csd_buttons && a->xwayland == b->xwayland &&
+			a->taskbar_class == b->taskbar_class && a->qos_other_users == b->qos_other_users &&
+			a->inactive_timeout_s == b->inactive_timeout_s &&
+			a->inactive_class == b->inactive_class && a->output_width == b->output_width &&
+			a->output_height == b->output_height &&
 			a->output_refresh_mhz == b->output_refresh_mhz && same_str(a->terminal, b->terminal) &&
 			same_str(a->font, b->font) && a->titlebar_height == b->titlebar_height &&
 			a->border_width == b->border_width && a->cascade_step == b->cascade_step &&
@@ -160,6 +178,24 @@ static void test_invalid_lines(void) {
 		{ "scheduling hidden-frame-rate 10x", "hidden-frame-rate wants 1 to 1000" },
 		{ "scheduling { serve-by-reserve off", "text after '{'" },
 		{ "}", "unknown setting '}'" },
+		/* A value followed by junk: the value must not be taken either. */
+		{ "titlebar-height 40 junk", "from 12 to 128" },
+		{ "border-width 5 junk", "from 0 to 32" },
+		{ "cascade-step 64 junk", "from 0 to 512" },
+		{ "taskbar-class on junk", "taskbar-class wants on or off" },
+		{ "qos-other-users on junk", "qos-other-users wants on or off" },
+		{ "output-mode 1280x720@75 junk", "output-mode wants" },
+		{ "csd-buttons none junk", "csd-buttons wants" },
+		{ "xwayland disable junk", "xwayland wants" },
+		{ "inactive-timeout 20 junk", "inactive-timeout wants" },
+		{ "inactive-class idle junk", "inactive-class wants" },
+		{ "realtime-cpu 50% junk", "realtime-cpu wants" },
+		{ "realtime-period 10ms junk", "realtime-period wants" },
+		{ "realtime-fallback idle junk", "realtime-fallback wants" },
+		{ "qos-reserved 20% junk", "qos-reserved wants" },
+		{ "color titlebar-focused #ff0000 junk", "usage: color" },
+		{ "scheduling boost off junk", "takes one value" },
+		{ "output HEADLESS-1 scale 2 junk", "output scale wants" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct qw_config c;
