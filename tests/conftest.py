@@ -16,6 +16,18 @@ import pytest
 HZ = os.sysconf("SC_CLK_TCK")
 GRACE_S = 2.0
 _leaks = []
+# Under pytest-xdist the other workers start processes too: a worker only
+# looks at its own, its descendants and what carries its name in the
+# environment (harness.py passes it on to the compositor and its clients,
+# whose daemons are reparented to init).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: run alone, not beside other tests (scripts/test.sh runs these "
+        "after the parallel part): the test depends on machine-wide state such as the "
+        "kernel's deadline bandwidth or every qosway cgroup")
 
 
 def _now_ticks():
@@ -38,14 +50,26 @@ def _stat(pid):
 
 
 def _started_since(ticks):
-    """pid -> (parent, name) of user processes started at or after `ticks`."""
+    """pid -> (parent, name) of user processes started at or after `ticks`
+    (under xdist: this worker's, see _ours)."""
     out = {}
     for d in os.listdir("/proc"):
         if d.isdigit() and int(d) != os.getpid():
             s = _stat(int(d))
-            if s and s[1] >= ticks:
+            if s and s[1] >= ticks and (WORKER is None or _ours(int(d))):
                 out[int(d)] = (s[0], s[2])
     return out
+
+
+def _ours(pid):
+    if _descends_from_us(pid):
+        return True
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = b"\0" + f.read()
+    except OSError:
+        return False
+    return b"\0PYTEST_XDIST_WORKER=%s\0" % WORKER.encode() in env
 
 
 def _descends_from_us(pid):
