@@ -125,14 +125,16 @@ def pytest_terminal_summary(terminalreporter):
 
 # -- SCHED_DEADLINE bandwidth the kernel kept ------------------------------------
 #
-# Linux 6.18 keeps a deadline task's bandwidth in its root domain's books for
-# good when the task leaves the class asleep past its 0-lag time (qos/sys.c,
-# qos_sys_release_deadline).  The manager shrinks a sleeping thread's
-# reservation before it leaves, but some runs still leave 0.15-0.5 of a CPU
-# booked with no deadline task alive, and the next tests' admissions then fail
-# with "deadline bandwidth is exhausted".  Once no deadline task is left, the
-# books are rebuilt from the tasks that exist (toggling an empty v1 cpuset's
-# cpu_exclusive rebuilds the root domains), and what was kept is reported.
+# Linux keeps a deadline task's bandwidth in its root domain's books for good
+# when the task leaves the class asleep with no inactive timer armed
+# (tests/qos/test_deadline_books.py reproduces it without qosway).  The
+# manager shrinks a sleeping thread's reservation before it leaves
+# (qos_sys_release_deadline), but the books are the whole machine's: what
+# another session's or benchmark's deadline tasks leave behind would fail
+# the next tests' admissions with "deadline bandwidth is exhausted".  Once
+# no deadline task is left, the books are rebuilt from the tasks that exist
+# (toggling an empty v1 cpuset's cpu_exclusive rebuilds the root domains),
+# and what was kept is reported where debugfs shows the books.
 
 CPUSET = "/sys/fs/cgroup/cpuset"
 SCHED_DEBUG = "/sys/kernel/debug/sched/debug"
