@@ -1,6 +1,6 @@
 /*
  * qosway configuration: a line-oriented file, one setting per line.
- * See README.md ("Configuration") for the format. Loading never fails as a
+ * See qosway(5) for the format. Loading never fails as a
  * whole because of a bad line: the line is reported as `file:line: message`
  * and skipped, since a desktop session must come up.
  */

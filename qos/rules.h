@@ -8,9 +8,14 @@
  * basename), cmdline=WILDCARD (shell wildcards over the space-joined argv) or
  * app_id=WILDCARD.  All matches of one rule must hold; the last matching rule
  * wins, so specific rules go after general ones.  Keys: policy, fallback,
- * period, slice (units us/ms/s), cpu (percent of one CPU, instead of slice),
- * nice, priority, reserve=NAME, auto=yes|no, inherit=yes|no.  Values may be
- * double-quoted.  '#' starts a comment.
+ * period (units us/ms/s, or period=vblank: the refresh of the window's
+ * output), slice, cpu (percent of one CPU instead of slice, or cpu=auto:
+ * sized from the measured use), adapt=yes|no (the slice keeps following the
+ * use), cpu-min and cpu-max (an adaptive slice's bounds, in percent),
+ * idle-release=PERIODS (a qos guarantee given back after that many idle
+ * periods), nice, priority, reserve=NAME, auto=yes|no, inherit=yes|no.
+ * qosrc(5) says what each does.  Values may be double-quoted.  '#' starts a
+ * comment.
  *
  * Rules also say what an application may ask for itself through the
  * qosway-reserve-v1 protocol: allow=POLICY,... (policies it may request;

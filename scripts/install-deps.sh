@@ -12,7 +12,7 @@ apt_packages=(
 	# the format check (.clang-format)
 	clang-format
 	# real clients and tools used by the demo, tests and benchmarks
-	foot weston grim sway util-linux procps python3 python3-pip valgrind
+	foot weston grim sway swaybg util-linux procps python3 python3-pip valgrind
 	# a real GTK 3 headerbar app for the client-side decoration test
 	gtk-3-examples
 	# man pages; setcap for the installed binary's file capability
