@@ -16,6 +16,18 @@ import pytest
 HZ = os.sysconf("SC_CLK_TCK")
 GRACE_S = 2.0
 _leaks = []
+# Under pytest-xdist the other workers start processes too: a worker only
+# looks at its own, its descendants and what carries its name in the
+# environment (harness.py passes it on to the compositor and its clients,
+# whose daemons are reparented to init).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: run alone, not beside other tests (scripts/test.sh runs these "
+        "after the parallel part): the test depends on machine-wide state such as the "
+        "kernel's deadline bandwidth or every qosway cgroup")
 
 
 def _now_ticks():
@@ -38,14 +50,26 @@ def _stat(pid):
 
 
 def _started_since(ticks):
-    """pid -> (parent, name) of user processes started at or after `ticks`."""
+    """pid -> (parent, name) of user processes started at or after `ticks`
+    (under xdist: this worker's, see _ours)."""
     out = {}
     for d in os.listdir("/proc"):
         if d.isdigit() and int(d) != os.getpid():
             s = _stat(int(d))
-            if s and s[1] >= ticks:
+            if s and s[1] >= ticks and (WORKER is None or _ours(int(d))):
                 out[int(d)] = (s[0], s[2])
     return out
+
+
+def _ours(pid):
+    if _descends_from_us(pid):
+        return True
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = b"\0" + f.read()
+    except OSError:
+        return False
+    return b"\0PYTEST_XDIST_WORKER=%s\0" % WORKER.encode() in env
 
 
 def _descends_from_us(pid):
@@ -101,14 +125,16 @@ def pytest_terminal_summary(terminalreporter):
 
 # -- SCHED_DEADLINE bandwidth the kernel kept ------------------------------------
 #
-# Linux 6.18 keeps a deadline task's bandwidth in its root domain's books for
-# good when the task leaves the class asleep past its 0-lag time (qos/sys.c,
-# qos_sys_release_deadline).  The manager shrinks a sleeping thread's
-# reservation before it leaves, but some runs still leave 0.15-0.5 of a CPU
-# booked with no deadline task alive, and the next tests' admissions then fail
-# with "deadline bandwidth is exhausted".  Once no deadline task is left, the
-# books are rebuilt from the tasks that exist (toggling an empty v1 cpuset's
-# cpu_exclusive rebuilds the root domains), and what was kept is reported.
+# Linux keeps a deadline task's bandwidth in its root domain's books for good
+# when the task leaves the class asleep with no inactive timer armed
+# (tests/qos/test_deadline_books.py reproduces it without qosway).  The
+# manager shrinks a sleeping thread's reservation before it leaves
+# (qos_sys_release_deadline), but the books are the whole machine's: what
+# another session's or benchmark's deadline tasks leave behind would fail
+# the next tests' admissions with "deadline bandwidth is exhausted".  Once
+# no deadline task is left, the books are rebuilt from the tasks that exist
+# (toggling an empty v1 cpuset's cpu_exclusive rebuilds the root domains),
+# and what was kept is reported where debugfs shows the books.
 
 CPUSET = "/sys/fs/cgroup/cpuset"
 SCHED_DEBUG = "/sys/kernel/debug/sched/debug"

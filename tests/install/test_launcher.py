@@ -61,11 +61,16 @@ def session():
     for built in ("config/qosway-session", "compositor/qosway"):
         assert (BUILD / built).exists(), "build %s first (meson compile -C %s)" % (built, BUILD)
     nobody = pwd.getpwnam("nobody")
-    # pytest's own temporary directories are private to root
-    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="qw-launcher-"))
+    # pytest's own temporary directories are private to root, and the build
+    # directory may be too (a clone in a 0700 home): nobody runs copies kept
+    # in a directory of its own that it can reach.
+    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="qw-launcher-", dir="/tmp"))
     tmp_path.chmod(0o755)
     fakes = tmp_path / "bin"
     fakes.mkdir()
+    qosway = tmp_path / "qosway"
+    shutil.copy2(BUILD / "compositor/qosway", qosway)
+    qosway.chmod(0o755)
     for name, text in (("systemd-run", FAKE_SYSTEMD_RUN), ("systemctl", FAKE_SYSTEMCTL),
                        ("qosway-session", (BUILD / "config/qosway-session").read_text())):
         (fakes / name).write_text(text)
@@ -80,7 +85,7 @@ def session():
         env = {"PATH": "%s:/usr/bin:/bin" % fakes, "HOME": str(tmp_path),
                "XDG_RUNTIME_DIR": str(runtime), "WLR_BACKENDS": "headless",
                "WLR_RENDERER": "pixman", "WLR_LIBINPUT_NO_DEVICES": "1",
-               "QOSWAY_BIN": str(BUILD / "compositor/qosway"),
+               "QOSWAY_BIN": str(qosway),
                "QOSWAY_CGROUP_MOUNT": mount, "FAKE_LOG": str(log)}
         env.update(extra)
         argv = list(prefix) + [

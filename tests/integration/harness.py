@@ -74,6 +74,13 @@ def qosctl_bin():
     return os.path.join(build_dir(), "clients", "qosctl")
 
 
+def worker_env():
+    """The pytest-xdist worker's name, so that tests/conftest.py knows the
+    processes it started (a daemon's parent is init) from another worker's."""
+    w = os.environ.get("PYTEST_XDIST_WORKER")
+    return {"PYTEST_XDIST_WORKER": w} if w else {}
+
+
 def sanitizer_env():
     """ASan/UBSan options; harmless for an uninstrumented binary."""
     env = {}
@@ -314,6 +321,7 @@ class Compositor:
             "SHELL": "/bin/sh",
         }
         env.update(sanitizer_env())
+        env.update(worker_env())
         if env_extra:
             env.update(env_extra)
         self.env = env
@@ -410,6 +418,18 @@ class Compositor:
         self._log.close()
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
+    def qos_root(self):
+        """The name of the cgroup root this instance holds (qosway-UID, or
+        qosway-UID-N beside other instances): the file it keeps locked."""
+        for fd in os.listdir("/proc/%d/fd" % self.pid):
+            try:
+                name = os.path.basename(os.readlink("/proc/%d/fd/%s" % (self.pid, fd)))
+            except OSError:
+                continue
+            if name.startswith(".qosway-") and name.endswith(".lock"):
+                return name[1:-len(".lock")]
+        raise AssertionError("qosway %d holds no root lock" % self.pid)
+
     # -- environment for clients ------------------------------------------------
     def client_env(self, extra=None):
         env = {
@@ -422,6 +442,7 @@ class Compositor:
             "SHELL": "/bin/sh",
             "XDG_CONFIG_HOME": os.path.join(self.home, ".config"),
         }
+        env.update(worker_env())
         if extra:
             env.update(extra)
         return env
@@ -717,15 +738,17 @@ def qosway_root_is_live(name):
     return False
 
 
-def qosway_cgroup_leftovers(skip_live=False):
+def qosway_cgroup_leftovers(skip_live=False, root=None):
     """qosway-* groups in the cgroup2 hierarchy that still hold processes or
     are frozen: [(dir, reason)]. With skip_live, the roots of running
-    instances (another test run's, say) are left out."""
+    instances (another test run's, say) are left out; with root, only that
+    root (Compositor.qos_root) is looked at."""
     base = os.path.join(CGROUP_BASE, "unified") if cgroup_hybrid() else CGROUP_BASE
     bad = []
     try:
         roots = [n for n in os.listdir(base) if n.startswith("qosway-")
                  and not n.startswith("qosway-bench")
+                 and (root is None or n == root)
                  and not (skip_live and qosway_root_is_live(n))]
     except OSError:
         return bad

@@ -5,6 +5,8 @@ set_params within a second (rate_limited)."""
 
 import time
 
+import pytest
+
 import harness
 from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
@@ -12,6 +14,10 @@ from test_qos_refusal import sleepers, fill_capacity, capacity  # noqa: F401
 from test_protocol_reserve import (
     RClient, reserves, reserves_holding, assert_other, assert_released, member_pids,
     request_granted, grant_auto, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
+
+# The kernel's deadline bandwidth is shared by every compositor on the machine:
+# filling a manager's capacity beside another test's would measure both.
+pytestmark = pytest.mark.serial
 
 
 def assert_refused_first(ans, reason):

@@ -78,6 +78,7 @@ def test_sigterm_restores_every_member(qcomp, procs, tmp_path):
     for cls, (p, orig, _) in members.items():
         assert harness.proc_cgroups(p.pid) != orig, "%s did not move: %r" % (cls, orig)
 
+    root = qcomp.qos_root()
     rc = qcomp.terminate(signal.SIGTERM)
     assert rc == 0, "qosway exited %d on SIGTERM" % rc
     for cls, (p, orig, out) in members.items():
@@ -93,11 +94,12 @@ def test_sigterm_restores_every_member(qcomp, procs, tmp_path):
     win.client.wait_event("disconnected", timeout=10)
     rc = win.client.wait(10)
     assert rc in (0, 3), "client exit %d" % rc
-    left = [d for d, why in harness.qosway_cgroup_leftovers() if why == "frozen"]
+    left = [d for d, why in harness.qosway_cgroup_leftovers(root=root) if why == "frozen"]
     assert not left, "frozen groups after SIGTERM: %r" % left
 
 
 def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
+    root = qcomp.qos_root()
     win = Win(qcomp, "Kill Nine")
     # into a reserve that its children inherit first, so that a child
     # started now shares its group (without inherit the child is sent back
@@ -154,4 +156,4 @@ def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
         # the killed instance's root is only reconciled by the next start:
         # remove it here, so that no real-time runtime stays held by it for
         # the tests after this one
-        force_cleanup("qosway-0")
+        force_cleanup(root)

@@ -18,6 +18,10 @@ from test_qos_buttons import (  # noqa: F401  (fixtures)
     Win, park, click_button, expect_buttons, assert_restored, check_refusal_shown,
     qcomp, no_frozen_leftovers)
 
+# The kernel's deadline bandwidth is shared by every compositor on the machine:
+# filling a manager's capacity beside another test's would measure both.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture
 def sleepers():

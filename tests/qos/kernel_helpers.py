@@ -110,7 +110,7 @@ def rt_bandwidth():
                 pass
         held = ("live groups hold it: %s" % ", ".join(holders) if holders else
                 "removed (dying) cpu groups hold it (see /proc/cgroups)")
-        if any(h.startswith("qosway") for h in holders):
+        if any(h.startswith(ROOT) for h in holders):
             # ours, alive: a manager kept runtime it should have given back
             pytest.fail("kernel refuses 50%% RT group bandwidth (%s); %s" % (e, held))
         pytest.skip("kernel refuses 50%% RT group bandwidth to a new cpu group (%s); %s"

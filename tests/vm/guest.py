@@ -158,6 +158,17 @@ def kill_tree_of_cgroup(path):
             pass
 
 
+def reachable(binary):
+    """A copy of a built binary that every user can run: the build directory
+    may sit in a home of mode 0700, which nobody cannot enter."""
+    os.makedirs("/tmp/vm-bin", mode=0o755, exist_ok=True)
+    copy = os.path.join("/tmp/vm-bin", os.path.basename(binary))
+    if not os.path.exists(copy):
+        shutil.copy2(binary, copy)
+        os.chmod(copy, 0o755)
+    return copy
+
+
 class Qosway:
     """A qosway started as `user` (None: root), optionally placed in a
     cgroup first, headless unless argv/env say otherwise."""
@@ -186,9 +197,9 @@ class Qosway:
                 self.env.pop(k, None)
             else:
                 self.env[k] = v
-        self.qosctl_bin = qosctl or os.path.join(ARGS.build, "clients", "qosctl")
+        self.qosctl_bin = qosctl or reachable(os.path.join(ARGS.build, "clients", "qosctl"))
         self.log_path = os.path.join(ARGS.out, "qosway-%s.log" % name)
-        argv = argv or [os.path.join(ARGS.build, "compositor", "qosway")]
+        argv = argv or [reachable(os.path.join(ARGS.build, "compositor", "qosway"))]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(as_user(user, cgroup) + argv, env=self.env,
                                      stdout=self.log, stderr=subprocess.STDOUT,
