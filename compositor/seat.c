@@ -14,6 +14,7 @@
 
 #include "idle.h"
 #include "reserve_menu.h"
+#include "screen_lock.h"
 #include "scheduler.h"
 #include "seat.h"
 #include "view.h"
@@ -120,6 +121,9 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
 	bool handled = false;
 	idle_notify_activity(server);
+	if (screen_lock_key(server, keyboard, event)) {
+		return;
+	}
 	if (event->state == WL_KEYBOARD_KEY_STATE_RELEASED) {
 		for (size_t i = 0; i < keyboard->swallowed_count; i++) {
 			if (keyboard->swallowed[i] == event->keycode) {

@@ -29,6 +29,7 @@
 #include <wlr/util/log.h>
 
 #include "cursor.h"
+#include "desktop_protocols.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
 #include "ipc.h"
@@ -43,6 +44,7 @@
 #include "reserve_protocol.h"
 #include "vblank.h"
 #include "scheduler.h"
+#include "screen_lock.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
@@ -199,7 +201,7 @@ static bool create_protocols(struct qw_server *server) {
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
 			!wlr_viewporter_create(display) || !foreign_toplevel_init(server) ||
-			!output_management_init(server)) {
+			!output_management_init(server) || !desktop_protocols_init(server)) {
 		wlr_log(WLR_ERROR, "failed to create a protocol global");
 		return false;
 	}
@@ -257,7 +259,7 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server)) {
+	if (!cursor_init(server) || !seat_init(server) || !screen_lock_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -335,6 +337,8 @@ void server_finish(struct qw_server *server) {
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
 	wl_display_destroy_clients(server->wl_display);
+	screen_lock_finish(server);
+	desktop_protocols_finish(server);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;
 	if (server->sigint_source) {
