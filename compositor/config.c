@@ -34,6 +34,7 @@ static const char *const color_names[QW_COLOR_COUNT] = {
 	[QW_COLOR_BUTTON_REFUSED] = "button-refused",
 	[QW_COLOR_TEXT_WARNING] = "text-warning",
 	[QW_COLOR_PAUSED_DIM] = "paused-dim",
+	[QW_COLOR_TITLEBAR_URGENT] = "titlebar-urgent",
 };
 
 static const struct {
@@ -133,6 +134,7 @@ void config_init_defaults(struct qw_config *config) {
 	set_rgb(config->colors[QW_COLOR_TEXT_WARNING], 0xffb0a0);
 	set_rgb(config->colors[QW_COLOR_PAUSED_DIM], 0x000000);
 	config->colors[QW_COLOR_PAUSED_DIM][3] = 0.55f;
+	set_rgb(config->colors[QW_COLOR_TITLEBAR_URGENT], 0xc0392b);
 	/* Strings are duplicated so finish() can free uniformly; a failed
 	 * strdup leaves NULL, which the users of these fields tolerate. */
 	static const struct {

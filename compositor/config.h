@@ -51,6 +51,7 @@ enum qw_color {
 	QW_COLOR_BUTTON_REFUSED,
 	QW_COLOR_TEXT_WARNING,
 	QW_COLOR_PAUSED_DIM,
+	QW_COLOR_TITLEBAR_URGENT, /* titlebar and border of an urgent window */
 	QW_COLOR_COUNT,
 };
 

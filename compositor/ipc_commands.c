@@ -81,6 +81,7 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
 	json_object_object_add(obj, "minimized", json_object_new_boolean(view->minimized));
+	json_object_object_add(obj, "urgent", json_object_new_boolean(view->deco.urgent));
 	json_object_object_add(obj, "inactive", json_object_new_boolean(view->inactive));
 	json_object_object_add(obj, "inactive_since",
 			view->inactive ? json_object_new_int64(view->inactive_since) : NULL);

@@ -28,6 +28,7 @@
 #include <wlr/types/wlr_xdg_shell.h>
 #include <wlr/util/log.h>
 
+#include "activation.h"
 #include "cursor.h"
 #include "desktop_protocols.h"
 #include "foreign_toplevel.h"
@@ -166,22 +167,6 @@ static bool create_scene(struct qw_server *server) {
 	return server->view_tree && server->fullscreen_tree && server->unmanaged_tree;
 }
 
-static void handle_request_activate(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_activate);
-	struct wlr_xdg_activation_v1_request_activate_event *event = data;
-	if (!wlr_surface_is_xdg_surface(event->surface)) {
-		return;
-	}
-	struct wlr_xdg_surface *xdg_surface = wlr_xdg_surface_from_wlr_surface(event->surface);
-	if (!xdg_surface || xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL || !xdg_surface->data) {
-		return;
-	}
-	struct qw_node_desc *desc = node_desc_find(xdg_surface->data);
-	if (desc && desc->view) {
-		view_focus(desc->view);
-	}
-}
-
 static bool create_protocols(struct qw_server *server) {
 	struct wl_display *display = server->wl_display;
 	server->compositor = wlr_compositor_create(display, server->renderer);
@@ -219,8 +204,7 @@ static bool create_protocols(struct qw_server *server) {
 	server->new_server_decoration.notify = xdg_decoration_handle_new_kde;
 	wl_signal_add(&server->server_decoration_manager->events.new_decoration,
 			&server->new_server_decoration);
-	server->request_activate.notify = handle_request_activate;
-	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
+	activation_init(server);
 	return true;
 }
 
@@ -358,7 +342,7 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->new_layer_surface.link);
 		wl_list_remove(&server->new_toplevel_decoration.link);
 		wl_list_remove(&server->new_server_decoration.link);
-		wl_list_remove(&server->request_activate.link);
+		activation_finish(server);
 	}
 	idle_finish(server);
 	seat_finish(server);

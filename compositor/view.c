@@ -9,6 +9,7 @@
 #include <wlr/util/edges.h>
 #include <wlr/util/log.h>
 
+#include "activation.h"
 #include "client_identity.h"
 #include "cursor.h"
 #include "foreign_toplevel.h"
@@ -207,6 +208,7 @@ void view_focus(struct qw_view *view) {
 	}
 	struct qw_server *server = view->server;
 	inactive_view_active(view);
+	activation_set_urgent(view, false);
 	if (view->minimized) {
 		view->minimized = false;
 		wlr_scene_node_set_enabled(&view->tree->node, true);

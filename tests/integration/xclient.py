@@ -6,6 +6,12 @@ _NET_WM_PID it is told (a wrong pid shows how a client can lie), or an
 override-redirect window at a given position. It prints one ``event {json}``
 line per event (``mapped`` with its window id), and runs until killed or until stdin
 closes.
+
+Commands on stdin, one a line (each answered by ``done {"command": ..}``):
+
+    urgent      set the ICCCM urgency hint (WM_HINTS)
+    calm        clear it
+    activate    ask for the focus with a _NET_ACTIVE_WINDOW message to the root
 """
 
 import argparse
@@ -14,7 +20,7 @@ import os
 import select
 import sys
 
-from Xlib import X, Xatom, display
+from Xlib import X, Xatom, display, protocol
 
 
 def say(event, **kw):
@@ -73,8 +79,30 @@ def main():
                 win.clear_area(0, 0, 0, 0)
         d.flush()
         r, _, _ = select.select([fd, sys.stdin], [], [])
-        if sys.stdin in r and not sys.stdin.readline():
-            return 0
+        if sys.stdin in r:
+            line = sys.stdin.readline()
+            if not line:
+                return 0
+            command(d, screen, win, line.strip())
+
+
+URGENCY_HINT = 1 << 8  # ICCCM XUrgencyHint
+
+
+def command(d, screen, win, cmd):
+    if cmd in ("urgent", "calm"):
+        win.set_wm_hints(flags=URGENCY_HINT if cmd == "urgent" else 0)
+    elif cmd == "activate":
+        atom = d.intern_atom("_NET_ACTIVE_WINDOW")
+        # source 1: a normal application, with no user timestamp
+        ev = protocol.event.ClientMessage(window=win, client_type=atom,
+                                          data=(32, [1, X.CurrentTime, 0, 0, 0]))
+        screen.root.send_event(ev, event_mask=X.SubstructureRedirectMask
+                               | X.SubstructureNotifyMask)
+    else:
+        return
+    d.sync()
+    say("done", command=cmd)
 
 
 if __name__ == "__main__":
