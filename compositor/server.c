@@ -31,6 +31,7 @@
 #include "activation.h"
 #include "cursor.h"
 #include "desktop_protocols.h"
+#include "dnd.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
 #include "ipc.h"
@@ -243,7 +244,8 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server) || !screen_lock_init(server)) {
+	if (!cursor_init(server) || !seat_init(server) || !screen_lock_init(server) ||
+			!dnd_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -322,6 +324,7 @@ void server_finish(struct qw_server *server) {
 	free(server->ipc_socket_path);
 	wl_display_destroy_clients(server->wl_display);
 	screen_lock_finish(server);
+	dnd_finish(server);
 	desktop_protocols_finish(server);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;

@@ -12,6 +12,7 @@
 #include "activation.h"
 #include "client_identity.h"
 #include "cursor.h"
+#include "dnd.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
 #include "inactive.h"
@@ -180,7 +181,7 @@ struct qw_view *view_at(struct qw_server *server, double lx, double ly,
 	double nx, ny;
 	*surface = NULL;
 	*desc_out = NULL;
-	struct wlr_scene_node *node = wlr_scene_node_at(&server->scene->node, lx, ly, &nx, &ny);
+	struct wlr_scene_node *node = dnd_scene_node_at(server, lx, ly, &nx, &ny);
 	if (!node) {
 		return NULL;
 	}
