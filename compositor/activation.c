@@ -44,7 +44,8 @@ static void activate(struct qw_view *view, bool allowed, const char *why) {
 }
 
 /* Whether the token was made from the input of the client using the keyboard now. */
-static const char *token_refusal(struct qw_server *server, struct wlr_xdg_activation_token_v1 *token) {
+static const char *token_refusal(struct qw_server *server,
+		struct wlr_xdg_activation_token_v1 *token) {
 	if (!token->seat) {
 		return "token made without an input serial";
 	}

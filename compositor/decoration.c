@@ -307,10 +307,11 @@ void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server
 	bool urgent = deco->urgent && !focused;
 	enum qw_color bg = focused ? QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED;
 	enum qw_color border = focused ? QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED;
-	wlr_scene_rect_set_color(deco->title_bg, config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : bg]);
+	wlr_scene_rect_set_color(deco->title_bg,
+			config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : bg]);
 	for (int i = 0; i < 4; i++) {
-		wlr_scene_rect_set_color(
-				deco->border[i], config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : border]);
+		wlr_scene_rect_set_color(deco->border[i],
+				config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : border]);
 	}
 	for (int f = 0; f < 2; f++) {
 		if (deco->title[f]) {

@@ -28,8 +28,7 @@ static void handle_output_power_set_mode(struct wl_listener *listener, void *dat
 	}
 	wlr_output_enable(output, on);
 	if (!wlr_output_commit(output)) {
-		wlr_log(WLR_ERROR, "output power: %s refused to power %s", output->name,
-				on ? "on" : "off");
+		wlr_log(WLR_ERROR, "output power: %s refused to power %s", output->name, on ? "on" : "off");
 		wlr_output_rollback(output);
 		return;
 	}

@@ -36,8 +36,8 @@ struct qw_dnd {
 static void icon_update_position(struct qw_drag_icon *icon) {
 	struct wlr_cursor *cursor = icon->dnd->server->cursor;
 	struct wlr_surface *surface = icon->wlr_icon->surface;
-	wlr_scene_node_set_position(
-			icon->node, (int)cursor->x + surface->sx, (int)cursor->y + surface->sy);
+	wlr_scene_node_set_position(icon->node, (int)cursor->x + surface->sx,
+			(int)cursor->y + surface->sy);
 }
 
 static void icon_destroy(struct qw_drag_icon *icon) {
@@ -139,8 +139,7 @@ static void handle_drag_destroy(struct wl_listener *listener, void *data) {
 	wl_list_remove(&dnd->drag_destroy.link);
 	wl_list_init(&dnd->drag_destroy.link);
 	if (!dnd->rebase_idle) {
-		dnd->rebase_idle =
-				wl_event_loop_add_idle(dnd->server->event_loop, handle_rebase_idle, dnd);
+		dnd->rebase_idle = wl_event_loop_add_idle(dnd->server->event_loop, handle_rebase_idle, dnd);
 	}
 }
 
@@ -170,8 +169,8 @@ static void handle_cursor_motion_absolute(struct wl_listener *listener, void *da
 	}
 }
 
-struct wlr_scene_node *dnd_scene_node_at(
-		struct qw_server *server, double lx, double ly, double *nx, double *ny) {
+struct wlr_scene_node *dnd_scene_node_at(struct qw_server *server, double lx, double ly, double *nx,
+		double *ny) {
 	struct qw_dnd *dnd = server->dnd;
 	bool hide = dnd && dnd->icon && dnd->icon->node->state.enabled;
 	if (hide) {

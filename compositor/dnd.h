@@ -21,7 +21,7 @@ void dnd_finish(struct qw_server *server);
  * wlr_scene_node_at() that looks through the drag icon, which sits under
  * the pointer but must not hide the drop target.
  */
-struct wlr_scene_node *dnd_scene_node_at(
-		struct qw_server *server, double lx, double ly, double *nx, double *ny);
+struct wlr_scene_node *dnd_scene_node_at(struct qw_server *server, double lx, double ly, double *nx,
+		double *ny);
 
 #endif

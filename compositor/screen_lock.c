@@ -91,16 +91,16 @@ static void keyboard_clear_focus(struct wlr_seat_keyboard_grab *grab) {
 	wlr_seat_keyboard_clear_focus(grab->seat);
 }
 
-static void keyboard_key(
-		struct wlr_seat_keyboard_grab *grab, uint32_t time_msec, uint32_t key, uint32_t state) {
+static void keyboard_key(struct wlr_seat_keyboard_grab *grab, uint32_t time_msec, uint32_t key,
+		uint32_t state) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, grab->seat->keyboard_state.focused_surface)) {
 		wlr_seat_keyboard_send_key(grab->seat, time_msec, key, state);
 	}
 }
 
-static void keyboard_modifiers(
-		struct wlr_seat_keyboard_grab *grab, struct wlr_keyboard_modifiers *modifiers) {
+static void keyboard_modifiers(struct wlr_seat_keyboard_grab *grab,
+		struct wlr_keyboard_modifiers *modifiers) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, grab->seat->keyboard_state.focused_surface)) {
 		wlr_seat_keyboard_send_modifiers(grab->seat, modifiers);
@@ -119,8 +119,8 @@ static const struct wlr_keyboard_grab_interface keyboard_grab_impl = {
 	.cancel = keyboard_cancel,
 };
 
-static void pointer_enter(
-		struct wlr_seat_pointer_grab *grab, struct wlr_surface *surface, double sx, double sy) {
+static void pointer_enter(struct wlr_seat_pointer_grab *grab, struct wlr_surface *surface,
+		double sx, double sy) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, surface)) {
 		wlr_seat_pointer_enter(grab->seat, surface, sx, sy);
@@ -155,8 +155,8 @@ static void pointer_axis(struct wlr_seat_pointer_grab *grab, uint32_t time_msec,
 		enum wlr_axis_source source) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, grab->seat->pointer_state.focused_surface)) {
-		wlr_seat_pointer_send_axis(
-				grab->seat, time_msec, orientation, value, value_discrete, source);
+		wlr_seat_pointer_send_axis(grab->seat, time_msec, orientation, value, value_discrete,
+				source);
 	}
 }
 
@@ -181,34 +181,34 @@ static const struct wlr_pointer_grab_interface pointer_grab_impl = {
 	.cancel = pointer_cancel,
 };
 
-static uint32_t touch_down(
-		struct wlr_seat_touch_grab *grab, uint32_t time_msec, struct wlr_touch_point *point) {
+static uint32_t touch_down(struct wlr_seat_touch_grab *grab, uint32_t time_msec,
+		struct wlr_touch_point *point) {
 	struct qw_screen_lock *lock = grab->data;
 	if (!focus_allowed(lock, point->surface)) {
 		return 0;
 	}
-	return wlr_seat_touch_send_down(
-			grab->seat, point->surface, time_msec, point->touch_id, point->sx, point->sy);
+	return wlr_seat_touch_send_down(grab->seat, point->surface, time_msec, point->touch_id,
+			point->sx, point->sy);
 }
 
-static void touch_up(
-		struct wlr_seat_touch_grab *grab, uint32_t time_msec, struct wlr_touch_point *point) {
+static void touch_up(struct wlr_seat_touch_grab *grab, uint32_t time_msec,
+		struct wlr_touch_point *point) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, point->surface)) {
 		wlr_seat_touch_send_up(grab->seat, time_msec, point->touch_id);
 	}
 }
 
-static void touch_motion(
-		struct wlr_seat_touch_grab *grab, uint32_t time_msec, struct wlr_touch_point *point) {
+static void touch_motion(struct wlr_seat_touch_grab *grab, uint32_t time_msec,
+		struct wlr_touch_point *point) {
 	struct qw_screen_lock *lock = grab->data;
 	if (focus_allowed(lock, point->surface)) {
 		wlr_seat_touch_send_motion(grab->seat, time_msec, point->touch_id, point->sx, point->sy);
 	}
 }
 
-static void touch_enter(
-		struct wlr_seat_touch_grab *grab, uint32_t time_msec, struct wlr_touch_point *point) {
+static void touch_enter(struct wlr_seat_touch_grab *grab, uint32_t time_msec,
+		struct wlr_touch_point *point) {
 	/* Touch points stay on the surface they went down on. */
 }
 
@@ -414,8 +414,8 @@ bool screen_lock_pointer_motion(struct qw_server *server, uint32_t time_msec) {
 		return false;
 	}
 	double sx, sy;
-	struct wlr_scene_node *node = wlr_scene_node_at(
-			&server->scene->node, server->cursor->x, server->cursor->y, &sx, &sy);
+	struct wlr_scene_node *node =
+			wlr_scene_node_at(&server->scene->node, server->cursor->x, server->cursor->y, &sx, &sy);
 	struct wlr_surface *surface = NULL;
 	if (node && node->type == WLR_SCENE_NODE_SURFACE) {
 		surface = wlr_scene_surface_from_node(node)->surface;
@@ -456,8 +456,7 @@ bool screen_lock_key(struct qw_server *server, struct qw_keyboard *keyboard,
 	/* No bindings while locked: the key goes to the locker, if anywhere. */
 	if (keyboard->device->keyboard->keymap) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
-		wlr_seat_keyboard_notify_key(
-				server->seat, event->time_msec, event->keycode, event->state);
+		wlr_seat_keyboard_notify_key(server->seat, event->time_msec, event->keycode, event->state);
 	}
 	return true;
 }
@@ -482,8 +481,7 @@ bool screen_lock_init(struct qw_server *server) {
 		.data = lock,
 	};
 	lock->tree = wlr_scene_tree_create(&server->scene->node);
-	lock->blank = lock->tree ? wlr_scene_rect_create(&lock->tree->node, 0, 0, blank_color)
-							 : NULL;
+	lock->blank = lock->tree ? wlr_scene_rect_create(&lock->tree->node, 0, 0, blank_color) : NULL;
 	lock->surfaces = lock->tree ? wlr_scene_tree_create(&lock->tree->node) : NULL;
 	lock->inhibit_manager = wlr_input_inhibit_manager_create(server->wl_display);
 	if (!lock->tree || !lock->blank || !lock->surfaces || !lock->inhibit_manager) {

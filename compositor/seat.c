@@ -18,6 +18,7 @@
 #include "scheduler.h"
 #include "seat.h"
 #include "view.h"
+#include "workspace.h"
 
 /*
  * Keyboard capability is always advertised: wlroots 0.15 makes a client's
@@ -93,6 +94,16 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 		break;
 	case QW_ACTION_EXIT:
 		server_terminate(server);
+		break;
+	case QW_ACTION_WORKSPACE:
+		if (arg) {
+			workspace_switch(server, workspace_current_output(server), atoi(arg));
+		}
+		break;
+	case QW_ACTION_MOVE_TO_WORKSPACE:
+		if (focused && arg) {
+			workspace_move_view(focused, atoi(arg));
+		}
 		break;
 	}
 }

@@ -50,6 +50,7 @@
 #include "seat.h"
 #include "server.h"
 #include "view.h"
+#include "workspace.h"
 #include "xdg_decoration.h"
 #include "xwayland.h"
 
@@ -259,6 +260,9 @@ bool server_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "cannot create the inactive-window tracker: out of memory");
 		return false;
 	}
+	if (!workspace_init(server)) {
+		return false;
+	}
 	if (!vblank_create(server)) {
 		wlr_log(WLR_ERROR, "cannot create the vblank tracker: out of memory");
 		return false;
@@ -319,6 +323,7 @@ void server_finish(struct qw_server *server) {
 	qos_link_destroy(server->qos_link);
 	vblank_destroy(server->vblank);
 	inactive_destroy(server->inactive);
+	workspace_finish(server);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);

@@ -103,8 +103,8 @@ static void lock_surface_handle_destroy(struct wl_client *client, struct wl_reso
 	wl_resource_destroy(resource);
 }
 
-static void lock_surface_handle_ack_configure(
-		struct wl_client *client, struct wl_resource *resource, uint32_t serial) {
+static void lock_surface_handle_ack_configure(struct wl_client *client,
+		struct wl_resource *resource, uint32_t serial) {
 	struct qw_lock_surface *ls = lock_surface_from_resource(resource);
 	if (!ls) {
 		return;
@@ -162,7 +162,8 @@ static void lock_surface_precommit(struct wlr_surface *surface) {
 		return;
 	}
 	if (!ls->configured) {
-		wl_resource_post_error(ls->resource, EXT_SESSION_LOCK_SURFACE_V1_ERROR_COMMIT_BEFORE_FIRST_ACK,
+		wl_resource_post_error(ls->resource,
+				EXT_SESSION_LOCK_SURFACE_V1_ERROR_COMMIT_BEFORE_FIRST_ACK,
 				"lock surface committed before its first ack_configure");
 		return;
 	}
@@ -226,8 +227,9 @@ static bool has_buffer(struct wlr_surface *surface) {
 			((surface->pending.committed & WLR_SURFACE_STATE_BUFFER) && surface->pending.buffer);
 }
 
-static void lock_handle_get_lock_surface(struct wl_client *client, struct wl_resource *lock_resource,
-		uint32_t id, struct wl_resource *surface_resource, struct wl_resource *output_resource) {
+static void lock_handle_get_lock_surface(struct wl_client *client,
+		struct wl_resource *lock_resource, uint32_t id, struct wl_resource *surface_resource,
+		struct wl_resource *output_resource) {
 	struct qw_session_lock *lock = lock_from_resource(lock_resource);
 	struct wlr_surface *surface = wlr_surface_from_resource(surface_resource);
 	struct wlr_output *output = wlr_output_from_resource(output_resource);
@@ -237,8 +239,8 @@ static void lock_handle_get_lock_surface(struct wl_client *client, struct wl_res
 		wl_client_post_no_memory(client);
 		return;
 	}
-	wl_resource_set_implementation(
-			resource, &lock_surface_impl, NULL, lock_surface_handle_resource_destroy);
+	wl_resource_set_implementation(resource, &lock_surface_impl, NULL,
+			lock_surface_handle_resource_destroy);
 	if (has_buffer(surface)) {
 		wl_resource_post_error(lock_resource, EXT_SESSION_LOCK_V1_ERROR_ALREADY_CONSTRUCTED,
 				"get_lock_surface: the wl_surface already has a buffer");
@@ -338,10 +340,9 @@ static void manager_handle_lock(struct wl_client *client, struct wl_resource *ma
 		uint32_t id) {
 	struct qw_session_lock_manager *manager = manager_from_resource(manager_resource);
 	struct qw_session_lock *lock = calloc(1, sizeof(*lock));
-	struct wl_resource *resource = lock
-			? wl_resource_create(client, &ext_session_lock_v1_interface,
-					  wl_resource_get_version(manager_resource), id)
-			: NULL;
+	struct wl_resource *resource = lock ? wl_resource_create(client, &ext_session_lock_v1_interface,
+												  wl_resource_get_version(manager_resource), id)
+										: NULL;
 	if (!resource) {
 		free(lock);
 		wl_client_post_no_memory(client);
@@ -390,8 +391,7 @@ static void manager_destroy(struct qw_session_lock_manager *manager) {
 }
 
 static void handle_display_destroy(struct wl_listener *listener, void *data) {
-	struct qw_session_lock_manager *manager =
-			wl_container_of(listener, manager, display_destroy);
+	struct qw_session_lock_manager *manager = wl_container_of(listener, manager, display_destroy);
 	manager_destroy(manager);
 }
 
