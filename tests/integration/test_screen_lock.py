@@ -12,6 +12,7 @@ in the window's socket before the roundtrip returns."""
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -181,6 +182,11 @@ def test_swaylock_holds_keys_until_it_unlocks(qosway):
         wm = win.mark()
         type_and_click(vi, pos)
         vi.type_text("secret")
+        if shutil.which("wtype"):
+            # wtype's own virtual keyboard is confined like any other
+            r = subprocess.run(["wtype", "typed-by-wtype"], env=qosway.client_env(),
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
         assert_silent(win, wm, "key")
         assert not _events_after(win, wm, "button")
         assert sl.alive(), "swaylock exited: " + sl.stderr_tail()
@@ -191,6 +197,14 @@ def test_swaylock_holds_keys_until_it_unlocks(qosway):
         vi.click(*pos)
         vi.key(KEY_A)
         win.wait_event("key", lambda d: d["key"] == KEY_A, start=wm)
+        if shutil.which("wtype"):
+            # unlocked, wtype's keys reach the window again
+            wm = win.mark()
+            r = subprocess.run(["wtype", "q"], env=qosway.client_env(), capture_output=True,
+                               text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            # (wtype maps its characters to keycodes of its own keymap)
+            win.wait_event("key", start=wm)
 
 
 @pytest.mark.skipif(shutil.which("swaylock") is None, reason="swaylock is not installed")
