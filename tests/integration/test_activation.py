@@ -142,7 +142,7 @@ def test_foot_bell_in_the_background_marks_urgent(acomp):
     fifo = os.path.join(tempfile.mkdtemp(prefix="qw-bell-"), "ring")
     os.mkfifo(fifo)
     foot = acomp.spawn(["foot", "--title", "Ringing", "sh", "-c",
-                        "cat %s >/dev/null; printf '\\a'; exec sleep 600" % fifo], name="foot")
+                        "cat %s >/dev/null; printf '\\a'; exec cat" % fifo], name="foot")
     fw = acomp.window_by_title("Ringing", timeout=20)
     typing, tw = app(acomp, "Typing")
     assert focused_title(acomp) == "Typing"
@@ -156,6 +156,7 @@ def test_foot_bell_in_the_background_marks_urgent(acomp):
     with VirtualInput(acomp.client_env()) as vi:
         vi.key(KEY_A)
         typing.wait_event("key", start=m)
+    # the last cat reads foot's terminal: it ends when foot does
     foot.kill()
     shutil.rmtree(os.path.dirname(fifo), ignore_errors=True)
 
