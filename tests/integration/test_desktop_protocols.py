@@ -10,14 +10,12 @@ import and parent a window to, and a bogus handle is `destroyed`."""
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 
 import pytest
 
 from pywayland.client import Display
 
-import harness
 from harness import wait_for
 from reserve_client import protocol_error
 from _proto.wayland import WlCompositor, WlOutput, WlShm
@@ -39,10 +37,19 @@ class Conn:
     """A pywayland connection in the test process, with its globals."""
 
     def __init__(self, comp):
+        keys = ("WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
+        saved = {k: os.environ.get(k) for k in keys}
         os.environ["WAYLAND_DISPLAY"] = comp.wayland_display
         os.environ["XDG_RUNTIME_DIR"] = comp.runtime_dir
-        self.display = Display()
-        self.display.connect()
+        try:
+            self.display = Display()
+            self.display.connect()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         self.registry = self.display.get_registry()
         self.globals = {}
         self.registry.dispatcher["global"] = (

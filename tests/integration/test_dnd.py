@@ -11,8 +11,6 @@ import time
 
 import pytest
 
-import harness
-from harness import wait_for
 import pixels
 from vinput import VirtualInput
 

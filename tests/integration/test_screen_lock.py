@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-import harness
+import pixels
 from harness import wait_for
 from test_qos_buttons import Win, no_frozen_leftovers, qcomp  # noqa: F401 (fixtures)
 from vinput import VirtualInput, KEY_A, KEY_Q, KEY_LEFTMETA, KEY_ENTER
@@ -326,3 +326,57 @@ def test_unlock_without_lock_is_an_error(qosway):
     m = first.mark()
     first.send("unlock")
     first.wait_event("unlocked", start=m)
+
+
+LOCK_RGB = (0x20, 0x30, 0x40)  # what lock_client.py draws
+
+
+def output_box(o):
+    return {"x": o["x"], "y": o["y"], "width": o["logical_width"], "height": o["logical_height"]}
+
+
+def all_of(comp, boxes_rgb, name):
+    def check(img):
+        for box, rgb in boxes_rgb:
+            f = pixels.fraction_near(img, box, rgb, tol=2)
+            if f < 1.0:
+                return "%.3f of %r is %r: %s" % (f, box, rgb, pixels.describe(img, box))
+        return None
+    comp.wait_screenshot(check, name=name)
+
+
+def test_lock_covers_every_output_including_new_ones(qosway):
+    r = qosway.ipc({"command": "output-add", "width": 800, "height": 600})
+    assert r["success"], r
+    wait_for(lambda: len(qosway.outputs()) == 2, desc="two outputs")
+    win = qosway.spawn_wlclient(title="Behind", color="ff00ff")
+    win.wait_event("mapped")
+    lk = locker(qosway)
+    m = lk.mark()
+    lk.send("lock")
+    lk.send("surfaces")
+    lk.wait_event("locked", start=m)
+    shown = set()
+    wait_for(lambda: shown.update(d["output"] for _, d in lk.events("shown")) or len(shown) == 2,
+             desc="a lock surface shown on both outputs")
+    outs = qosway.outputs()
+    all_of(qosway, [(output_box(o), LOCK_RGB) for o in outs], "locked")
+    # the pointer on the second output reaches the lock surface there
+    second = output_box(outs[1])
+    with VirtualInput(qosway.client_env()) as vi:
+        lm = lk.mark()
+        vi.click(second["x"] + 100, second["y"] + 100)
+        lk.wait_event("ptr_enter", lambda d: d["surface"] == "lock", start=lm)
+        lk.wait_event("button", start=lm)
+    # an output plugged in while locked shows the blank, not the desktop
+    r = qosway.ipc({"command": "output-add", "width": 640, "height": 480})
+    assert r["success"], r
+    wait_for(lambda: len(qosway.outputs()) == 3, desc="three outputs")
+    third = [o for o in qosway.outputs() if o["name"] == r["name"]][0]
+    all_of(qosway, [(output_box(third), (0, 0, 0))], "new-output")
+    m = lk.mark()
+    lk.send("unlock")
+    lk.wait_event("unlocked", start=m)
+    g = qosway.window_by_title("Behind")["geometry"]
+    all_of(qosway, [({"x": g["x"] + 10, "y": g["y"] + 10, "width": 50, "height": 50},
+                     (0xFF, 0x00, 0xFF))], "unlocked")
