@@ -5,11 +5,13 @@
 #include <wlr/types/wlr_seat.h>
 #include <wlr/types/wlr_surface.h>
 #include <wlr/util/log.h>
+#include <wlr/xwayland.h>
 
 #include "cursor.h"
 #include "dnd.h"
 #include "screen_lock.h"
 #include "server.h"
+#include "view.h"
 
 struct qw_drag_icon {
 	struct qw_dnd *dnd;
@@ -29,6 +31,7 @@ struct qw_dnd {
 	struct wl_listener request_start_drag;
 	struct wl_listener start_drag;
 	struct wl_listener drag_destroy;
+	struct wl_listener drag_drop;
 	struct wl_listener cursor_motion;
 	struct wl_listener cursor_motion_absolute;
 };
@@ -129,8 +132,40 @@ static void handle_request_start_drag(struct wl_listener *listener, void *data) 
 
 static void handle_rebase_idle(void *data) {
 	struct qw_dnd *dnd = data;
+	struct qw_server *server = dnd->server;
 	dnd->rebase_idle = NULL;
-	cursor_rebase(dnd->server, 0);
+	/* The drag held the keyboard: the window focused meanwhile gets it now. */
+	struct qw_view *view;
+	wl_list_for_each(view, &server->views, link) {
+		if (view->mapped && view->deco.focused) {
+			view_focus(view);
+		}
+		break;
+	}
+	cursor_rebase(server, 0);
+}
+
+/*
+ * wlroots 0.15 lets an X11 window read a drop (XdndSelection) only while an
+ * X11 window has the focus, so a drop on one focuses it, before the X11
+ * window manager (a later listener) sends XdndDrop.
+ */
+static void handle_drag_drop(struct wl_listener *listener, void *data) {
+	struct qw_dnd *dnd = wl_container_of(listener, dnd, drag_drop);
+	struct wlr_drag_drop_event *event = data;
+	struct wlr_surface *focus = event->drag->focus;
+	if (!focus || !wlr_surface_is_xwayland_surface(focus)) {
+		return;
+	}
+	struct qw_server *server = dnd->server;
+	struct wlr_surface *surface;
+	struct qw_node_desc *desc;
+	double sx, sy;
+	struct qw_view *view =
+			view_at(server, server->cursor->x, server->cursor->y, &surface, &sx, &sy, &desc);
+	if (view && view->xwayland && surface == focus) {
+		view_focus(view);
+	}
 }
 
 /* Once the drag is over, the surface under the pointer gets it back. */
@@ -138,6 +173,8 @@ static void handle_drag_destroy(struct wl_listener *listener, void *data) {
 	struct qw_dnd *dnd = wl_container_of(listener, dnd, drag_destroy);
 	wl_list_remove(&dnd->drag_destroy.link);
 	wl_list_init(&dnd->drag_destroy.link);
+	wl_list_remove(&dnd->drag_drop.link);
+	wl_list_init(&dnd->drag_drop.link);
 	if (!dnd->rebase_idle) {
 		dnd->rebase_idle = wl_event_loop_add_idle(dnd->server->event_loop, handle_rebase_idle, dnd);
 	}
@@ -153,6 +190,9 @@ static void handle_start_drag(struct wl_listener *listener, void *data) {
 	wl_list_remove(&dnd->drag_destroy.link);
 	dnd->drag_destroy.notify = handle_drag_destroy;
 	wl_signal_add(&drag->events.destroy, &dnd->drag_destroy);
+	wl_list_remove(&dnd->drag_drop.link);
+	dnd->drag_drop.notify = handle_drag_drop;
+	wl_signal_add(&drag->events.drop, &dnd->drag_drop);
 }
 
 static void handle_cursor_motion(struct wl_listener *listener, void *data) {
@@ -201,6 +241,7 @@ bool dnd_init(struct qw_server *server) {
 	dnd->start_drag.notify = handle_start_drag;
 	wl_signal_add(&server->seat->events.start_drag, &dnd->start_drag);
 	wl_list_init(&dnd->drag_destroy.link);
+	wl_list_init(&dnd->drag_drop.link);
 	dnd->cursor_motion.notify = handle_cursor_motion;
 	wl_signal_add(&server->cursor->events.motion, &dnd->cursor_motion);
 	dnd->cursor_motion_absolute.notify = handle_cursor_motion_absolute;
@@ -221,6 +262,7 @@ void dnd_finish(struct qw_server *server) {
 	wl_list_remove(&dnd->request_start_drag.link);
 	wl_list_remove(&dnd->start_drag.link);
 	wl_list_remove(&dnd->drag_destroy.link);
+	wl_list_remove(&dnd->drag_drop.link);
 	wl_list_remove(&dnd->cursor_motion.link);
 	wl_list_remove(&dnd->cursor_motion_absolute.link);
 	server->dnd = NULL;

@@ -3,9 +3,10 @@
  * button (or touch point) the client's surface holds, and never while the
  * screen is locked; wlroots' drag grab then carries enter, motion, drop
  * and cancel to whatever surface is under the pointer, X11 windows
- * included (wlroots 0.15 translates a Wayland drag into XDND; X11 drags do
- * not reach Wayland windows). The drag icon is drawn above everything and
- * follows the pointer.
+ * included (wlroots 0.15 translates a Wayland drag into XDND, and a drop
+ * focuses the X11 window, which wlroots requires before it hands over the
+ * data; X11 drags do not reach Wayland windows). The drag icon is drawn
+ * above everything and follows the pointer.
  */
 #ifndef QOSWAY_DND_H
 #define QOSWAY_DND_H
