@@ -27,6 +27,10 @@ static const char usage[] =
 		"  outputs              list outputs\n"
 		"  focus ID             focus a window\n"
 		"  close ID             ask a window to close\n"
+		"  workspaces           list each output's workspaces and their windows\n"
+		"  workspace N          show workspace N (1-10) of the focused window's output\n"
+		"  move-to-workspace ID N\n"
+		"                       move a window to workspace N of its output\n"
 		"  exec [-r RESERVE] -- CMD [ARG...]\n"
 		"                       start a program in the session (in RESERVE)\n"
 		"  set TARGET CLASS     CLASS: realtime, fifo, idle, nice, paused, normal\n"
@@ -397,6 +401,24 @@ static void print_outputs(struct json_object *reply) {
 	}
 }
 
+static void print_workspaces(struct json_object *reply) {
+	struct json_object *list = array_field(reply, "outputs");
+	for (size_t i = 0; i < array_length(list); i++) {
+		struct json_object *o = json_object_array_get_idx(list, i);
+		printf("%s: workspace %d shown\n", str_field(o, "output"), int_field(o, "shown"));
+		struct json_object *ws = array_field(o, "workspaces");
+		for (size_t j = 0; j < array_length(ws); j++) {
+			struct json_object *w = json_object_array_get_idx(ws, j);
+			struct json_object *ids = array_field(w, "windows");
+			printf("  %d:", int_field(w, "number"));
+			for (size_t k = 0; k < array_length(ids); k++) {
+				printf(" %d", json_object_get_int(json_object_array_get_idx(ids, k)));
+			}
+			printf("\n");
+		}
+	}
+}
+
 static bool valid_target(const char *t) {
 	long long id;
 	if (strncmp(t, "pid:", 4) == 0 || strncmp(t, "tid:", 4) == 0) {
@@ -442,8 +464,8 @@ static struct json_object *build_request(int argc, char **argv) {
 	struct json_object *req = json_object_new_object();
 	json_object_object_add(req, "command", json_object_new_string(cmd));
 	bool no_args = strcmp(cmd, "windows") == 0 || strcmp(cmd, "outputs") == 0 ||
-			strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
-			strcmp(cmd, "subscribe") == 0;
+			strcmp(cmd, "workspaces") == 0 || strcmp(cmd, "exit") == 0 ||
+			strcmp(cmd, "version") == 0 || strcmp(cmd, "subscribe") == 0;
 	if (no_args) {
 		if (argc != 1) {
 			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
@@ -523,6 +545,27 @@ static struct json_object *build_request(int argc, char **argv) {
 			goto err;
 		}
 		add_command(req, argc - first, argv + first);
+		return req;
+	}
+	if (strcmp(cmd, "workspace") == 0 || strcmp(cmd, "move-to-workspace") == 0) {
+		bool move = cmd[0] == 'm';
+		long long id = 0, number;
+		if (argc != (move ? 3 : 2)) {
+			fprintf(stderr, "qosctl: usage: qosctl %s%s N\n", cmd, move ? " ID" : "");
+			goto err;
+		}
+		if (move && !parse_id(argv[1], &id)) {
+			fprintf(stderr, "qosctl: invalid window id '%s'\n", argv[1]);
+			goto err;
+		}
+		if (!parse_id(argv[argc - 1], &number)) {
+			fprintf(stderr, "qosctl: invalid workspace number '%s'\n", argv[argc - 1]);
+			goto err;
+		}
+		if (move) {
+			json_object_object_add(req, "id", json_object_new_int64(id));
+		}
+		json_object_object_add(req, "number", json_object_new_int64(number));
 		return req;
 	}
 	fprintf(stderr, "qosctl: unknown command '%s'\n", cmd);
@@ -749,6 +792,8 @@ int main(int argc, char **argv) {
 			print_windows(reply);
 		} else if (strcmp(cmd, "outputs") == 0) {
 			print_outputs(reply);
+		} else if (strcmp(cmd, "workspaces") == 0) {
+			print_workspaces(reply);
 		} else if (strcmp(cmd, "version") == 0) {
 			printf("qosway %s\n", str_field(reply, "version"));
 		} else if (strcmp(cmd, "exec") == 0) {

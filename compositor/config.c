@@ -34,6 +34,7 @@ static const char *const color_names[QW_COLOR_COUNT] = {
 	[QW_COLOR_BUTTON_REFUSED] = "button-refused",
 	[QW_COLOR_TEXT_WARNING] = "text-warning",
 	[QW_COLOR_PAUSED_DIM] = "paused-dim",
+	[QW_COLOR_TITLEBAR_URGENT] = "titlebar-urgent",
 };
 
 static const struct {
@@ -48,6 +49,8 @@ static const struct {
 	{ "maximize", QW_ACTION_MAXIMIZE, false },
 	{ "fullscreen", QW_ACTION_FULLSCREEN, false },
 	{ "exit", QW_ACTION_EXIT, false },
+	{ "workspace", QW_ACTION_WORKSPACE, true },
+	{ "move-to-workspace", QW_ACTION_MOVE_TO_WORKSPACE, true },
 };
 
 const char *config_button_name(enum qw_button_kind kind) {
@@ -133,6 +136,7 @@ void config_init_defaults(struct qw_config *config) {
 	set_rgb(config->colors[QW_COLOR_TEXT_WARNING], 0xffb0a0);
 	set_rgb(config->colors[QW_COLOR_PAUSED_DIM], 0x000000);
 	config->colors[QW_COLOR_PAUSED_DIM][3] = 0.55f;
+	set_rgb(config->colors[QW_COLOR_TITLEBAR_URGENT], 0xc0392b);
 	/* Strings are duplicated so finish() can free uniformly; a failed
 	 * strdup leaves NULL, which the users of these fields tolerate. */
 	static const struct {
@@ -152,6 +156,22 @@ void config_init_defaults(struct qw_config *config) {
 			.action = defaults[i].action,
 		};
 		add_binding(config, &b);
+	}
+	/* Super+1..0 shows workspace 1..10; with Shift the focused window goes there. */
+	for (int n = 1; n <= QW_WORKSPACE_COUNT; n++) {
+		char number[8];
+		snprintf(number, sizeof(number), "%d", n);
+		for (int move = 0; move < 2; move++) {
+			struct qw_binding b = {
+				.modifiers = WLR_MODIFIER_LOGO | (move ? WLR_MODIFIER_SHIFT : 0),
+				.keysym = n == 10 ? XKB_KEY_0 : XKB_KEY_0 + n,
+				.action = move ? QW_ACTION_MOVE_TO_WORKSPACE : QW_ACTION_WORKSPACE,
+				.arg = strdup(number),
+			};
+			if (!add_binding(config, &b)) {
+				free(b.arg);
+			}
+		}
 	}
 }
 
@@ -326,6 +346,15 @@ static bool parse_combo(char *combo, uint32_t *mods, xkb_keysym_t *sym, char *ms
 	return true;
 }
 
+static bool valid_workspace(const char *arg) {
+	if (!arg || !isdigit((unsigned char)arg[0])) {
+		return false;
+	}
+	char *end;
+	long n = strtol(arg, &end, 10);
+	return *end == '\0' && n >= 1 && n <= QW_WORKSPACE_COUNT;
+}
+
 static bool apply_bind(struct qw_config *config, char **cursor, char *msg, size_t size) {
 	char *combo = next_word(cursor);
 	char *action = next_word(cursor);
@@ -342,6 +371,11 @@ static bool apply_bind(struct qw_config *config, char **cursor, char *msg, size_
 		}
 		b.action = action_names[i].action;
 		char *arg = rest_of_line(cursor);
+		bool numbered = b.action == QW_ACTION_WORKSPACE || b.action == QW_ACTION_MOVE_TO_WORKSPACE;
+		if (numbered && !valid_workspace(arg)) {
+			return fail(msg, size, "action '%s' wants a workspace number from 1 to %d", action,
+					QW_WORKSPACE_COUNT);
+		}
 		if (action_names[i].takes_arg) {
 			if (!arg) {
 				return fail(msg, size, "action '%s' needs a command", action);

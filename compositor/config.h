@@ -51,6 +51,7 @@ enum qw_color {
 	QW_COLOR_BUTTON_REFUSED,
 	QW_COLOR_TEXT_WARNING,
 	QW_COLOR_PAUSED_DIM,
+	QW_COLOR_TITLEBAR_URGENT, /* titlebar and border of an urgent window */
 	QW_COLOR_COUNT,
 };
 
@@ -62,13 +63,18 @@ enum qw_action {
 	QW_ACTION_MAXIMIZE,
 	QW_ACTION_FULLSCREEN,
 	QW_ACTION_EXIT,
+	QW_ACTION_WORKSPACE, /* arg: the number */
+	QW_ACTION_MOVE_TO_WORKSPACE, /* arg: the number */
 };
+
+/* Workspaces per output, numbered from 1 (workspace.h). */
+#define QW_WORKSPACE_COUNT 10
 
 struct qw_binding {
 	uint32_t modifiers; /* WLR_MODIFIER_* bits */
 	xkb_keysym_t keysym; /* lower case */
 	enum qw_action action;
-	char *arg; /* command for QW_ACTION_EXEC */
+	char *arg; /* command for QW_ACTION_EXEC, number for the workspace actions */
 };
 
 /* What an inactive window's process is moved to. */

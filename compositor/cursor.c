@@ -15,6 +15,7 @@
 #include "cursor.h"
 #include "layer_shell.h"
 #include "reserve_menu.h"
+#include "screen_lock.h"
 #include "scheduler.h"
 #include "view.h"
 
@@ -162,6 +163,9 @@ static void set_hovered_button(struct qw_server *server, struct qw_view *view, i
 }
 
 static void process_motion(struct qw_server *server, uint32_t time) {
+	if (screen_lock_pointer_motion(server, time)) {
+		return;
+	}
 	if (server->cursor_mode == QW_CURSOR_MOVE) {
 		struct qw_view *view = server->grabbed_view;
 		if (server->grab_unmaximize_pending) {
@@ -401,6 +405,9 @@ static void handle_cursor_button(struct wl_listener *listener, void *data) {
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_button *event = data;
 	notify_activity(server);
+	if (screen_lock_pointer_button(server, event)) {
+		return;
+	}
 	if (event->state == WLR_BUTTON_PRESSED) {
 		if (server->cursor_mode != QW_CURSOR_PASSTHROUGH) {
 			return; /* a second button during a grab */

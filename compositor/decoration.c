@@ -303,11 +303,15 @@ void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 void decoration_set_focused(struct qw_decoration *deco, struct qw_server *server, bool focused) {
 	const struct qw_config *config = &server->config;
 	deco->focused = focused;
+	/* An urgent window shows it until it gets the focus. */
+	bool urgent = deco->urgent && !focused;
+	enum qw_color bg = focused ? QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED;
+	enum qw_color border = focused ? QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED;
 	wlr_scene_rect_set_color(deco->title_bg,
-			config->colors[focused ? QW_COLOR_TITLEBAR_FOCUSED : QW_COLOR_TITLEBAR_UNFOCUSED]);
+			config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : bg]);
 	for (int i = 0; i < 4; i++) {
 		wlr_scene_rect_set_color(deco->border[i],
-				config->colors[focused ? QW_COLOR_BORDER_FOCUSED : QW_COLOR_BORDER_UNFOCUSED]);
+				config->colors[urgent ? QW_COLOR_TITLEBAR_URGENT : border]);
 	}
 	for (int f = 0; f < 2; f++) {
 		if (deco->title[f]) {

@@ -46,6 +46,7 @@ struct qw_decoration {
 	struct qw_button buttons[QW_BUTTON_KIND_COUNT];
 	struct qw_node_desc titlebar_desc, grip_desc;
 	bool focused;
+	bool urgent; /* drawn in the urgent colour while unfocused */
 	bool visible;
 	/* Over the content while the window is paused (above the surface). */
 	struct wlr_scene_rect *dim;

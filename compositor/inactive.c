@@ -11,6 +11,7 @@
 #include "reserve_protocol.h"
 #include "view.h"
 #include "view_output.h"
+#include "workspace.h"
 
 /* Visibility is looked at this often: a timeout is a matter of seconds. */
 #define INACTIVE_TICK_MS 500
@@ -165,7 +166,8 @@ static void set_inactive(struct qw_view *view, bool inactive) {
 
 static bool hidden(struct qw_view *view) {
 	return !view->deco.focused &&
-			(view->minimized || !view_main_output(view) || view_fully_covered(view));
+			(view->minimized || !view_main_output(view) || view_fully_covered(view) ||
+					!workspace_view_shown(view));
 }
 
 static void update_view(struct qw_server *server, struct qw_view *view, uint64_t now) {

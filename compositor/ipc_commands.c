@@ -28,6 +28,7 @@
 #include "qos_link.h"
 #include "scheduler.h"
 #include "view.h"
+#include "workspace.h"
 #include "view_output.h"
 
 static struct json_object *box_json(struct wlr_box box) {
@@ -81,6 +82,8 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "maximized", json_object_new_boolean(view->maximized));
 	json_object_object_add(obj, "fullscreen", json_object_new_boolean(view->fullscreen));
 	json_object_object_add(obj, "minimized", json_object_new_boolean(view->minimized));
+	json_object_object_add(obj, "urgent", json_object_new_boolean(view->deco.urgent));
+	json_object_object_add(obj, "workspace", json_object_new_int(view->workspace));
 	json_object_object_add(obj, "inactive", json_object_new_boolean(view->inactive));
 	json_object_object_add(obj, "inactive_since",
 			view->inactive ? json_object_new_int64(view->inactive_since) : NULL);
@@ -700,6 +703,8 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_outputs(server);
 	} else if (strcmp(command, "output-add") == 0 || strcmp(command, "output-remove") == 0) {
 		reply = cmd_output_plug(server, req, command[7] == 'a');
+	} else if ((reply = workspace_ipc_command(server, command, req))) {
+		/* workspaces, workspace, move-to-workspace (workspace.h) */
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

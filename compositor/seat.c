@@ -14,9 +14,11 @@
 
 #include "idle.h"
 #include "reserve_menu.h"
+#include "screen_lock.h"
 #include "scheduler.h"
 #include "seat.h"
 #include "view.h"
+#include "workspace.h"
 
 /*
  * Keyboard capability is always advertised: wlroots 0.15 makes a client's
@@ -93,6 +95,16 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 	case QW_ACTION_EXIT:
 		server_terminate(server);
 		break;
+	case QW_ACTION_WORKSPACE:
+		if (arg) {
+			workspace_switch(server, workspace_current_output(server), atoi(arg));
+		}
+		break;
+	case QW_ACTION_MOVE_TO_WORKSPACE:
+		if (focused && arg) {
+			workspace_move_view(focused, atoi(arg));
+		}
+		break;
 	}
 }
 
@@ -120,6 +132,9 @@ static void handle_key(struct wl_listener *listener, void *data) {
 	struct wlr_keyboard *kb = keyboard->device->keyboard;
 	bool handled = false;
 	idle_notify_activity(server);
+	if (screen_lock_key(server, keyboard, event)) {
+		return;
+	}
 	if (event->state == WL_KEYBOARD_KEY_STATE_RELEASED) {
 		for (size_t i = 0; i < keyboard->swallowed_count; i++) {
 			if (keyboard->swallowed[i] == event->keycode) {

@@ -28,7 +28,10 @@
 #include <wlr/types/wlr_xdg_shell.h>
 #include <wlr/util/log.h>
 
+#include "activation.h"
 #include "cursor.h"
+#include "desktop_protocols.h"
+#include "dnd.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
 #include "ipc.h"
@@ -43,9 +46,11 @@
 #include "reserve_protocol.h"
 #include "vblank.h"
 #include "scheduler.h"
+#include "screen_lock.h"
 #include "seat.h"
 #include "server.h"
 #include "view.h"
+#include "workspace.h"
 #include "xdg_decoration.h"
 #include "xwayland.h"
 
@@ -164,22 +169,6 @@ bool server_create_scene(struct qw_server *server) {
 	return server->view_tree && server->fullscreen_tree && server->unmanaged_tree;
 }
 
-static void handle_request_activate(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_activate);
-	struct wlr_xdg_activation_v1_request_activate_event *event = data;
-	if (!wlr_surface_is_xdg_surface(event->surface)) {
-		return;
-	}
-	struct wlr_xdg_surface *xdg_surface = wlr_xdg_surface_from_wlr_surface(event->surface);
-	if (!xdg_surface || xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL || !xdg_surface->data) {
-		return;
-	}
-	struct qw_node_desc *desc = node_desc_find(xdg_surface->data);
-	if (desc && desc->view) {
-		view_focus(desc->view);
-	}
-}
-
 static bool create_protocols(struct qw_server *server) {
 	struct wl_display *display = server->wl_display;
 	server->compositor = wlr_compositor_create(display, server->renderer);
@@ -199,7 +188,7 @@ static bool create_protocols(struct qw_server *server) {
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
 			!wlr_viewporter_create(display) || !foreign_toplevel_init(server) ||
-			!output_management_init(server)) {
+			!output_management_init(server) || !desktop_protocols_init(server)) {
 		wlr_log(WLR_ERROR, "failed to create a protocol global");
 		return false;
 	}
@@ -217,8 +206,7 @@ static bool create_protocols(struct qw_server *server) {
 	server->new_server_decoration.notify = xdg_decoration_handle_new_kde;
 	wl_signal_add(&server->server_decoration_manager->events.new_decoration,
 			&server->new_server_decoration);
-	server->request_activate.notify = handle_request_activate;
-	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
+	activation_init(server);
 	return true;
 }
 
@@ -257,7 +245,8 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !server_create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server)) {
+	if (!cursor_init(server) || !seat_init(server) || !screen_lock_init(server) ||
+			!dnd_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -269,6 +258,9 @@ bool server_init(struct qw_server *server) {
 	}
 	if (!inactive_create(server)) {
 		wlr_log(WLR_ERROR, "cannot create the inactive-window tracker: out of memory");
+		return false;
+	}
+	if (!workspace_init(server)) {
 		return false;
 	}
 	if (!vblank_create(server)) {
@@ -331,10 +323,14 @@ void server_finish(struct qw_server *server) {
 	qos_link_destroy(server->qos_link);
 	vblank_destroy(server->vblank);
 	inactive_destroy(server->inactive);
+	workspace_finish(server);
 	ipc_destroy(server->ipc);
 	server->ipc = NULL;
 	free(server->ipc_socket_path);
 	wl_display_destroy_clients(server->wl_display);
+	screen_lock_finish(server);
+	dnd_finish(server);
+	desktop_protocols_finish(server);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;
 	if (server->sigint_source) {
@@ -354,7 +350,7 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->new_layer_surface.link);
 		wl_list_remove(&server->new_toplevel_decoration.link);
 		wl_list_remove(&server->new_server_decoration.link);
-		wl_list_remove(&server->request_activate.link);
+		activation_finish(server);
 	}
 	idle_finish(server);
 	seat_finish(server);

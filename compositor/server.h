@@ -54,6 +54,10 @@ struct qos_link;
 struct wlr_scene_node;
 struct qw_view;
 struct qw_xwayland;
+struct qw_screen_lock;
+struct qw_session_lock_manager;
+struct qw_dnd;
+struct qw_workspaces;
 
 enum qw_layer {
 	QW_LAYER_BACKGROUND = 0,
@@ -216,6 +220,14 @@ struct qw_server {
 	struct qw_vblank *vblank;
 	/* Windows out of sight and their processes' classes (inactive.h). */
 	struct qw_inactive *inactive;
+
+	/* Desktop features, each owned by its module. */
+	struct wlr_output_power_manager_v1 *output_power; /* desktop_protocols.h */
+	struct wl_listener output_power_set_mode;
+	struct qw_screen_lock *lock; /* screen_lock.h */
+	struct qw_session_lock_manager *session_lock; /* session_lock.h */
+	struct qw_dnd *dnd; /* dnd.h */
+	struct qw_workspaces *workspaces; /* workspace.h */
 
 	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
 	struct wl_event_source *sighup_source;

@@ -9,8 +9,10 @@
 #include <wlr/util/edges.h>
 #include <wlr/util/log.h>
 
+#include "activation.h"
 #include "client_identity.h"
 #include "cursor.h"
+#include "dnd.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
 #include "inactive.h"
@@ -20,6 +22,7 @@
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "view.h"
+#include "workspace.h"
 #include "xwayland.h"
 
 static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
@@ -179,7 +182,7 @@ struct qw_view *view_at(struct qw_server *server, double lx, double ly,
 	double nx, ny;
 	*surface = NULL;
 	*desc_out = NULL;
-	struct wlr_scene_node *node = wlr_scene_node_at(&server->scene->node, lx, ly, &nx, &ny);
+	struct wlr_scene_node *node = dnd_scene_node_at(server, lx, ly, &nx, &ny);
 	if (!node) {
 		return NULL;
 	}
@@ -206,7 +209,9 @@ void view_focus(struct qw_view *view) {
 		return;
 	}
 	struct qw_server *server = view->server;
+	workspace_show_view(view);
 	inactive_view_active(view);
+	activation_set_urgent(view, false);
 	if (view->minimized) {
 		view->minimized = false;
 		wlr_scene_node_set_enabled(&view->tree->node, true);
@@ -248,7 +253,7 @@ static void focus_next_after(struct qw_view *gone) {
 	struct qw_server *server = gone->server;
 	struct qw_view *view;
 	wl_list_for_each(view, &server->views, link) {
-		if (view != gone && view->mapped && !view->minimized) {
+		if (view != gone && view->mapped && !view->minimized && workspace_view_shown(view)) {
 			view_focus(view);
 			return;
 		}
@@ -275,6 +280,7 @@ void view_move_to(struct qw_view *view, int x, int y) {
 		/* X clients place their menus from where they think they are. */
 		xwayland_view_configure(view);
 	}
+	workspace_view_moved(view);
 }
 
 void view_set_geometry(struct qw_view *view, int x, int y, int width, int height) {
@@ -528,6 +534,7 @@ void view_map(struct qw_view *view, bool fullscreen, bool maximized) {
 	view->mapped = true;
 	view->minimized = false;
 	place_new_view(view);
+	workspace_view_mapped(view);
 	wlr_scene_node_set_enabled(&view->tree->node, true);
 	if (fullscreen) {
 		view_set_fullscreen(view, true);

@@ -57,6 +57,8 @@ struct qw_view {
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
 	enum qw_view_class class;
+	/* Its workspace on the output showing most of it (workspace.h); 0 until mapped. */
+	int workspace;
 	/* Out of sight (inactive.h): since when (monotonic ms, 0 while
 	 * shown), the same as wall-clock seconds for IPC, and whether that
 	 * has lasted past inactive-timeout. */

@@ -12,6 +12,7 @@
 #include <xcb/xcb.h>
 #include <xcb/xcbext.h>
 
+#include "activation.h"
 #include "client_identity.h"
 #include "cursor.h"
 #include "decoration.h"
@@ -58,6 +59,7 @@ struct qw_xwayland_view {
 	struct wl_listener request_maximize;
 	struct wl_listener request_fullscreen;
 	struct wl_listener request_activate;
+	struct wl_listener set_hints;
 	struct wl_listener map;
 	struct wl_listener unmap;
 	struct wl_listener set_title;
@@ -396,7 +398,16 @@ static void handle_request_fullscreen(struct wl_listener *listener, void *data) 
 
 static void handle_request_activate(struct wl_listener *listener, void *data) {
 	struct qw_xwayland_view *xv = wl_container_of(listener, xv, request_activate);
-	view_focus(&xv->view);
+	activation_request_x11(&xv->view);
+}
+
+/* The ICCCM urgency hint marks the window; dropping it clears the mark. */
+static void handle_set_hints(struct wl_listener *listener, void *data) {
+	struct qw_xwayland_view *xv = wl_container_of(listener, xv, set_hints);
+	bool urgent = xv->xsurface->hints_urgency != 0;
+	if (!urgent || !xv->view.deco.focused) {
+		activation_set_urgent(&xv->view, urgent);
+	}
 }
 
 static void handle_set_title(struct wl_listener *listener, void *data) {
@@ -438,6 +449,7 @@ static void managed_destroy(struct qw_xwayland_view *xv) {
 	wl_list_remove(&xv->request_maximize.link);
 	wl_list_remove(&xv->request_fullscreen.link);
 	wl_list_remove(&xv->request_activate.link);
+	wl_list_remove(&xv->set_hints.link);
 	wl_list_remove(&xv->map.link);
 	wl_list_remove(&xv->unmap.link);
 	wl_list_remove(&xv->set_title.link);
@@ -522,6 +534,8 @@ static void create_managed(struct qw_xwayland *xw, struct wlr_xwayland_surface *
 	wl_signal_add(&xsurface->events.request_fullscreen, &xv->request_fullscreen);
 	xv->request_activate.notify = handle_request_activate;
 	wl_signal_add(&xsurface->events.request_activate, &xv->request_activate);
+	xv->set_hints.notify = handle_set_hints;
+	wl_signal_add(&xsurface->events.set_hints, &xv->set_hints);
 	xv->map.notify = handle_map;
 	wl_signal_add(&xsurface->events.map, &xv->map);
 	xv->unmap.notify = handle_unmap;

@@ -65,6 +65,14 @@ def xml_files():
 # Generated when present: the tests of other protocols run without it.
 OPTIONAL_XML = [
     os.path.join(REPO, "protocols/qosway-reserve-v1.xml"),
+    # The desktop protocols (screen lock, clipboard managers, gamma, power).
+    os.path.join(_wayland_protocols_dir(), "staging/ext-session-lock/ext-session-lock-v1.xml"),
+    os.path.join(_wayland_protocols_dir(), "staging/xdg-activation/xdg-activation-v1.xml"),
+    os.path.join(_wayland_protocols_dir(), "unstable/xdg-foreign/xdg-foreign-unstable-v2.xml"),
+    os.path.join(REPO, "protocols/wlr-input-inhibitor-unstable-v1.xml"),
+    os.path.join(REPO, "protocols/wlr-data-control-unstable-v1.xml"),
+    os.path.join(REPO, "protocols/wlr-gamma-control-unstable-v1.xml"),
+    os.path.join(REPO, "protocols/wlr-output-power-management-unstable-v1.xml"),
 ]
 
 

@@ -38,6 +38,10 @@ static void test_defaults(void) {
 	CHECK(b && b->action == QW_ACTION_EXIT);
 	CHECK(find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_q) != NULL);
 	CHECK(find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_Tab) != NULL);
+	b = find_binding(&c, WLR_MODIFIER_LOGO, XKB_KEY_3);
+	CHECK(b && b->action == QW_ACTION_WORKSPACE && strcmp(b->arg, "3") == 0);
+	b = find_binding(&c, WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_0);
+	CHECK(b && b->action == QW_ACTION_MOVE_TO_WORKSPACE && strcmp(b->arg, "10") == 0);
 	config_finish(&c);
 }
 
@@ -360,8 +364,11 @@ static void check_sane(const struct qw_config *c) {
 	}
 	for (size_t i = 0; i < c->binding_count; i++) {
 		const struct qw_binding *b = &c->bindings[i];
-		CHECK(b->keysym != XKB_KEY_NoSymbol && b->action <= QW_ACTION_EXIT);
+		CHECK(b->keysym != XKB_KEY_NoSymbol && b->action <= QW_ACTION_MOVE_TO_WORKSPACE);
 		CHECK(b->action != QW_ACTION_EXEC || (b->arg && b->arg[0]));
+		if (b->action == QW_ACTION_WORKSPACE || b->action == QW_ACTION_MOVE_TO_WORKSPACE) {
+			CHECK(b->arg && atoi(b->arg) >= 1 && atoi(b->arg) <= QW_WORKSPACE_COUNT);
+		}
 		for (size_t j = 0; j < i; j++) {
 			CHECK(b->modifiers != c->bindings[j].modifiers || b->keysym != c->bindings[j].keysym);
 		}
