@@ -47,6 +47,8 @@ static const struct {
 	{ "focus-next", QW_ACTION_FOCUS_NEXT, false },
 	{ "maximize", QW_ACTION_MAXIMIZE, false },
 	{ "fullscreen", QW_ACTION_FULLSCREEN, false },
+	{ "minimize", QW_ACTION_MINIMIZE, false },
+	{ "shortcuts-inhibit-toggle", QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE, false },
 	{ "exit", QW_ACTION_EXIT, false },
 };
 
@@ -143,6 +145,8 @@ void config_init_defaults(struct qw_config *config) {
 		{ WLR_MODIFIER_LOGO, XKB_KEY_Return, QW_ACTION_TERMINAL },
 		{ WLR_MODIFIER_LOGO, XKB_KEY_q, QW_ACTION_CLOSE },
 		{ WLR_MODIFIER_LOGO, XKB_KEY_Tab, QW_ACTION_FOCUS_NEXT },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_h, QW_ACTION_MINIMIZE },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_Escape, QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE },
 		{ WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e, QW_ACTION_EXIT },
 	};
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {

@@ -61,6 +61,9 @@ enum qw_action {
 	QW_ACTION_FOCUS_NEXT,
 	QW_ACTION_MAXIMIZE,
 	QW_ACTION_FULLSCREEN,
+	QW_ACTION_MINIMIZE,
+	/* Runs even while a client inhibits shortcuts: the way back out. */
+	QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE,
 	QW_ACTION_EXIT,
 };
 

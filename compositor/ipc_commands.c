@@ -17,6 +17,7 @@
 #include <wlr/types/wlr_xdg_shell.h>
 
 #include "client_identity.h"
+#include "input_devices.h"
 #include "ipc_commands.h"
 #include "output.h"
 #include "output_apply.h"
@@ -653,6 +654,13 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_outputs(server);
 	} else if (strcmp(command, "output-add") == 0 || strcmp(command, "output-remove") == 0) {
 		reply = cmd_output_plug(server, req, command[7] == 'a');
+	} else if (strcmp(command, "inputs") == 0) {
+		reply = reply_ok();
+		struct json_object *inputs = input_devices_json(server);
+		json_object_object_foreach(inputs, key, value) {
+			json_object_object_add(reply, key, json_object_get(value));
+		}
+		json_object_put(inputs);
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

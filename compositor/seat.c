@@ -13,32 +13,45 @@
 #include <xkbcommon/xkbcommon.h>
 
 #include "idle.h"
+#include "input_devices.h"
 #include "reserve_menu.h"
 #include "scheduler.h"
 #include "seat.h"
+#include "shortcuts_inhibit.h"
 #include "view.h"
 
-/*
- * Keyboard capability is always advertised: wlroots 0.15 makes a client's
- * wl_keyboard inert when the capability goes away and never sends enter to
- * one created later, so clients connected before a keyboard (virtual,
- * hot-plugged) appears would never get keys.
- */
-static void update_capabilities(struct qw_server *server) {
-	wlr_seat_set_capabilities(server->seat,
-			WL_SEAT_CAPABILITY_POINTER | WL_SEAT_CAPABILITY_KEYBOARD);
+static bool has_keymap(struct wlr_input_device *device) {
+	return device->keyboard->keymap != NULL;
 }
 
-/* Re-send enter so the focused client learns about a keyboard that appeared. */
-static void refocus_keyboard(struct qw_server *server) {
-	struct wlr_surface *surface = server->seat->keyboard_state.focused_surface;
-	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
-	if (!surface || !kb) {
-		return;
+/* A keyboard with a keymap other than `except`, or NULL. */
+static struct qw_keyboard *usable_keyboard(struct qw_server *server, struct qw_keyboard *except) {
+	struct qw_keyboard *keyboard;
+	wl_list_for_each(keyboard, &server->keyboards, link) {
+		if (keyboard != except && has_keymap(keyboard->device)) {
+			return keyboard;
+		}
 	}
-	wlr_seat_keyboard_notify_clear_focus(server->seat);
-	wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes, kb->num_keycodes,
-			&kb->modifiers);
+	return NULL;
+}
+
+/*
+ * The keyboard capability follows the keyboards that have a keymap: a
+ * client told of a keyboard gets its keymap before any focus (fuzzel
+ * aborts on an enter with no keymap). wlroots sends the keymap and the
+ * stored focus to each wl_keyboard made after the capability appears, so
+ * a keyboard added later needs no leave/enter pair. The pointer is always
+ * offered and never withdrawn: the cursor exists without a device, and
+ * wlroots 0.15 dereferences a NULL seat client when a relative pointer or
+ * pointer constraint is asked for on a wl_pointer made inert by a
+ * withdrawn capability.
+ */
+static void update_capabilities(struct qw_server *server) {
+	uint32_t caps = WL_SEAT_CAPABILITY_POINTER;
+	if (wlr_seat_get_keyboard(server->seat)) {
+		caps |= WL_SEAT_CAPABILITY_KEYBOARD;
+	}
+	wlr_seat_set_capabilities(server->seat, caps);
 }
 
 static struct qw_view *focused_mapped_view(struct qw_server *server) {
@@ -90,20 +103,28 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 			view_set_fullscreen(focused, !focused->fullscreen);
 		}
 		break;
+	case QW_ACTION_MINIMIZE:
+		if (focused) {
+			view_set_minimized(focused, true);
+		}
+		break;
+	case QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE:
+		shortcuts_inhibit_toggle(server);
+		break;
 	case QW_ACTION_EXIT:
 		server_terminate(server);
 		break;
 	}
 }
 
-static bool has_keymap(struct wlr_input_device *device) {
-	return device->keyboard->keymap != NULL;
-}
-
 static bool run_binding(struct qw_server *server, uint32_t modifiers, xkb_keysym_t sym) {
 	sym = xkb_keysym_to_lower(sym);
+	bool inhibited = shortcuts_inhibit_active(server);
 	for (size_t i = 0; i < server->config.binding_count; i++) {
 		const struct qw_binding *b = &server->config.bindings[i];
+		if (inhibited && b->action != QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE) {
+			continue;
+		}
 		if (b->modifiers == modifiers && b->keysym == sym) {
 			seat_run_action(server, b->action, b->arg);
 			return true;
@@ -186,7 +207,7 @@ static void handle_keymap(struct wl_listener *listener, void *data) {
 	}
 	if (!current) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
-		refocus_keyboard(server);
+		update_capabilities(server);
 	}
 }
 
@@ -241,10 +262,17 @@ static void adopt_orphaned_keyboard(struct qw_server *server, struct wlr_keyboar
 
 static void handle_keyboard_destroy(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, destroy);
+	struct qw_server *server = keyboard->server;
+	if (wlr_seat_get_keyboard(server->seat) == keyboard->device->keyboard) {
+		/* Hand the seat another keyboard before wlroots lets go of this one. */
+		struct qw_keyboard *next = usable_keyboard(server, keyboard);
+		wlr_seat_set_keyboard(server->seat, next ? next->device : NULL);
+	}
 	if (keyboard->virtual_device) {
-		adopt_orphaned_keyboard(keyboard->server, keyboard->device->keyboard);
+		adopt_orphaned_keyboard(server, keyboard->device->keyboard);
 	}
 	keyboard_destroy(keyboard);
+	update_capabilities(server);
 }
 
 static void add_keyboard(struct qw_server *server, struct wlr_input_device *device,
@@ -281,9 +309,10 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	keyboard->destroy.notify = handle_keyboard_destroy;
 	wl_signal_add(&device->events.destroy, &keyboard->destroy);
 	wl_list_insert(&server->keyboards, &keyboard->link);
+	input_devices_add(server, device, virtual_device);
 	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
 		wlr_seat_set_keyboard(server->seat, device);
-		refocus_keyboard(server);
+		update_capabilities(server);
 	}
 }
 
@@ -296,8 +325,10 @@ static void handle_new_input(struct wl_listener *listener, void *data) {
 		break;
 	case WLR_INPUT_DEVICE_POINTER:
 		wlr_cursor_attach_input_device(server->cursor, device);
+		input_devices_add(server, device, false);
 		break;
 	default:
+		input_devices_add(server, device, false);
 		break;
 	}
 }
@@ -313,6 +344,7 @@ static void handle_new_virtual_pointer(struct wl_listener *listener, void *data)
 	struct wlr_virtual_pointer_v1_new_pointer_event *event = data;
 	struct wlr_input_device *device = &event->new_pointer->input_device;
 	wlr_cursor_attach_input_device(server->cursor, device);
+	input_devices_add(server, device, true);
 	if (event->suggested_output) {
 		wlr_cursor_map_input_to_output(server->cursor, device, event->suggested_output);
 	}
@@ -342,6 +374,7 @@ static void handle_request_set_primary_selection(struct wl_listener *listener, v
 
 bool seat_init(struct qw_server *server) {
 	wl_list_init(&server->keyboards);
+	input_devices_init(server);
 	server->seat = wlr_seat_create(server->wl_display, "seat0");
 	server->virtual_pointer = wlr_virtual_pointer_manager_v1_create(server->wl_display);
 	server->virtual_keyboard = wlr_virtual_keyboard_manager_v1_create(server->wl_display);
@@ -377,6 +410,7 @@ void seat_finish(struct qw_server *server) {
 		keyboard_destroy(keyboard);
 	}
 	free_orphaned_keyboards(server);
+	input_devices_finish(server);
 	wl_list_remove(&server->new_input.link);
 	wl_list_remove(&server->new_virtual_pointer.link);
 	wl_list_remove(&server->new_virtual_keyboard.link);

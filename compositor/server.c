@@ -36,6 +36,7 @@
 #include "output.h"
 #include "output_apply.h"
 #include "output_management.h"
+#include "pointer_constraints.h"
 #include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
@@ -44,6 +45,7 @@
 #include "vblank.h"
 #include "scheduler.h"
 #include "seat.h"
+#include "shortcuts_inhibit.h"
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
@@ -257,7 +259,8 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server)) {
+	if (!cursor_init(server) || !seat_init(server) || !pointer_constraints_init(server) ||
+			!shortcuts_inhibit_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -357,6 +360,8 @@ void server_finish(struct qw_server *server) {
 		wl_list_remove(&server->request_activate.link);
 	}
 	idle_finish(server);
+	pointer_constraints_finish(server);
+	shortcuts_inhibit_finish(server);
 	seat_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);

@@ -54,6 +54,10 @@ def xml_files():
         os.path.join(wp, "stable/presentation-time/presentation-time.xml"),
         os.path.join(wp, "unstable/xdg-decoration/xdg-decoration-unstable-v1.xml"),
         os.path.join(wp, "unstable/idle-inhibit/idle-inhibit-unstable-v1.xml"),
+        os.path.join(wp, "unstable/pointer-constraints/pointer-constraints-unstable-v1.xml"),
+        os.path.join(wp, "unstable/relative-pointer/relative-pointer-unstable-v1.xml"),
+        os.path.join(wp, "unstable/keyboard-shortcuts-inhibit/"
+                     "keyboard-shortcuts-inhibit-unstable-v1.xml"),
         os.path.join(REPO, "protocols/kde-idle.xml"),
         os.path.join(REPO, "protocols/wlr-foreign-toplevel-management-unstable-v1.xml"),
         os.path.join(REPO, "protocols/wlr-virtual-pointer-unstable-v1.xml"),

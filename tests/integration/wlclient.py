@@ -95,6 +95,7 @@ class Client:
         self.present = None  # presentation measurement state
 
         self.display, self.globals, bind = connect()
+        self.bind = bind
 
         need = {"wl_compositor", "wl_shm", "xdg_wm_base"}
         missing = need - set(self.globals)
@@ -211,6 +212,12 @@ class Client:
             self.pointer.dispatcher["leave"] = lambda p, serial, surf: emit("ptr_leave")
             self.pointer.dispatcher["button"] = (
                 lambda p, serial, t, button, state: emit("button", button=button, state=state))
+        # A capability that goes away takes its device with it: release
+        # ours, so that a new one is made when the capability comes back.
+        if not caps & 2 and self.keyboard is not None:
+            self.keyboard.release()
+            self.keyboard = None
+            emit("kb_released")
         if caps & 2 and self.keyboard is None:
             self.keyboard = seat.get_keyboard()
             self.keyboard.dispatcher["keymap"] = self._on_keymap
@@ -425,7 +432,7 @@ class Client:
         return self.exit_code
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--title", default="qosway-test")
     ap.add_argument("--app-id", default="qosway-test")
@@ -445,7 +452,11 @@ def main():
     ap.add_argument("--margin", type=int, default=0, help="margin on every side")
     ap.add_argument("--kb-interactivity", type=int, default=0,
                     help="0 none, 1 exclusive, 2 on demand")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         client = Client(args)

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""wlclient.py's toplevel, plus the input protocols games and remote desktops
+use: pointer constraints, relative pointer and keyboard-shortcuts-inhibit.
+
+Events, on top of wlclient's:
+
+    motion {"x":..,"y":..}              wl_pointer.motion (after "track")
+    relative {"dx":..,"dy":..,...}      zwp_relative_pointer_v1.relative_motion
+    locked / unlocked                   zwp_locked_pointer_v1 events
+    confined / unconfined               zwp_confined_pointer_v1 events
+    shortcuts_active / shortcuts_inactive
+    done {"cmd": ".."}                  a command was sent and round-tripped
+
+Unlike wlclient, xdg_toplevel.close is only reported (the client stays).
+
+Commands, on top of wlclient's:
+
+    track                start reporting wl_pointer.motion
+    relative             get a zwp_relative_pointer_v1 for our wl_pointer
+    lock [HX HY]         lock the pointer (persistent), with a cursor hint
+    confine X Y W H      confine the pointer to a rectangle (persistent)
+    region X Y W H       change the confine region, then commit
+    unconstrain          destroy the lock or confinement
+    inhibit-shortcuts    ask for keyboard-shortcuts-inhibit on our surface
+    uninhibit-shortcuts  destroy that inhibitor
+"""
+
+import os
+import signal
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import wlclient  # noqa: E402
+from wlcommon import emit, exit_now  # noqa: E402
+from _proto.pointer_constraints_unstable_v1 import ZwpPointerConstraintsV1  # noqa: E402
+from _proto.relative_pointer_unstable_v1 import ZwpRelativePointerManagerV1  # noqa: E402
+from _proto.keyboard_shortcuts_inhibit_unstable_v1 import (  # noqa: E402
+    ZwpKeyboardShortcutsInhibitManagerV1)
+
+LIFETIME_PERSISTENT = 2
+
+
+class InputClient(wlclient.Client):
+    def __init__(self, args):
+        self.tracking = False
+        self.constraint = None
+        self.shortcuts = None
+        self.relative_pointer = None
+        super().__init__(args)
+        bind = self.bind
+        self.constraints = bind(ZwpPointerConstraintsV1, 1)
+        self.relative_manager = bind(ZwpRelativePointerManagerV1, 1)
+        self.shortcuts_manager = bind(ZwpKeyboardShortcutsInhibitManagerV1, 1)
+        self.display.roundtrip()
+
+    def _on_seat_caps(self, seat, caps):
+        had = self.pointer
+        super()._on_seat_caps(seat, caps)
+        if self.pointer is not None and self.pointer is not had:
+            self.pointer.dispatcher["motion"] = self._on_motion
+
+    def _on_close(self, _tl):
+        # reported, not obeyed: the tests press Super+Q more than once
+        emit("close")
+
+    def _on_motion(self, _p, _time, x, y):
+        if self.tracking:
+            emit("motion", x=x, y=y)
+
+    def _on_relative(self, _r, hi, lo, dx, dy, dxu, dyu):
+        emit("relative", dx=dx, dy=dy, dx_unaccel=dxu, dy_unaccel=dyu)
+
+    def _rect_region(self, x, y, w, h):
+        region = self.compositor.create_region()
+        region.add(x, y, w, h)
+        return region
+
+    def command(self, line):
+        cmd, _, arg = line.strip().partition(" ")
+        nums = [int(v) for v in arg.split()] if cmd in ("lock", "confine", "region") else []
+        if cmd == "track":
+            self.tracking = True
+        elif cmd == "relative":
+            self.relative_pointer = self.relative_manager.get_relative_pointer(self.pointer)
+            self.relative_pointer.dispatcher["relative_motion"] = self._on_relative
+        elif cmd == "lock":
+            c = self.constraints.lock_pointer(self.surface, self.pointer, None,
+                                              LIFETIME_PERSISTENT)
+            c.dispatcher["locked"] = lambda _c: emit("locked")
+            c.dispatcher["unlocked"] = lambda _c: emit("unlocked")
+            if nums:
+                c.set_cursor_position_hint(nums[0], nums[1])
+            self.constraint = c
+            self.surface.commit()
+        elif cmd == "confine":
+            region = self._rect_region(*nums)
+            c = self.constraints.confine_pointer(self.surface, self.pointer, region,
+                                                 LIFETIME_PERSISTENT)
+            region.destroy()
+            c.dispatcher["confined"] = lambda _c: emit("confined")
+            c.dispatcher["unconfined"] = lambda _c: emit("unconfined")
+            self.constraint = c
+            self.surface.commit()
+        elif cmd == "region":
+            region = self._rect_region(*nums)
+            self.constraint.set_region(region)
+            region.destroy()
+            self.surface.commit()
+        elif cmd == "unconstrain":
+            self.constraint.destroy()
+            self.constraint = None
+        elif cmd == "inhibit-shortcuts":
+            s = self.shortcuts_manager.inhibit_shortcuts(self.surface, self.seat)
+            s.dispatcher["active"] = lambda _s: emit("shortcuts_active")
+            s.dispatcher["inactive"] = lambda _s: emit("shortcuts_inactive")
+            self.shortcuts = s
+        elif cmd == "uninhibit-shortcuts":
+            self.shortcuts.destroy()
+            self.shortcuts = None
+        else:
+            super().command(line)
+            return
+        self.display.roundtrip()
+        emit("done", cmd=cmd)
+
+
+def main():
+    args = wlclient.parse_args()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        client = InputClient(args)
+    except RuntimeError as e:
+        emit("disconnected", error=str(e))
+        return 3
+    try:
+        code = client.run()
+    except RuntimeError as e:
+        emit("disconnected", error=str(e))
+        return 3
+    emit("exit", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    exit_now(main())
