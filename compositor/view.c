@@ -20,6 +20,7 @@
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "view.h"
+#include "xdg_decoration.h"
 #include "xwayland.h"
 
 static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
@@ -547,6 +548,7 @@ static void handle_map(struct wl_listener *listener, void *data) {
 	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
 	view->width = geo.width;
 	view->height = geo.height;
+	xdg_decoration_map_default(view);
 	view_map(view, view->toplevel->requested.fullscreen, view->toplevel->requested.maximized);
 }
 

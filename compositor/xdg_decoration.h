@@ -8,4 +8,12 @@ void xdg_decoration_handle_new(struct wl_listener *listener, void *data);
 /* new_decoration handler of KDE's server-decoration manager. */
 void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data);
 
+struct qw_view;
+
+/*
+ * An xdg toplevel maps: with no decoration object of either protocol it
+ * draws its own decorations, so it gets what `csd-buttons` gives those.
+ */
+void xdg_decoration_map_default(struct qw_view *view);
+
 #endif

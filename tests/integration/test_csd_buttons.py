@@ -52,16 +52,19 @@ def test_client_side_window_gets_the_strip(qosway):
     qosway.wait_screenshot(no_titlebar, name="strip")
 
 
-def test_clients_without_negotiation_keep_the_titlebar(qosway):
+def test_clients_without_negotiation_get_the_strip(qosway):
+    """A toplevel that maps with no decoration object draws its own titlebar
+    (GTK 4 does): a full frame would be a second one."""
     c = qosway.spawn_wlclient(title="Plain", extra_args=["--no-decoration"])
     c.wait_event("mapped")
     w = qosway.window_by_title("Plain")
-    assert set(w["buttons"]) == QOS_BUTTONS | {"close"}
-    assert w["titlebar"]["width"] == w["geometry"]["width"]
-    assert w["frame"]["x"] == w["geometry"]["x"] - BORDER_WIDTH
+    assert set(w["buttons"]) == QOS_BUTTONS
+    assert w["frame"]["x"] == w["geometry"]["x"]
     c2, mode, w2 = csd_window(qosway, "Asks Server Side", mode="server_side")
     assert mode == "server_side"
     assert set(w2["buttons"]) == QOS_BUTTONS | {"close"}
+    assert w2["titlebar"]["width"] == w2["geometry"]["width"]
+    assert w2["frame"]["x"] == w2["geometry"]["x"] - BORDER_WIDTH
 
 
 def test_strip_buttons_work_like_titlebar_buttons(start_qosway):
@@ -84,6 +87,10 @@ def test_csd_buttons_titlebar_frames_everyone(start_qosway):
     assert mode == "server_side"
     assert set(w["buttons"]) == QOS_BUTTONS | {"close"}
     assert w["titlebar"]["width"] == w["geometry"]["width"]
+    c2 = comp.spawn_wlclient(title="Plain Framed", extra_args=["--no-decoration"])
+    c2.wait_event("mapped")
+    w2 = comp.window_by_title("Plain Framed")
+    assert set(w2["buttons"]) == QOS_BUTTONS | {"close"}
 
 
 def test_csd_buttons_none_adds_nothing(start_qosway):
@@ -118,3 +125,31 @@ def test_gtk3_headerbar_app_gets_the_strip_not_a_second_titlebar(qosway):
     assert tb["width"] == 3 * TITLEBAR_HEIGHT and tb["height"] == TITLEBAR_HEIGHT
     assert tb["x"] + tb["width"] == g["x"] + g["width"] and tb["y"] == g["y"] - TITLEBAR_HEIGHT
     assert w["frame"]["width"] == g["width"]  # no border
+
+
+@pytest.mark.skipif(not shutil.which("gtk4-widget-factory"),
+                    reason="gtk4-widget-factory (gtk-4-examples) is not installed")
+def test_gtk4_app_gets_the_strip_not_a_second_titlebar(start_qosway):
+    """GTK 4 negotiates no decoration and always draws its headerbar: it
+    gets the strip, whose buttons work."""
+    comp = start_qosway(config=harness.qos_test_config())
+    p = comp.spawn(["gtk4-widget-factory"], env_extra={"GDK_BACKEND": "wayland"})
+    w = comp.wait_window(lambda w: w.get("pid") == p.pid and w["geometry"]["width"] > 0,
+                         timeout=30, desc="the gtk4-widget-factory window")
+    g, tb = w["geometry"], w["titlebar"]
+    assert set(w["buttons"]) == QOS_BUTTONS, w["buttons"]
+    assert tb["width"] == 3 * TITLEBAR_HEIGHT and tb["height"] == TITLEBAR_HEIGHT
+    assert tb["x"] + tb["width"] == g["x"] + g["width"] and tb["y"] == g["y"] - TITLEBAR_HEIGHT
+    assert w["frame"]["width"] == g["width"]  # no border
+    with VirtualInput(comp.client_env(), keyboard=False) as vi:
+        vi.click(*center(w["buttons"]["idle"]))
+        wait_for(lambda: comp.window_by_title(w["title"])["class"] == "idle",
+                 desc="idle class from gtk4-widget-factory's strip")
+
+
+@pytest.mark.skipif(not shutil.which("foot"), reason="foot is not installed")
+def test_foot_asks_for_server_side_and_keeps_the_titlebar(qosway):
+    p = qosway.spawn(["foot", "--title", "Foot Framed", "sh"], name="foot")
+    w = qosway.wait_window(lambda w: w.get("pid") == p.pid, timeout=30, desc="foot window")
+    assert set(w["buttons"]) == QOS_BUTTONS | {"close"}
+    assert w["titlebar"]["width"] == w["geometry"]["width"]
