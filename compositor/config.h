@@ -124,6 +124,10 @@ struct qw_config {
 	/* Per-output settings by connector name (output_config.h). */
 	struct qw_output_config *outputs;
 	size_t output_count;
+	/* Input device settings by name or type (input_config.h). */
+	struct qw_input_config *inputs;
+	size_t input_count;
+	char *input_block; /* parse state: the identifier of an open "input ID {" */
 	bool in_scheduling_block; /* parse state: between "scheduling {" and "}" */
 	char *output_block; /* parse state: the NAME of an open "output NAME {" */
 	unsigned int error_count; /* bad lines seen while loading */

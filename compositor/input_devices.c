@@ -1,11 +1,17 @@
 #include <json.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <wlr/backend/headless.h>
+#include <wlr/backend/libinput.h>
 #include <wlr/types/wlr_cursor.h>
 #include <wlr/types/wlr_input_device.h>
 #include <wlr/types/wlr_keyboard.h>
 #include <wlr/types/wlr_seat.h>
 #include <wlr/util/log.h>
 
+#include "input_apply.h"
+#include "input_config.h"
 #include "input_devices.h"
 #include "ipc_commands.h"
 #include "pointer_constraints.h"
@@ -15,10 +21,12 @@ struct qw_input_device {
 	struct wl_list link; /* qw_server.input_devices */
 	struct wlr_input_device *device;
 	bool virtual_device;
+	struct qw_input_config applied; /* what the config set and took effect */
 	struct wl_listener destroy;
 };
 
 static void device_free(struct qw_input_device *dev) {
+	input_config_clear(&dev->applied);
 	wl_list_remove(&dev->destroy.link);
 	wl_list_remove(&dev->link);
 	free(dev);
@@ -52,6 +60,8 @@ void input_devices_add(struct qw_server *server, struct wlr_input_device *device
 	}
 	dev->device = device;
 	dev->virtual_device = virtual_device;
+	input_config_clear(&dev->applied);
+	input_apply(&server->config, device, virtual_device, &dev->applied);
 	dev->destroy.notify = handle_destroy;
 	wl_signal_add(&device->events.destroy, &dev->destroy);
 	wl_list_insert(server->input_devices.prev, &dev->link);
@@ -64,24 +74,6 @@ size_t input_devices_count(struct qw_server *server, int type) {
 		n += (int)dev->device->type == type;
 	}
 	return n;
-}
-
-static const char *type_name(enum wlr_input_device_type type) {
-	switch (type) {
-	case WLR_INPUT_DEVICE_KEYBOARD:
-		return "keyboard";
-	case WLR_INPUT_DEVICE_POINTER:
-		return "pointer";
-	case WLR_INPUT_DEVICE_TOUCH:
-		return "touch";
-	case WLR_INPUT_DEVICE_TABLET_TOOL:
-		return "tablet-tool";
-	case WLR_INPUT_DEVICE_TABLET_PAD:
-		return "tablet-pad";
-	case WLR_INPUT_DEVICE_SWITCH:
-		return "switch";
-	}
-	return "unknown";
 }
 
 static struct json_object *seat_json(struct qw_server *server) {
@@ -124,8 +116,11 @@ struct json_object *input_devices_json(struct qw_server *server) {
 			struct json_object *obj = json_object_new_object();
 			json_object_object_add(obj, "name", ipc_json_text(dev->device->name));
 			json_object_object_add(obj, "type",
-					json_object_new_string(type_name(dev->device->type)));
+					json_object_new_string(input_apply_type_name(dev->device)));
 			json_object_object_add(obj, "virtual", json_object_new_boolean(dev->virtual_device));
+			json_object_object_add(obj, "libinput",
+					json_object_new_boolean(wlr_input_device_is_libinput(dev->device)));
+			json_object_object_add(obj, "settings", input_apply_json(&dev->applied));
 			if (dev->device->type == WLR_INPUT_DEVICE_KEYBOARD) {
 				json_object_object_add(obj, "keymap",
 						json_object_new_boolean(dev->device->keyboard->keymap != NULL));
@@ -136,4 +131,69 @@ struct json_object *input_devices_json(struct qw_server *server) {
 	json_object_object_add(reply, "devices", list);
 	json_object_object_add(reply, "seat", seat_json(server));
 	return reply;
+}
+
+bool input_devices_reload(struct qw_server *server, char *err, size_t err_len) {
+	if (!server->config_path) {
+		return true; /* started on the built-in defaults */
+	}
+	struct qw_config fresh;
+	config_init_defaults(&fresh);
+	char *text = NULL;
+	size_t text_len = 0;
+	FILE *errors = open_memstream(&text, &text_len);
+	bool read = errors && config_load_file(&fresh, server->config_path, errors);
+	if (errors) {
+		fclose(errors);
+	}
+	bool ok = read && fresh.error_count == 0;
+	if (!ok) {
+		const char *first = text && *text ? text : "cannot read the file\n";
+		snprintf(err, err_len, "input settings not reloaded: %.*s", (int)strcspn(first, "\n"),
+				first);
+	} else {
+		/* Swap the whole list, so no device sees half of the new settings. */
+		struct qw_input_config *old = server->config.inputs;
+		size_t old_count = server->config.input_count;
+		server->config.inputs = fresh.inputs;
+		server->config.input_count = fresh.input_count;
+		fresh.inputs = old;
+		fresh.input_count = old_count;
+		struct qw_input_device *dev;
+		wl_list_for_each(dev, &server->input_devices, link) {
+			input_apply(&server->config, dev->device, dev->virtual_device, &dev->applied);
+		}
+	}
+	free(text);
+	config_finish(&fresh);
+	return ok;
+}
+
+struct qw_input_device_type_name {
+	const char *name;
+	enum wlr_input_device_type type;
+};
+
+bool input_devices_add_headless(struct qw_server *server, const char *type, char *err,
+		size_t err_len) {
+	/* Touch and tablets are not offered: nothing would forward their events. */
+	static const struct qw_input_device_type_name types[] = {
+		{ "keyboard", WLR_INPUT_DEVICE_KEYBOARD },
+		{ "pointer", WLR_INPUT_DEVICE_POINTER },
+	};
+	if (!server->headless_backend) {
+		snprintf(err, err_len, "input-add needs a headless backend; this session has none");
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strcmp(type, types[i].name) == 0) {
+			if (!wlr_headless_add_input_device(server->headless_backend, types[i].type)) {
+				snprintf(err, err_len, "the headless backend could not add a %s", type);
+				return false;
+			}
+			return true;
+		}
+	}
+	snprintf(err, err_len, "input-add wants type keyboard or pointer, not '%.32s'", type);
+	return false;
 }

@@ -6,6 +6,7 @@
 #define QOSWAY_INPUT_DEVICES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct json_object;
@@ -22,5 +23,19 @@ void input_devices_add(struct qw_server *server, struct wlr_input_device *device
 size_t input_devices_count(struct qw_server *server, int type);
 /* {"devices": [...], "seat": {...}} for the IPC; works with no seat. */
 struct json_object *input_devices_json(struct qw_server *server);
+
+/*
+ * Read the config file again and apply its input settings to every
+ * device; a file with any bad line changes nothing (err says why).
+ */
+bool input_devices_reload(struct qw_server *server, char *err, size_t err_len);
+
+/*
+ * A device of the headless backend ("keyboard" or "pointer", named
+ * "headless"): it takes the config's settings like any other, for tests
+ * and sessions without real input. False with err if it cannot be added.
+ */
+bool input_devices_add_headless(struct qw_server *server, const char *type, char *err,
+		size_t err_len);
 
 #endif

@@ -490,6 +490,9 @@ static struct json_object *cmd_reload(struct qw_server *server) {
 	if (!output_config_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
+	if (!input_devices_reload(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
 	if (!qos_link_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -661,6 +664,18 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 			json_object_object_add(reply, key, json_object_get(value));
 		}
 		json_object_put(inputs);
+	} else if (strcmp(command, "input-add") == 0) {
+		struct json_object *type;
+		char err[128];
+		if (!json_object_object_get_ex(req, "type", &type) ||
+				!json_object_is_type(type, json_type_string)) {
+			reply = ipc_reply_error("input-add wants a string 'type'");
+		} else if (!input_devices_add_headless(server, json_object_get_string(type), err,
+						   sizeof(err))) {
+			reply = ipc_reply_error("%s", err);
+		} else {
+			reply = reply_ok();
+		}
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

@@ -285,21 +285,8 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	keyboard->server = server;
 	keyboard->device = device;
 	keyboard->virtual_device = virtual_device;
-	/* Virtual keyboards bring their own keymap; others use XKB_DEFAULT_*. */
-	if (!virtual_device) {
-		struct xkb_context *context = xkb_context_new(XKB_CONTEXT_NO_FLAGS);
-		struct xkb_keymap *keymap = context
-				? xkb_keymap_new_from_names(context, NULL, XKB_KEYMAP_COMPILE_NO_FLAGS)
-				: NULL;
-		if (keymap) {
-			wlr_keyboard_set_keymap(device->keyboard, keymap);
-		} else {
-			wlr_log(WLR_ERROR, "cannot compile an xkb keymap from XKB_DEFAULT_*");
-		}
-		xkb_keymap_unref(keymap);
-		xkb_context_unref(context);
-		wlr_keyboard_set_repeat_info(device->keyboard, 25, 600);
-	}
+	/* Sets a keyboard's keymap from the config; virtual ones bring theirs. */
+	input_devices_add(server, device, virtual_device);
 	keyboard->modifiers.notify = handle_modifiers;
 	wl_signal_add(&device->keyboard->events.modifiers, &keyboard->modifiers);
 	keyboard->keymap.notify = handle_keymap;
@@ -309,7 +296,6 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	keyboard->destroy.notify = handle_keyboard_destroy;
 	wl_signal_add(&device->events.destroy, &keyboard->destroy);
 	wl_list_insert(&server->keyboards, &keyboard->link);
-	input_devices_add(server, device, virtual_device);
 	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
 		wlr_seat_set_keyboard(server->seat, device);
 		update_capabilities(server);

@@ -31,6 +31,7 @@
 #include "cursor.h"
 #include "foreign_toplevel.h"
 #include "idle.h"
+#include "input_devices.h"
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
@@ -67,6 +68,10 @@ static int handle_sighup(int signal, void *data) {
 	struct qw_server *server = data;
 	char err[256] = "";
 	if (!output_config_reload(server, err, sizeof(err))) {
+		wlr_log(WLR_ERROR, "SIGHUP: %s", err);
+	}
+	err[0] = '\0';
+	if (!input_devices_reload(server, err, sizeof(err))) {
 		wlr_log(WLR_ERROR, "SIGHUP: %s", err);
 	}
 	err[0] = '\0';

@@ -10,7 +10,8 @@ a line.  Lines look like ``<event> <json>``:
     decoration {"mode": "server_side"}  xdg-decoration configure
     mapped {"width":..,"height":..}     first buffer committed
     resized {"width":..,"height":..}    re-drew at a new configured size
-    kb_enter / kb_leave / keymap        wl_keyboard focus and keymap
+    kb_enter / kb_leave / keymap        wl_keyboard focus and keymap (its first layout)
+    repeat_info {"rate":..,"delay":..}  wl_keyboard.repeat_info
     key {"key": 30, "state": 1}         wl_keyboard.key (evdev code)
     ptr_enter / ptr_leave / button      wl_pointer
     title {"title": ".."}               after a "title" command was applied
@@ -224,6 +225,8 @@ class Client:
             self.keyboard.dispatcher["enter"] = (
                 lambda k, serial, surf, keys: emit("kb_enter", keys=_u32_list(keys)))
             self.keyboard.dispatcher["leave"] = lambda k, serial, surf: emit("kb_leave")
+            self.keyboard.dispatcher["repeat_info"] = (
+                lambda k, rate, delay: emit("repeat_info", rate=rate, delay=delay))
             self.keyboard.dispatcher["key"] = (
                 lambda k, serial, t, key, state: emit("key", key=key, state=state))
             self.keyboard.dispatcher["modifiers"] = (
@@ -231,8 +234,18 @@ class Client:
                     "modifiers", depressed=dep, latched=lat, locked=loc, group=grp))
 
     def _on_keymap(self, _kb, fmt, fd, size):
-        emit("keymap", format=fmt, size=size)
+        # the first layout's name, e.g. "German (no dead keys)"
+        import mmap
+        import re
+        layout = None
+        try:
+            with mmap.mmap(fd, size, prot=mmap.PROT_READ) as m:
+                found = re.search(rb'name\[[Gg]roup1\]\s*=\s*"([^"]*)"', m[:])
+                layout = found.group(1).decode() if found else None
+        except (OSError, ValueError):
+            pass
         os.close(fd)
+        emit("keymap", format=fmt, size=size, layout=layout)
 
     # -- xdg ---------------------------------------------------------------
     def _on_toplevel_configure(self, _tl, width, height, states):
