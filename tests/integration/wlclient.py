@@ -32,6 +32,8 @@ Commands are read from stdin, one a line:
                          point (X, Y) of the window, allowed to slide and
                          flip; prints "popup_configure {x,y,width,height}"
                          (parent-relative) and "popup_mapped"
+    dialog W H TITLE     map a W x H toplevel whose parent is this window;
+                         prints "dialog_mapped {title}"
     inhibit              create a zwp_idle_inhibitor_v1 on the surface and
                          commit; prints "inhibit {}"
     uninhibit            destroy it; prints "uninhibit {}"
@@ -380,6 +382,33 @@ class Client:
         self.keepalive.update((surface, xdg_surface, popup))
         surface.commit()
 
+    def open_dialog(self, title, width, height):
+        """A second toplevel whose parent is our window (a dialog), mapped
+        at width x height whatever the configure says."""
+        surface = self.compositor.create_surface()
+        xdg_surface = self.wm_base.get_xdg_surface(surface)
+        toplevel = xdg_surface.get_toplevel()
+        toplevel.set_parent(self.toplevel)
+        toplevel.set_title(title)
+        state = {"buffer": None}
+
+        def on_configure(xs, serial):
+            xs.ack_configure(serial)
+            if state["buffer"] is None:
+                state["buffer"] = Buffer(self.shm, width, height, 0x30c030)
+                surface.attach(state["buffer"].buffer, 0, 0)
+                surface.damage_buffer(0, 0, width, height)
+                surface.commit()
+                emit("dialog_mapped", title=title)
+            else:
+                surface.commit()
+
+        toplevel.dispatcher["configure"] = lambda *a: None
+        toplevel.dispatcher["close"] = lambda _t: emit("dialog_close", title=title)
+        xdg_surface.dispatcher["configure"] = on_configure
+        self.keepalive.update((surface, xdg_surface, toplevel))
+        surface.commit()
+
     # -- commands ------------------------------------------------------------
     def command(self, line):
         cmd, _, arg = line.strip().partition(" ")
@@ -402,6 +431,9 @@ class Client:
             self.start_presentation(float(arg))
         elif cmd == "popup" and self.toplevel is not None:
             self.open_popup(*[int(v) for v in arg.split()])
+        elif cmd == "dialog" and self.toplevel is not None:
+            w, h, title = arg.split(" ", 2)
+            self.open_dialog(title, int(w), int(h))
         elif cmd == "inhibit" and self.inhibit_manager is not None:
             self.inhibitor = self.inhibit_manager.create_inhibitor(self.surface)
             self.surface.commit()
