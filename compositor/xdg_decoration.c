@@ -3,12 +3,13 @@
  * with xdg-decoration (client_side) or, like GTK 3, with KDE's
  * server-decoration protocol (mode client); `csd-buttons` then decides what
  * we add (decoration.h), as for a toplevel that maps without a decoration
- * object of either protocol: such clients (weston's toytoolkit) draw a
- * titlebar of their own, and our full frame would be a second one. GTK 4
- * asks for client mode before its surface has a role; the mode it asked
- * for is applied when the toplevel maps.
- * A client that asks for server-side decorations, or leaves the choice to
- * us, gets our full frame.
+ * object of either protocol but with a window geometry inset from its
+ * surface: such clients (weston's toytoolkit) draw a frame and shadow of
+ * their own, and our full frame would be a second titlebar. GTK 4 asks for
+ * client mode before its surface has a role; the mode it asked for is
+ * applied when the toplevel maps.
+ * Everyone else, a client that asks for server-side decorations or leaves
+ * the choice to us included, gets our full frame.
  */
 #include <stdlib.h>
 #include <wlr/types/wlr_server_decoration.h>
@@ -133,5 +134,15 @@ void xdg_decoration_map_default(struct qw_view *view) {
 			return;
 		}
 	}
-	decoration_set_client_side(&view->deco, view, true);
+	/*
+	 * With no decoration object, a window geometry inset from the surface
+	 * (room for a shadow) is what a client drawing its own frame declares;
+	 * a plain surface (weston-simple-shm) draws none and needs ours.
+	 */
+	struct wlr_xdg_surface *xdg_surface = view->xdg_surface;
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(xdg_surface, &geo);
+	bool inset = geo.x > 0 || geo.y > 0 || geo.width < xdg_surface->surface->current.width ||
+			geo.height < xdg_surface->surface->current.height;
+	decoration_set_client_side(&view->deco, view, inset);
 }

@@ -11,8 +11,10 @@ void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data);
 struct qw_view;
 
 /*
- * An xdg toplevel maps: with no decoration object of either protocol it
- * draws its own decorations, so it gets what `csd-buttons` gives those.
+ * An xdg toplevel maps: apply a KDE decoration mode asked for before it
+ * was a toplevel; with no decoration object at all, a window geometry
+ * inset from the surface says it draws its own frame, so it gets what
+ * `csd-buttons` gives those.
  */
 void xdg_decoration_map_default(struct qw_view *view);
 
