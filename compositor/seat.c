@@ -18,6 +18,7 @@
 #include "scheduler.h"
 #include "seat.h"
 #include "shortcuts_inhibit.h"
+#include "text_input.h"
 #include "view.h"
 
 static bool has_keymap(struct wlr_input_device *device) {
@@ -174,6 +175,11 @@ static void handle_key(struct wl_listener *listener, void *data) {
 			handled = run_binding(server, modifiers, syms[i]);
 		}
 	}
+	if (!handled &&
+			text_input_grab_key(server, keyboard->device, event->time_msec, event->keycode,
+					event->state)) {
+		return; /* the input method composes from it */
+	}
 	if (!handled && has_keymap(keyboard->device)) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
 		wlr_seat_keyboard_notify_key(server->seat, event->time_msec, event->keycode, event->state);
@@ -183,7 +189,8 @@ static void handle_key(struct wl_listener *listener, void *data) {
 static void handle_modifiers(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, modifiers);
 	scheduler_own(keyboard->server->scheduler);
-	if (!has_keymap(keyboard->device)) {
+	if (!has_keymap(keyboard->device) ||
+			text_input_grab_modifiers(keyboard->server, keyboard->device)) {
 		return;
 	}
 	wlr_seat_set_keyboard(keyboard->server->seat, keyboard->device);

@@ -47,6 +47,7 @@
 #include "scheduler.h"
 #include "seat.h"
 #include "shortcuts_inhibit.h"
+#include "text_input.h"
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
@@ -265,7 +266,7 @@ bool server_init(struct qw_server *server) {
 		return false;
 	}
 	if (!cursor_init(server) || !seat_init(server) || !pointer_constraints_init(server) ||
-			!shortcuts_inhibit_init(server)) {
+			!shortcuts_inhibit_init(server) || !text_input_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -367,6 +368,7 @@ void server_finish(struct qw_server *server) {
 	idle_finish(server);
 	pointer_constraints_finish(server);
 	shortcuts_inhibit_finish(server);
+	text_input_finish(server);
 	seat_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);

@@ -48,6 +48,7 @@
 struct qw_ipc;
 struct qw_pointer_constraints;
 struct qw_shortcuts_inhibit;
+struct qw_text_input_relay;
 struct qw_output_management;
 struct qw_scheduler;
 struct qw_vblank;
@@ -197,6 +198,8 @@ struct qw_server {
 	struct qw_pointer_constraints *pointer_constraints;
 	/* Bindings handed to the focused client (shortcuts_inhibit.h). */
 	struct qw_shortcuts_inhibit *shortcuts_inhibit;
+	/* Input methods and their candidate windows (text_input.h). */
+	struct qw_text_input_relay *text_input;
 
 	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
 	struct qw_menu *menu; /* the open reserve menu, if any */

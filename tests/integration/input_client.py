@@ -9,6 +9,8 @@ Events, on top of wlclient's:
     locked / unlocked                   zwp_locked_pointer_v1 events
     confined / unconfined               zwp_confined_pointer_v1 events
     shortcuts_active / shortcuts_inactive
+    ti_enter / ti_leave                 zwp_text_input_v3 focus (enter enables it)
+    preedit {"text":..} / commit_string {"text":..} / ti_done
     done {"cmd": ".."}                  a command was sent and round-tripped
 
 Unlike wlclient, xdg_toplevel.close is only reported (the client stays).
@@ -21,6 +23,8 @@ Commands, on top of wlclient's:
     confine X Y W H      confine the pointer to a rectangle (persistent)
     region X Y W H       change the confine region, then commit
     unconstrain          destroy the lock or confinement
+    text-input           get a zwp_text_input_v3; on enter it is enabled with
+                         "hello" as surrounding text and the cursor at 40,50
     inhibit-shortcuts    ask for keyboard-shortcuts-inhibit on our surface
     uninhibit-shortcuts  destroy that inhibitor
 """
@@ -38,6 +42,7 @@ from _proto.pointer_constraints_unstable_v1 import ZwpPointerConstraintsV1  # no
 from _proto.relative_pointer_unstable_v1 import ZwpRelativePointerManagerV1  # noqa: E402
 from _proto.keyboard_shortcuts_inhibit_unstable_v1 import (  # noqa: E402
     ZwpKeyboardShortcutsInhibitManagerV1)
+from _proto.text_input_unstable_v3 import ZwpTextInputManagerV3  # noqa: E402
 
 LIFETIME_PERSISTENT = 2
 
@@ -53,6 +58,7 @@ class InputClient(wlclient.Client):
         self.constraints = bind(ZwpPointerConstraintsV1, 1)
         self.relative_manager = bind(ZwpRelativePointerManagerV1, 1)
         self.shortcuts_manager = bind(ZwpKeyboardShortcutsInhibitManagerV1, 1)
+        self.text_input = None
         self.display.roundtrip()
 
     def _on_seat_caps(self, seat, caps):
@@ -71,6 +77,26 @@ class InputClient(wlclient.Client):
 
     def _on_relative(self, _r, hi, lo, dx, dy, dxu, dyu):
         emit("relative", dx=dx, dy=dy, dx_unaccel=dxu, dy_unaccel=dyu)
+
+    def _on_ti_enter(self, ti, _surface):
+        # a text field with the cursor after "hello", drawn at (40, 50)
+        ti.enable()
+        ti.set_surrounding_text("hello", 5, 5)
+        ti.set_content_type(0, 0)
+        ti.set_cursor_rectangle(40, 50, 2, 20)
+        ti.commit()
+        emit("ti_enter")
+
+    def _start_text_input(self):
+        ti = self.bind(ZwpTextInputManagerV3, 1).get_text_input(self.seat)
+        ti.dispatcher["enter"] = self._on_ti_enter
+        ti.dispatcher["leave"] = lambda _t, _s: emit("ti_leave")
+        ti.dispatcher["preedit_string"] = lambda _t, text, b, e: emit(
+            "preedit", text=text, begin=b, end=e)
+        ti.dispatcher["commit_string"] = lambda _t, text: emit("commit_string", text=text)
+        ti.dispatcher["delete_surrounding_text"] = lambda *a: None
+        ti.dispatcher["done"] = lambda _t, serial: emit("ti_done", serial=serial)
+        self.text_input = ti
 
     def _rect_region(self, x, y, w, h):
         region = self.compositor.create_region()
@@ -111,6 +137,8 @@ class InputClient(wlclient.Client):
         elif cmd == "unconstrain":
             self.constraint.destroy()
             self.constraint = None
+        elif cmd == "text-input":
+            self._start_text_input()
         elif cmd == "inhibit-shortcuts":
             s = self.shortcuts_manager.inhibit_shortcuts(self.surface, self.seat)
             s.dispatcher["active"] = lambda _s: emit("shortcuts_active")
