@@ -308,6 +308,10 @@ static void click_button(struct qw_view *view, enum qw_button_kind kind, bool sh
 	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want, err, sizeof(err));
 }
 
+void cursor_click_button(struct qw_view *view, int kind) {
+	click_button(view, kind, false);
+}
+
 static void handle_press(struct qw_server *server, struct wlr_event_pointer_button *event) {
 	struct wlr_surface *surface;
 	struct qw_node_desc *desc;

@@ -20,6 +20,7 @@
 struct qw_input_device {
 	struct wl_list link; /* qw_server.input_devices */
 	struct wlr_input_device *device;
+	uint32_t id; /* for the IPC: headless devices all share one name */
 	bool virtual_device;
 	struct qw_input_config applied; /* what the config set and took effect */
 	struct wl_listener destroy;
@@ -59,12 +60,23 @@ void input_devices_add(struct qw_server *server, struct wlr_input_device *device
 		return;
 	}
 	dev->device = device;
+	dev->id = server->next_input_device_id++;
 	dev->virtual_device = virtual_device;
 	input_config_clear(&dev->applied);
 	input_apply(&server->config, device, virtual_device, &dev->applied);
 	dev->destroy.notify = handle_destroy;
 	wl_signal_add(&device->events.destroy, &dev->destroy);
 	wl_list_insert(server->input_devices.prev, &dev->link);
+}
+
+struct wlr_input_device *input_devices_find(struct qw_server *server, uint32_t id) {
+	struct qw_input_device *dev;
+	wl_list_for_each(dev, &server->input_devices, link) {
+		if (dev->id == id) {
+			return dev->device;
+		}
+	}
+	return NULL;
 }
 
 size_t input_devices_count(struct qw_server *server, int type) {
@@ -114,6 +126,7 @@ struct json_object *input_devices_json(struct qw_server *server) {
 		struct qw_input_device *dev;
 		wl_list_for_each(dev, &server->input_devices, link) {
 			struct json_object *obj = json_object_new_object();
+			json_object_object_add(obj, "id", json_object_new_int64(dev->id));
 			json_object_object_add(obj, "name", ipc_json_text(dev->device->name));
 			json_object_object_add(obj, "type",
 					json_object_new_string(input_apply_type_name(dev->device)));
@@ -174,12 +187,14 @@ struct qw_input_device_type_name {
 	enum wlr_input_device_type type;
 };
 
-bool input_devices_add_headless(struct qw_server *server, const char *type, char *err,
+bool input_devices_add_headless(struct qw_server *server, const char *type, uint32_t *id, char *err,
 		size_t err_len) {
-	/* Touch and tablets are not offered: nothing would forward their events. */
 	static const struct qw_input_device_type_name types[] = {
 		{ "keyboard", WLR_INPUT_DEVICE_KEYBOARD },
 		{ "pointer", WLR_INPUT_DEVICE_POINTER },
+		{ "touch", WLR_INPUT_DEVICE_TOUCH },
+		{ "tablet-tool", WLR_INPUT_DEVICE_TABLET_TOOL },
+		{ "tablet-pad", WLR_INPUT_DEVICE_TABLET_PAD },
 	};
 	if (!server->headless_backend) {
 		snprintf(err, err_len, "input-add needs a headless backend; this session has none");
@@ -187,13 +202,21 @@ bool input_devices_add_headless(struct qw_server *server, const char *type, char
 	}
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (strcmp(type, types[i].name) == 0) {
-			if (!wlr_headless_add_input_device(server->headless_backend, types[i].type)) {
+			/* The backend announces the device at once, so it is the
+			 * last one tracked. */
+			uint32_t next = server->next_input_device_id;
+			if (!wlr_headless_add_input_device(server->headless_backend, types[i].type) ||
+					server->next_input_device_id == next) {
 				snprintf(err, err_len, "the headless backend could not add a %s", type);
 				return false;
 			}
+			*id = server->next_input_device_id - 1;
 			return true;
 		}
 	}
-	snprintf(err, err_len, "input-add wants type keyboard or pointer, not '%.32s'", type);
+	snprintf(err, err_len,
+			"input-add wants type keyboard, pointer, touch, tablet-tool or tablet-pad, "
+			"not '%.32s'",
+			type);
 	return false;
 }

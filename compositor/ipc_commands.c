@@ -18,6 +18,7 @@
 
 #include "client_identity.h"
 #include "input_devices.h"
+#include "input_emit.h"
 #include "ipc_commands.h"
 #include "output.h"
 #include "output_apply.h"
@@ -666,15 +667,25 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		json_object_put(inputs);
 	} else if (strcmp(command, "input-add") == 0) {
 		struct json_object *type;
-		char err[128];
+		char err[160];
+		uint32_t id = 0;
 		if (!json_object_object_get_ex(req, "type", &type) ||
 				!json_object_is_type(type, json_type_string)) {
 			reply = ipc_reply_error("input-add wants a string 'type'");
-		} else if (!input_devices_add_headless(server, json_object_get_string(type), err,
+		} else if (!input_devices_add_headless(server, json_object_get_string(type), &id, err,
 						   sizeof(err))) {
 			reply = ipc_reply_error("%s", err);
 		} else {
 			reply = reply_ok();
+			json_object_object_add(reply, "id", json_object_new_int64(id));
+		}
+	} else if (strcmp(command, "input-touch") == 0 || strcmp(command, "input-gesture") == 0 ||
+			strcmp(command, "input-tablet") == 0) {
+		char err[160];
+		if (input_emit(server, command + strlen("input-"), req, err, sizeof(err))) {
+			reply = reply_ok();
+		} else {
+			reply = ipc_reply_error("%s: %s", command, err);
 		}
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);

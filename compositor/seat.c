@@ -18,7 +18,9 @@
 #include "scheduler.h"
 #include "seat.h"
 #include "shortcuts_inhibit.h"
+#include "tablet.h"
 #include "text_input.h"
+#include "touch.h"
 #include "view.h"
 
 static bool has_keymap(struct wlr_input_device *device) {
@@ -45,12 +47,15 @@ static struct qw_keyboard *usable_keyboard(struct qw_server *server, struct qw_k
  * offered and never withdrawn: the cursor exists without a device, and
  * wlroots 0.15 dereferences a NULL seat client when a relative pointer or
  * pointer constraint is asked for on a wl_pointer made inert by a
- * withdrawn capability.
+ * withdrawn capability. Touch is offered while a touch device exists.
  */
-static void update_capabilities(struct qw_server *server) {
+void seat_update_capabilities(struct qw_server *server) {
 	uint32_t caps = WL_SEAT_CAPABILITY_POINTER;
 	if (wlr_seat_get_keyboard(server->seat)) {
 		caps |= WL_SEAT_CAPABILITY_KEYBOARD;
+	}
+	if (touch_has_devices(server)) {
+		caps |= WL_SEAT_CAPABILITY_TOUCH;
 	}
 	wlr_seat_set_capabilities(server->seat, caps);
 }
@@ -214,7 +219,7 @@ static void handle_keymap(struct wl_listener *listener, void *data) {
 	}
 	if (!current) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
-		update_capabilities(server);
+		seat_update_capabilities(server);
 	}
 }
 
@@ -279,7 +284,7 @@ static void handle_keyboard_destroy(struct wl_listener *listener, void *data) {
 		adopt_orphaned_keyboard(server, keyboard->device->keyboard);
 	}
 	keyboard_destroy(keyboard);
-	update_capabilities(server);
+	seat_update_capabilities(server);
 }
 
 static void add_keyboard(struct qw_server *server, struct wlr_input_device *device,
@@ -305,7 +310,7 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	wl_list_insert(&server->keyboards, &keyboard->link);
 	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
 		wlr_seat_set_keyboard(server->seat, device);
-		update_capabilities(server);
+		seat_update_capabilities(server);
 	}
 }
 
@@ -319,6 +324,15 @@ static void handle_new_input(struct wl_listener *listener, void *data) {
 	case WLR_INPUT_DEVICE_POINTER:
 		wlr_cursor_attach_input_device(server->cursor, device);
 		input_devices_add(server, device, false);
+		break;
+	case WLR_INPUT_DEVICE_TOUCH:
+		input_devices_add(server, device, false);
+		touch_add_device(server, device);
+		break;
+	case WLR_INPUT_DEVICE_TABLET_TOOL:
+	case WLR_INPUT_DEVICE_TABLET_PAD:
+		input_devices_add(server, device, false);
+		tablet_add_device(server, device);
 		break;
 	default:
 		input_devices_add(server, device, false);
@@ -390,7 +404,7 @@ bool seat_init(struct qw_server *server) {
 	server->request_set_primary_selection.notify = handle_request_set_primary_selection;
 	wl_signal_add(&server->seat->events.request_set_primary_selection,
 			&server->request_set_primary_selection);
-	update_capabilities(server);
+	seat_update_capabilities(server);
 	return true;
 }
 

@@ -30,6 +30,7 @@
 
 #include "cursor.h"
 #include "foreign_toplevel.h"
+#include "gestures.h"
 #include "idle.h"
 #include "input_devices.h"
 #include "ipc.h"
@@ -47,7 +48,9 @@
 #include "scheduler.h"
 #include "seat.h"
 #include "shortcuts_inhibit.h"
+#include "tablet.h"
 #include "text_input.h"
+#include "touch.h"
 #include "server.h"
 #include "view.h"
 #include "xdg_decoration.h"
@@ -265,7 +268,8 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server) || !pointer_constraints_init(server) ||
+	if (!cursor_init(server) || !touch_init(server) || !tablet_init(server) || !seat_init(server) ||
+			!gestures_init(server) || !pointer_constraints_init(server) ||
 			!shortcuts_inhibit_init(server) || !text_input_init(server)) {
 		return false;
 	}
@@ -369,7 +373,10 @@ void server_finish(struct qw_server *server) {
 	pointer_constraints_finish(server);
 	shortcuts_inhibit_finish(server);
 	text_input_finish(server);
+	gestures_finish(server);
 	seat_finish(server);
+	tablet_finish(server);
+	touch_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);
 	}

@@ -46,6 +46,9 @@
 #include "theme.h"
 
 struct qw_ipc;
+struct qw_gestures;
+struct qw_tablets;
+struct qw_touch;
 struct qw_pointer_constraints;
 struct qw_shortcuts_inhibit;
 struct qw_text_input_relay;
@@ -162,6 +165,10 @@ struct qw_server {
 	struct wl_listener request_set_primary_selection;
 	struct wl_list keyboards; /* qw_keyboard.link */
 	struct wl_list input_devices; /* qw_input_device.link (input_devices.h) */
+	uint32_t next_input_device_id;
+	struct qw_touch *touch; /* touch.h */
+	struct qw_tablets *tablets; /* tablet.h */
+	struct qw_gestures *gestures; /* gestures.h */
 	/* See seat.c: virtual keyboards' wlr_keyboard that wlroots 0.15 orphans. */
 	struct wlr_keyboard **orphaned_keyboards;
 	size_t orphaned_keyboard_count;

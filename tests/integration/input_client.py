@@ -11,6 +11,16 @@ Events, on top of wlclient's:
     shortcuts_active / shortcuts_inactive
     ti_enter / ti_leave                 zwp_text_input_v3 focus (enter enables it)
     preedit {"text":..} / commit_string {"text":..} / ti_done
+    touch_down {"id":..,"x":..,"y":..}  wl_touch.down (surface-local), likewise
+    touch_motion, touch_up {"id":..}, touch_cancel, touch_frame
+    touch_bound                         the compositor has our wl_touch
+    touch_released                      the seat's touch capability went away
+    swipe_begin {"fingers":..}, swipe_update {"dx":..,"dy":..}, swipe_end
+    {"cancelled":..}, and the same for pinch_* (update adds scale, rotation)
+    and hold_*                          zwp_pointer_gesture_*_v1 (after "gestures")
+    tablet_added / tool_added / pad_added   zwp_tablet_seat_v2 (after "tablet")
+    tool_proximity_in / tool_proximity_out / tool_motion {"x":..,"y":..} /
+    tool_down / tool_up / tool_pressure {"pressure":..}   zwp_tablet_tool_v2
     done {"cmd": ".."}                  a command was sent and round-tripped
 
 Unlike wlclient, xdg_toplevel.close is only reported (the client stays).
@@ -27,6 +37,9 @@ Commands, on top of wlclient's:
                          "hello" as surrounding text and the cursor at 40,50
     inhibit-shortcuts    ask for keyboard-shortcuts-inhibit on our surface
     uninhibit-shortcuts  destroy that inhibitor
+    gestures             bind zwp_pointer_gestures_v1: swipe, pinch and hold
+                         gestures for our wl_pointer
+    tablet               bind zwp_tablet_manager_v2 and get the seat's tablets
 """
 
 import os
@@ -43,6 +56,8 @@ from _proto.relative_pointer_unstable_v1 import ZwpRelativePointerManagerV1  # n
 from _proto.keyboard_shortcuts_inhibit_unstable_v1 import (  # noqa: E402
     ZwpKeyboardShortcutsInhibitManagerV1)
 from _proto.text_input_unstable_v3 import ZwpTextInputManagerV3  # noqa: E402
+from _proto.pointer_gestures_unstable_v1 import ZwpPointerGesturesV1  # noqa: E402
+from _proto.tablet_unstable_v2 import ZwpTabletManagerV2  # noqa: E402
 
 LIFETIME_PERSISTENT = 2
 
@@ -53,6 +68,10 @@ class InputClient(wlclient.Client):
         self.constraint = None
         self.shortcuts = None
         self.relative_pointer = None
+        self.touch = None
+        self.gestures = []
+        self.tablet_seat = None
+        self.tablet_objects = []
         super().__init__(args)
         bind = self.bind
         self.constraints = bind(ZwpPointerConstraintsV1, 1)
@@ -66,6 +85,70 @@ class InputClient(wlclient.Client):
         super()._on_seat_caps(seat, caps)
         if self.pointer is not None and self.pointer is not had:
             self.pointer.dispatcher["motion"] = self._on_motion
+        if not caps & 4 and self.touch is not None:
+            self.touch.release()
+            self.touch = None
+            emit("touch_released")
+        if caps & 4 and self.touch is None:
+            t = seat.get_touch()
+            t.dispatcher["down"] = lambda _t, serial, time, surf, tid, x, y: emit(
+                "touch_down", id=tid, x=x, y=y)
+            t.dispatcher["motion"] = lambda _t, time, tid, x, y: emit(
+                "touch_motion", id=tid, x=x, y=y)
+            t.dispatcher["up"] = lambda _t, serial, time, tid: emit("touch_up", id=tid)
+            t.dispatcher["cancel"] = lambda _t: emit("touch_cancel")
+            t.dispatcher["frame"] = lambda _t: emit("touch_frame")
+            self.touch = t
+            # reported once the compositor has our wl_touch, not before
+            cb = self.display.sync()
+            cb.dispatcher["done"] = lambda _cb, _data: emit("touch_bound")
+            self.keepalive.add(cb)
+
+    def _start_gestures(self):
+        g = self.bind(ZwpPointerGesturesV1, 3)
+        swipe = g.get_swipe_gesture(self.pointer)
+        swipe.dispatcher["begin"] = lambda _g, serial, time, surf, fingers: emit(
+            "swipe_begin", fingers=fingers)
+        swipe.dispatcher["update"] = lambda _g, time, dx, dy: emit("swipe_update", dx=dx, dy=dy)
+        swipe.dispatcher["end"] = lambda _g, serial, time, c: emit("swipe_end", cancelled=c)
+        pinch = g.get_pinch_gesture(self.pointer)
+        pinch.dispatcher["begin"] = lambda _g, serial, time, surf, fingers: emit(
+            "pinch_begin", fingers=fingers)
+        pinch.dispatcher["update"] = lambda _g, time, dx, dy, scale, rot: emit(
+            "pinch_update", dx=dx, dy=dy, scale=scale, rotation=rot)
+        pinch.dispatcher["end"] = lambda _g, serial, time, c: emit("pinch_end", cancelled=c)
+        hold = g.get_hold_gesture(self.pointer)
+        hold.dispatcher["begin"] = lambda _g, serial, time, surf, fingers: emit(
+            "hold_begin", fingers=fingers)
+        hold.dispatcher["end"] = lambda _g, serial, time, c: emit("hold_end", cancelled=c)
+        self.gestures = [g, swipe, pinch, hold]
+
+    def _on_tool_added(self, _ts, tool):
+        tool.dispatcher["proximity_in"] = lambda _t, serial, tablet, surf: emit(
+            "tool_proximity_in")
+        tool.dispatcher["proximity_out"] = lambda _t: emit("tool_proximity_out")
+        tool.dispatcher["motion"] = lambda _t, x, y: emit("tool_motion", x=x, y=y)
+        tool.dispatcher["down"] = lambda _t, serial: emit("tool_down")
+        tool.dispatcher["up"] = lambda _t: emit("tool_up")
+        tool.dispatcher["pressure"] = lambda _t, p: emit("tool_pressure", pressure=p)
+        self.tablet_objects.append(tool)
+        emit("tool_added")
+
+    def _start_tablet(self):
+        manager = self.bind(ZwpTabletManagerV2, 1)
+        ts = manager.get_tablet_seat(self.seat)
+
+        def on_tablet(_ts, tablet):
+            self.tablet_objects.append(tablet)
+            emit("tablet_added")
+
+        def on_pad(_ts, pad):
+            self.tablet_objects.append(pad)
+            emit("pad_added")
+        ts.dispatcher["tablet_added"] = on_tablet
+        ts.dispatcher["tool_added"] = self._on_tool_added
+        ts.dispatcher["pad_added"] = on_pad
+        self.tablet_seat = (manager, ts)
 
     def _on_close(self, _tl):
         # reported, not obeyed: the tests press Super+Q more than once
@@ -144,6 +227,10 @@ class InputClient(wlclient.Client):
             s.dispatcher["active"] = lambda _s: emit("shortcuts_active")
             s.dispatcher["inactive"] = lambda _s: emit("shortcuts_inactive")
             self.shortcuts = s
+        elif cmd == "gestures":
+            self._start_gestures()
+        elif cmd == "tablet":
+            self._start_tablet()
         elif cmd == "uninhibit-shortcuts":
             self.shortcuts.destroy()
             self.shortcuts = None

@@ -57,6 +57,8 @@ def xml_files():
         os.path.join(wp, "unstable/pointer-constraints/pointer-constraints-unstable-v1.xml"),
         os.path.join(wp, "unstable/relative-pointer/relative-pointer-unstable-v1.xml"),
         os.path.join(wp, "unstable/text-input/text-input-unstable-v3.xml"),
+        os.path.join(wp, "unstable/pointer-gestures/pointer-gestures-unstable-v1.xml"),
+        os.path.join(wp, "unstable/tablet/tablet-unstable-v2.xml"),
         os.path.join(REPO, "protocols/input-method-unstable-v2.xml"),
         os.path.join(wp, "unstable/keyboard-shortcuts-inhibit/"
                      "keyboard-shortcuts-inhibit-unstable-v1.xml"),

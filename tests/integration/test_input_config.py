@@ -118,8 +118,9 @@ def test_reload_applies_to_present_devices_or_changes_nothing(start_qosway):
 
 
 def test_input_add_refusals_are_named(qosway):
-    r = qosway.ipc({"command": "input-add", "type": "touch"})
+    r = qosway.ipc({"command": "input-add", "type": "switch"})
     assert not r["success"]
-    assert r["error"] == "input-add wants type keyboard or pointer, not 'touch'"
+    assert r["error"] == ("input-add wants type keyboard, pointer, touch, tablet-tool or "
+                          "tablet-pad, not 'switch'")
     r = qosway.ipc({"command": "input-add"})
     assert r["error"] == "input-add wants a string 'type'"
