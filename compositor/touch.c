@@ -148,6 +148,7 @@ static void handle_cancel(struct wl_listener *listener, void *data) {
 	struct touch_device *td = wl_container_of(listener, td, cancel);
 	struct qw_server *server = td->touch->server;
 	struct wlr_event_touch_cancel *event = data;
+	scheduler_own(server->scheduler);
 	struct touch_point *point = find_point(td->touch, event->touch_id);
 	if (!point) {
 		return;
@@ -161,6 +162,7 @@ static void handle_cancel(struct wl_listener *listener, void *data) {
 
 static void handle_frame(struct wl_listener *listener, void *data) {
 	struct touch_device *td = wl_container_of(listener, td, frame);
+	scheduler_own(td->touch->server->scheduler);
 	wlr_seat_touch_notify_frame(td->touch->server->seat);
 }
 

@@ -84,8 +84,6 @@ def test_touch_capability_follows_the_device(qosway):
     c.wait_event("touch_bound")
     devices = ok(qosway, {"command": "inputs"})["devices"]
     assert [d["type"] for d in devices if d["id"] == dev] == ["touch"]
-    # A headless device cannot be unplugged; a second compositor without
-    # one shows the capability is withheld from the start.
 
 
 def test_touch_on_another_window_goes_there(qosway):
