@@ -21,6 +21,7 @@
 #include "ipc-client.h"
 #include "monitor.h"
 #include "shm-buffer.h"
+#include "xdg-decoration-unstable-v1-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
 
 #define NUM_BUFFERS 2
@@ -32,6 +33,9 @@ struct mon_shell {
 	struct wl_compositor *compositor;
 	struct wl_shm *shm;
 	struct xdg_wm_base *wm_base;
+	/* Asked for server-side decorations: the monitor draws no titlebar. */
+	struct zxdg_decoration_manager_v1 *deco_manager;
+	struct zxdg_toplevel_decoration_v1 *decoration;
 	struct wl_seat *seat;
 	struct wl_keyboard *keyboard;
 	struct wl_pointer *pointer;
@@ -316,6 +320,9 @@ static void handle_global(void *data, struct wl_registry *registry, uint32_t nam
 	} else if (strcmp(interface, xdg_wm_base_interface.name) == 0) {
 		win->wm_base = wl_registry_bind(registry, name, &xdg_wm_base_interface, 1);
 		xdg_wm_base_add_listener(win->wm_base, &wm_base_listener, win);
+	} else if (strcmp(interface, zxdg_decoration_manager_v1_interface.name) == 0) {
+		win->deco_manager =
+				wl_registry_bind(registry, name, &zxdg_decoration_manager_v1_interface, 1);
 	} else if (strcmp(interface, wl_seat_interface.name) == 0 && !win->seat && version >= 5) {
 		/* v5: wl_keyboard and wl_pointer release. */
 		win->seat = wl_registry_bind(registry, name, &wl_seat_interface, 5);
@@ -367,6 +374,12 @@ static bool connect_display(struct mon_shell *win) {
 	xdg_toplevel_set_title(win->toplevel, "QoS monitor");
 	xdg_toplevel_set_app_id(win->toplevel, "qosway-monitor");
 	xdg_toplevel_set_min_size(win->toplevel, 640, 260);
+	if (win->deco_manager) {
+		win->decoration = zxdg_decoration_manager_v1_get_toplevel_decoration(win->deco_manager,
+				win->toplevel);
+		zxdg_toplevel_decoration_v1_set_mode(win->decoration,
+				ZXDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
+	}
 	wl_surface_commit(win->surface);
 	return true;
 }
@@ -377,6 +390,9 @@ static void destroy_window(struct mon_shell *win) {
 	}
 	for (int i = 0; i < NUM_BUFFERS; i++) {
 		shm_buffer_finish(&win->buffers[i]);
+	}
+	if (win->decoration) {
+		zxdg_toplevel_decoration_v1_destroy(win->decoration);
 	}
 	if (win->toplevel) {
 		xdg_toplevel_destroy(win->toplevel);
@@ -395,6 +411,9 @@ static void destroy_window(struct mon_shell *win) {
 	}
 	if (win->seat) {
 		wl_seat_destroy(win->seat);
+	}
+	if (win->deco_manager) {
+		zxdg_decoration_manager_v1_destroy(win->deco_manager);
 	}
 	if (win->wm_base) {
 		xdg_wm_base_destroy(win->wm_base);

@@ -32,6 +32,7 @@
 
 #include "presentation-time-client-protocol.h"
 #include "viewporter-client-protocol.h"
+#include "xdg-decoration-unstable-v1-client-protocol.h"
 #include "xdg-shell-client-protocol.h"
 
 #include "qos-player.h"
@@ -355,6 +356,9 @@ static void registry_global(void *data, struct wl_registry *registry, uint32_t n
 	} else if (strcmp(interface, xdg_wm_base_interface.name) == 0) {
 		p->wm_base = wl_registry_bind(registry, name, &xdg_wm_base_interface, 1);
 		xdg_wm_base_add_listener(p->wm_base, &wm_base_listener, p);
+	} else if (strcmp(interface, zxdg_decoration_manager_v1_interface.name) == 0) {
+		p->deco_manager =
+				wl_registry_bind(registry, name, &zxdg_decoration_manager_v1_interface, 1);
 	} else if (strcmp(interface, wp_presentation_interface.name) == 0 && p->opt.presentation) {
 		p->presentation = wl_registry_bind(registry, name, &wp_presentation_interface, 1);
 	} else if (strcmp(interface, wp_viewporter_interface.name) == 0 && p->opt.view_width > 0) {
@@ -611,6 +615,12 @@ static void create_window(struct player *p) {
 	xdg_toplevel_add_listener(p->toplevel, &toplevel_listener, p);
 	xdg_toplevel_set_title(p->toplevel, p->opt.title);
 	xdg_toplevel_set_app_id(p->toplevel, p->opt.app_id);
+	if (p->deco_manager != NULL) {
+		p->decoration =
+				zxdg_decoration_manager_v1_get_toplevel_decoration(p->deco_manager, p->toplevel);
+		zxdg_toplevel_decoration_v1_set_mode(p->decoration,
+				ZXDG_TOPLEVEL_DECORATION_V1_MODE_SERVER_SIDE);
+	}
 	int width = p->opt.width, height = p->opt.height;
 	if (p->viewporter != NULL) {
 		/* The window is the destination size; every buffer is scaled to it. */
@@ -636,6 +646,9 @@ static void destroy_window(struct player *p) {
 	if (p->viewport != NULL) {
 		wp_viewport_destroy(p->viewport);
 	}
+	if (p->decoration != NULL) {
+		zxdg_toplevel_decoration_v1_destroy(p->decoration);
+	}
 	if (p->toplevel != NULL) {
 		xdg_toplevel_destroy(p->toplevel);
 	}
@@ -654,6 +667,9 @@ static void destroy_globals(struct player *p) {
 	}
 	if (p->viewporter != NULL) {
 		wp_viewporter_destroy(p->viewporter);
+	}
+	if (p->deco_manager != NULL) {
+		zxdg_decoration_manager_v1_destroy(p->deco_manager);
 	}
 	if (p->wm_base != NULL) {
 		xdg_wm_base_destroy(p->wm_base);

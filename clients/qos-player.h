@@ -104,6 +104,9 @@ struct player {
 	struct wl_compositor *compositor;
 	struct wl_shm *shm;
 	struct xdg_wm_base *wm_base;
+	/* Asked for server-side decorations: the player draws no titlebar. */
+	struct zxdg_decoration_manager_v1 *deco_manager;
+	struct zxdg_toplevel_decoration_v1 *decoration;
 	struct wp_presentation *presentation;
 	struct wp_viewporter *viewporter;
 	struct qosway_reserve_manager_v1 *reserve_manager;

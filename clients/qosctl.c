@@ -19,39 +19,73 @@
 
 #include "qos/params.h"
 
-static const char usage[] =
-		"Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n"
-		"\n"
-		"Commands:\n"
-		"  windows              list windows\n"
-		"  outputs              list outputs\n"
-		"  focus ID             focus a window\n"
-		"  close ID             ask a window to close\n"
-		"  workspaces           list each output's workspaces and their windows\n"
-		"  workspace N          show workspace N (1-10) of the focused window's output\n"
-		"  move-to-workspace ID N\n"
-		"                       move a window to workspace N of its output\n"
-		"  exec [-r RESERVE] -- CMD [ARG...]\n"
-		"                       start a program in the session (in RESERVE)\n"
-		"  set TARGET CLASS     CLASS: realtime, fifo, idle, nice, paused, normal\n"
-		"  join TARGET RESERVE  move a window's process into a reserve\n"
-		"  reserve NAME KEY=VALUE...\n"
-		"                       create or modify a reserve (qosrc keys)\n"
-		"  reserves             list reserves\n"
-		"  capacity             granted and total real-time capacity\n"
-		"  clients              Wayland clients: the compositor's CPU time spent\n"
-		"                       for each, and the part billed to its reserve\n"
-		"  scheduler            the compositor's scheduling state and CPU accounting\n"
-		"  reload               reload output settings and the qosrc files\n"
-		"  top [-n COUNT]       refreshing view of windows and reserves\n"
-		"  subscribe            print window and QoS events as JSON lines\n"
-		"  version              print the compositor's version\n"
-		"  exit                 end the session\n"
-		"  raw JSON             send one raw request line\n"
-		"\n"
-		"TARGET is a window id (see 'windows'), pid:N, or tid:N for one thread\n"
-		"(join tid:N RESERVE, and set tid:N normal to take it out).\n"
-		"The socket defaults to $QOSWAY_SOCK.\n";
+/* Every command, in the order `qosctl help` lists them. */
+static const struct command_help {
+	const char *name;
+	const char *args;
+	const char *help; /* lines after the first start with '\n' */
+} commands[] = {
+	{ "windows", "", "list windows" },
+	{ "outputs", "", "list outputs" },
+	{ "inputs", "", "list input devices and the seat's capabilities" },
+	{ "focus", "ID", "focus a window" },
+	{ "close", "ID", "ask a window to close" },
+	{ "workspaces", "", "list each output's workspaces and their windows" },
+	{ "workspace", "N", "show workspace N (1-10) of the focused window's output" },
+	{ "move-to-workspace", "ID N", "move a window to workspace N of its output" },
+	{ "exec", "[-r RESERVE] -- CMD [ARG...]", "start a program in the session (in RESERVE)" },
+	{ "set", "TARGET CLASS", "CLASS: realtime, fifo, idle, nice, paused, normal" },
+	{ "join", "TARGET RESERVE", "move a window's process into a reserve" },
+	{ "reserve", "NAME KEY=VALUE...", "create or modify a reserve (qosrc keys)" },
+	{ "reserves", "", "list reserves" },
+	{ "capacity", "", "granted and total real-time capacity" },
+	{ "clients", "",
+			"Wayland clients: the compositor's CPU time spent\nfor each, and the part "
+			"billed to its reserve" },
+	{ "scheduler", "", "the compositor's scheduling state and CPU accounting" },
+	{ "reload", "", "reload output settings and the qosrc files" },
+	{ "top", "[-n COUNT]", "refreshing view of windows and reserves" },
+	{ "subscribe", "", "print window and QoS events as JSON lines" },
+	{ "version", "", "print the compositor's version" },
+	{ "exit", "", "end the session" },
+	{ "raw", "JSON", "send one raw request line" },
+	{ "help", "", "print this help" },
+};
+
+#define HELP_COLUMN 23
+
+static void print_usage(FILE *out) {
+	fputs("Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n\nCommands:\n", out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command_help *c = &commands[i];
+		int used = fprintf(out, "  %s%s%s", c->name, c->args[0] ? " " : "", c->args);
+		if (used >= HELP_COLUMN - 1) {
+			fprintf(out, "\n%*s", HELP_COLUMN, "");
+		} else {
+			fprintf(out, "%*s", HELP_COLUMN - used, "");
+		}
+		for (const char *p = c->help; *p; p++) {
+			fputc(*p, out);
+			if (*p == '\n') {
+				fprintf(out, "%*s", HELP_COLUMN, "");
+			}
+		}
+		fputc('\n', out);
+	}
+	fputs("\nTARGET is a window id (see 'windows'), pid:N, or tid:N for one thread\n"
+		  "(join tid:N RESERVE, and set tid:N normal to take it out).\n"
+		  "The socket defaults to $QOSWAY_SOCK.\n",
+			out);
+}
+
+static bool known_command(const char *name) {
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
 
 struct conn {
 	int fd;
@@ -62,7 +96,8 @@ struct conn {
 static int die_usage(const char *fmt, const char *arg) {
 	fprintf(stderr, "qosctl: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fputc('\n', stderr);
+	print_usage(stderr);
 	return 2;
 }
 
@@ -419,6 +454,24 @@ static void print_workspaces(struct json_object *reply) {
 	}
 }
 
+static void print_inputs(struct json_object *reply) {
+	struct json_object *list = array_field(reply, "devices");
+	for (size_t i = 0; i < array_length(list); i++) {
+		struct json_object *d = json_object_array_get_idx(list, i);
+		printf("%-12s %s%s\n", str_field(d, "type"), str_field(d, "name"),
+				bool_field(d, "virtual") ? " (virtual)" : "");
+	}
+	struct json_object *seat, *caps;
+	if (json_object_object_get_ex(reply, "seat", &seat) &&
+			json_object_object_get_ex(seat, "capabilities", &caps)) {
+		printf("seat capabilities:");
+		for (size_t i = 0; i < array_length(caps); i++) {
+			printf(" %s", json_object_get_string(json_object_array_get_idx(caps, i)));
+		}
+		printf("\n");
+	}
+}
+
 static bool valid_target(const char *t) {
 	long long id;
 	if (strncmp(t, "pid:", 4) == 0 || strncmp(t, "tid:", 4) == 0) {
@@ -464,8 +517,9 @@ static struct json_object *build_request(int argc, char **argv) {
 	struct json_object *req = json_object_new_object();
 	json_object_object_add(req, "command", json_object_new_string(cmd));
 	bool no_args = strcmp(cmd, "windows") == 0 || strcmp(cmd, "outputs") == 0 ||
-			strcmp(cmd, "workspaces") == 0 || strcmp(cmd, "exit") == 0 ||
-			strcmp(cmd, "version") == 0 || strcmp(cmd, "subscribe") == 0;
+			strcmp(cmd, "workspaces") == 0 || strcmp(cmd, "inputs") == 0 ||
+			strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
+			strcmp(cmd, "subscribe") == 0;
 	if (no_args) {
 		if (argc != 1) {
 			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
@@ -686,7 +740,7 @@ int main(int argc, char **argv) {
 		} else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
 			sock = argv[++i];
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			fputs(usage, stdout);
+			print_usage(stdout);
 			return 0;
 		} else {
 			return die_usage("unknown option '%s'", argv[i]);
@@ -694,6 +748,13 @@ int main(int argc, char **argv) {
 	}
 	if (i >= argc) {
 		return die_usage("%s", "missing command");
+	}
+	if (strcmp(argv[i], "help") == 0) {
+		print_usage(stdout);
+		return 0;
+	}
+	if (!known_command(argv[i])) {
+		return die_usage("unknown command '%s'", argv[i]);
 	}
 	/* Requests are JSON, which carries text only: the compositor refuses
 	 * other bytes, so name the argument here (a reserve name in another
@@ -794,6 +855,8 @@ int main(int argc, char **argv) {
 			print_outputs(reply);
 		} else if (strcmp(cmd, "workspaces") == 0) {
 			print_workspaces(reply);
+		} else if (strcmp(cmd, "inputs") == 0) {
+			print_inputs(reply);
 		} else if (strcmp(cmd, "version") == 0) {
 			printf("qosway %s\n", str_field(reply, "version"));
 		} else if (strcmp(cmd, "exec") == 0) {

@@ -8,6 +8,7 @@
 #include <wlr/types/wlr_keyboard.h>
 
 #include "config.h"
+#include "input_config.h"
 #include "output_config.h"
 #include "qos/params.h"
 
@@ -48,6 +49,8 @@ static const struct {
 	{ "focus-next", QW_ACTION_FOCUS_NEXT, false },
 	{ "maximize", QW_ACTION_MAXIMIZE, false },
 	{ "fullscreen", QW_ACTION_FULLSCREEN, false },
+	{ "minimize", QW_ACTION_MINIMIZE, false },
+	{ "shortcuts-inhibit-toggle", QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE, false },
 	{ "exit", QW_ACTION_EXIT, false },
 	{ "workspace", QW_ACTION_WORKSPACE, true },
 	{ "move-to-workspace", QW_ACTION_MOVE_TO_WORKSPACE, true },
@@ -147,6 +150,8 @@ void config_init_defaults(struct qw_config *config) {
 		{ WLR_MODIFIER_LOGO, XKB_KEY_Return, QW_ACTION_TERMINAL },
 		{ WLR_MODIFIER_LOGO, XKB_KEY_q, QW_ACTION_CLOSE },
 		{ WLR_MODIFIER_LOGO, XKB_KEY_Tab, QW_ACTION_FOCUS_NEXT },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_h, QW_ACTION_MINIMIZE },
+		{ WLR_MODIFIER_LOGO, XKB_KEY_Escape, QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE },
 		{ WLR_MODIFIER_LOGO | WLR_MODIFIER_SHIFT, XKB_KEY_e, QW_ACTION_EXIT },
 	};
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
@@ -187,6 +192,8 @@ void config_finish(struct qw_config *config) {
 	free(config->font);
 	output_config_finish(config);
 	free(config->output_block);
+	input_config_finish(config);
+	free(config->input_block);
 	*config = (struct qw_config){ 0 };
 }
 
@@ -484,6 +491,61 @@ static bool apply_output_words(struct qw_config *config, const char *name, char 
 	return output_config_set(config, name, words, count, msg, size);
 }
 
+static bool apply_input_words(struct qw_config *config, const char *match, char *first,
+		char **cursor, char *msg, size_t size) {
+	char *words[4];
+	size_t count = 0;
+	if (first) {
+		words[count++] = first;
+	}
+	char *word;
+	while ((word = next_word(cursor))) {
+		if (count == sizeof(words) / sizeof(words[0])) {
+			return fail(msg, size, "input %s: one value per setting", match);
+		}
+		words[count++] = word;
+	}
+	return input_config_set(config, match, words, count, msg, size);
+}
+
+/* A device name may have blanks: then it is written in double quotes. */
+static char *next_identifier(char **cursor) {
+	char *p = *cursor + strspn(*cursor, " \t");
+	if (*p != '"') {
+		return next_word(cursor);
+	}
+	char *end = strchr(p + 1, '"');
+	if (!end) {
+		return NULL;
+	}
+	*end = '\0';
+	*cursor = end + 1;
+	return p + 1;
+}
+
+static bool apply_input(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *match = next_identifier(cursor);
+	if (!match || !*match || strcmp(match, "{") == 0 || strcmp(match, "}") == 0) {
+		return fail(msg, size,
+				"input wants *, type:TYPE or a device name in quotes, e.g. "
+				"input type:keyboard { ... }");
+	}
+	char *what = next_word(cursor);
+	if (what && strcmp(what, "{") == 0) {
+		if (next_word(cursor)) {
+			return fail(msg, size, "text after '{' (settings go on the lines that follow)");
+		}
+		char *copy = strdup(match);
+		if (!copy) {
+			return fail(msg, size, "out of memory");
+		}
+		free(config->input_block);
+		config->input_block = copy;
+		return true;
+	}
+	return apply_input_words(config, match, what, cursor, msg, size);
+}
+
 static bool apply_output(struct qw_config *config, char **cursor, char *msg, size_t size) {
 	char *name = next_word(cursor);
 	if (!name || strcmp(name, "{") == 0 || strcmp(name, "}") == 0) {
@@ -580,8 +642,22 @@ static bool apply_line(struct qw_config *config, const char *line_in, char *msg,
 		}
 		return apply_output_words(config, config->output_block, key, &cursor, msg, size);
 	}
+	if (config->input_block) {
+		if (strcmp(key, "}") == 0) {
+			if (next_word(&cursor)) {
+				return fail(msg, size, "text after '}'");
+			}
+			free(config->input_block);
+			config->input_block = NULL;
+			return true;
+		}
+		return apply_input_words(config, config->input_block, key, &cursor, msg, size);
+	}
 	if (strcmp(key, "output") == 0) {
 		return apply_output(config, &cursor, msg, size);
+	}
+	if (strcmp(key, "input") == 0) {
+		return apply_input(config, &cursor, msg, size);
 	}
 	if (strcmp(key, "scheduling") == 0) {
 		char *what = next_word(&cursor);
@@ -805,12 +881,14 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 			report(err, path, lineno, "NUL byte in the line");
 			config->error_count++;
 		} else {
-			bool was_in_block = config->in_scheduling_block || config->output_block;
+			bool was_in_block =
+					config->in_scheduling_block || config->output_block || config->input_block;
 			if (!config_apply_line(config, line, msg, sizeof(msg))) {
 				report(err, path, lineno, msg);
 				config->error_count++;
 			}
-			if (!was_in_block && (config->in_scheduling_block || config->output_block)) {
+			if (!was_in_block &&
+					(config->in_scheduling_block || config->output_block || config->input_block)) {
 				block_line = lineno;
 			}
 		}
@@ -822,6 +900,12 @@ bool config_load_file(struct qw_config *config, const char *path, FILE *err) {
 		report(err, path, block_line, "this scheduling block is not closed with '}'");
 		config->error_count++;
 		config->in_scheduling_block = false;
+	}
+	if (config->input_block) {
+		report(err, path, block_line, "this input block is not closed with '}'");
+		config->error_count++;
+		free(config->input_block);
+		config->input_block = NULL;
 	}
 	if (config->output_block) {
 		report(err, path, block_line, "this output block is not closed with '}'");

@@ -62,6 +62,9 @@ enum qw_action {
 	QW_ACTION_FOCUS_NEXT,
 	QW_ACTION_MAXIMIZE,
 	QW_ACTION_FULLSCREEN,
+	QW_ACTION_MINIMIZE,
+	/* Runs even while a client inhibits shortcuts: the way back out. */
+	QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE,
 	QW_ACTION_EXIT,
 	QW_ACTION_WORKSPACE, /* arg: the number */
 	QW_ACTION_MOVE_TO_WORKSPACE, /* arg: the number */
@@ -127,6 +130,10 @@ struct qw_config {
 	/* Per-output settings by connector name (output_config.h). */
 	struct qw_output_config *outputs;
 	size_t output_count;
+	/* Input device settings by name or type (input_config.h). */
+	struct qw_input_config *inputs;
+	size_t input_count;
+	char *input_block; /* parse state: the identifier of an open "input ID {" */
 	bool in_scheduling_block; /* parse state: between "scheduling {" and "}" */
 	char *output_block; /* parse state: the NAME of an open "output NAME {" */
 	unsigned int error_count; /* bad lines seen while loading */

@@ -14,6 +14,7 @@
 
 #include "cursor.h"
 #include "layer_shell.h"
+#include "pointer_constraints.h"
 #include "reserve_menu.h"
 #include "screen_lock.h"
 #include "scheduler.h"
@@ -239,8 +240,14 @@ static void handle_cursor_motion(struct wl_listener *listener, void *data) {
 	struct qw_server *server = wl_container_of(listener, server, cursor_motion);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion *event = data;
-	wlr_cursor_move(server->cursor, event->device, event->delta_x, event->delta_y);
-	process_motion(server, event->time_msec);
+	double dx = event->delta_x, dy = event->delta_y;
+	pointer_constraints_motion(server, event->time_msec, &dx, &dy, event->unaccel_dx,
+			event->unaccel_dy);
+	wlr_cursor_move(server->cursor, event->device, dx, dy);
+	if (dx != 0 || dy != 0 || !pointer_constraints_active_type(server)) {
+		/* A held cursor did not move: the client sees only relative motion. */
+		process_motion(server, event->time_msec);
+	}
 	notify_activity(server);
 }
 
@@ -248,8 +255,18 @@ static void handle_cursor_motion_absolute(struct wl_listener *listener, void *da
 	struct qw_server *server = wl_container_of(listener, server, cursor_motion_absolute);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion_absolute *event = data;
-	wlr_cursor_warp_absolute(server->cursor, event->device, event->x, event->y);
-	process_motion(server, event->time_msec);
+	/* Absolute devices (tablets in mouse mode, virtual pointers) move by
+	 * the difference, so relative motion and constraints apply to them too. */
+	double lx, ly;
+	wlr_cursor_absolute_to_layout_coords(server->cursor, event->device, event->x, event->y, &lx,
+			&ly);
+	double dx = lx - server->cursor->x, dy = ly - server->cursor->y;
+	pointer_constraints_motion(server, event->time_msec, &dx, &dy, dx, dy);
+	wlr_cursor_move(server->cursor, event->device, dx, dy);
+	if (dx != 0 || dy != 0 || !pointer_constraints_active_type(server)) {
+		/* A held cursor did not move: the client sees only relative motion. */
+		process_motion(server, event->time_msec);
+	}
 	notify_activity(server);
 }
 
@@ -293,6 +310,10 @@ static void click_button(struct qw_view *view, enum qw_button_kind kind, bool sh
 	/* Each class button toggles between its class and normal. */
 	char err[256];
 	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want, err, sizeof(err));
+}
+
+void cursor_click_button(struct qw_view *view, int kind) {
+	click_button(view, kind, false);
 }
 
 static void handle_press(struct qw_server *server, struct wlr_event_pointer_button *event) {

@@ -17,6 +17,8 @@
 #include <wlr/types/wlr_xdg_shell.h>
 
 #include "client_identity.h"
+#include "input_devices.h"
+#include "input_emit.h"
 #include "ipc_commands.h"
 #include "output.h"
 #include "output_apply.h"
@@ -492,6 +494,9 @@ static struct json_object *cmd_reload(struct qw_server *server) {
 	if (!output_config_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
+	if (!input_devices_reload(server, err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
 	if (!qos_link_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -705,6 +710,35 @@ struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid,
 		reply = cmd_output_plug(server, req, command[7] == 'a');
 	} else if ((reply = workspace_ipc_command(server, command, req))) {
 		/* workspaces, workspace, move-to-workspace (workspace.h) */
+	} else if (strcmp(command, "inputs") == 0) {
+		reply = reply_ok();
+		struct json_object *inputs = input_devices_json(server);
+		json_object_object_foreach(inputs, key, value) {
+			json_object_object_add(reply, key, json_object_get(value));
+		}
+		json_object_put(inputs);
+	} else if (strcmp(command, "input-add") == 0) {
+		struct json_object *type;
+		char err[160];
+		uint32_t id = 0;
+		if (!json_object_object_get_ex(req, "type", &type) ||
+				!json_object_is_type(type, json_type_string)) {
+			reply = ipc_reply_error("input-add wants a string 'type'");
+		} else if (!input_devices_add_headless(server, json_object_get_string(type), &id, err,
+						   sizeof(err))) {
+			reply = ipc_reply_error("%s", err);
+		} else {
+			reply = reply_ok();
+			json_object_object_add(reply, "id", json_object_new_int64(id));
+		}
+	} else if (strcmp(command, "input-touch") == 0 || strcmp(command, "input-gesture") == 0 ||
+			strcmp(command, "input-tablet") == 0) {
+		char err[160];
+		if (input_emit(server, command + strlen("input-"), req, err, sizeof(err))) {
+			reply = reply_ok();
+		} else {
+			reply = ipc_reply_error("%s: %s", command, err);
+		}
 	} else if (strcmp(command, "ping") == 0) {
 		struct qw_view *view = lookup_view(server, req, &reply);
 		if (view && view_is_paused(view)) {

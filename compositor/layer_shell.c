@@ -10,6 +10,7 @@
 
 #include "layer_shell.h"
 #include "output.h"
+#include "placement.h"
 #include "view.h"
 
 /*
@@ -164,8 +165,14 @@ void layer_shell_arrange(struct qw_output *output) {
 			}
 		}
 	}
+	struct wlr_box old = output->usable_area;
+	bool changed = old.x != usable.x || old.y != usable.y || old.width != usable.width ||
+			old.height != usable.height;
 	output->usable_area = usable;
 	update_keyboard_focus(output->server);
+	if (changed) {
+		placement_usable_area_changed(output);
+	}
 }
 
 void layer_shell_focus_on_click(struct qw_server *server, struct qw_node_desc *desc) {

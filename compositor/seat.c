@@ -13,34 +13,53 @@
 #include <xkbcommon/xkbcommon.h>
 
 #include "idle.h"
+#include "input_devices.h"
 #include "reserve_menu.h"
 #include "screen_lock.h"
 #include "scheduler.h"
 #include "seat.h"
+#include "shortcuts_inhibit.h"
+#include "tablet.h"
+#include "text_input.h"
+#include "touch.h"
 #include "view.h"
 #include "workspace.h"
 
-/*
- * Keyboard capability is always advertised: wlroots 0.15 makes a client's
- * wl_keyboard inert when the capability goes away and never sends enter to
- * one created later, so clients connected before a keyboard (virtual,
- * hot-plugged) appears would never get keys.
- */
-static void update_capabilities(struct qw_server *server) {
-	wlr_seat_set_capabilities(server->seat,
-			WL_SEAT_CAPABILITY_POINTER | WL_SEAT_CAPABILITY_KEYBOARD);
+static bool has_keymap(struct wlr_input_device *device) {
+	return device->keyboard->keymap != NULL;
 }
 
-/* Re-send enter so the focused client learns about a keyboard that appeared. */
-static void refocus_keyboard(struct qw_server *server) {
-	struct wlr_surface *surface = server->seat->keyboard_state.focused_surface;
-	struct wlr_keyboard *kb = wlr_seat_get_keyboard(server->seat);
-	if (!surface || !kb) {
-		return;
+/* A keyboard with a keymap other than `except`, or NULL. */
+static struct qw_keyboard *usable_keyboard(struct qw_server *server, struct qw_keyboard *except) {
+	struct qw_keyboard *keyboard;
+	wl_list_for_each(keyboard, &server->keyboards, link) {
+		if (keyboard != except && has_keymap(keyboard->device)) {
+			return keyboard;
+		}
 	}
-	wlr_seat_keyboard_notify_clear_focus(server->seat);
-	wlr_seat_keyboard_notify_enter(server->seat, surface, kb->keycodes, kb->num_keycodes,
-			&kb->modifiers);
+	return NULL;
+}
+
+/*
+ * The keyboard capability follows the keyboards that have a keymap: a
+ * client told of a keyboard gets its keymap before any focus (fuzzel
+ * aborts on an enter with no keymap). wlroots sends the keymap and the
+ * stored focus to each wl_keyboard made after the capability appears, so
+ * a keyboard added later needs no leave/enter pair. The pointer is always
+ * offered and never withdrawn: the cursor exists without a device, and
+ * wlroots 0.15 dereferences a NULL seat client when a relative pointer or
+ * pointer constraint is asked for on a wl_pointer made inert by a
+ * withdrawn capability. Touch is offered while a touch device exists.
+ */
+void seat_update_capabilities(struct qw_server *server) {
+	uint32_t caps = WL_SEAT_CAPABILITY_POINTER;
+	if (wlr_seat_get_keyboard(server->seat)) {
+		caps |= WL_SEAT_CAPABILITY_KEYBOARD;
+	}
+	if (touch_has_devices(server)) {
+		caps |= WL_SEAT_CAPABILITY_TOUCH;
+	}
+	wlr_seat_set_capabilities(server->seat, caps);
 }
 
 static struct qw_view *focused_mapped_view(struct qw_server *server) {
@@ -92,6 +111,14 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 			view_set_fullscreen(focused, !focused->fullscreen);
 		}
 		break;
+	case QW_ACTION_MINIMIZE:
+		if (focused) {
+			view_set_minimized(focused, true);
+		}
+		break;
+	case QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE:
+		shortcuts_inhibit_toggle(server);
+		break;
 	case QW_ACTION_EXIT:
 		server_terminate(server);
 		break;
@@ -108,14 +135,14 @@ void seat_run_action(struct qw_server *server, enum qw_action action, const char
 	}
 }
 
-static bool has_keymap(struct wlr_input_device *device) {
-	return device->keyboard->keymap != NULL;
-}
-
 static bool run_binding(struct qw_server *server, uint32_t modifiers, xkb_keysym_t sym) {
 	sym = xkb_keysym_to_lower(sym);
+	bool inhibited = shortcuts_inhibit_active(server);
 	for (size_t i = 0; i < server->config.binding_count; i++) {
 		const struct qw_binding *b = &server->config.bindings[i];
+		if (inhibited && b->action != QW_ACTION_SHORTCUTS_INHIBIT_TOGGLE) {
+			continue;
+		}
 		if (b->modifiers == modifiers && b->keysym == sym) {
 			seat_run_action(server, b->action, b->arg);
 			return true;
@@ -168,6 +195,11 @@ static void handle_key(struct wl_listener *listener, void *data) {
 			handled = run_binding(server, modifiers, syms[i]);
 		}
 	}
+	if (!handled &&
+			text_input_grab_key(server, keyboard->device, event->time_msec, event->keycode,
+					event->state)) {
+		return; /* the input method composes from it */
+	}
 	if (!handled && has_keymap(keyboard->device)) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
 		wlr_seat_keyboard_notify_key(server->seat, event->time_msec, event->keycode, event->state);
@@ -177,7 +209,8 @@ static void handle_key(struct wl_listener *listener, void *data) {
 static void handle_modifiers(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, modifiers);
 	scheduler_own(keyboard->server->scheduler);
-	if (!has_keymap(keyboard->device)) {
+	if (!has_keymap(keyboard->device) ||
+			text_input_grab_modifiers(keyboard->server, keyboard->device)) {
 		return;
 	}
 	wlr_seat_set_keyboard(keyboard->server->seat, keyboard->device);
@@ -201,7 +234,7 @@ static void handle_keymap(struct wl_listener *listener, void *data) {
 	}
 	if (!current) {
 		wlr_seat_set_keyboard(server->seat, keyboard->device);
-		refocus_keyboard(server);
+		seat_update_capabilities(server);
 	}
 }
 
@@ -256,10 +289,17 @@ static void adopt_orphaned_keyboard(struct qw_server *server, struct wlr_keyboar
 
 static void handle_keyboard_destroy(struct wl_listener *listener, void *data) {
 	struct qw_keyboard *keyboard = wl_container_of(listener, keyboard, destroy);
+	struct qw_server *server = keyboard->server;
+	if (wlr_seat_get_keyboard(server->seat) == keyboard->device->keyboard) {
+		/* Hand the seat another keyboard before wlroots lets go of this one. */
+		struct qw_keyboard *next = usable_keyboard(server, keyboard);
+		wlr_seat_set_keyboard(server->seat, next ? next->device : NULL);
+	}
 	if (keyboard->virtual_device) {
-		adopt_orphaned_keyboard(keyboard->server, keyboard->device->keyboard);
+		adopt_orphaned_keyboard(server, keyboard->device->keyboard);
 	}
 	keyboard_destroy(keyboard);
+	seat_update_capabilities(server);
 }
 
 static void add_keyboard(struct qw_server *server, struct wlr_input_device *device,
@@ -272,21 +312,8 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	keyboard->server = server;
 	keyboard->device = device;
 	keyboard->virtual_device = virtual_device;
-	/* Virtual keyboards bring their own keymap; others use XKB_DEFAULT_*. */
-	if (!virtual_device) {
-		struct xkb_context *context = xkb_context_new(XKB_CONTEXT_NO_FLAGS);
-		struct xkb_keymap *keymap = context
-				? xkb_keymap_new_from_names(context, NULL, XKB_KEYMAP_COMPILE_NO_FLAGS)
-				: NULL;
-		if (keymap) {
-			wlr_keyboard_set_keymap(device->keyboard, keymap);
-		} else {
-			wlr_log(WLR_ERROR, "cannot compile an xkb keymap from XKB_DEFAULT_*");
-		}
-		xkb_keymap_unref(keymap);
-		xkb_context_unref(context);
-		wlr_keyboard_set_repeat_info(device->keyboard, 25, 600);
-	}
+	/* Sets a keyboard's keymap from the config; virtual ones bring theirs. */
+	input_devices_add(server, device, virtual_device);
 	keyboard->modifiers.notify = handle_modifiers;
 	wl_signal_add(&device->keyboard->events.modifiers, &keyboard->modifiers);
 	keyboard->keymap.notify = handle_keymap;
@@ -298,7 +325,7 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	wl_list_insert(&server->keyboards, &keyboard->link);
 	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
 		wlr_seat_set_keyboard(server->seat, device);
-		refocus_keyboard(server);
+		seat_update_capabilities(server);
 	}
 }
 
@@ -311,8 +338,19 @@ static void handle_new_input(struct wl_listener *listener, void *data) {
 		break;
 	case WLR_INPUT_DEVICE_POINTER:
 		wlr_cursor_attach_input_device(server->cursor, device);
+		input_devices_add(server, device, false);
+		break;
+	case WLR_INPUT_DEVICE_TOUCH:
+		input_devices_add(server, device, false);
+		touch_add_device(server, device);
+		break;
+	case WLR_INPUT_DEVICE_TABLET_TOOL:
+	case WLR_INPUT_DEVICE_TABLET_PAD:
+		input_devices_add(server, device, false);
+		tablet_add_device(server, device);
 		break;
 	default:
+		input_devices_add(server, device, false);
 		break;
 	}
 }
@@ -328,6 +366,7 @@ static void handle_new_virtual_pointer(struct wl_listener *listener, void *data)
 	struct wlr_virtual_pointer_v1_new_pointer_event *event = data;
 	struct wlr_input_device *device = &event->new_pointer->input_device;
 	wlr_cursor_attach_input_device(server->cursor, device);
+	input_devices_add(server, device, true);
 	if (event->suggested_output) {
 		wlr_cursor_map_input_to_output(server->cursor, device, event->suggested_output);
 	}
@@ -357,6 +396,7 @@ static void handle_request_set_primary_selection(struct wl_listener *listener, v
 
 bool seat_init(struct qw_server *server) {
 	wl_list_init(&server->keyboards);
+	input_devices_init(server);
 	server->seat = wlr_seat_create(server->wl_display, "seat0");
 	server->virtual_pointer = wlr_virtual_pointer_manager_v1_create(server->wl_display);
 	server->virtual_keyboard = wlr_virtual_keyboard_manager_v1_create(server->wl_display);
@@ -379,7 +419,7 @@ bool seat_init(struct qw_server *server) {
 	server->request_set_primary_selection.notify = handle_request_set_primary_selection;
 	wl_signal_add(&server->seat->events.request_set_primary_selection,
 			&server->request_set_primary_selection);
-	update_capabilities(server);
+	seat_update_capabilities(server);
 	return true;
 }
 
@@ -392,6 +432,7 @@ void seat_finish(struct qw_server *server) {
 		keyboard_destroy(keyboard);
 	}
 	free_orphaned_keyboards(server);
+	input_devices_finish(server);
 	wl_list_remove(&server->new_input.link);
 	wl_list_remove(&server->new_virtual_pointer.link);
 	wl_list_remove(&server->new_virtual_keyboard.link);

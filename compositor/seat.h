@@ -24,6 +24,8 @@ struct qw_keyboard {
 
 bool seat_init(struct qw_server *server);
 void seat_finish(struct qw_server *server);
+/* Offer what the devices present allow (after one came or went). */
+void seat_update_capabilities(struct qw_server *server);
 /* Run a bound action (also used by the IPC). */
 void seat_run_action(struct qw_server *server, enum qw_action action, const char *arg);
 

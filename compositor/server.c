@@ -33,12 +33,15 @@
 #include "desktop_protocols.h"
 #include "dnd.h"
 #include "foreign_toplevel.h"
+#include "gestures.h"
 #include "idle.h"
+#include "input_devices.h"
 #include "ipc.h"
 #include "layer_shell.h"
 #include "output.h"
 #include "output_apply.h"
 #include "output_management.h"
+#include "pointer_constraints.h"
 #include "proc_events.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
@@ -48,6 +51,10 @@
 #include "scheduler.h"
 #include "screen_lock.h"
 #include "seat.h"
+#include "shortcuts_inhibit.h"
+#include "tablet.h"
+#include "text_input.h"
+#include "touch.h"
 #include "server.h"
 #include "view.h"
 #include "workspace.h"
@@ -70,6 +77,10 @@ static int handle_sighup(int signal, void *data) {
 	struct qw_server *server = data;
 	char err[256] = "";
 	if (!output_config_reload(server, err, sizeof(err))) {
+		wlr_log(WLR_ERROR, "SIGHUP: %s", err);
+	}
+	err[0] = '\0';
+	if (!input_devices_reload(server, err, sizeof(err))) {
 		wlr_log(WLR_ERROR, "SIGHUP: %s", err);
 	}
 	err[0] = '\0';
@@ -245,8 +256,10 @@ bool server_init(struct qw_server *server) {
 	if (!server->output_layout || !server_create_scene(server) || !create_protocols(server)) {
 		return false;
 	}
-	if (!cursor_init(server) || !seat_init(server) || !screen_lock_init(server) ||
-			!dnd_init(server)) {
+	if (!cursor_init(server) || !touch_init(server) || !tablet_init(server) || !seat_init(server) ||
+			!screen_lock_init(server) || !dnd_init(server) || !gestures_init(server) ||
+			!pointer_constraints_init(server) || !shortcuts_inhibit_init(server) ||
+			!text_input_init(server)) {
 		return false;
 	}
 	idle_init(server);
@@ -353,7 +366,13 @@ void server_finish(struct qw_server *server) {
 		activation_finish(server);
 	}
 	idle_finish(server);
+	pointer_constraints_finish(server);
+	shortcuts_inhibit_finish(server);
+	text_input_finish(server);
+	gestures_finish(server);
 	seat_finish(server);
+	tablet_finish(server);
+	touch_finish(server);
 	if (server->new_output.notify) {
 		wl_list_remove(&server->new_output.link);
 	}

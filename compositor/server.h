@@ -46,6 +46,12 @@
 #include "theme.h"
 
 struct qw_ipc;
+struct qw_gestures;
+struct qw_tablets;
+struct qw_touch;
+struct qw_pointer_constraints;
+struct qw_shortcuts_inhibit;
+struct qw_text_input_relay;
 struct qw_output_management;
 struct qw_scheduler;
 struct qw_vblank;
@@ -162,6 +168,11 @@ struct qw_server {
 	struct wl_listener request_set_selection;
 	struct wl_listener request_set_primary_selection;
 	struct wl_list keyboards; /* qw_keyboard.link */
+	struct wl_list input_devices; /* qw_input_device.link (input_devices.h) */
+	uint32_t next_input_device_id;
+	struct qw_touch *touch; /* touch.h */
+	struct qw_tablets *tablets; /* tablet.h */
+	struct qw_gestures *gestures; /* gestures.h */
 	/* See seat.c: virtual keyboards' wlr_keyboard that wlroots 0.15 orphans. */
 	struct wlr_keyboard **orphaned_keyboards;
 	size_t orphaned_keyboard_count;
@@ -193,6 +204,13 @@ struct qw_server {
 	int hovered_button;
 	uint32_t last_titlebar_click_msec;
 	struct qw_view *last_titlebar_click_view;
+
+	/* Lock and confine, relative motion (pointer_constraints.h). */
+	struct qw_pointer_constraints *pointer_constraints;
+	/* Bindings handed to the focused client (shortcuts_inhibit.h). */
+	struct qw_shortcuts_inhibit *shortcuts_inhibit;
+	/* Input methods and their candidate windows (text_input.h). */
+	struct qw_text_input_relay *text_input;
 
 	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
 	struct qw_menu *menu; /* the open reserve menu, if any */

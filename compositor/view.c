@@ -18,11 +18,13 @@
 #include "inactive.h"
 #include "ipc.h"
 #include "output.h"
+#include "placement.h"
 #include "qos_gate.h"
 #include "qos_link.h"
 #include "reserve_menu.h"
 #include "view.h"
 #include "workspace.h"
+#include "xdg_decoration.h"
 #include "xwayland.h"
 
 static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
@@ -490,36 +492,6 @@ bool view_request_class(struct qw_view *view, enum qw_view_class class, char *er
 	return false;
 }
 
-/* Cascade new windows from the usable area's corner, one titlebar apart, so
- * every titlebar stays visible; wrap when the next one would not fit. */
-static void place_new_view(struct qw_view *view) {
-	struct qw_server *server = view->server;
-	struct qw_output *output = output_at(server, server->cursor->x, server->cursor->y);
-	if (!output) {
-		view_move_to(view, 0, 0);
-		return;
-	}
-	struct wlr_box area = output->usable_area;
-	int b = deco_border(view), t = deco_titlebar(view);
-	int step = server->config.cascade_step;
-	int frame_w = view->width + 2 * b, frame_h = view->height + t + 2 * b;
-	int room_x = area.width - frame_w, room_y = area.height - frame_h;
-	int max_steps = step > 0 ? ((room_x < room_y ? room_x : room_y) / step) + 1 : 1;
-	if (max_steps < 1) {
-		max_steps = 1;
-	}
-	int k = (int)(server->cascade_index++ % (unsigned int)max_steps);
-	int x = area.x + b + k * step, y = area.y + b + t + k * step;
-	/* Windows bigger than the output start at its corner. */
-	if (room_x < 0) {
-		x = area.x + b;
-	}
-	if (room_y < 0) {
-		y = area.y + b + t;
-	}
-	view_move_to(view, x, y);
-}
-
 void view_apply_rules(struct qw_view *view) {
 	/* AutoQOS for clients that connected on their own; those we started
 	 * were settled before exec and keep what they have. */
@@ -533,7 +505,7 @@ void view_apply_rules(struct qw_view *view) {
 void view_map(struct qw_view *view, bool fullscreen, bool maximized) {
 	view->mapped = true;
 	view->minimized = false;
-	place_new_view(view);
+	placement_place_new(view);
 	workspace_view_mapped(view);
 	wlr_scene_node_set_enabled(&view->tree->node, true);
 	if (fullscreen) {
@@ -554,6 +526,7 @@ static void handle_map(struct wl_listener *listener, void *data) {
 	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
 	view->width = geo.width;
 	view->height = geo.height;
+	xdg_decoration_map_default(view);
 	view_map(view, view->toplevel->requested.fullscreen, view->toplevel->requested.maximized);
 }
 

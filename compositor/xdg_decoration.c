@@ -2,8 +2,14 @@
  * Decoration negotiation. A client that draws its own decorations says so
  * with xdg-decoration (client_side) or, like GTK 3, with KDE's
  * server-decoration protocol (mode client); `csd-buttons` then decides what
- * we add (decoration.h). Everyone else, including clients that use neither
- * protocol, gets our full frame.
+ * we add (decoration.h), as for a toplevel that maps without a decoration
+ * object of either protocol but with a window geometry inset from its
+ * surface: such clients (weston's toytoolkit) draw a frame and shadow of
+ * their own, and our full frame would be a second titlebar. GTK 4 asks for
+ * client mode before its surface has a role; the mode it asked for is
+ * applied when the toplevel maps.
+ * Everyone else, a client that asks for server-side decorations or leaves
+ * the choice to us included, gets our full frame.
  */
 #include <stdlib.h>
 #include <wlr/types/wlr_server_decoration.h>
@@ -108,4 +114,35 @@ void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data) {
 	deco->destroy.notify = handle_kde_destroy;
 	wl_signal_add(&decoration->events.destroy, &deco->destroy);
 	handle_kde_mode(&deco->mode, decoration);
+}
+
+void xdg_decoration_map_default(struct qw_view *view) {
+	struct qw_server *server = view->server;
+	struct wlr_xdg_toplevel_decoration_v1 *xdg;
+	wl_list_for_each(xdg, &server->xdg_decoration_manager->decorations, link) {
+		if (xdg->surface == view->xdg_surface) {
+			return;
+		}
+	}
+	struct wlr_server_decoration *kde;
+	wl_list_for_each(kde, &server->server_decoration_manager->decorations, link) {
+		if (kde->surface == view->xdg_surface->surface) {
+			/* GTK 4 asks before its surface is a toplevel, when there
+			 * was no view to tell: the mode applies from here. */
+			decoration_set_client_side(&view->deco, view,
+					kde->mode == WLR_SERVER_DECORATION_MANAGER_MODE_CLIENT);
+			return;
+		}
+	}
+	/*
+	 * With no decoration object, a window geometry inset from the surface
+	 * (room for a shadow) is what a client drawing its own frame declares;
+	 * a plain surface (weston-simple-shm) draws none and needs ours.
+	 */
+	struct wlr_xdg_surface *xdg_surface = view->xdg_surface;
+	struct wlr_box geo;
+	wlr_xdg_surface_get_geometry(xdg_surface, &geo);
+	bool inset = geo.x > 0 || geo.y > 0 || geo.width < xdg_surface->surface->current.width ||
+			geo.height < xdg_surface->surface->current.height;
+	decoration_set_client_side(&view->deco, view, inset);
 }

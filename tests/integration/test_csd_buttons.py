@@ -64,6 +64,17 @@ def test_clients_without_negotiation_keep_the_titlebar(qosway):
     assert set(w2["buttons"]) == QOS_BUTTONS | {"close"}
 
 
+@pytest.mark.skipif(not shutil.which("weston-confine"), reason="weston is not installed")
+def test_toytoolkit_frame_without_negotiation_gets_the_strip(qosway):
+    """weston's demo clients negotiate nothing but draw a frame and shadow,
+    declared by a window geometry inside their surface: a full frame would
+    be a second titlebar."""
+    p = qosway.spawn(["weston-confine"], name="weston-confine")
+    w = qosway.wait_window(lambda w: w.get("pid") == p.pid, desc="weston-confine window")
+    assert set(w["buttons"]) == QOS_BUTTONS, w["buttons"]
+    assert w["frame"]["width"] == w["geometry"]["width"]
+
+
 def test_strip_buttons_work_like_titlebar_buttons(start_qosway):
     comp = start_qosway(config=harness.qos_test_config())
     c, _, w = csd_window(comp, "Strip Clicks")
@@ -118,3 +129,31 @@ def test_gtk3_headerbar_app_gets_the_strip_not_a_second_titlebar(qosway):
     assert tb["width"] == 3 * TITLEBAR_HEIGHT and tb["height"] == TITLEBAR_HEIGHT
     assert tb["x"] + tb["width"] == g["x"] + g["width"] and tb["y"] == g["y"] - TITLEBAR_HEIGHT
     assert w["frame"]["width"] == g["width"]  # no border
+
+
+@pytest.mark.skipif(not shutil.which("gtk4-widget-factory"),
+                    reason="gtk4-widget-factory (gtk-4-examples) is not installed")
+def test_gtk4_app_gets_the_strip_not_a_second_titlebar(start_qosway):
+    """GTK 4 negotiates no decoration and always draws its headerbar: it
+    gets the strip, whose buttons work."""
+    comp = start_qosway(config=harness.qos_test_config())
+    p = comp.spawn(["gtk4-widget-factory"], env_extra={"GDK_BACKEND": "wayland"})
+    w = comp.wait_window(lambda w: w.get("pid") == p.pid and w["geometry"]["width"] > 0,
+                         timeout=30, desc="the gtk4-widget-factory window")
+    g, tb = w["geometry"], w["titlebar"]
+    assert set(w["buttons"]) == QOS_BUTTONS, w["buttons"]
+    assert tb["width"] == 3 * TITLEBAR_HEIGHT and tb["height"] == TITLEBAR_HEIGHT
+    assert tb["x"] + tb["width"] == g["x"] + g["width"] and tb["y"] == g["y"] - TITLEBAR_HEIGHT
+    assert w["frame"]["width"] == g["width"]  # no border
+    with VirtualInput(comp.client_env(), keyboard=False) as vi:
+        vi.click(*center(w["buttons"]["idle"]))
+        wait_for(lambda: comp.window_by_title(w["title"])["class"] == "idle",
+                 desc="idle class from gtk4-widget-factory's strip")
+
+
+@pytest.mark.skipif(not shutil.which("foot"), reason="foot is not installed")
+def test_foot_asks_for_server_side_and_keeps_the_titlebar(qosway):
+    p = qosway.spawn(["foot", "--title", "Foot Framed", "sh"], name="foot")
+    w = qosway.wait_window(lambda w: w.get("pid") == p.pid, timeout=30, desc="foot window")
+    assert set(w["buttons"]) == QOS_BUTTONS | {"close"}
+    assert w["titlebar"]["width"] == w["geometry"]["width"]

@@ -10,7 +10,8 @@ a line.  Lines look like ``<event> <json>``:
     decoration {"mode": "server_side"}  xdg-decoration configure
     mapped {"width":..,"height":..}     first buffer committed
     resized {"width":..,"height":..}    re-drew at a new configured size
-    kb_enter / kb_leave / keymap        wl_keyboard focus and keymap
+    kb_enter / kb_leave / keymap        wl_keyboard focus and keymap (its first layout)
+    repeat_info {"rate":..,"delay":..}  wl_keyboard.repeat_info
     key {"key": 30, "state": 1}         wl_keyboard.key (evdev code)
     ptr_enter / ptr_leave / button      wl_pointer
     title {"title": ".."}               after a "title" command was applied
@@ -31,6 +32,8 @@ Commands are read from stdin, one a line:
                          point (X, Y) of the window, allowed to slide and
                          flip; prints "popup_configure {x,y,width,height}"
                          (parent-relative) and "popup_mapped"
+    dialog W H TITLE     map a W x H toplevel whose parent is this window;
+                         prints "dialog_mapped {title}"
     inhibit              create a zwp_idle_inhibitor_v1 on the surface and
                          commit; prints "inhibit {}"
     uninhibit            destroy it; prints "uninhibit {}"
@@ -95,6 +98,7 @@ class Client:
         self.present = None  # presentation measurement state
 
         self.display, self.globals, bind = connect()
+        self.bind = bind
 
         need = {"wl_compositor", "wl_shm", "xdg_wm_base"}
         missing = need - set(self.globals)
@@ -211,12 +215,20 @@ class Client:
             self.pointer.dispatcher["leave"] = lambda p, serial, surf: emit("ptr_leave")
             self.pointer.dispatcher["button"] = (
                 lambda p, serial, t, button, state: emit("button", button=button, state=state))
+        # A capability that goes away takes its device with it: release
+        # ours, so that a new one is made when the capability comes back.
+        if not caps & 2 and self.keyboard is not None:
+            self.keyboard.release()
+            self.keyboard = None
+            emit("kb_released")
         if caps & 2 and self.keyboard is None:
             self.keyboard = seat.get_keyboard()
             self.keyboard.dispatcher["keymap"] = self._on_keymap
             self.keyboard.dispatcher["enter"] = (
                 lambda k, serial, surf, keys: emit("kb_enter", keys=_u32_list(keys)))
             self.keyboard.dispatcher["leave"] = lambda k, serial, surf: emit("kb_leave")
+            self.keyboard.dispatcher["repeat_info"] = (
+                lambda k, rate, delay: emit("repeat_info", rate=rate, delay=delay))
             self.keyboard.dispatcher["key"] = (
                 lambda k, serial, t, key, state: emit("key", key=key, state=state))
             self.keyboard.dispatcher["modifiers"] = (
@@ -224,8 +236,18 @@ class Client:
                     "modifiers", depressed=dep, latched=lat, locked=loc, group=grp))
 
     def _on_keymap(self, _kb, fmt, fd, size):
-        emit("keymap", format=fmt, size=size)
+        # the first layout's name, e.g. "German (no dead keys)"
+        import mmap
+        import re
+        layout = None
+        try:
+            with mmap.mmap(fd, size, prot=mmap.PROT_READ) as m:
+                found = re.search(rb'name\[[Gg]roup1\]\s*=\s*"([^"]*)"', m[:])
+                layout = found.group(1).decode() if found else None
+        except (OSError, ValueError):
+            pass
         os.close(fd)
+        emit("keymap", format=fmt, size=size, layout=layout)
 
     # -- xdg ---------------------------------------------------------------
     def _on_toplevel_configure(self, _tl, width, height, states):
@@ -360,6 +382,33 @@ class Client:
         self.keepalive.update((surface, xdg_surface, popup))
         surface.commit()
 
+    def open_dialog(self, title, width, height):
+        """A second toplevel whose parent is our window (a dialog), mapped
+        at width x height whatever the configure says."""
+        surface = self.compositor.create_surface()
+        xdg_surface = self.wm_base.get_xdg_surface(surface)
+        toplevel = xdg_surface.get_toplevel()
+        toplevel.set_parent(self.toplevel)
+        toplevel.set_title(title)
+        state = {"buffer": None}
+
+        def on_configure(xs, serial):
+            xs.ack_configure(serial)
+            if state["buffer"] is None:
+                state["buffer"] = Buffer(self.shm, width, height, 0x30c030)
+                surface.attach(state["buffer"].buffer, 0, 0)
+                surface.damage_buffer(0, 0, width, height)
+                surface.commit()
+                emit("dialog_mapped", title=title)
+            else:
+                surface.commit()
+
+        toplevel.dispatcher["configure"] = lambda *a: None
+        toplevel.dispatcher["close"] = lambda _t: emit("dialog_close", title=title)
+        xdg_surface.dispatcher["configure"] = on_configure
+        self.keepalive.update((surface, xdg_surface, toplevel))
+        surface.commit()
+
     # -- commands ------------------------------------------------------------
     def command(self, line):
         cmd, _, arg = line.strip().partition(" ")
@@ -382,6 +431,9 @@ class Client:
             self.start_presentation(float(arg))
         elif cmd == "popup" and self.toplevel is not None:
             self.open_popup(*[int(v) for v in arg.split()])
+        elif cmd == "dialog" and self.toplevel is not None:
+            w, h, title = arg.split(" ", 2)
+            self.open_dialog(title, int(w), int(h))
         elif cmd == "inhibit" and self.inhibit_manager is not None:
             self.inhibitor = self.inhibit_manager.create_inhibitor(self.surface)
             self.surface.commit()
@@ -425,7 +477,7 @@ class Client:
         return self.exit_code
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--title", default="qosway-test")
     ap.add_argument("--app-id", default="qosway-test")
@@ -445,7 +497,11 @@ def main():
     ap.add_argument("--margin", type=int, default=0, help="margin on every side")
     ap.add_argument("--kb-interactivity", type=int, default=0,
                     help="0 none, 1 exclusive, 2 on demand")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         client = Client(args)
