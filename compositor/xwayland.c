@@ -16,6 +16,7 @@
 #include "cursor.h"
 #include "decoration.h"
 #include "foreign_toplevel.h"
+#include "scheduler.h"
 #include "ipc.h"
 #include "xwayland.h"
 
@@ -665,6 +666,12 @@ static void handle_new_surface(struct wl_listener *listener, void *data) {
 static void handle_ready(struct wl_listener *listener, void *data) {
 	struct qw_xwayland *xw = wl_container_of(listener, xw, ready);
 	wlr_log(WLR_INFO, "xwayland: X server ready on %s", xw->wlr->display_name);
+	/* wlroots forked it from the compositor: out of the compositor's cgroup. */
+	pid_t pid = 0;
+	if (xw->wlr->server && xw->wlr->server->client) {
+		wl_client_get_credentials(xw->wlr->server->client, &pid, NULL, NULL);
+	}
+	scheduler_child_started(xw->server->scheduler, pid);
 	if (!xw->xcb) {
 		xcb_open(xw);
 	}
