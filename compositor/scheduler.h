@@ -98,10 +98,11 @@ void scheduler_prepare_child(const struct qw_scheduler *sched);
 void scheduler_weight_start(struct qw_scheduler *sched);
 
 /*
- * A process the compositor's libraries forked (Xwayland) leaves the
- * compositor's cgroup for the one the compositor came from (NULL-safe).
+ * What the compositor's libraries forked (Xwayland, which wlroots double-
+ * forks) leaves the compositor's cgroup for the one the compositor came
+ * from (NULL-safe).
  */
-void scheduler_child_started(struct qw_scheduler *sched, pid_t pid);
+void scheduler_children_started(struct qw_scheduler *sched);
 
 /* Whether the main thread may be boosted to real-time (NULL-safe). */
 bool scheduler_boost_available(const struct qw_scheduler *sched);

@@ -37,6 +37,18 @@ void scheduler_weight_start(struct qw_scheduler *sched) {
 		wlr_log(WLR_INFO, "scheduling: no server weight: no QoS manager");
 		return;
 	}
+	/* Where the cpu tree has real-time group scheduling, the leaf takes no
+	 * SCHED_FIFO thread: the default keeps the boost, a weight given in
+	 * the configuration gives the boost up. */
+	bool leaf_rt = qos_manager_server_leaf_rt(qos);
+	bool boost = sched->boost.available;
+	if (!leaf_rt && boost && !sched->server->config.scheduling.server_weight_set) {
+		snprintf(sched->weight_note, sizeof(sched->weight_note),
+				"off by default here: the cpu hierarchy has real-time group scheduling, "
+				"and the boost needs the compositor outside the leaf");
+		wlr_log(WLR_INFO, "scheduling: no server weight: %s", sched->weight_note);
+		return;
+	}
 	char err[200];
 	if (!qos_manager_set_server_weight(qos, getpid(), weight, err, sizeof(err))) {
 		snprintf(sched->weight_note, sizeof(sched->weight_note), "%s", err);
@@ -45,6 +57,12 @@ void scheduler_weight_start(struct qw_scheduler *sched) {
 	}
 	sched->server_weight = weight;
 	wlr_log(WLR_INFO, "scheduling: the compositor's cgroup has CPU weight %u", weight);
+	if (!leaf_rt && boost) {
+		sched->boost.available = false;
+		snprintf(sched->boost.note, sizeof(sched->boost.note),
+				"the compositor's cgroup (server-weight) has no real-time runtime");
+		wlr_log(WLR_INFO, "scheduling: boost off: %s", sched->boost.note);
+	}
 }
 
 void sched_weight_prepare_child(const struct qw_scheduler *sched) {
@@ -63,14 +81,12 @@ void sched_weight_prepare_child(const struct qw_scheduler *sched) {
 	}
 }
 
-void scheduler_child_started(struct qw_scheduler *sched, pid_t pid) {
+void scheduler_children_started(struct qw_scheduler *sched) {
 	struct qos_manager *qos =
 			sched && sched->server_weight ? qos_link_manager(sched->server) : NULL;
-	if (!qos || pid <= 0) {
-		return;
-	}
-	if (!qos_manager_server_release(qos, pid)) {
-		wlr_log(WLR_ERROR, "scheduling: cannot move process %d out of the compositor's cgroup",
-				(int)pid);
+	if (qos && qos_manager_server_release_others(qos) < 0) {
+		wlr_log(WLR_ERROR,
+				"scheduling: cannot move a process the compositor started out of "
+				"its cgroup");
 	}
 }

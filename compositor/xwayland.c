@@ -667,11 +667,7 @@ static void handle_ready(struct wl_listener *listener, void *data) {
 	struct qw_xwayland *xw = wl_container_of(listener, xw, ready);
 	wlr_log(WLR_INFO, "xwayland: X server ready on %s", xw->wlr->display_name);
 	/* wlroots forked it from the compositor: out of the compositor's cgroup. */
-	pid_t pid = 0;
-	if (xw->wlr->server && xw->wlr->server->client) {
-		wl_client_get_credentials(xw->wlr->server->client, &pid, NULL, NULL);
-	}
-	scheduler_child_started(xw->server->scheduler, pid);
+	scheduler_children_started(xw->server->scheduler);
 	if (!xw->xcb) {
 		xcb_open(xw);
 	}

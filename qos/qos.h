@@ -258,17 +258,24 @@ bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
 bool qos_manager_set_server_weight(struct qos_manager *mgr, pid_t pid, uint32_t weight, char *err,
 		size_t err_len);
 /*
+ * Whether a thread in the server's leaf may take a real-time policy: not
+ * where the cpu tree has real-time group scheduling (a v1 hierarchy with
+ * cpu.rt_runtime_us), since the leaf has no real-time runtime of its own.
+ */
+bool qos_manager_server_leaf_rt(const struct qos_manager *mgr);
+/*
  * The cgroup.procs file of the cpu-tree group the server came from, for
  * its children to write "0" into between fork and exec (open and write
  * are all it takes); NULL while the server is in no leaf.
  */
 const char *qos_manager_server_origin(const struct qos_manager *mgr);
 /*
- * Moves process pid, a child of the server that inherited the leaf (a
- * helper the server's toolkit forked itself), to where the server came
- * from.  True when it is there, or when the server is in no leaf.
+ * Moves every process in the server's leaf but the server itself (what a
+ * library of the server forked, such as an X server double-forked and so
+ * no longer its child) to where the server came from.  Returns how many,
+ * 0 while the server is in no leaf, or -1 when one could not be moved.
  */
-bool qos_manager_server_release(struct qos_manager *mgr, pid_t pid);
+int qos_manager_server_release_others(struct qos_manager *mgr);
 
 /*
  * Per-period OVERRUN and RESTORED events for a reserve whose limit the

@@ -6,6 +6,8 @@
  * leaf is what lets a process sit under a root that passes cpu on.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -132,15 +134,48 @@ bool qos_manager_set_server_weight(struct qos_manager *mgr, pid_t pid, uint32_t 
 	return true;
 }
 
+bool qos_manager_server_leaf_rt(const struct qos_manager *mgr) {
+	/* The kernel's setting, not whether our root got runtime (cg.rt_group). */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", mgr->cg.cpu_base);
+	return !(mgr->cg.layout == QOS_CG_HYBRID && access(p, F_OK) == 0);
+}
+
 const char *qos_manager_server_origin(const struct qos_manager *mgr) {
 	return mgr->server.pid ? mgr->server.origin_procs : NULL;
 }
 
-bool qos_manager_server_release(struct qos_manager *mgr, pid_t pid) {
-	if (!mgr->server.pid) {
-		return true;
+struct release_walk {
+	struct qos_manager *mgr;
+	int moved, failed;
+};
+
+static void release_one(pid_t pid, void *data) {
+	struct release_walk *w = data;
+	if (pid == w->mgr->server.pid) {
+		return;
 	}
 	char v[32];
 	snprintf(v, sizeof(v), "%d", (int)pid);
-	return qos_cgroup_write(&mgr->cg, mgr->server.origin_procs, v) == 0;
+	if (qos_cgroup_write(&w->mgr->cg, w->mgr->server.origin_procs, v) == 0) {
+		w->moved++;
+	} else if (kill(pid, 0) == 0) {
+		w->failed++; /* one that exited meanwhile is not a failure */
+	}
+}
+
+int qos_manager_server_release_others(struct qos_manager *mgr) {
+	if (!mgr->server.pid) {
+		return 0;
+	}
+	char p[PATH_MAX];
+	leaf_path(mgr, "cgroup.procs", p, sizeof(p));
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		return -1;
+	}
+	struct release_walk w = { .mgr = mgr };
+	int n = qos_cgroup_for_each_pid_fd(fd, release_one, &w);
+	close(fd);
+	return n < 0 || w.failed ? -1 : w.moved;
 }

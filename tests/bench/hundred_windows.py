@@ -16,6 +16,10 @@ Setups, each with a fresh compositor:
 
   qosway-rt     qosway, the player given the real-time button
                 (`qosctl set pid:P realtime`) once its window is up
+  qosway-rt-weight  the same with `scheduling server-weight 10000` given
+                (where the cpu tree has real-time group scheduling the
+                default leaves the compositor's weight off and keeps the
+                boost; given, the weight replaces the boost)
   qosway-plain  qosway, no button
   sway          sway 1.7, nothing
   sway-fifo     sway 1.7, the player started under `chrt -f 10`
@@ -45,16 +49,19 @@ from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 FPS_GOAL = 59.0
 GAP_GOAL_MS = 20.0
 GOAL = f"qosway-rt: >= {FPS_GOAL:g} fps, worst gap <= {GAP_GOAL_MS:g} ms"
-SETUPS = ("qosway-rt", "qosway-plain", "sway", "sway-fifo")
+SETUPS = ("qosway-rt", "qosway-rt-weight", "qosway-plain", "sway", "sway-fifo")
 CASCADE = 10
-COLORS = {"qosway-rt": peers.COLORS["qosway"], "qosway-plain": "#8fb8dc",
+COLORS = {"qosway-rt": peers.COLORS["qosway"], "qosway-rt-weight": "#1b4f7a",
+          "qosway-plain": "#8fb8dc",
           "sway": "#f3c27f", "sway-fifo": peers.COLORS["sway"]}
 
 
 def make_setup(name, args):
     if name.startswith("qosway"):
+        weight = ["scheduling server-weight 10000"] if name.endswith("-weight") else []
         return peers.Qosway(args.qosway, args.start_timeout, qosctl=args.qosctl,
-                            extra_config=[f"cascade-step {CASCADE}"] + args.qosway_config)
+                            extra_config=[f"cascade-step {CASCADE}"] + weight
+                            + args.qosway_config)
     origin, _ = peers.qosway_cascade_origin()
     return peers.Sway(args.start_timeout, cascade=CASCADE, cascade_origin=origin,
                       windows=args.others + 1)
@@ -116,7 +123,7 @@ def measure(comp, setup, player, logdir, tag, args):
         peers.wait_sigusr1_ready([rt], args.start_timeout, lambda i: tail(err_path(0)))
         if is_qosway:
             wait_windows(comp, args.others + 1, args.start_timeout)
-            if setup == "qosway-rt":
+            if setup.startswith("qosway-rt"):
                 comp.qosctl_ok("set", f"pid:{rt.pid}", "realtime")
         time.sleep(args.warmup)
         if is_qosway:
