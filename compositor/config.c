@@ -121,6 +121,7 @@ void config_init_defaults(struct qw_config *config) {
 			.bill = true,
 			.boost = true,
 			.hidden_frame_rate = 10,
+			.server_weight = 10000,
 		},
 	};
 	set_rgb(config->colors[QW_COLOR_TITLEBAR_FOCUSED], 0x2d5b8a);
@@ -464,9 +465,18 @@ static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
 		config->scheduling.hidden_frame_rate = (unsigned int)hz;
 		return true;
 	}
+	if (strcmp(key, "server-weight") == 0) {
+		int weight = 0;
+		if (!value || (strcmp(value, "off") != 0 && !parse_int(value, 1, 10000, &weight))) {
+			return fail(msg, size, "scheduling server-weight wants 1 to 10000 or off");
+		}
+		config->scheduling.server_weight = (unsigned int)weight;
+		config->scheduling.server_weight_set = true;
+		return true;
+	}
 	return fail(msg, size,
 			"unknown scheduling setting '%s' (serve-by-reserve, bill, "
-			"boost, hidden-frame-rate, on, off)",
+			"boost, hidden-frame-rate, server-weight, on, off)",
 			key);
 }
 

@@ -35,6 +35,7 @@
 #define QOSWAY_SCHEDULER_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -84,9 +85,24 @@ void scheduler_refresh_classes(struct qw_scheduler *sched);
 
 /*
  * In a child between fork and exec: undo what the boost set for the
- * compositor's process (its RLIMIT_RTTIME bound). System calls only.
+ * compositor's process (its RLIMIT_RTTIME bound) and leave its cgroup for
+ * the one it came from. System calls only.
  */
 void scheduler_prepare_child(const struct qw_scheduler *sched);
+
+/*
+ * Once the QoS manager is up: the compositor's process into its own cgroup
+ * with the configured CPU weight (scheduling server-weight), where the
+ * manager can; the manager puts it back when it is destroyed (NULL-safe).
+ */
+void scheduler_weight_start(struct qw_scheduler *sched);
+
+/*
+ * What the compositor's libraries forked (Xwayland, which wlroots double-
+ * forks) leaves the compositor's cgroup for the one the compositor came
+ * from (NULL-safe).
+ */
+void scheduler_children_started(struct qw_scheduler *sched);
 
 /* Whether the main thread may be boosted to real-time (NULL-safe). */
 bool scheduler_boost_available(const struct qw_scheduler *sched);

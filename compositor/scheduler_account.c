@@ -208,6 +208,10 @@ static void handle_log(void *data, enum wl_protocol_logger_type type,
 		sched_trace(sched, "request pid=%d %s.%s exhausted", (int)c->pid,
 				wl_resource_get_class(message->resource), message->message->name);
 	}
+	if (sched->trace && type == WL_PROTOCOL_LOGGER_REQUEST && c->realtime &&
+			strcmp(message->message->name, "commit") == 0) {
+		sched_trace(sched, "commit pid=%d", (int)c->pid);
+	}
 	if (type == WL_PROTOCOL_LOGGER_EVENT) {
 		/* An event is queued by whoever is served: the sender's work.
 		 * It is written to the socket at the flush, split by events. */

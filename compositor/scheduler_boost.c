@@ -138,6 +138,9 @@ void scheduler_prepare_child(const struct qw_scheduler *sched) {
 	if (sched && sched->boost.have_rttime) {
 		setrlimit(RLIMIT_RTTIME, &sched->boost.saved_rttime);
 	}
+	if (sched) {
+		sched_weight_prepare_child(sched);
+	}
 }
 
 /* One below the most urgent real-time client waiting; 1 for qos clients. */
@@ -171,6 +174,15 @@ void sched_boost_set(struct qw_scheduler *sched, bool on) {
 	int prio = on ? boost_priority(sched) : 0;
 	if (on == b->active && (!on || prio == b->priority)) {
 		return;
+	}
+	if (on && !b->active) {
+		/* Dropping back restores the nice level too: take a renice made
+		 * since the last boost, or the boost would undo it. */
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)b->tid);
+		if (errno == 0) {
+			handler_own.sched_nice = nice;
+		}
 	}
 	struct boost_attr a = on ? fifo_attr(prio) : handler_own;
 	int err = set_attr(b->tid, &a);

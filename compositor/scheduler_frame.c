@@ -301,6 +301,7 @@ void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output
 		return;
 	}
 	scheduler_own(sched);
+	sched_trace(sched, "tick");
 	if (!sched->serve) {
 		sched_frame_draw(sched, output);
 		return;

@@ -172,6 +172,8 @@ struct qw_scheduler {
 	uint64_t rt_phases, gated_dispatches, iterations;
 
 	struct sched_boost boost;
+	unsigned int server_weight; /* its cgroup's weight, 0 when not in one */
+	char weight_note[256]; /* why not, for IPC */
 
 	/* Frames. */
 	uint64_t be_budget_ns; /* 0: SCHED_BE_BUDGET_SHARE of the refresh period */
@@ -245,6 +247,10 @@ void sched_boost_set(struct qw_scheduler *sched, bool on);
  */
 bool sched_rt_pending(struct qw_scheduler *sched, uint64_t now, uint64_t *until);
 void sched_boost_poll_revoked(struct qw_scheduler *sched);
+
+/* scheduler_weight.c */
+/* In a child between fork and exec: back into the compositor's first cgroup. */
+void sched_weight_prepare_child(const struct qw_scheduler *sched);
 
 /* scheduler_frame.c */
 bool sched_frame_init(struct qw_scheduler *sched);

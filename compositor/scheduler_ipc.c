@@ -89,6 +89,9 @@ struct json_object *scheduler_json(struct qw_scheduler *sched) {
 	json_object_object_add(o, "boost_note",
 			sched->boost.note[0] ? json_object_new_string(sched->boost.note) : NULL);
 	json_object_object_add(o, "boosted", json_object_new_boolean(sched->boost.active));
+	json_object_object_add(o, "server_weight", json_object_new_int((int)sched->server_weight));
+	json_object_object_add(o, "server_weight_note",
+			sched->weight_note[0] ? json_object_new_string(sched->weight_note) : NULL);
 	uint64_t boosted_ns =
 			sched->boost.active_ns + (sched->boost.active ? now - sched->boost.since_ns : 0);
 	json_object_object_add(o, "boosts", json_object_new_int64((int64_t)sched->boost.count));

@@ -312,6 +312,7 @@ bool server_init(struct qw_server *server) {
 	server->sighup_source =
 			wl_event_loop_add_signal(server->event_loop, SIGHUP, handle_sighup, server);
 	qos_link_create(server);
+	scheduler_weight_start(server->scheduler);
 	if (qos_link_manager(server)) {
 		proc_events_init(server);
 	}

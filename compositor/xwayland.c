@@ -17,6 +17,7 @@
 #include "cursor.h"
 #include "decoration.h"
 #include "foreign_toplevel.h"
+#include "scheduler.h"
 #include "ipc.h"
 #include "xwayland.h"
 
@@ -679,6 +680,8 @@ static void handle_new_surface(struct wl_listener *listener, void *data) {
 static void handle_ready(struct wl_listener *listener, void *data) {
 	struct qw_xwayland *xw = wl_container_of(listener, xw, ready);
 	wlr_log(WLR_INFO, "xwayland: X server ready on %s", xw->wlr->display_name);
+	/* wlroots forked it from the compositor: out of the compositor's cgroup. */
+	scheduler_children_started(xw->server->scheduler);
 	if (!xw->xcb) {
 		xcb_open(xw);
 	}

@@ -320,8 +320,13 @@ static void undo_delegation(struct qos_cgroup *cg, const char *dir) {
 }
 
 void qos_cgroup_remove_root(struct qos_cgroup *cg) {
-	/* Also left behind, empty, by a guardian that died and was not replaced. */
+	/* Also left behind, empty, by a guardian that died and was not replaced,
+	 * and by a server that did not leave its leaf. */
 	remove_guardian(cg);
+	char leaf[PATH_MAX];
+	snprintf(leaf, sizeof(leaf), "%s/" QOS_CG_SERVER_LEAF, cg->cpu_root);
+	if (!cg->fake_files)
+		rmdir(leaf);
 	if (cg->fake_files)
 		clear_fake(cg->v2_root);
 	rmdir(cg->v2_root);

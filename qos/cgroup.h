@@ -22,6 +22,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The display server's leaf in our root's cpu tree (server.c): hidden,
+ * like the guardian's, from every scan of the root. */
+#define QOS_CG_SERVER_LEAF ".server"
+
 /* Sized so that base + group name + file always fits a PATH_MAX buffer. */
 #define QOS_CG_PATH 1024
 #define QOS_CG_REL_PATH 2048

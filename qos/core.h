@@ -75,6 +75,16 @@ struct qos_manager_root {
 	bool weight_dirty; /* a weight change waits for housekeeping */
 };
 
+/* The display server's own cgroup leaf (server.c). */
+struct qos_manager_server {
+	pid_t pid; /* moved into the leaf; 0 when not */
+	uint32_t weight; /* cgroup v2 scale, 1 to 10000 */
+	char v2[QOS_CG_REL_PATH]; /* where it came from, relative to each mount */
+	char cpu[QOS_CG_REL_PATH];
+	/* The cpu tree's cgroup.procs of that group: children write "0" into it. */
+	char origin_procs[QOS_CG_PATH + QOS_CG_REL_PATH];
+};
+
 /* The guardian process (guardian.c, layer 2). */
 struct qos_manager_guardian {
 	pid_t pid;
@@ -131,6 +141,7 @@ struct qos_manager {
 	struct qos_manager_root root;
 	struct qos_manager_deadline dl;
 	struct qos_manager_carry carry;
+	struct qos_manager_server server;
 	/* Layer 2: member.c, guardian.c. */
 	bool journal_warned; /* a member's origin could not be recorded (member.c) */
 	struct qos_manager_guardian guardian;

@@ -20,6 +20,7 @@
 #include "qos/reconcile.h"
 #include "qos/reserve.h"
 #include "qos/rtguard.h"
+#include "qos/server.h"
 #include "qos/threads.h"
 #include "qos/proc.h"
 #include "qos/sys.h"
@@ -177,6 +178,7 @@ void qos_manager_destroy(struct qos_manager *mgr) {
 		qos_reconcile_retry(mgr);
 	}
 	qos_canary_stop(mgr);
+	qos_server_finish(mgr);
 	/* First: the root goes only once the guardian has left its leaf. */
 	qos_guardian_stop(mgr);
 	qos_cgroup_remove_root(&mgr->cg);

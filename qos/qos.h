@@ -244,6 +244,40 @@ bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec);
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec);
 
 /*
+ * The display server's own CPU weight.  Moves process pid (the compositor
+ * running the manager) into a leaf ".server" of the manager's root with CPU
+ * weight `weight` (cgroup v2 scale, 1 to 10000; v1 cpu.shares get
+ * weight * 1024 / 100), which the root's weight against the rest of the
+ * system includes.  Safe for a server that bills the time it spends for
+ * each client back to that client (it then gains promptness, not CPU).
+ * weight 0 puts pid back where it came from and removes the leaf, as
+ * qos_manager_destroy() also does.  False, with the reason in err and
+ * nothing changed, without a cpu controller in the manager's root or when
+ * the kernel refuses; another pid than the one in the leaf is refused too.
+ */
+bool qos_manager_set_server_weight(struct qos_manager *mgr, pid_t pid, uint32_t weight, char *err,
+		size_t err_len);
+/*
+ * Whether a thread in the server's leaf may take a real-time policy: not
+ * where the cpu tree has real-time group scheduling (a v1 hierarchy with
+ * cpu.rt_runtime_us), since the leaf has no real-time runtime of its own.
+ */
+bool qos_manager_server_leaf_rt(const struct qos_manager *mgr);
+/*
+ * The cgroup.procs file of the cpu-tree group the server came from, for
+ * its children to write "0" into between fork and exec (open and write
+ * are all it takes); NULL while the server is in no leaf.
+ */
+const char *qos_manager_server_origin(const struct qos_manager *mgr);
+/*
+ * Moves every process in the server's leaf but the server itself (what a
+ * library of the server forked, such as an X server double-forked and so
+ * no longer its child) to where the server came from.  Returns how many,
+ * 0 while the server is in no leaf, or -1 when one could not be moved.
+ */
+int qos_manager_server_release_others(struct qos_manager *mgr);
+
+/*
  * Per-period OVERRUN and RESTORED events for a reserve whose limit the
  * kernel holds by itself: qos with fallback pause (the deadline runtime),
  * other or idle with a ceiling the CFS quota takes (fallback pause, cpu

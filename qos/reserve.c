@@ -17,6 +17,7 @@
 #include "qos/optimistic.h"
 #include "qos/reserve.h"
 #include "qos/rtguard.h"
+#include "qos/server.h"
 #include "qos/threads.h"
 #include "qos/sys.h"
 
@@ -304,7 +305,10 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 							  r->params.policy == QOS_POLICY_OTHER ? r->params.nice : 0) *
 					(long)r->n_members;
 	}
-	int idle = any && weight == 0;
+	/* The server's leaf (server.c) sits in the root too: never idle then. */
+	long server = (long)qos_server_shares(mgr);
+	int idle = any && weight == 0 && !server;
+	weight += server;
 	if (!weight)
 		weight = 1024;
 	if (idle == mgr->root.idle && (idle || weight == mgr->root.weight)) {

@@ -6,7 +6,7 @@ the functions declared by, its own layer and the ones below it only:
 
   0 kernel   sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal
              params admission police adapt watchdog rules rules_parser event core
-  1 reserve  reserve threads fallback optimistic rtguard
+  1 reserve  reserve threads fallback optimistic rtguard server
   2 member   member guardian
   3 manager  manager configure adjust reconcile canary
 
@@ -32,7 +32,7 @@ import sys
 LAYERS = {
     0: "sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal params admission "
     "police adapt watchdog rules rules_parser event core",
-    1: "reserve threads fallback optimistic rtguard",
+    1: "reserve threads fallback optimistic rtguard server",
     2: "member guardian",
     3: "manager configure adjust reconcile canary",
 }
@@ -44,6 +44,7 @@ SUBSTRUCT_OWNER = {
     "qos_manager_cookies": "reserve",
     "qos_manager_root": "reserve",
     "qos_manager_carry": "rtguard",
+    "qos_manager_server": "server",
     "qos_manager_guardian": "guardian",
     "qos_manager_canary": "canary",
     "qos_reserve_cgroup": "reserve",
