@@ -24,6 +24,14 @@ apt_packages=(
 	wlr-randr
 	# the fuzzers (tests/fuzz, scripts/fuzz.sh): libFuzzer with ASan and UBSan
 	clang-14 libclang-rt-14-dev
+	# desktop programs the integration tests drive: a screen locker, clipboard
+	# tools, a virtual-keyboard typist, a launcher, GTK 4 demos, an input
+	# method (fcitx5 under dbus-run-session), wayland-info, and GTK 3 for
+	# Python (the drag and drop test's windows)
+	swaylock wl-clipboard wtype fuzzel gtk-4-examples fcitx5 dbus wayland-utils
+	python3-gi python3-gi-cairo gir1.2-gtk-3.0
+	# the benchmarks' real programs (tests/bench/real_programs.py)
+	mpv ffmpeg
 )
 
 sudo=()

@@ -12,6 +12,7 @@
 #               at a time (pytest-xdist); then those marked serial, alone
 #   vm          a QEMU guest with a pure cgroup-v2 kernel and a DRM device,
 #               beside the integration tests
+#   fuzz        each libFuzzer harness (tests/fuzz) for a few seconds
 # Each stage's exit status and wall time go to build/test-results/stages.tsv;
 # the run ends with a table of the stages and one line
 # "N passed, N failed, N skipped".
@@ -106,6 +107,13 @@ integration() {
 	return $rc
 }
 
+fuzz() {
+	scripts/fuzz.sh "${QOSWAY_FUZZ_SECONDS:-10}" 2>&1 | tee "$results/fuzz.log"
+	local rc=${PIPESTATUS[0]}
+	echo "fuzz $rc" >"$results/fuzz.status"
+	return $rc
+}
+
 stage checks checks
 if stage build builds; then
 	stage unit unit build meson
@@ -120,8 +128,9 @@ if stage build builds; then
 	stage integration integration
 	wait $vm
 	cat "$results/vm-stage.log"
-	# More stages go here, each as `stage NAME COMMAND`: its status and
-	# time are then recorded and summarized like the others.
+	# The libFuzzer harnesses, briefly: a crash or a broken rule on the
+	# seed corpus or near it fails the run (scripts/fuzz.sh runs longer).
+	stage fuzz fuzz
 fi
 
 echo $(($(date +%s) - started)) >"$results/wall-seconds"
