@@ -62,6 +62,39 @@ from _proto.tablet_unstable_v2 import ZwpTabletManagerV2  # noqa: E402
 LIFETIME_PERSISTENT = 2
 
 
+def _decode_null_strings():
+    """pywayland (0.4.17) tests a string argument's union, not its pointer,
+    for NULL, so a nullable string sent as null (text-input's preedit_string
+    when an input method clears its preedit, as fcitx5 does) fails to
+    decode. Decode such messages with the nulls swapped for a marker that
+    becomes None again."""
+    from pywayland import ffi
+    from pywayland.protocol_core import message
+    from pywayland.protocol_core.argument import ArgumentType
+    marker = b"\x01null\x01"
+    keep = ffi.new("char[]", marker)
+    original = message.Message.c_to_arguments
+
+    def c_to_arguments(self, args_ptr):
+        nulls = [i for i, a in enumerate(self.arguments)
+                 if a.argument_type == ArgumentType.String and a.nullable
+                 and args_ptr[i].s == ffi.NULL]
+        if not nulls:
+            return original(self, args_ptr)
+        copy = ffi.new("union wl_argument[]", len(self.arguments))
+        for i in range(len(self.arguments)):
+            copy[i] = args_ptr[i]
+        for i in nulls:
+            copy[i].s = keep
+        args = original(self, copy)
+        return [None if a == marker.decode() else a for a in args]
+
+    message.Message.c_to_arguments = c_to_arguments
+
+
+_decode_null_strings()
+
+
 class InputClient(wlclient.Client):
     def __init__(self, args):
         self.tracking = False
