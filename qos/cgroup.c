@@ -148,7 +148,7 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 
 static void clear_fake(const char *dir);
 static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
-		uint64_t runtime_us);
+		uint64_t runtime_us, unsigned *groups);
 static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us);
 
 /* A directory at path, made or found; a control file of that name is not one. */
@@ -484,8 +484,9 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name) {
 			clear_fake(p);
 		if (rmdir(p) != 0 && errno != ENOENT)
 			return -errno;
+		unsigned groups;
 		if (cg->rt_group && cg->rt_root_us)
-			set_root_rt(cg, root_rt_need(cg, NULL, 0, 0));
+			set_root_rt(cg, root_rt_need(cg, NULL, 0, 0, &groups));
 	}
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
 	if (cg->fake_files)
@@ -616,8 +617,9 @@ static uint64_t rt_share_us(uint64_t period_us, uint64_t runtime_us) {
  * microsecond per group covers the kernel's rounding of each share.
  */
 static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
-		uint64_t runtime_us) {
+		uint64_t runtime_us, unsigned *groups) {
 	uint64_t need = name ? rt_share_us(period_us, runtime_us) + 1 : 0;
+	*groups = name ? 1 : 0;
 	DIR *d = opendir(cg->cpu_root);
 	if (!d)
 		return need;
@@ -628,8 +630,10 @@ static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s/%s", cg->cpu_root, e->d_name);
 		uint64_t runtime = read_u64(dir, "cpu.rt_runtime_us");
-		if (runtime)
+		if (runtime) {
 			need += rt_share_us(read_u64(dir, "cpu.rt_period_us"), runtime) + 1;
+			++*groups;
+		}
 	}
 	closedir(d);
 	return need;
@@ -649,17 +653,25 @@ int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_u
 		uint64_t runtime_us) {
 	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
 		return -ENOTSUP;
-	/* The root grows before the group takes its share and shrinks after. */
-	uint64_t need = root_rt_need(cg, name, period_us, runtime_us);
-	if (need > cg->rt_root_us) {
-		if (need > cg->rt_max_us)
+	/*
+	 * The root grows before the group takes its share and shrinks after.
+	 * Shares that fill the limit exactly are left to the kernel to judge,
+	 * since the microsecond of slack per group is ours, not its.
+	 */
+	unsigned groups;
+	uint64_t need = root_rt_need(cg, name, period_us, runtime_us, &groups);
+	if (need > cg->rt_max_us) {
+		if (need - groups > cg->rt_max_us)
 			return -ENOSPC;
+		need = cg->rt_max_us;
+	}
+	if (need > cg->rt_root_us) {
 		int r = set_root_rt(cg, need);
 		if (r < 0)
 			return r;
 	}
 	int r = qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
-	uint64_t held = root_rt_need(cg, NULL, 0, 0);
+	uint64_t held = root_rt_need(cg, NULL, 0, 0, &groups);
 	if (held < cg->rt_root_us)
 		set_root_rt(cg, held);
 	return r;

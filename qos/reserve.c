@@ -118,7 +118,8 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r, int gerr,
 		char *out, size_t len) {
 	char holders[256];
-	if (gerr == -EINVAL && qos_reserve_rt_holders(mgr, r, holders, sizeof(holders)))
+	if ((gerr == -EINVAL || gerr == -ENOSPC) &&
+			qos_reserve_rt_holders(mgr, r, holders, sizeof(holders)))
 		snprintf(out, len,
 				"the real-time share of the manager's root is held by %s, "
 				"beside which a %s limit of %llu%% does not fit: give one a smaller limit "
