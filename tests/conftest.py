@@ -25,6 +25,9 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 def pytest_configure(config):
     config.addinivalue_line(
+        "markers", "keyboard: the test's compositors start with a headless keyboard, as a "
+        "desktop with one plugged in (the seat offers a keyboard only while one exists)")
+    config.addinivalue_line(
         "markers", "serial: run alone, not beside other tests (scripts/test.sh runs these "
         "after the parallel part): the test depends on machine-wide state such as the "
         "kernel's deadline bandwidth or every qosway cgroup")

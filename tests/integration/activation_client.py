@@ -42,13 +42,20 @@ class Client:
         self.activation = bind(XdgActivationV1, 1)
         self.seat = bind(WlSeat, 5)
         self.serial = None
-        kb = self.seat.get_keyboard()
-        kb.dispatcher["enter"] = self._kb_enter
-        kb.dispatcher["leave"] = lambda *a: emit("kb_leave")
-        kb.dispatcher["key"] = self._key
+        self.keyboard = None
+
+        def on_capabilities(seat, caps):
+            # a keyboard only while the seat has one (wl_seat forbids more)
+            if caps & 2 and self.keyboard is None:
+                self.keyboard = seat.get_keyboard()
+                self.keyboard.dispatcher["enter"] = self._kb_enter
+                self.keyboard.dispatcher["leave"] = lambda *a: emit("kb_leave")
+                self.keyboard.dispatcher["key"] = self._key
+        self.seat.dispatcher["capabilities"] = on_capabilities
+        self.display.roundtrip()
         ptr = self.seat.get_pointer()
         ptr.dispatcher["button"] = self._button
-        self.keep = [kb, ptr]
+        self.keep = [ptr]
         self.surface = self.compositor.create_surface()
         xdg = self.wm_base.get_xdg_surface(self.surface)
         top = xdg.get_toplevel()

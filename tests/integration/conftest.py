@@ -69,6 +69,8 @@ def start_qosway(request, logdir):
     sanitizer report then fails the test."""
     started = []
 
+    keyboard = request.node.get_closest_marker("keyboard") is not None
+
     def start(config=None, args=(), wait=True, env_extra=None, name=None, prefix=()):
         sub = os.path.join(logdir, name or "qosway-%d" % len(started))
         os.makedirs(sub, exist_ok=True)
@@ -77,6 +79,10 @@ def start_qosway(request, logdir):
         started.append(comp)
         if wait:
             comp.wait_ready()
+            if keyboard:
+                # The seat offers a keyboard only while one exists.
+                r = comp.ipc({"command": "input-add", "type": "keyboard"})
+                assert r.get("success"), r
         return comp
 
     yield start

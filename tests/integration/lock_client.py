@@ -77,11 +77,18 @@ class Client:
         self.display.roundtrip()
         self.surface_kind = {}
         seat = bind(WlSeat, 5)
-        self.keyboard = seat.get_keyboard()
-        self.keyboard.dispatcher["enter"] = self._kb_enter
-        self.keyboard.dispatcher["leave"] = lambda *a: emit("kb_leave")
-        self.keyboard.dispatcher["key"] = (
-            lambda _k, serial, time, key, state: emit("key", key=key, state=state))
+        self.keyboard = None
+
+        def on_capabilities(seat, caps):
+            # a keyboard only while the seat has one (wl_seat forbids more)
+            if caps & 2 and self.keyboard is None:
+                self.keyboard = seat.get_keyboard()
+                self.keyboard.dispatcher["enter"] = self._kb_enter
+                self.keyboard.dispatcher["leave"] = lambda *a: emit("kb_leave")
+                self.keyboard.dispatcher["key"] = (
+                    lambda _k, serial, time, key, state: emit("key", key=key, state=state))
+        seat.dispatcher["capabilities"] = on_capabilities
+        self.display.roundtrip()
         self.pointer = seat.get_pointer()
         self.pointer.dispatcher["enter"] = self._ptr_enter
         self.pointer.dispatcher["button"] = (

@@ -21,6 +21,8 @@ from harness import wait_for
 import pixels
 from vinput import VirtualInput, KEY_A
 
+pytestmark = pytest.mark.keyboard
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUIET = 0.5
 URGENT = (0xD0, 0x20, 0xA0)

@@ -6,7 +6,8 @@ import subprocess
 
 from harness import qosctl_bin
 
-COMMANDS = ["windows", "outputs", "inputs", "focus", "close", "exec", "set", "join",
+COMMANDS = ["windows", "outputs", "inputs", "focus", "close", "workspaces", "workspace",
+            "move-to-workspace", "exec", "set", "join",
             "reserve", "reserves", "capacity", "clients", "scheduler", "reload", "top",
             "subscribe", "version", "exit", "raw", "help"]
 
@@ -17,7 +18,7 @@ def run(*args):
 
 
 def listed(text):
-    return re.findall(r"^  ([a-z]+)", text.split("Commands:\n", 1)[1], re.M)
+    return re.findall(r"^  ([a-z-]+)", text.split("Commands:\n", 1)[1], re.M)
 
 
 def test_help_lists_every_command():

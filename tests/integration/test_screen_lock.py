@@ -23,6 +23,8 @@ from harness import wait_for
 from test_qos_buttons import Win, no_frozen_leftovers, qcomp  # noqa: F401 (fixtures)
 from vinput import VirtualInput, KEY_A, KEY_Q, KEY_LEFTMETA, KEY_ENTER
 
+pytestmark = pytest.mark.keyboard
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUIET = 0.5
 

@@ -14,6 +14,8 @@ from harness import wait_for
 from test_qos_buttons import no_frozen_leftovers  # noqa: F401 (fixture)
 from vinput import VirtualInput, KEY_1, KEY_LEFTMETA, KEY_LEFTSHIFT
 
+pytestmark = pytest.mark.keyboard
+
 KEY_2, KEY_3 = KEY_1 + 1, KEY_1 + 2
 
 
