@@ -17,6 +17,7 @@
 #include "qos/optimistic.h"
 #include "qos/reserve.h"
 #include "qos/rtguard.h"
+#include "qos/split.h"
 #include "qos/threads.h"
 #include "qos/sys.h"
 
@@ -68,6 +69,8 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 			next = r->rtg.retry_us;
 		if (r->adapt.wake_check_us && r->adapt.wake_check_us < next)
 			next = r->adapt.wake_check_us;
+		if (r->split.next_us && r->split.next_us < next)
+			next = r->split.next_us;
 	}
 	if (next == mgr->armed_us)
 		return;
@@ -161,12 +164,15 @@ static void set_one(pid_t tid, void *data) {
 		return;
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = false;
+	uint64_t runtime_ns = c->dl_runtime_ns;
+	/* Divided by use: a thread waiting outside keeps its class. */
+	if (c->policy == QOS_POLICY_QOS && !qos_split_runtime(c->r, tid, &runtime_ns))
+		return;
 	if (c->policy == QOS_POLICY_QOS) {
 		/* Each housekeeping pass comes here for every thread: most have
 		 * their reservation already, and a system call fewer each. */
 		bool same;
-		entering_dl =
-				!qos_sys_thread_is_deadline_as(tid, c->dl_runtime_ns, p->period_us * 1000u, &same);
+		entering_dl = !qos_sys_thread_is_deadline_as(tid, runtime_ns, p->period_us * 1000u, &same);
 		if (same)
 			return;
 	}
@@ -177,10 +183,12 @@ static void set_one(pid_t tid, void *data) {
 							(static_rt && qos_rtguard_hold(c->r, c->pid, tid)))
 			? QOS_POLICY_OTHER
 			: c->policy;
-	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, c->dl_runtime_ns,
+	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, runtime_ns,
 			p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
+	if (e == 0 && policy == QOS_POLICY_QOS)
+		qos_split_given(c->r, tid, runtime_ns);
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;
 		c->err_tid = tid;
@@ -247,6 +255,14 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy) {
 	int err = 0;
 	if (policy != QOS_POLICY_QOS)
 		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
+	if (r->params.policy != QOS_POLICY_QOS || !r->n_members) {
+		qos_split_clear(r);
+	} else if (policy == QOS_POLICY_QOS) {
+		/* Several threads: their use divides the slice from the next period on. */
+		qos_split_replan(r);
+		if (!r->split.next_us && rt < r->params.slice_us * 1000u)
+			r->split.next_us = qos_sys_now_us() + r->params.period_us;
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		int e = qos_reserve_apply_member(r, r->members[i], policy, rt);
 		if (e && !err)
@@ -464,6 +480,7 @@ void qos_reserve_free(struct qos_reserve *r) {
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);
+	qos_split_clear(r);
 	free(r->members);
 	free(r);
 }

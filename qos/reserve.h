@@ -12,6 +12,7 @@
 #include "qos/fallback.h"
 #include "qos/rtguard.h"
 #include "qos/police.h"
+#include "qos/split_rules.h"
 #include "qos/sys.h"
 
 #include <time.h>
@@ -120,6 +121,7 @@ struct qos_reserve {
 	struct qos_reserve_forks forks; /* reserve.c's timer, manager.c's passes */
 	struct qos_reserve_demotion wd; /* configure.c */
 	struct qos_adapt adapt; /* adapt.c's rules, run by adjust.c */
+	struct qos_split split; /* split.c: the slice divided among the threads by use */
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);
