@@ -199,6 +199,7 @@ static void reserve_housekeeping(struct qos_reserve *r) {
 	qos_member_adopt_children(r);
 	qos_threads_keep(r->mgr, true);
 	qos_reserve_apply_active(r);
+	qos_reserve_update_weight(r);
 	if (r->n_members) {
 		/* Threads come and go: how many can run at once, from the kept
 		 * listing (no extra /proc read), for the timers' and switches'

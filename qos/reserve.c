@@ -316,9 +316,11 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 			continue;
 		any = true;
 		if (!reserve_idle(r))
-			weight += qos_cgroup_nice_to_weight(
+			weight += r->cgroup.weight
+					? r->cgroup.weight
+					: qos_cgroup_nice_to_weight(
 							  r->params.policy == QOS_POLICY_OTHER ? r->params.nice : 0) *
-					(long)r->n_members;
+							(long)r->n_members;
 	}
 	int idle = any && weight == 0;
 	if (!weight)
@@ -351,6 +353,20 @@ void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
 		r->cgroup.idle = -1;
 }
 
+void qos_reserve_update_weight(struct qos_reserve *r) {
+	const struct qos_params *p = &r->params;
+	if (!r->cgroup.exists || !r->mgr->cg.cpu_ctl || r->cgroup.idle == 1 ||
+			!(p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy)))
+		return;
+	long weight = 1024 * (long)qos_reserve_count_threads(r);
+	if (weight == r->cgroup.weight)
+		return;
+	if (qos_cgroup_set_weight(&r->mgr->cg, r->group, weight) == 0) {
+		r->cgroup.weight = weight;
+		r->mgr->root.weight_dirty = true; /* the root stands for it (next pass) */
+	}
+}
+
 /* Group-level controls for the reserve's normal policy. */
 int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
@@ -365,7 +381,12 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 			qos_reserve_set_group_idle(r, true);
 		} else {
 			qos_reserve_set_group_idle(r, false);
-			qos_cgroup_set_nice_weight(cg, r->group, p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+			r->cgroup.weight = 0;
+			if (p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy))
+				qos_reserve_update_weight(r);
+			else
+				qos_cgroup_set_nice_weight(cg, r->group,
+						p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);

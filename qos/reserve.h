@@ -73,6 +73,7 @@ struct qos_reserve_cgroup {
 	int idle; /* cpu.idle last written, -1 unknown */
 	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
 	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	long weight; /* load weight last written for a real-time class, 0 none */
 };
 
 /*
@@ -175,6 +176,12 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
 int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle);
+/*
+ * A qos, fifo or rr reserve's group weighs 1024 per member thread, so the
+ * time its threads run at the fallback class holds up under load; written
+ * when the thread count changed (each housekeeping pass).
+ */
+void qos_reserve_update_weight(struct qos_reserve *r);
 /* Counts a group that refused removal (err: -errno) and reports it. */
 void qos_reserve_removal_failed(struct qos_manager *mgr, const char *reserve, const char *group,
 		int err);

@@ -112,6 +112,30 @@ def test_busy_thread_gets_its_use_and_a_waking_one_gets_runtime(helper, procs):
     assert all(v == 0 for v in runtimes(w.pid).values())
 
 
+def group_weight(helper, name):
+    """The reserve group's weight as a load weight (1024: one nice-0 task)."""
+    _, cpu = helper.path(name)
+    try:
+        with open(os.path.join(cpu, "cpu.shares")) as f:
+            return int(f.read())
+    except FileNotFoundError:
+        with open(os.path.join(cpu, "cpu.weight")) as f:
+            return int(f.read()) * 1024 // 100
+
+
+def test_group_weighs_1024_per_thread(helper, procs):
+    """A qos reserve's group weighs as much as its threads would on their
+    own, so what they run at the fallback class (parked, or the reserve
+    used up) holds its share among other groups; an other reserve weighs
+    one nice-0 task per member."""
+    w, _, _ = start(procs)
+    place(helper, "split policy=qos period=%dms cpu=40%% fallback=other" % PERIOD_MS, w.pid)
+    wait_for(helper, lambda: group_weight(helper, "split") == 1024 * THREADS, 5,
+             "the group's weight never counted the member's threads")
+    helper.ok("reserve split policy=other")
+    assert group_weight(helper, "split") == 1024
+
+
 def test_single_thread_holds_the_whole_slice(helper, procs):
     """Nothing to divide: a one-thread member keeps the whole slice and the
     manager lists no division."""
