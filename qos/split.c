@@ -56,13 +56,16 @@ static void sample_one(pid_t tid, void *data) {
 		}
 		s->t = grown;
 		t = &s->t[s->n++];
-		/* Before the first sample every thread holds the even split; one
-		 * started since waits outside until it is seen to run. */
+		/* Before the first sample every thread holds the even split, and
+		 * so does one started since (qos_split_runtime) once it was given
+		 * the reserve's class; one not given it yet waits outside until
+		 * it is seen to run. */
+		bool even = !s->built || qos_sys_thread_is_deadline(tid);
 		*t = (struct qos_split_thread){ .pid = c->pid,
 			.tid = tid,
 			.cpu_ns = cpu,
-			.runtime_ns = s->built ? 0 : c->r->dl_runtime_ns,
-			.parked = s->built,
+			.runtime_ns = even ? c->r->dl_runtime_ns : 0,
+			.parked = !even,
 			.seen = true };
 		return;
 	}
@@ -187,7 +190,9 @@ bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {
 	if (!s->built)
 		return true;
 	struct qos_split_thread *t = find(s, tid);
-	if (!t || t->parked)
+	if (!t)
+		return true; /* started since the last sample: the even split until the next */
+	if (t->parked)
 		return false;
 	uint64_t want = t->want_ns ? t->want_ns : t->runtime_ns;
 	if (!want)

@@ -19,9 +19,10 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us);
 
 /*
  * The deadline runtime thread tid of r holds under the division, in
- * *runtime_ns (left alone while r has no division yet: the even split).
- * False when the thread waits outside the reservation (parked, or started
- * since the last sample): its class is then left as it is.
+ * *runtime_ns (left alone, the even split, while r has no division yet or
+ * the thread started since the last sample: the next one divides the
+ * slice anew).  False when the thread waits outside the reservation
+ * (parked): its class is then left as it is.
  */
 bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
 
