@@ -58,9 +58,11 @@ static void sample_one(pid_t tid, void *data) {
 		t = &s->t[s->n++];
 		/* Before the first sample every thread holds the even split, and
 		 * so does one started since (qos_split_runtime) once it was given
-		 * the reserve's class; one not given it yet waits outside until
-		 * it is seen to run. */
-		bool even = !s->built || qos_sys_thread_is_deadline(tid);
+		 * the reserve's class or waits with the others in the fallback to
+		 * get it; one not given it yet waits outside until it is seen to
+		 * run. */
+		bool even =
+				!s->built || qos_optimistic_waiting(c->r, tid) || qos_sys_thread_is_deadline(tid);
 		*t = (struct qos_split_thread){ .pid = c->pid,
 			.tid = tid,
 			.cpu_ns = cpu,
