@@ -59,15 +59,14 @@ static void sample_one(pid_t tid, void *data) {
 		/* Before the first sample every thread holds the even split, and
 		 * so does one started since (qos_split_runtime) once it was given
 		 * the reserve's class or waits with the others in the fallback to
-		 * get it; one not given it yet waits outside until it is seen to
-		 * run. */
+		 * get it.  One not given it yet holds nothing: the next plan gives
+		 * it a runtime, and it parks like any other once idle. */
 		bool even =
 				!s->built || qos_optimistic_waiting(c->r, tid) || qos_sys_thread_is_deadline(tid);
 		*t = (struct qos_split_thread){ .pid = c->pid,
 			.tid = tid,
 			.cpu_ns = cpu,
 			.runtime_ns = even ? c->r->dl_runtime_ns : 0,
-			.parked = !even,
 			.seen = true };
 		return;
 	}
