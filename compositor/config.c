@@ -110,8 +110,9 @@ void config_init_defaults(struct qw_config *config) {
 		.buttons = {QW_BUTTON_REALTIME, QW_BUTTON_IDLE, QW_BUTTON_PAUSE,
 			QW_BUTTON_CLOSE},
 		.button_count = 4,
-		.realtime_cpu_ppm = 250000,
-		.realtime_period_us = 20000,
+		.realtime_cpu_ppm = 0,
+		.realtime_period_us = 0,
+		.realtime_idle_release = 120,
 		.realtime_fallback = QOS_POLICY_OTHER,
 		.qos_reserved_ppm = 100000,
 		.inactive_timeout_s = 10,
@@ -792,12 +793,26 @@ static bool apply_line(struct qw_config *config, const char *line_in, char *msg,
 	}
 	if (strcmp(key, "realtime-cpu") == 0) {
 		char *value = next_word(&cursor);
-		uint64_t ppm;
-		if (!value || !qos_parse_percent_ppm(value, &ppm) || ppm == 0 || ppm > 1000000 ||
+		uint64_t ppm = 0;
+		if (!value ||
+				(strcmp(value, "auto") != 0 &&
+						(!qos_parse_percent_ppm(value, &ppm) || ppm == 0 || ppm > 1000000)) ||
 				next_word(&cursor)) {
-			return fail(msg, size, "realtime-cpu wants a share of one CPU, e.g. 25%%");
+			return fail(msg, size, "realtime-cpu wants auto or a share of one CPU, e.g. 25%%");
 		}
 		config->realtime_cpu_ppm = ppm;
+		return true;
+	}
+	if (strcmp(key, "realtime-idle-release") == 0) {
+		char *value = next_word(&cursor);
+		char *end = NULL;
+		unsigned long n = value ? strtoul(value, &end, 10) : 0;
+		if (!value || !isdigit((unsigned char)value[0]) || *end || n > 100000 ||
+				next_word(&cursor)) {
+			return fail(msg, size,
+					"realtime-idle-release wants a number of idle periods, 0 (never) to 100000");
+		}
+		config->realtime_idle_release = (uint32_t)n;
 		return true;
 	}
 	if (strcmp(key, "qos-reserved") == 0) {
@@ -819,11 +834,13 @@ static bool apply_line(struct qw_config *config, const char *line_in, char *msg,
 	}
 	if (strcmp(key, "realtime-period") == 0) {
 		char *value = next_word(&cursor);
-		uint64_t us;
+		uint64_t us = 0;
 		/* The manager's own bounds for a period (qos_params_normalize). */
-		if (!value || !qos_parse_duration_us(value, &us) || us < 1000 || us > 10000000 ||
+		if (!value ||
+				(strcmp(value, "vblank") != 0 &&
+						(!qos_parse_duration_us(value, &us) || us < 1000 || us > 10000000)) ||
 				next_word(&cursor)) {
-			return fail(msg, size, "realtime-period wants 1ms to 10s, e.g. 20ms");
+			return fail(msg, size, "realtime-period wants vblank or 1ms to 10s, e.g. 20ms");
 		}
 		config->realtime_period_us = us;
 		return true;

@@ -106,9 +106,12 @@ struct qw_config {
 	struct qw_binding *bindings;
 	size_t binding_count;
 	/* The standard reserve the real-time button gives a window that no
-	 * qosrc rule covers (thesis 8.5.4: 25% with an "other" fallback). */
+	 * qosrc rule covers: sized from the program's measured use (cpu_ppm
+	 * 0, "auto"), its period its window's refresh (period_us 0, "vblank"),
+	 * its capacity given back after idle_release idle periods (0: never). */
 	uint64_t realtime_cpu_ppm;
 	uint64_t realtime_period_us;
+	uint32_t realtime_idle_release;
 	int realtime_fallback; /* enum qos_policy */
 	/* Share of each CPU kept back from guarantees (admission control). */
 	uint64_t qos_reserved_ppm;

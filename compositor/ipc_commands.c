@@ -412,6 +412,25 @@ static void add_adapt_fields(struct json_object *obj, const struct qos_reserve_i
 	json_object_object_add(obj, "released", json_object_new_boolean(info->released));
 }
 
+/* A qos slice divided among the members' threads by use: each one's share. */
+static struct json_object *threads_of(struct qos_manager *qos, const char *name) {
+	struct qos_thread_info threads[128];
+	ssize_t count = qos_manager_reserve_threads(qos, name, threads, 128);
+	struct json_object *list = json_object_new_array();
+	for (ssize_t i = 0; i < count && i < 128; i++) {
+		struct json_object *t = json_object_new_object();
+		json_object_object_add(t, "pid", json_object_new_int(threads[i].pid));
+		json_object_object_add(t, "tid", json_object_new_int(threads[i].tid));
+		json_object_object_add(t, "runtime_ns",
+				json_object_new_int64((int64_t)threads[i].runtime_ns));
+		json_object_object_add(t, "use_ns", json_object_new_int64((int64_t)threads[i].used_ns));
+		json_object_object_add(t, "parked", json_object_new_boolean(threads[i].parked));
+		json_object_object_add(t, "throttled", json_object_new_boolean(threads[i].throttled));
+		json_object_array_add(list, t);
+	}
+	return list;
+}
+
 static struct json_object *cmd_reserves(struct qw_server *server) {
 	struct qos_manager *qos = qos_link_manager(server);
 	char err[256];
@@ -459,6 +478,7 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 			json_object_array_add(mlist, mo);
 		}
 		json_object_object_add(obj, "members", mlist);
+		json_object_object_add(obj, "threads", threads_of(qos, info.name));
 		json_object_array_add(list, obj);
 	}
 	json_object_object_add(reply, "reserves", list);

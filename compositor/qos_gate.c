@@ -741,6 +741,30 @@ static const char *rule_realtime_reserve(struct qw_server *server, pid_t pid, co
 	return rule->reserve;
 }
 
+/*
+ * The standard real-time reserve of a program no qosrc rule covers.  By
+ * default it is sized to the program: a slice from its measured use that
+ * keeps adapting (cpu=auto adapt=yes), a period that follows its window's
+ * refresh (period=vblank), and its capacity given back while it idles
+ * (idle-release), so a click costs nothing while the program waits.
+ */
+static void realtime_params(const struct qw_config *config, struct qos_params *params) {
+	params->policy = QOS_POLICY_QOS;
+	params->fallback = config->realtime_fallback;
+	params->period_vblank = config->realtime_period_us == 0;
+	params->period_us = params->period_vblank ? QOS_VBLANK_DEFAULT_US : config->realtime_period_us;
+	if (config->realtime_cpu_ppm) {
+		params->slice_us = params->period_us * config->realtime_cpu_ppm / 1000000;
+	} else {
+		params->adapt.auto_slice = true;
+		params->adapt.continuous = true;
+	}
+	/* A paused program could never be seen waking. */
+	if (params->fallback != QOS_POLICY_PAUSE) {
+		params->idle_periods = config->realtime_idle_release;
+	}
+}
+
 bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
 		enum qw_view_class class, char *err, size_t err_len) {
 	struct qos_manager *qos = manager_for(server, asker, err, err_len);
@@ -772,11 +796,9 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 					qos_manager_join(qos, reserve, pid, 0, err, err_len);
 			break;
 		}
-		params.policy = QOS_POLICY_QOS;
-		params.period_us = config->realtime_period_us;
-		params.slice_us = config->realtime_period_us * config->realtime_cpu_ppm / 1000000;
-		params.fallback = config->realtime_fallback;
-		ok = qos_gate_may_raise(&params, pid, err, err_len) &&
+		realtime_params(config, &params);
+		ok = qos_params_normalize(&params, err, err_len) &&
+				qos_gate_may_raise(&params, pid, err, err_len) &&
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	}

@@ -11,6 +11,7 @@
 #include "qos/configure.h"
 #include "qos/fallback.h"
 #include "qos/reserve.h"
+#include "qos/split.h"
 #include "qos/sys.h"
 
 const struct qos_params *qos_adjust_own_params(const struct qos_reserve *r) {
@@ -50,6 +51,11 @@ static uint64_t take_periods(struct qos_reserve *r) {
 	a->seen_overruns = pol->overruns;
 	if (!n)
 		return 0;
+	/* A period whose threads ran out with the whole slice divided among them
+	 * is an overrun the reserve's books do not show (split.c). */
+	over += qos_split_take_starved(r);
+	if (over > n)
+		over = n;
 	uint64_t used = pol->last_used_us;
 	if (!a->released && qos_params_adaptive(&r->params))
 		qos_adapt_periods(a, n, used, over);

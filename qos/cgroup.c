@@ -551,6 +551,22 @@ int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice
 	return qos_cgroup_v2_set_nice_weight(cg, name, nice);
 }
 
+int qos_cgroup_set_weight(struct qos_cgroup *cg, const char *name, long weight) {
+	if (!cg->cpu_ctl)
+		return -ENOTSUP;
+	char p[PATH_MAX], v[32];
+	if (cg->layout == QOS_CG_HYBRID) {
+		weight = weight < 2 ? 2 : weight > 262144 ? 262144 : weight;
+		qos_cgroup_path(cg, true, name, "cpu.shares", p, sizeof(p));
+	} else {
+		weight = (weight * 100 + 512) / 1024;
+		weight = weight < 1 ? 1 : weight > 10000 ? 10000 : weight;
+		qos_cgroup_path(cg, true, name, "cpu.weight", p, sizeof(p));
+	}
+	snprintf(v, sizeof(v), "%ld", weight);
+	return qos_cgroup_write(cg, p, v);
+}
+
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle) {
 	if (!cg->cpu_ctl)
 		return -ENOTSUP;

@@ -123,6 +123,11 @@ int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t perio
 		uint64_t quota_us);
 /* Weight equivalent to one task at this nice level. */
 int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice);
+/*
+ * A load weight (1024 for one nice-0 task) as the group's cpu.shares (v1)
+ * or cpu.weight (v2, 100 for 1024), held to what the kernel takes.
+ */
+int qos_cgroup_set_weight(struct qos_cgroup *cg, const char *name, long weight);
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle);
 /*
  * The group's cpu.idle kept open, for switches many times a second (an open

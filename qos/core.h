@@ -4,8 +4,9 @@
  * Layer 0 (kernel and reporting).  The qos/ files form layers that call only
  * downward (scripts/check-layers.py lists any call that does not):
  *   0 kernel:   sys, proc, cgroup*, cglimit, cputimer, journal, params,
- *               admission, police, adapt, watchdog, rules*, event, core.h
- *   1 reserve:  reserve, threads, fallback, optimistic, rtguard
+ *               admission, police, adapt, watchdog, rules*, split_rules, event,
+ *               core.h
+ *   1 reserve:  reserve, threads, fallback, optimistic, rtguard, split
  *   2 member:   member, guardian
  *   3 manager:  manager, configure, adjust, reconcile, canary
  * Each file's state is a sub-struct owned by that file; struct qos_manager,

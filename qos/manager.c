@@ -19,6 +19,7 @@
 #include "qos/optimistic.h"
 #include "qos/reconcile.h"
 #include "qos/reserve.h"
+#include "qos/split.h"
 #include "qos/rtguard.h"
 #include "qos/server.h"
 #include "qos/threads.h"
@@ -200,6 +201,7 @@ static void reserve_housekeeping(struct qos_reserve *r) {
 	qos_member_adopt_children(r);
 	qos_threads_keep(r->mgr, true);
 	qos_reserve_apply_active(r);
+	qos_reserve_update_weight(r);
 	if (r->n_members) {
 		/* Threads come and go: how many can run at once, from the kept
 		 * listing (no extra /proc read), for the timers' and switches'
@@ -281,6 +283,8 @@ static void run_timers(struct qos_manager *mgr) {
 			qos_fallback_check(r, now);
 		if (r->rtg.retry_us && r->rtg.retry_us <= now)
 			qos_rtguard_retry(r, now);
+		if (r->split.next_us && r->split.next_us <= now)
+			qos_split_pass(r, now);
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
@@ -517,4 +521,24 @@ ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qo
 const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid) {
 	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
 	return m ? m->reserve->name : NULL;
+}
+
+ssize_t qos_manager_reserve_threads(struct qos_manager *mgr, const char *name,
+		struct qos_thread_info *out, size_t max) {
+	struct qos_reserve *r = qos_reserve_find(mgr, name);
+	if (!r)
+		return -1;
+	const struct qos_split *s = &r->split;
+	if (!s->built)
+		return 0;
+	for (size_t i = 0; i < s->n && i < max; i++) {
+		const struct qos_split_thread *t = &s->t[i];
+		out[i] = (struct qos_thread_info){ .pid = t->pid,
+			.tid = t->tid,
+			.runtime_ns = t->runtime_ns,
+			.used_ns = t->last_used_ns,
+			.parked = t->parked,
+			.throttled = t->throttled };
+	}
+	return (ssize_t)s->n;
 }

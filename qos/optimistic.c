@@ -13,6 +13,7 @@
 #include "qos/core.h"
 #include "qos/optimistic.h"
 #include "qos/reserve.h"
+#include "qos/split.h"
 #include "qos/threads.h"
 #include "qos/sys.h"
 
@@ -142,9 +143,11 @@ void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid) {
 }
 
 /* The 0-lag time of a throttled thread, on CLOCK_MONOTONIC (us). */
-static uint64_t zero_lag_us(struct qos_reserve *r, int64_t runtime_ns, int64_t deadline_ns) {
+static uint64_t zero_lag_us(struct qos_reserve *r, pid_t tid, int64_t runtime_ns,
+		int64_t deadline_ns) {
 	struct qos_manager *mgr = r->mgr;
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
+	qos_split_runtime(r, tid, &q);
 	uint64_t debt = runtime_ns < 0 ? (uint64_t)-runtime_ns : 0;
 	int64_t z = deadline_ns - mgr->dl.clock_offset_ns +
 			(int64_t)(debt * (r->params.period_us * 1000u) / q);
@@ -204,7 +207,7 @@ static void leave_one(pid_t tid, void *data) {
 		runtime -= (int64_t)(after - before);
 	t->risky = runtime <= 0;
 	if (runtime <= 0) {
-		uint64_t z = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
+		uint64_t z = zero_lag_us(r, tid, runtime, deadline) + RETURN_MARGIN_US;
 		if (z > t->back_at_us)
 			t->back_at_us = z;
 	}
@@ -288,7 +291,7 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 	if (!t)
 		t = add(r, pid, tid);
 	if (t) {
-		t->back_at_us = zero_lag_us(r, runtime, deadline) + RETURN_MARGIN_US;
+		t->back_at_us = zero_lag_us(r, tid, runtime, deadline) + RETURN_MARGIN_US;
 		t->verify_at_us = 0;
 		t->risky = true;
 	}
@@ -322,9 +325,17 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	if (!qos_sys_thread_in_process(t->pid, t->tid))
 		return false;
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
+	if (!qos_split_runtime(r, t->tid, &q)) {
+		/* Parked by the division meanwhile: it waits outside until it runs. */
+		t->back_at_us = 0;
+		t->verify_at_us = 0;
+		return true;
+	}
 	uint64_t period_ns = r->params.period_us * 1000u;
 	int64_t before = qos_sys_now_ns();
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
+	if (e == 0)
+		qos_split_given(r, t->tid, q);
 	t->back_at_us = 0;
 	t->verify_at_us = 0;
 	if (e == -ESRCH)

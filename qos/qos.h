@@ -403,6 +403,23 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 /* Fills up to max members; returns the total count, or -1 if no such reserve. */
 ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
 		size_t max);
+/* One thread of a reserve whose slice is divided among its threads by use. */
+struct qos_thread_info {
+	pid_t pid, tid;
+	uint64_t runtime_ns; /* deadline runtime it holds; 0: it waits at the fallback class */
+	uint64_t used_ns; /* CPU time it ran in the last period */
+	bool parked; /* idle and asleep: outside the reservation until it runs */
+	bool throttled; /* it ran out of its runtime in the last period */
+};
+
+/*
+ * Fills up to max threads of the reserve's division (qos reserves with
+ * several threads, once a period has been sampled); returns how many it
+ * has (0: the slice is not divided), or -1 if no such reserve.
+ */
+ssize_t qos_manager_reserve_threads(struct qos_manager *mgr, const char *name,
+		struct qos_thread_info *out, size_t max);
+
 /*
  * The reserve pid (tid 0) or the thread is in, or NULL.  The name is the
  * manager's: good until the next call that changes reserves or members

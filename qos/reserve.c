@@ -18,6 +18,7 @@
 #include "qos/reserve.h"
 #include "qos/rtguard.h"
 #include "qos/server.h"
+#include "qos/split.h"
 #include "qos/threads.h"
 #include "qos/sys.h"
 
@@ -69,6 +70,8 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 			next = r->rtg.retry_us;
 		if (r->adapt.wake_check_us && r->adapt.wake_check_us < next)
 			next = r->adapt.wake_check_us;
+		if (r->split.next_us && r->split.next_us < next)
+			next = r->split.next_us;
 	}
 	if (next == mgr->armed_us)
 		return;
@@ -163,12 +166,15 @@ static void set_one(pid_t tid, void *data) {
 		return;
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = false;
+	uint64_t runtime_ns = c->dl_runtime_ns;
+	/* Divided by use: a thread waiting outside keeps its class. */
+	if (c->policy == QOS_POLICY_QOS && !qos_split_runtime(c->r, tid, &runtime_ns))
+		return;
 	if (c->policy == QOS_POLICY_QOS) {
 		/* Each housekeeping pass comes here for every thread: most have
 		 * their reservation already, and a system call fewer each. */
 		bool same;
-		entering_dl =
-				!qos_sys_thread_is_deadline_as(tid, c->dl_runtime_ns, p->period_us * 1000u, &same);
+		entering_dl = !qos_sys_thread_is_deadline_as(tid, runtime_ns, p->period_us * 1000u, &same);
 		if (same)
 			return;
 	}
@@ -179,10 +185,12 @@ static void set_one(pid_t tid, void *data) {
 							(static_rt && qos_rtguard_hold(c->r, c->pid, tid)))
 			? QOS_POLICY_OTHER
 			: c->policy;
-	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, c->dl_runtime_ns,
+	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, runtime_ns,
 			p->period_us * 1000u);
 	if (e == 0 && entering_dl)
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
+	if (e == 0 && policy == QOS_POLICY_QOS)
+		qos_split_given(c->r, tid, runtime_ns);
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;
 		c->err_tid = tid;
@@ -249,6 +257,14 @@ int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy) {
 	int err = 0;
 	if (policy != QOS_POLICY_QOS)
 		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
+	if (r->params.policy != QOS_POLICY_QOS || !r->n_members) {
+		qos_split_clear(r);
+	} else if (policy == QOS_POLICY_QOS) {
+		/* Several threads: their use divides the slice from the next period on. */
+		qos_split_replan(r);
+		if (!r->split.next_us && rt < r->params.slice_us * 1000u)
+			r->split.next_us = qos_sys_now_us() + r->params.period_us;
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		int e = qos_reserve_apply_member(r, r->members[i], policy, rt);
 		if (e && !err)
@@ -302,9 +318,11 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 			continue;
 		any = true;
 		if (!reserve_idle(r))
-			weight += qos_cgroup_nice_to_weight(
+			weight += r->cgroup.weight
+					? r->cgroup.weight
+					: qos_cgroup_nice_to_weight(
 							  r->params.policy == QOS_POLICY_OTHER ? r->params.nice : 0) *
-					(long)r->n_members;
+							(long)r->n_members;
 	}
 	/* The server's leaf (server.c) sits in the root too: never idle then. */
 	long server = (long)qos_server_shares(mgr);
@@ -340,6 +358,20 @@ void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
 		r->cgroup.idle = -1;
 }
 
+void qos_reserve_update_weight(struct qos_reserve *r) {
+	const struct qos_params *p = &r->params;
+	if (!r->cgroup.exists || !r->mgr->cg.cpu_ctl || r->cgroup.idle == 1 ||
+			!(p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy)))
+		return;
+	long weight = 1024 * (long)qos_reserve_count_threads(r);
+	if (weight == r->cgroup.weight)
+		return;
+	if (qos_cgroup_set_weight(&r->mgr->cg, r->group, weight) == 0) {
+		r->cgroup.weight = weight;
+		r->mgr->root.weight_dirty = true; /* the root stands for it (next pass) */
+	}
+}
+
 /* Group-level controls for the reserve's normal policy. */
 int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
@@ -354,7 +386,12 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 			qos_reserve_set_group_idle(r, true);
 		} else {
 			qos_reserve_set_group_idle(r, false);
-			qos_cgroup_set_nice_weight(cg, r->group, p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+			r->cgroup.weight = 0;
+			if (p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy))
+				qos_reserve_update_weight(r);
+			else
+				qos_cgroup_set_nice_weight(cg, r->group,
+						p->policy == QOS_POLICY_OTHER ? p->nice : 0);
 		}
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
@@ -469,6 +506,7 @@ void qos_reserve_free(struct qos_reserve *r) {
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);
+	qos_split_clear(r);
 	free(r->members);
 	free(r);
 }

@@ -12,6 +12,7 @@
 #include "qos/fallback.h"
 #include "qos/rtguard.h"
 #include "qos/police.h"
+#include "qos/split_rules.h"
 #include "qos/sys.h"
 
 #include <time.h>
@@ -72,6 +73,7 @@ struct qos_reserve_cgroup {
 	int idle; /* cpu.idle last written, -1 unknown */
 	int idle_fd; /* the group's cpu.idle, kept open for fallback switches */
 	int procs_fd; /* the group's cgroup.procs (v2 tree), kept for housekeeping */
+	long weight; /* load weight last written for a real-time class, 0 none */
 };
 
 /*
@@ -120,6 +122,7 @@ struct qos_reserve {
 	struct qos_reserve_forks forks; /* reserve.c's timer, manager.c's passes */
 	struct qos_reserve_demotion wd; /* configure.c */
 	struct qos_adapt adapt; /* adapt.c's rules, run by adjust.c */
+	struct qos_split split; /* split.c: the slice divided among the threads by use */
 };
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name);
@@ -173,6 +176,12 @@ const char *qos_reserve_policy_error(enum qos_policy policy, int err);
 int qos_reserve_apply_group(struct qos_reserve *r);
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle);
+/*
+ * A qos, fifo or rr reserve's group weighs 1024 per member thread, so the
+ * time its threads run at the fallback class holds up under load; written
+ * when the thread count changed (each housekeeping pass).
+ */
+void qos_reserve_update_weight(struct qos_reserve *r);
 /* Counts a group that refused removal (err: -errno) and reports it. */
 void qos_reserve_removal_failed(struct qos_manager *mgr, const char *reserve, const char *group,
 		int err);

@@ -5,8 +5,9 @@ The qos/ files form layers; a file may include the headers of, and call
 the functions declared by, its own layer and the ones below it only:
 
   0 kernel   sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal
-             params admission police adapt watchdog rules rules_parser event core
-  1 reserve  reserve threads fallback optimistic rtguard server
+             params admission police adapt watchdog rules rules_parser split_rules event
+             core
+  1 reserve  reserve threads fallback optimistic rtguard server split
   2 member   member guardian
   3 manager  manager configure adjust reconcile canary
 
@@ -31,8 +32,8 @@ import sys
 
 LAYERS = {
     0: "sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal params admission "
-    "police adapt watchdog rules rules_parser event core",
-    1: "reserve threads fallback optimistic rtguard server",
+    "police adapt watchdog rules rules_parser split_rules event core",
+    1: "reserve threads fallback optimistic rtguard server split",
     2: "member guardian",
     3: "manager configure adjust reconcile canary",
 }

@@ -78,8 +78,8 @@ def test_exec_rule_applies_from_first_instruction(qcomp, tmp_path):
 
 
 def test_exec_without_matching_rule_stays_normal(qcomp, tmp_path):
-    """The control: the same probe under another name is left alone (the
-    shipped catch-all rule is auto=no)."""
+    """The control: the same probe under another name is left alone (no
+    rule matches it)."""
     set_rules(qcomp, 'rule cmdline="*autoqos-probe*" policy=idle auto=yes\n')
     out = str(tmp_path / "policy")
     pid = exec_json(qcomp, "sh", "-c", PROBE, "other-probe", out)["pid"]

@@ -8,6 +8,7 @@
  *   forked PARENT CHILD         as the process-event connector reports a fork
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
+ *   threads NAME                the slice's division: TID:RUNTIME_NS:USED_NS:PARKED...
  *   bill-pid PID USEC           bill the reserve PID is in as a whole process
  *   watch NAME on|off           per-period overrun events (qos_manager_watch_overruns)
  *   feed                        canary heartbeat (--external-canary)
@@ -182,6 +183,20 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 				info.is_auto, info.released, (unsigned long long)info.adapt_slice_us,
 				(unsigned long long)info.params.period_us, (unsigned long long)info.params.slice_us,
 				params);
+		fflush(stdout);
+		return;
+	} else if (sscanf(line, "threads %127s", name) == 1) {
+		struct qos_thread_info th[256];
+		ssize_t n = qos_manager_reserve_threads(mgr, name, th, 256);
+		if (n < 0) {
+			snprintf(err, sizeof(err), "no such reserve");
+			goto fail;
+		}
+		printf("ok");
+		for (ssize_t i = 0; i < n && i < 256; i++)
+			printf(" %d:%llu:%llu:%d", (int)th[i].tid, (unsigned long long)th[i].runtime_ns,
+					(unsigned long long)th[i].used_ns, th[i].parked);
+		printf("\n");
 		fflush(stdout);
 		return;
 	} else if (sscanf(line, "path %127s", name) == 1) {

@@ -273,9 +273,9 @@ static void test_thesis_example(void) {
 		{ NULL, "xlock", "", QOS_POLICY_OTHER, QOS_POLICY_IDLE, 100000, 10000, 0, 1, true, true },
 		{ NULL, "krecord", "fifo", 0, 0, 0, 0, 0, 0, true, true },
 		{ NULL, "kmedia", "fifo", 0, 0, 0, 0, 0, 0, true, true },
-		/* Anything else falls to the catch-all, which is not applied automatically. */
-		{ NULL, "xterm -e vi", "default", 0, 0, 0, 0, 0, 0, false, true },
 	};
+	/* No catch-all: the real-time button sizes a reserve to anything else. */
+	CHECK(qos_rules_match(r, NULL, "xterm -e vi", NULL) == NULL);
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 		const struct qos_rule *m = qos_rules_match(r, rules[i].exe, rules[i].cmdline, NULL);
 		CHECK(m != NULL);

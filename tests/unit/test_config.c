@@ -62,6 +62,13 @@ static void test_valid_lines(void) {
 	CHECK(strcmp(c.terminal, "foot -e htop") == 0);
 	CHECK(apply(&c, "font Monospace Bold 12", msg));
 	CHECK(strcmp(c.font, "Monospace Bold 12") == 0);
+	/* The real-time button's standard reserve: sized to the program by default. */
+	CHECK(c.realtime_cpu_ppm == 0 && c.realtime_period_us == 0 && c.realtime_idle_release == 120);
+	CHECK(apply(&c, "realtime-cpu 30%", msg) && c.realtime_cpu_ppm == 300000);
+	CHECK(apply(&c, "realtime-cpu auto", msg) && c.realtime_cpu_ppm == 0);
+	CHECK(apply(&c, "realtime-period 10ms", msg) && c.realtime_period_us == 10000);
+	CHECK(apply(&c, "realtime-period vblank", msg) && c.realtime_period_us == 0);
+	CHECK(apply(&c, "realtime-idle-release 0", msg) && c.realtime_idle_release == 0);
 	CHECK(apply(&c, "titlebar-height 30", msg) && c.titlebar_height == 30);
 	CHECK(apply(&c, "border-width 0", msg) && c.border_width == 0);
 	CHECK(apply(&c, "color titlebar-focused #ff0000", msg));
@@ -134,6 +141,7 @@ static bool same_settings(const struct qw_config *a, const struct qw_config *b) 
 			a->binding_count == b->binding_count && a->realtime_cpu_ppm == b->realtime_cpu_ppm &&
 			a->realtime_period_us == b->realtime_period_us &&
 			a->realtime_fallback == b->realtime_fallback &&
+			a->realtime_idle_release == b->realtime_idle_release &&
 			a->qos_reserved_ppm == b->qos_reserved_ppm &&
 			memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
 			a->in_scheduling_block == b->in_scheduling_block && same_outputs(a, b);
@@ -165,6 +173,10 @@ static void test_invalid_lines(void) {
 		{ "color titlebar-focused", "usage: color" },
 		{ "buttons realtime sparkle", "unknown button 'sparkle'" },
 		{ "buttons close close", "listed twice" },
+		{ "realtime-cpu automatic", "realtime-cpu wants auto or a share" },
+		{ "realtime-period vsync", "realtime-period wants vblank or 1ms" },
+		{ "realtime-idle-release -1", "realtime-idle-release wants a number" },
+		{ "realtime-idle-release 10 20", "realtime-idle-release wants a number" },
 		{ "bind Hyper+x exit", "unknown modifier 'Hyper'" },
 		{ "bind Super+NoSuchKey exit", "unknown key" },
 		{ "bind Super+x", "usage: bind" },
@@ -373,8 +385,11 @@ static void check_sane(const struct qw_config *c) {
 			CHECK(b->modifiers != c->bindings[j].modifiers || b->keysym != c->bindings[j].keysym);
 		}
 	}
-	CHECK(c->realtime_cpu_ppm > 0 && c->realtime_cpu_ppm <= 1000000);
-	CHECK(c->realtime_period_us >= 100 && c->realtime_period_us <= 10000000);
+	/* 0: auto, sized to the program; 0: vblank, its window's refresh. */
+	CHECK(c->realtime_cpu_ppm <= 1000000);
+	CHECK(c->realtime_period_us == 0 ||
+			(c->realtime_period_us >= 1000 && c->realtime_period_us <= 10000000));
+	CHECK(c->realtime_idle_release <= 100000);
 	CHECK(c->realtime_fallback == QOS_POLICY_OTHER || c->realtime_fallback == QOS_POLICY_IDLE ||
 			c->realtime_fallback == QOS_POLICY_PAUSE);
 	CHECK(c->qos_reserved_ppm >= 50000 && c->qos_reserved_ppm <= 1000000);
