@@ -5,8 +5,8 @@
 #include <wayland-server-core.h>
 #include <wlr/util/log.h>
 
-#include "config.h"
-#include "scheduler.h"
+#include "config/config.h"
+#include "scheduler/scheduler.h"
 #include "server.h"
 
 static const char usage[] = "Usage: qosway [options]\n"

@@ -42,8 +42,8 @@
 #include <wayland-server-core.h>
 #include <wlr/util/box.h>
 
-#include "config.h"
-#include "theme.h"
+#include "config/config.h"
+#include "decoration/theme.h"
 
 struct qw_ipc;
 struct qw_gestures;

@@ -12,9 +12,9 @@
 #include <wlr/util/log.h>
 
 #include "qos/qos.h"
-#include "qos_gate.h"
-#include "qos_link.h"
-#include "scheduler.h"
+#include "qos_bridge/qos_gate.h"
+#include "qos_bridge/qos_link.h"
+#include "scheduler/scheduler.h"
 #include "server.h"
 
 /* argv[0] as the exec will find it, for matching exe= rules before exec. */

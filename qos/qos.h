@@ -113,7 +113,7 @@ struct qos_manager_config {
 	int guardian_keep_fd;
 	/*
 	 * Real-time signal by which the kernel tells the manager that a member
-	 * process has used a given CPU time (qos/cputimer.h); default
+	 * process has used a given CPU time (qos/kernel/cputimer.h); default
 	 * SIGRTMAX - 1.  The manager blocks it in the thread that creates it and
 	 * reads it through its fd, so that thread must be the one calling
 	 * qos_manager_dispatch(), and children should get a clean signal mask
@@ -335,7 +335,7 @@ bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t
  * 1ms..10s, or the new period is refused.
  *
  * Meant for every vblank: with the period unchanged and the boundaries
- * near the vblank (qos/adjust.h, QOS_VBLANK_MOVE_AFTER) it is a lookup
+ * near the vblank (qos/manager/adjust.h, QOS_VBLANK_MOVE_AFTER) it is a lookup
  * and a division, with no event and no kernel call.  The alignment is the manager's periods
  * (accounting, policing, overrun events); a deadline member's own CBS
  * period starts when it wakes, so a client woken by the frame callback

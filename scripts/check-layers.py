@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """Lists every place a qos/ file reaches up into a higher layer.
 
-The qos/ files form layers; a file may include the headers of, and call
-the functions declared by, its own layer and the ones below it only:
+A qos/ file's layer is the folder it is in:
 
-  0 kernel   sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal
-             params admission police adapt watchdog rules rules_parser split_rules event
-             core
-  1 reserve  reserve threads fallback optimistic rtguard server split
-  2 member   member guardian
-  3 manager  manager configure adjust reconcile canary
+  0 kernel/   the kernel: scheduler syscalls, /proc, cgroup files, timers
+  0 policy/   the pure logic: parameters, admission, police, rules, events
+  1 reserve/  one reserve, its members' policy, policing, bills
+  2 member/   members joining, leaving and exiting; the guardian
+  3 manager/  the manager object, its loop, reserves defined and changed
 
-qos/qos.h is the public interface, which files of every layer implement
-part of: including it is allowed everywhere (its types), and each of its
-functions belongs to the layer of the file that defines it.
+A file may include the headers of, call the functions declared by, and
+touch the state of its own layer and the ones below it only.
+
+The headers at the top of qos/ are the public ones, the only ones the
+compositor and the clients may include.  qos/qos.h is the interface that
+files of every layer implement part of: including it is allowed
+everywhere, and each of its functions belongs to the layer of the file
+that defines it.  Every other public header belongs to the layer of the
+.c file of the same name, and includes public headers only.
 
 The state follows the same rule: struct qos_manager, struct qos_reserve
 and struct qos_member are compositions of sub-structs, each owned by one
@@ -22,22 +26,16 @@ those declared lower down because the composition must hold them).  A
 file may touch the sub-structs of its own layer and the ones below only.
 
 Prints one line per include of a higher layer's header, per call of a
-function of a higher layer and per use of a sub-struct owned by a higher
-layer; prints nothing and exits 0 when there is none.
+function of a higher layer, per use of a sub-struct owned by a higher
+layer and per private header included from outside qos/; prints nothing
+and exits 0 when there is none.
 """
 import glob
 import os
 import re
 import sys
 
-LAYERS = {
-    0: "sys proc cgroup cgroup_v1 cgroup_v2 cglimit cputimer journal params admission "
-    "police adapt watchdog rules rules_parser split_rules event core",
-    1: "reserve threads fallback optimistic rtguard server split",
-    2: "member guardian",
-    3: "manager configure adjust reconcile canary",
-}
-LAYER = {name: n for n, names in LAYERS.items() for name in names.split()}
+FOLDER_LAYER = {"kernel": 0, "policy": 0, "reserve": 1, "member": 2, "manager": 3}
 COMPOSITIONS = ("qos_manager", "qos_reserve", "qos_member")
 # Sub-structs declared below their owner (the composition holds them by value).
 SUBSTRUCT_OWNER = {
@@ -55,8 +53,11 @@ SUBSTRUCT_OWNER = {
     "qos_member_rttime": "member",
 }
 PUBLIC = "qos"
+# Code outside the library: it may include the public headers only.
+USERS = ("compositor", "clients")
 
-root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos")
+top = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+root = os.path.join(top, "qos")
 
 
 def strip(text):
@@ -71,14 +72,49 @@ def unit(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
-files = sorted(glob.glob(os.path.join(root, "*.[ch]")))
+def rel(path):
+    return os.path.relpath(path, top)
+
+
 problems = []
-unknown = [unit(f) for f in files if unit(f) not in LAYER and unit(f) != PUBLIC]
-for u in sorted(set(unknown)):
-    problems.append("qos/%s: in no layer (add it to scripts/check-layers.py)" % u)
+public = sorted(glob.glob(os.path.join(root, "*.h")))
+private = sorted(glob.glob(os.path.join(root, "*", "*.[ch]")))
+for f in sorted(glob.glob(os.path.join(root, "*.c"))):
+    problems.append("%s: in no layer (move it into one of %s)"
+            % (rel(f), ", ".join(f + "/" for f in FOLDER_LAYER)))
+for f in sorted(glob.glob(os.path.join(root, "*", "**", "*.[ch]"), recursive=True)):
+    folder = os.path.relpath(f, root).split(os.sep)[0]
+    if folder not in FOLDER_LAYER or os.path.dirname(f) != os.path.join(root, folder):
+        problems.append("%s: in no layer (qos/ has the folders %s, one level deep)"
+                % (rel(f), ", ".join(FOLDER_LAYER)))
+
+LAYER = {}
+where = {}
+for f in private:
+    folder = os.path.basename(os.path.dirname(f))
+    if folder not in FOLDER_LAYER:
+        continue
+    u = unit(f)
+    if u in where and where[u] != folder:
+        problems.append("%s: qos/%s/ has a file of the same name" % (rel(f), where[u]))
+    where[u] = folder
+    LAYER[u] = FOLDER_LAYER[folder]
+for f in public:
+    u = unit(f)
+    if u == PUBLIC:
+        continue
+    if u in where:
+        if os.path.exists(os.path.join(root, where[u], u + ".h")):
+            problems.append("%s: qos/%s/%s.h has the same name" % (rel(f), where[u], u))
+    else:
+        problems.append("%s: a public header with no qos/*/%s.c (its layer is that file's)"
+                % (rel(f), u))
+
+files = [f for f in public + private if unit(f) == PUBLIC or unit(f) in LAYER]
+include = re.compile(r'\s*#\s*include\s+"qos/(?:(\w+)/)?(\w+)\.h"')
 
 # Who owns each function: the layer of the header declaring it, or for the
-# public header, of the file defining it.
+# public interface, of the file defining it.
 owner = {}
 decl = re.compile(r"^[a-z][^;{}()]*?\b(qos_\w+)\s*\(", re.M)
 code = {f: strip(open(f).read()) for f in files}
@@ -118,26 +154,42 @@ use = re.compile(r"(?:->|\.)(%s)\b(?=\s*\.)|&\s*\w+(?:->\w+)*->(%s)\b(?!\s*[.\[]
 
 for f, text in code.items():
     me = unit(f)
-    if me == PUBLIC or me not in LAYER:
+    if me == PUBLIC:
         continue
-    rel = os.path.relpath(f, os.path.join(root, ".."))
+    is_public = os.path.dirname(f) == root
     lines = text.split("\n")
     for n, line in enumerate(lines, 1):
-        m = re.match(r'\s*#\s*include\s+"qos/(\w+)\.h"', line)
-        if m and m.group(1) in LAYER and LAYER[m.group(1)] > LAYER[me]:
-            problems.append("%s:%d: includes qos/%s.h (layer %d from layer %d)"
-                    % (rel, n, m.group(1), LAYER[m.group(1)], LAYER[me]))
+        m = include.match(line)
+        if m:
+            folder, name = m.groups()
+            if is_public and folder:
+                problems.append("%s:%d: a public header includes qos/%s/%s.h, a private one"
+                        % (rel(f), n, folder, name))
+            if name in LAYER and LAYER[name] > LAYER[me]:
+                problems.append("%s:%d: includes qos/%s%s.h (layer %d from layer %d)"
+                        % (rel(f), n, folder + "/" if folder else "", name, LAYER[name],
+                        LAYER[me]))
             continue
         for c in re.finditer(r"\b(qos_\w+)\s*\(", line):
             o = owner.get(c.group(1))
             if o and o in LAYER and LAYER[o] > LAYER[me]:
                 problems.append("%s:%d: calls %s (%s, layer %d, from layer %d)"
-                        % (rel, n, c.group(1), o, LAYER[o], LAYER[me]))
+                        % (rel(f), n, c.group(1), o, LAYER[o], LAYER[me]))
         for u in use.finditer(line):
             typ, o = member_owner[u.group(1) or u.group(2)]
             if LAYER[o] > LAYER[me]:
                 problems.append("%s:%d: uses struct %s (%s's, layer %d, from layer %d)"
-                        % (rel, n, typ, o, LAYER[o], LAYER[me]))
+                        % (rel(f), n, typ, o, LAYER[o], LAYER[me]))
+
+# The compositor and the clients see the public headers only.
+for folder in USERS:
+    for f in sorted(glob.glob(os.path.join(top, folder, "**", "*.[ch]"), recursive=True)):
+        for n, line in enumerate(open(f).read().split("\n"), 1):
+            m = include.match(line)
+            if m and m.group(1):
+                problems.append("%s:%d: includes qos/%s/%s.h, private to qos/ (the public "
+                        "headers are the ones at the top of qos/)"
+                        % (rel(f), n, m.group(1), m.group(2)))
 
 for p in problems:
     print(p)

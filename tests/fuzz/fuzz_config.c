@@ -1,5 +1,5 @@
 /*
- * The compositor's config file parser (compositor/config.c and
+ * The compositor's config file parser (compositor/config/config.c and
  * output_config.c), line by line as config_load_file hands them over.
  * Rules checked: a refused line says why and changes nothing (a second
  * config that never saw the line has the same settings), an accepted line

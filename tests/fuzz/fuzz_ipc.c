@@ -1,5 +1,5 @@
 /*
- * The IPC socket: framing (compositor/ipc.c) and every command
+ * The IPC socket: framing (compositor/ipc/ipc.c) and every command
  * (ipc_commands.c), through a real connection to a dry-run compositor
  * (dry_server.h).  The input is sent as it is (one starting with byte 0xfe:
  * the rest repeated past the 64 KiB a request may have, so small inputs

@@ -1,5 +1,5 @@
 /*
- * The qosrc parser (qos/rules_parser.c), on whole files.  Rules checked:
+ * The qosrc parser (qos/policy/rules_parser.c), on whole files.  Rules checked:
  * every diagnostic is "fuzz:LINE:COL: message" without control bytes; what
  * it accepts is canonical and formats back to the same reserve; a line it
  * refuses changes nothing (parsed on top of a base file, the rule set is

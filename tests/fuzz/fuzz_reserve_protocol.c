@@ -1,5 +1,5 @@
 /*
- * qosway-reserve-v1 in-process (compositor/reserve_protocol.c): a client
+ * qosway-reserve-v1 in-process (compositor/qos_bridge/reserve_protocol.c): a client
  * on a socketpair to the dry-run compositor's real wl_display
  * (dry_server.h) binds the global and sends the requests the input spells,
  * as wire messages, arguments as given (also invalid ones: unknown object

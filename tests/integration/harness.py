@@ -723,7 +723,7 @@ def write_user_qosrc(comp, text):
 
 def qosway_root_is_live(name):
     """Whether a running qosway holds the root called name: each instance
-    keeps an flock on a file named after its root (compositor/qos_link.c)."""
+    keeps an flock on a file named after its root (compositor/qos_bridge/qos_link.c)."""
     for d in ("/run/user", "/tmp"):
         try:
             fd = os.open(os.path.join(d, ".%s.lock" % name), os.O_RDONLY | os.O_NOFOLLOW)

@@ -1,4 +1,4 @@
-"""The compositor as a slave scheduler (compositor/scheduler.h): what it
+"""The compositor as a slave scheduler (compositor/scheduler/scheduler.h): what it
 spends for each client and bills to its reserve or cgroup, the order it
 serves real-time clients in, exhausted clients, callbacks for covered
 windows, the boost, and the `scheduling` switches."""

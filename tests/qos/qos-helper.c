@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "qos/cgroup.h"
+#include "qos/kernel/cgroup.h"
 #include "qos/qos.h"
 
 static const char *const event_names[] = {

@@ -1,6 +1,6 @@
-/* The adaptation rules (qos/adapt.h) driven with made-up periods. */
+/* The adaptation rules (qos/policy/adapt.h) driven with made-up periods. */
 #include "check.h"
-#include "qos/adapt.h"
+#include "qos/policy/adapt.h"
 
 static struct qos_params adaptive(bool auto_slice, bool continuous, uint64_t slice_us) {
 	struct qos_params p;

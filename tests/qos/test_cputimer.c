@@ -1,5 +1,5 @@
 /*
- * qos/cputimer.c on a real CPU clock (a busy child of this test; no
+ * qos/kernel/cputimer.c on a real CPU clock (a busy child of this test; no
  * privileges needed): the clock a relative re-arm gives back lies between
  * reads of the clock taken before and after it, the timer is then armed
  * that far past it, and a timer that fired or was disarmed gives nothing.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "qos/cputimer.h"
+#include "qos/kernel/cputimer.h"
 
 #define SIGNO (SIGRTMAX - 1)
 

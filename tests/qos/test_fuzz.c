@@ -20,7 +20,7 @@
 
 #include "check.h"
 #include "mutate.h"
-#include "qos/journal.h"
+#include "qos/kernel/journal.h"
 #include "qos/params.h"
 #include "qos/rules.h"
 

@@ -1,4 +1,4 @@
-"""Kernel tests of the guardian (qos/guardian.c), the child that outlives a
+"""Kernel tests of the guardian (qos/member/guardian.c), the child that outlives a
 killed manager: it thaws paused members and demotes real-time ones, survives
 its manager's cgroup being killed, and is replaced when it dies itself."""
 import contextlib

@@ -1,8 +1,8 @@
-/* The text form of member origin records (qos/journal.h). */
+/* The text form of member origin records (qos/kernel/journal.h). */
 #include <sys/resource.h>
 
 #include "check.h"
-#include "qos/journal.h"
+#include "qos/kernel/journal.h"
 
 static bool parse(const char *text, struct qos_journal_entry *e) {
 	return qos_journal_parse(text, strlen(text), e);

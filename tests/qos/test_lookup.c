@@ -8,8 +8,8 @@
 
 #include "check.h"
 #include "fake_tree.h"
-#include "qos/core.h"
-#include "qos/reserve.h"
+#include "qos/policy/core.h"
+#include "qos/reserve/reserve.h"
 #include "qos/params.h"
 #include "qos/qos.h"
 

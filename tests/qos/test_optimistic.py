@@ -1,6 +1,6 @@
 """Kernel tests for optimistic qos (qos -> other): a SCHED_DEADLINE guarantee
 that drops to time-sharing once the slice is used, so the member runs on past
-its slice when the CPU is free (qos/optimistic.c).
+its slice when the CPU is free (qos/reserve/optimistic.c).
 
 The manager moves threads between SCHED_DEADLINE and the fallback at every
 overrun and period; a thread put back into the deadline class at the wrong

@@ -1,5 +1,5 @@
 #include "check.h"
-#include "qos/admission.h"
+#include "qos/policy/admission.h"
 #include "qos/params.h"
 #include "qos/rules.h"
 

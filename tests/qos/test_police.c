@@ -1,6 +1,6 @@
 /* The dual-policy state machine against a fake clock, including billing. */
 #include "check.h"
-#include "qos/police.h"
+#include "qos/policy/police.h"
 
 static void test_ceiling_cycle(void) {
 	struct qos_police p;

@@ -1,5 +1,5 @@
 /*
- * qos/proc.c against real tasks: this process, a thread and a forked child
+ * qos/kernel/proc.c against real tasks: this process, a thread and a forked child
  * (renamed so its command name holds spaces and ')', then running a program
  * with arguments), a zombie, a reaped pid; and against bad input: pids that
  * are not positive or not there, buffers too small, stat lines cut short.

@@ -1,4 +1,4 @@
-"""Kernel tests of start-up reconciliation after a crash (qos/reconcile.c): the
+"""Kernel tests of start-up reconciliation after a crash (qos/manager/reconcile.c): the
 next instance thaws what was left, sends members back where their origin
 record says with their nice level and RLIMIT_RTTIME, and removes the groups."""
 import os
@@ -54,7 +54,7 @@ def test_kill9_next_instance_returns_members_where_they_came_from(procs, origin)
     """Reconciliation after a crash sends a member back to the cgroups it
     came from (not to the top of the tree) with the nice level it had, and a
     child born in the reserve goes where its parent came from.  The origin
-    is recorded on the group before the move (qos/journal.h)."""
+    is recorded on the group before the move (qos/kernel/journal.h)."""
     rel, dirs = origin
     p = forking_shell(procs, dirs, "wait")
     h = Helper(guardian=False)

@@ -1,4 +1,4 @@
-"""Kernel tests of the RLIMIT_RTTIME guard (qos/rtguard.c): a fifo thread that
+"""Kernel tests of the RLIMIT_RTTIME guard (qos/reserve/rtguard.c): a fifo thread that
 never sleeps is moved to other before the kernel kills it, one that sleeps stays
 real-time, and the bound is set on a process and given back as it leaves."""
 import os

@@ -1,12 +1,12 @@
 /*
- * qos/split_rules.c: a slice divided among threads by their use.  Made-up
+ * qos/policy/split_rules.c: a slice divided among threads by their use.  Made-up
  * per-period figures, no kernel: a busy thread's runtime covers its use
  * while idle ones shrink to their headroom, the sum never passes the slice,
  * a thread that ran out gets more, idle sleepers park and wake, demand that
  * does not fit is divided max-min fair, and small moves are not applied.
  */
 #include "check.h"
-#include "qos/split_rules.h"
+#include "qos/policy/split_rules.h"
 
 #define MS 1000000ull
 #define PERIOD (20 * MS)

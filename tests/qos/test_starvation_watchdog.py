@@ -1,4 +1,4 @@
-"""Kernel tests of the starvation watchdog (qos/watchdog.c): a silent canary
+"""Kernel tests of the starvation watchdog (qos/policy/watchdog.c): a silent canary
 demotes every real-time member and refuses real-time grants for the cool-down,
 which outlives a crash; a stopped manager is not taken for starvation."""
 import os

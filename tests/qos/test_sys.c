@@ -1,5 +1,5 @@
 /*
- * qos/sys.c helpers: whether a kept tid still names a thread of the member's
+ * qos/kernel/sys.c helpers: whether a kept tid still names a thread of the member's
  * process, thread counts and listings (also past one getdents buffer), and
  * (as root) the deadline state read from /proc/TID/sched.
  */
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "qos/sys.h"
+#include "qos/kernel/sys.h"
 #include "waiting_thread.h"
 
 /* A child process that waits to be killed. */

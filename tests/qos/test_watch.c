@@ -20,8 +20,8 @@
 
 #include "check.h"
 #include "fake_tree.h"
-#include "qos/core.h"
-#include "qos/reserve.h"
+#include "qos/policy/core.h"
+#include "qos/reserve/reserve.h"
 #include "qos/qos.h"
 
 #define MAX_SEEN 64

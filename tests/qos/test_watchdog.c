@@ -1,6 +1,6 @@
 /* The starvation watchdog's state machine against a fake clock. */
 #include "check.h"
-#include "qos/watchdog.h"
+#include "qos/policy/watchdog.h"
 
 #define S 1000000u
 

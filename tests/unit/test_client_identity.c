@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "client_identity.h"
+#include "qos_bridge/client_identity.h"
 #include "../qos/check.h"
 
 int main(void) {

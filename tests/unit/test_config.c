@@ -5,8 +5,8 @@
 #include <unistd.h>
 #include <wlr/types/wlr_keyboard.h>
 
-#include "config.h"
-#include "output_config.h"
+#include "config/config.h"
+#include "config/output_config.h"
 #include "../qos/check.h"
 #include "../qos/mutate.h"
 #include "qos/params.h"

@@ -1,0 +1,195 @@
+/* The rules that size an adaptive reserve's slice (qos/policy/adapt.h). */
+#include "qos/policy/adapt.h"
+
+#include <stdio.h>
+
+void qos_adapt_reset(struct qos_adapt *a) {
+	uint64_t periods = a->seen_periods, overruns = a->seen_overruns;
+	*a = (struct qos_adapt){ .seen_periods = periods, .seen_overruns = overruns };
+}
+
+static void push(struct qos_adapt_ring *ring, uint64_t v, bool over) {
+	ring->v[ring->head] = v;
+	ring->over[ring->head] = over;
+	ring->head = (ring->head + 1) % QOS_ADAPT_RING;
+	if (ring->n < QOS_ADAPT_RING)
+		ring->n++;
+}
+
+/* The i-th newest figure (0: the newest). */
+static unsigned slot(const struct qos_adapt_ring *ring, unsigned i) {
+	return (ring->head + QOS_ADAPT_RING - 1 - i) % QOS_ADAPT_RING;
+}
+
+void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
+	push(&a->used, used_us, overran);
+	a->periods++;
+	if (a->since_change < UINT32_MAX)
+		a->since_change++;
+}
+
+void qos_adapt_periods(struct qos_adapt *a, uint64_t n, uint64_t used_us, uint64_t overruns) {
+	bool reported_since = a->reported && a->report_period == a->periods;
+	uint64_t k = n < QOS_ADAPT_RING ? n : QOS_ADAPT_RING;
+	for (uint64_t i = 0; i < k; i++)
+		qos_adapt_sample(a, used_us, k - i <= overruns);
+	if (reported_since)
+		a->report_period = a->periods;
+}
+
+bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_us,
+		uint64_t period_us) {
+	if (target_us == 0)
+		return false;
+	/* A frame's work against its target is the share of a period it needs. */
+	uint64_t scaled = actual_us * period_us / target_us;
+	if (actual_us && period_us && scaled / period_us != actual_us / target_us)
+		scaled = UINT64_MAX; /* wrapped: more than any slice */
+	push(&a->work, scaled, false);
+	a->reported = true;
+	a->report_period = a->periods;
+	return true;
+}
+
+uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, unsigned pct) {
+	uint64_t sorted[QOS_ADAPT_RING];
+	if (n > ring->n)
+		n = ring->n;
+	if (n == 0)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = ring->v[slot(ring, i)];
+		unsigned j = i;
+		for (; j > 0 && sorted[j - 1] > v; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = v;
+	}
+	/* Nearest rank: the smallest figure at least pct% of them do not exceed. */
+	unsigned rank = (n * pct + 99) / 100;
+	return sorted[rank ? rank - 1 : 0];
+}
+
+void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi) {
+	bool rt_static = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
+	/* fifo/rr must stay below the whole period (params.c): 95% of it. */
+	*hi = rt_static ? p->period_us - p->period_us / 20 : p->period_us;
+	if (p->adapt.max_ppm)
+		*hi = (p->period_us * p->adapt.max_ppm + 500000u) / 1000000u;
+	*lo = QOS_ADAPT_MIN_SLICE_US;
+	if (p->adapt.min_ppm)
+		*lo = (p->period_us * p->adapt.min_ppm + 500000u) / 1000000u;
+	if (*hi < 1)
+		*hi = 1;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+static uint64_t clamp(const struct qos_params *p, uint64_t v) {
+	uint64_t lo, hi;
+	qos_adapt_bounds(p, &lo, &hi);
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static uint64_t with_margin(uint64_t v) {
+	return v > UINT64_MAX / 2 ? UINT64_MAX : v + v * QOS_ADAPT_MARGIN_PCT / 100;
+}
+
+/* Of the last n figures, how many used up a slice of slice_us. */
+static unsigned overs(const struct qos_adapt_ring *ring, unsigned n, uint64_t slice_us) {
+	unsigned count = 0;
+	for (unsigned i = 0; i < n && i < ring->n; i++) {
+		unsigned s = slot(ring, i);
+		count += ring->over[s] || ring->v[s] >= slice_us;
+	}
+	return count;
+}
+
+static bool reports_fresh(const struct qos_adapt *a) {
+	return a->reported && a->periods - a->report_period <= QOS_ADAPT_REPORT_FRESH;
+}
+
+static void describe(char *why, size_t len, const char *verb, uint64_t slice_us, uint64_t p95,
+		bool reported) {
+	snprintf(why, len, "adapted: slice %s %.1fms (p95 %.1fms%s + %u%%)", verb, slice_us / 1e3,
+			p95 / 1e3, reported ? " of reported work" : "", QOS_ADAPT_MARGIN_PCT);
+}
+
+/*
+ * What a period needs: the percentile of measured use, or of the reported
+ * work while reports are fresh when that is more.  A report covers only
+ * the work the application timed (not its drawing or protocol traffic), so
+ * alone it would size the slice below what the members run and keep them
+ * overrunning; measured use alone cannot see past a slice the kernel holds
+ * them to.  *reported says which one decided.
+ */
+static uint64_t demand(const struct qos_adapt *a, unsigned n, bool *reported) {
+	uint64_t used = qos_adapt_percentile(&a->used, n, 95);
+	uint64_t work = reports_fresh(a) ? qos_adapt_percentile(&a->work, n, 95) : 0;
+	*reported = work > used;
+	return work > used ? work : used;
+}
+
+/* Of the last 4 periods, how many ran out: by measurement, or by reports. */
+static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
+	unsigned used = a->used.n >= 4 ? overs(&a->used, 4, slice_us) : 0;
+	unsigned work = reports_fresh(a) && a->work.n >= 4 ? overs(&a->work, 4, slice_us) : 0;
+	return used > work ? used : work;
+}
+
+/* cpu=auto's first measurement: the percentile of it plus the margin. */
+static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
+		char *why, size_t why_len) {
+	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS)
+		return false;
+	a->settled = true;
+	bool reported;
+	uint64_t p95 = demand(a, QOS_ADAPT_INITIAL_PERIODS, &reported);
+	*slice_us = clamp(p, with_margin(p95));
+	describe(why, why_len, "settled at", *slice_us, p95, reported);
+	return *slice_us != p->slice_us;
+}
+
+/* adapt=yes: grow after repeated overruns, shrink after sustained under-use. */
+static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
+		char *why, size_t why_len) {
+	uint64_t cur = p->slice_us;
+	bool reported;
+	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, &reported);
+	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
+		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
+		uint64_t target = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
+		if (target > cur) {
+			*slice_us = target;
+			describe(why, why_len, "grown to", target, p95, reported);
+			return true;
+		}
+	}
+	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW)
+		return false;
+	if (a->thread_share_us && a->thread_share_us < cur &&
+			qos_adapt_percentile(&a->used, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us)
+		return false;
+	uint64_t target = clamp(p, with_margin(p95));
+	/* Inside the band a jittery use changes nothing. */
+	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT)
+		return false;
+	*slice_us = target;
+	describe(why, why_len, "shrunk to", target, p95, reported);
+	return true;
+}
+
+bool qos_adapt_decide(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
+		char *why, size_t why_len) {
+	if (!qos_params_adaptive(p) || !qos_params_has_limit(p) || a->released)
+		return false;
+	if (p->adapt.auto_slice && !a->settled)
+		return decide_initial(a, p, slice_us, why, why_len);
+	if (!p->adapt.continuous)
+		return false;
+	return decide_continuous(a, p, slice_us, why, why_len);
+}
+
+void qos_adapt_changed(struct qos_adapt *a, uint64_t slice_us) {
+	a->want_us = slice_us;
+	a->since_change = 0;
+}

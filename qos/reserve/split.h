@@ -1,0 +1,41 @@
+/*
+ * qos/reserve/split.h - a qos reserve's slice divided among its member threads by
+ * what each runs (split.c, the rules in split_rules.h).  Layer 1 (reserve).
+ *
+ * Once a period the threads' CPU clocks (schedstat: their own time, never
+ * what the compositor billed to the reserve) are sampled and each deadline
+ * runtime planned anew; runtimes that shrink are given first, so the
+ * kernel's admission never sees more than the slice.  While the reserve as
+ * a whole is in its fallback nothing is applied: the return at the period
+ * end gives each thread its planned runtime.
+ */
+#ifndef QOS_SPLIT_H
+#define QOS_SPLIT_H
+
+#include "qos/reserve/reserve.h"
+
+/* Samples r's threads and applies the plan; called when r->split.next_us is due. */
+void qos_split_pass(struct qos_reserve *r, uint64_t now_us);
+
+/*
+ * The deadline runtime thread tid of r holds under the division, in
+ * *runtime_ns (left alone, the even split, while r has no division yet or
+ * the thread started since the last sample: the next one divides the
+ * slice anew).  False when the thread waits outside the reservation
+ * (parked): its class is then left as it is.
+ */
+bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
+
+/* Thread tid of r was given runtime_ns (outside a pass). */
+void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns);
+
+/* The division for r's current slice (after a change of parameters). */
+void qos_split_replan(struct qos_reserve *r);
+
+/* Forgets the division (r no longer qos, or emptied). */
+void qos_split_clear(struct qos_reserve *r);
+
+/* Periods since the last call whose threads ran out with the slice all planned. */
+uint64_t qos_split_take_starved(struct qos_reserve *r);
+
+#endif
