@@ -11,8 +11,9 @@
 
 static bool read_small(const char *path, char *buf, size_t len) {
 	FILE *f = fopen(path, "re");
-	if (!f)
+	if (!f) {
 		return false;
+	}
 	size_t n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';
@@ -61,8 +62,9 @@ static bool hierarchy_path(const char *text, const char *controller, const char 
 				}
 				if (match && strlen(c2 + 1) < len) {
 					strcpy(out, c2 + 1);
-					if (with_too)
+					if (with_too) {
 						*with_too = other;
+					}
 					return true;
 				}
 			}
@@ -74,8 +76,9 @@ static bool hierarchy_path(const char *text, const char *controller, const char 
 
 /* Whether group `rel` is `self` or one of its ancestors. */
 static bool holds(const char *rel, const char *self) {
-	if (!self)
+	if (!self) {
 		return false;
+	}
 	size_t n = strlen(rel);
 	return strncmp(self, rel, n) == 0 && (self[n] == '\0' || self[n] == '/');
 }
@@ -83,21 +86,24 @@ static bool holds(const char *rel, const char *self) {
 /* Cuts the last component of a relative group path; false at the root. */
 static bool parent_rel(char *rel) {
 	char *slash = strrchr(rel, '/');
-	if (!slash || slash == rel)
+	if (!slash || slash == rel) {
 		return false;
+	}
 	*slash = '\0';
 	return true;
 }
 
 static bool read_u64(const char *path, int64_t *v) {
 	char buf[64];
-	if (!read_small(path, buf, sizeof(buf)))
+	if (!read_small(path, buf, sizeof(buf))) {
 		return false;
+	}
 	char *end;
 	errno = 0;
 	long long x = strtoll(buf, &end, 10);
-	if (errno || end == buf)
+	if (errno || end == buf) {
 		return false;
+	}
 	*v = x;
 	return true;
 }
@@ -106,11 +112,13 @@ static bool read_u64(const char *path, int64_t *v) {
 static bool v2_limit(const char *dir, uint64_t *quota, uint64_t *period) {
 	char path[PATH_MAX + 16], buf[64];
 	snprintf(path, sizeof(path), "%s/cpu.max", dir);
-	if (!read_small(path, buf, sizeof(buf)))
+	if (!read_small(path, buf, sizeof(buf))) {
 		return false;
+	}
 	unsigned long long q, p;
-	if (sscanf(buf, "%llu %llu", &q, &p) != 2 || p == 0)
+	if (sscanf(buf, "%llu %llu", &q, &p) != 2 || p == 0) {
 		return false; /* "max ..." or unreadable: no limit */
+	}
 	*quota = q;
 	*period = p;
 	return true;
@@ -120,11 +128,13 @@ static bool v1_limit(const char *dir, uint64_t *quota, uint64_t *period) {
 	char path[PATH_MAX + 24];
 	int64_t q, p;
 	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-	if (!read_u64(path, &q) || q <= 0)
+	if (!read_u64(path, &q) || q <= 0) {
 		return false;
+	}
 	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-	if (!read_u64(path, &p) || p <= 0)
+	if (!read_u64(path, &p) || p <= 0) {
 		return false;
+	}
 	*quota = (uint64_t)q;
 	*period = (uint64_t)p;
 	return true;
@@ -132,10 +142,12 @@ static bool v1_limit(const char *dir, uint64_t *quota, uint64_t *period) {
 
 bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *self_cgroup,
 		struct qos_cglimit *out) {
-	if (!base)
+	if (!base) {
 		base = DEFAULT_BASE;
-	if (!proc_cgroup)
+	}
+	if (!proc_cgroup) {
 		return false;
+	}
 	char probe[PATH_MAX];
 	snprintf(probe, sizeof(probe), "%s/cgroup.controllers", base);
 	bool pure_v2 = access(probe, F_OK) == 0;
@@ -143,21 +155,25 @@ bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *sel
 	char rel[PATH_MAX], self_rel[PATH_MAX];
 	bool cpuacct_too = false, unused;
 	if (!hierarchy_path(proc_cgroup, ctl, pure_v2 ? NULL : "cpuacct", &cpuacct_too, rel,
-				sizeof(rel)))
+				sizeof(rel))) {
 		return false;
+	}
 	bool have_self = self_cgroup &&
 			hierarchy_path(self_cgroup, ctl, NULL, &unused, self_rel, sizeof(self_rel));
 	do {
-		if (strcmp(rel, "/") == 0 || holds(rel, have_self ? self_rel : NULL))
+		if (strcmp(rel, "/") == 0 || holds(rel, have_self ? self_rel : NULL)) {
 			continue;
+		}
 		char dir[PATH_MAX];
 		int n = pure_v2 ? snprintf(dir, sizeof(dir), "%s%s", base, rel)
 						: snprintf(dir, sizeof(dir), "%s/cpu%s", base, rel);
-		if (n < 0 || (size_t)n >= sizeof(dir))
+		if (n < 0 || (size_t)n >= sizeof(dir)) {
 			return false;
+		}
 		uint64_t quota, period;
-		if (!(pure_v2 ? v2_limit(dir, &quota, &period) : v1_limit(dir, &quota, &period)))
+		if (!(pure_v2 ? v2_limit(dir, &quota, &period) : v1_limit(dir, &quota, &period))) {
 			continue;
+		}
 		memcpy(out->dir, dir, sizeof(out->dir));
 		out->quota_us = quota;
 		out->period_us = period;
@@ -180,8 +196,9 @@ bool qos_cglimit_from(const char *base, const char *proc_cgroup, const char *sel
 
 bool qos_cglimit_of(const char *base, pid_t pid, pid_t self, struct qos_cglimit *out) {
 	char text[8192], self_text[8192];
-	if (pid <= 0 || !read_proc_cgroup(pid, text, sizeof(text)))
+	if (pid <= 0 || !read_proc_cgroup(pid, text, sizeof(text))) {
 		return false;
+	}
 	bool have_self = self > 0 && read_proc_cgroup(self, self_text, sizeof(self_text));
 	return qos_cglimit_from(base, text, have_self ? self_text : NULL, out);
 }
@@ -191,16 +208,18 @@ static bool tasks_usage_us(const char *dir, uint64_t *us) {
 	char path[PATH_MAX + 8];
 	snprintf(path, sizeof(path), "%s/tasks", dir);
 	FILE *f = fopen(path, "re");
-	if (!f)
+	if (!f) {
 		return false;
+	}
 	uint64_t ns = 0;
 	int tid;
 	while (fscanf(f, "%d", &tid) == 1) {
 		char stat[64], buf[128];
 		snprintf(stat, sizeof(stat), "/proc/%d/schedstat", tid);
 		unsigned long long run;
-		if (read_small(stat, buf, sizeof(buf)) && sscanf(buf, "%llu", &run) == 1)
+		if (read_small(stat, buf, sizeof(buf)) && sscanf(buf, "%llu", &run) == 1) {
 			ns += run;
+		}
 	}
 	fclose(f);
 	*us = ns / 1000;
@@ -212,20 +231,23 @@ bool qos_cglimit_usage_us(const struct qos_cglimit *limit, uint64_t *us) {
 	switch (limit->usage) {
 	case QOS_CGLIMIT_USAGE_V2: {
 		snprintf(path, sizeof(path), "%s/cpu.stat", limit->usage_dir);
-		if (!read_small(path, buf, sizeof(buf)))
+		if (!read_small(path, buf, sizeof(buf))) {
 			return false;
+		}
 		const char *p = strstr(buf, "usage_usec ");
 		unsigned long long v;
-		if (!p || sscanf(p + 11, "%llu", &v) != 1)
+		if (!p || sscanf(p + 11, "%llu", &v) != 1) {
 			return false;
+		}
 		*us = v;
 		return true;
 	}
 	case QOS_CGLIMIT_USAGE_CPUACCT: {
 		int64_t ns;
 		snprintf(path, sizeof(path), "%s/cpuacct.usage", limit->usage_dir);
-		if (!read_u64(path, &ns) || ns < 0)
+		if (!read_u64(path, &ns) || ns < 0) {
 			return false;
+		}
 		*us = (uint64_t)ns / 1000;
 		return true;
 	}

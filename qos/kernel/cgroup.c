@@ -27,8 +27,9 @@ static bool has_word(const char *list, const char *word) {
 	for (const char *p = list; (p = strstr(p, word)); p += n) {
 		bool start = p == list || p[-1] == ' ' || p[-1] == ',';
 		bool end = p[n] == '\0' || p[n] == ' ' || p[n] == '\n' || p[n] == ',';
-		if (start && end)
+		if (start && end) {
 			return true;
+		}
 	}
 	return false;
 }
@@ -36,11 +37,13 @@ static bool has_word(const char *list, const char *word) {
 /* The manager's own cgroup in the v2 tree ("0::PATH" in /proc/self/cgroup). */
 static bool own_v2_cgroup(char *out, size_t len) {
 	char buf[4096];
-	if (qos_sys_read_file("/proc/self/cgroup", buf, sizeof(buf)) < 0)
+	if (qos_sys_read_file("/proc/self/cgroup", buf, sizeof(buf)) < 0) {
 		return false;
+	}
 	for (char *line = buf; line && *line; line = strchr(line, '\n')) {
-		if (*line == '\n')
+		if (*line == '\n') {
 			line++;
+		}
 		if (strncmp(line, "0::", 3) == 0) {
 			size_t n = strcspn(line + 3, "\n");
 			snprintf(out, len, "%.*s", (int)n, line + 3);
@@ -52,16 +55,19 @@ static bool own_v2_cgroup(char *out, size_t len) {
 
 /* An absolute path with no empty, "." or ".." component: it may not leave the tree. */
 static bool valid_parent(const char *parent) {
-	if (parent[0] != '/')
+	if (parent[0] != '/') {
 		return false;
+	}
 	for (const char *c = parent; *c;) {
 		const char *next = strchr(c + 1, '/');
 		size_t part = next ? (size_t)(next - c - 1) : strlen(c + 1);
 		if ((part == 0 && (next || c != parent)) || (part == 1 && c[1] == '.') ||
-				(part == 2 && c[1] == '.' && c[2] == '.'))
+				(part == 2 && c[1] == '.' && c[2] == '.')) {
 			return false;
-		if (!next)
+		}
+		if (!next) {
 			break;
+		}
 		c = next;
 	}
 	return true;
@@ -82,12 +88,14 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 		cg->layout = QOS_CG_V2;
 		snprintf(cg->v2_base, sizeof(cg->v2_base), "%s", base);
 		snprintf(cg->cpu_base, sizeof(cg->cpu_base), "%s", base);
-		if (parent)
+		if (parent) {
 			snprintf(cg->parent, sizeof(cg->parent), "%s", parent);
-		else if (access(base, W_OK) != 0 && !own_v2_cgroup(cg->parent, sizeof(cg->parent)))
+		} else if (access(base, W_OK) != 0 && !own_v2_cgroup(cg->parent, sizeof(cg->parent))) {
 			cg->parent[0] = '\0';
-		if (!strcmp(cg->parent, "/"))
+		}
+		if (!strcmp(cg->parent, "/")) {
 			cg->parent[0] = '\0';
+		}
 		/*
 		 * Our root only gets cpu files if its parent delegates the controller,
 		 * or (a delegated subtree) may: setup_root enables it there.
@@ -96,8 +104,9 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 		snprintf(p, sizeof(p), "%s%s/cgroup.subtree_control", base, cg->parent);
 		cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
 		snprintf(p, sizeof(p), "%s%s/cgroup.controllers", base, cg->parent);
-		if (!cg->cpu_ctl && cg->parent[0])
+		if (!cg->cpu_ctl && cg->parent[0]) {
 			cg->cpu_ctl = qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu");
+		}
 		snprintf(cg->rt_note, sizeof(cg->rt_note), "cgroup v2 has no real-time group bandwidth");
 	} else if (exists(base, "unified/cgroup.procs") && exists(base, "cpu/cpu.shares")) {
 		cg->layout = QOS_CG_HYBRID;
@@ -105,9 +114,10 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 		snprintf(cg->cpu_base, sizeof(cg->cpu_base), "%s/cpu", base);
 		cg->cpu_ctl = true;
 		cg->rt_group = exists(cg->cpu_base, "cpu.rt_runtime_us");
-		if (!cg->rt_group)
+		if (!cg->rt_group) {
 			snprintf(cg->rt_note, sizeof(cg->rt_note),
 					"kernel built without CONFIG_RT_GROUP_SCHED");
+		}
 	} else {
 		snprintf(err, err_len,
 				"no usable cgroup layout under %s (need cgroup v2, or v1 "
@@ -136,11 +146,13 @@ bool qos_cgroup_detect(struct qos_cgroup *cg, const char *base, const char *pare
 }
 
 int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *value) {
-	if (!cg->fake_files)
+	if (!cg->fake_files) {
 		return qos_sys_write_file(path, value);
+	}
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
+	if (fd < 0) {
 		return -errno;
+	}
 	ssize_t n = write(fd, value, strlen(value));
 	close(fd);
 	return n < 0 ? -EIO : 0;
@@ -154,10 +166,12 @@ static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us);
 /* A directory at path, made or found; a control file of that name is not one. */
 static bool make_dir(const char *path) {
 	struct stat st;
-	if (mkdir(path, 0755) == 0)
+	if (mkdir(path, 0755) == 0) {
 		return true;
-	if (errno != EEXIST)
+	}
+	if (errno != EEXIST) {
 		return false;
+	}
 	if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
 		errno = ENOTDIR;
 		return false;
@@ -176,15 +190,17 @@ static void delegate_cpu(struct qos_cgroup *cg) {
 	char dir[PATH_MAX], p[PATH_MAX + 64], buf[512], own[QOS_CG_PATH];
 	snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, cg->parent);
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
-	if (qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu"))
+	if (qos_sys_read_file(p, buf, sizeof(buf)) >= 0 && has_word(buf, "cpu")) {
 		return;
+	}
 	if (own_v2_cgroup(own, sizeof(own)) && strcmp(own, cg->parent) == 0) {
 		char leaf[PATH_MAX + 16], v[32];
 		snprintf(leaf, sizeof(leaf), "%s/" MANAGER_LEAF, dir);
 		snprintf(v, sizeof(v), "%d", (int)getpid());
 		snprintf(p, sizeof(p), "%s/cgroup.procs", leaf);
-		if (!make_dir(leaf) || qos_cgroup_write(cg, p, v) < 0)
+		if (!make_dir(leaf) || qos_cgroup_write(cg, p, v) < 0) {
 			return;
+		}
 		cg->delegated = true;
 	}
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
@@ -201,17 +217,19 @@ static void delegate_cpu(struct qos_cgroup *cg) {
 static void enable_top_cpu(struct qos_cgroup *cg) {
 	char p[PATH_MAX], buf[512];
 	snprintf(p, sizeof(p), "%s/cgroup.controllers", cg->v2_base);
-	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0 || !has_word(buf, "cpu"))
+	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0 || !has_word(buf, "cpu")) {
 		return;
+	}
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2_base);
 	cg->cpu_ctl = qos_cgroup_write(cg, p, "+cpu") == 0;
 }
 
 bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, size_t err_len) {
-	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl)
+	if (cg->layout == QOS_CG_V2 && cg->parent[0] && cg->cpu_ctl) {
 		delegate_cpu(cg);
-	else if (cg->layout == QOS_CG_V2 && !cg->parent[0] && !cg->cpu_ctl)
+	} else if (cg->layout == QOS_CG_V2 && !cg->parent[0] && !cg->cpu_ctl) {
 		enable_top_cpu(cg);
+	}
 	if (!make_dir(cg->v2_root) || (cg->layout == QOS_CG_HYBRID && !make_dir(cg->cpu_root))) {
 		snprintf(err, err_len, "cannot create the manager's cgroup root: %s", strerror(errno));
 		return false;
@@ -219,8 +237,9 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
 	char p[PATH_MAX];
 	if (cg->layout == QOS_CG_V2 && cg->cpu_ctl) {
 		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", cg->v2_root);
-		if (qos_cgroup_write(cg, p, "+cpu") < 0)
+		if (qos_cgroup_write(cg, p, "+cpu") < 0) {
 			cg->cpu_ctl = false;
+		}
 	}
 	if (cg->layout == QOS_CG_HYBRID && cg->rt_group) {
 		/*
@@ -253,8 +272,9 @@ bool qos_cgroup_setup_root(struct qos_cgroup *cg, uint64_t rt_ppm, char *err, si
  */
 static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir) {
 	char p[PATH_MAX];
-	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
+	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group) {
 		return;
+	}
 	snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", dir);
 	qos_cgroup_write(cg, p, "0");
 }
@@ -262,25 +282,29 @@ static void drop_rt_runtime(struct qos_cgroup *cg, const char *dir) {
 #define GUARDIAN_LEAF ".guardian"
 
 int qos_cgroup_attach_guardian(struct qos_cgroup *cg, pid_t pid) {
-	if (cg->fake_files)
+	if (cg->fake_files) {
 		return 0;
+	}
 	char dir[PATH_MAX], procs[PATH_MAX + 16], v[32];
 	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
-	if (!make_dir(dir))
+	if (!make_dir(dir)) {
 		return -errno;
+	}
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	return qos_cgroup_write(cg, procs, v);
 }
 
 static void remove_guardian(struct qos_cgroup *cg) {
-	if (cg->fake_files)
+	if (cg->fake_files) {
 		return;
+	}
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/" GUARDIAN_LEAF, cg->v2_root);
 	/* A guardian just reaped can take a moment to leave the group. */
-	for (int i = 0; i < 20 && rmdir(dir) < 0 && errno == EBUSY; i++)
+	for (int i = 0; i < 20 && rmdir(dir) < 0 && errno == EBUSY; i++) {
 		usleep(5000);
+	}
 }
 
 /* Every process of cgroup from moved to cgroup to (a few passes: they may fork). */
@@ -291,11 +315,14 @@ static void move_all(struct qos_cgroup *cg, const char *from, const char *to) {
 	for (int pass = 0; pass < 10; pass++) {
 		ssize_t n = qos_sys_read_file(p, buf, sizeof(buf));
 		/* A fake tree's list never empties: the same list twice ends it. */
-		if (n <= 0 || strcmp(buf, last) == 0)
+		if (n <= 0 || strcmp(buf, last) == 0) {
 			return;
+		}
 		snprintf(last, sizeof(last), "%s", buf);
-		for (char *save, *pid = strtok_r(buf, "\n", &save); pid; pid = strtok_r(NULL, "\n", &save))
+		for (char *save, *pid = strtok_r(buf, "\n", &save); pid;
+				pid = strtok_r(NULL, "\n", &save)) {
 			qos_cgroup_write(cg, q, pid);
+		}
 	}
 }
 
@@ -310,12 +337,14 @@ static void move_all(struct qos_cgroup *cg, const char *from, const char *to) {
 static void undo_delegation(struct qos_cgroup *cg, const char *dir) {
 	char p[PATH_MAX + 32], leaf[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
-	if (qos_cgroup_write(cg, p, "-cpu") < 0)
+	if (qos_cgroup_write(cg, p, "-cpu") < 0) {
 		return;
+	}
 	snprintf(leaf, sizeof(leaf), "%s/" MANAGER_LEAF, dir);
 	move_all(cg, leaf, dir);
-	if (cg->fake_files)
+	if (cg->fake_files) {
 		clear_fake(leaf);
+	}
 	rmdir(leaf);
 }
 
@@ -325,10 +354,12 @@ void qos_cgroup_remove_root(struct qos_cgroup *cg) {
 	remove_guardian(cg);
 	char leaf[PATH_MAX];
 	snprintf(leaf, sizeof(leaf), "%s/" QOS_CG_SERVER_LEAF, cg->cpu_root);
-	if (!cg->fake_files)
+	if (!cg->fake_files) {
 		rmdir(leaf);
-	if (cg->fake_files)
+	}
+	if (cg->fake_files) {
 		clear_fake(cg->v2_root);
+	}
 	rmdir(cg->v2_root);
 	if (cg->delegated) {
 		char dir[PATH_MAX];
@@ -338,8 +369,9 @@ void qos_cgroup_remove_root(struct qos_cgroup *cg) {
 	}
 	if (cg->layout == QOS_CG_HYBRID) {
 		drop_rt_runtime(cg, cg->cpu_root);
-		if (cg->fake_files)
+		if (cg->fake_files) {
 			clear_fake(cg->cpu_root);
+		}
 		rmdir(cg->cpu_root);
 	}
 }
@@ -348,19 +380,22 @@ void qos_cgroup_remove_root(struct qos_cgroup *cg) {
 static bool runs_us(const char *dir) {
 	char p[PATH_MAX + 16], buf[4096], self[PATH_MAX], exe[PATH_MAX], link[64];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	if (n <= 0) {
 		return true; /* cannot tell: it may be alive */
+	}
 	self[n] = '\0';
 	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
-	if (qos_sys_read_file(p, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(p, buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	for (char *save, *pid = strtok_r(buf, "\n", &save); pid; pid = strtok_r(NULL, "\n", &save)) {
 		snprintf(link, sizeof(link), "/proc/%s/exe", pid);
 		ssize_t m = readlink(link, exe, sizeof(exe) - 1);
 		if (m > 0) {
 			exe[m] = '\0';
-			if (strcmp(exe, self) == 0)
+			if (strcmp(exe, self) == 0) {
 				return true;
+			}
 		}
 	}
 	return false;
@@ -376,14 +411,17 @@ static bool has_procs(const char *dir) {
 static bool stale_root_in(const char *dir, const char *root_name) {
 	char root[PATH_MAX + 64], p[PATH_MAX + 96];
 	struct stat st;
-	if (stat(dir, &st) != 0 || st.st_uid != getuid())
+	if (stat(dir, &st) != 0 || st.st_uid != getuid()) {
 		return false;
+	}
 	snprintf(root, sizeof(root), "%s/%s", dir, root_name);
-	if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+	if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
 		return false;
+	}
 	snprintf(p, sizeof(p), "%s/" GUARDIAN_LEAF, root);
-	if (has_procs(p) || runs_us(dir))
+	if (has_procs(p) || runs_us(dir)) {
 		return false;
+	}
 	snprintf(p, sizeof(p), "%s/" MANAGER_LEAF, dir);
 	return !runs_us(p);
 }
@@ -392,8 +430,9 @@ int qos_cgroup_for_each_stale_root(const struct qos_cgroup *cg,
 		void (*fn)(const char *parent, void *data), void *data) {
 	char own[QOS_CG_PATH];
 	if (cg->layout != QOS_CG_V2 || !cg->parent[0] || !own_v2_cgroup(own, sizeof(own)) ||
-			strcmp(own, cg->parent) != 0)
+			strcmp(own, cg->parent) != 0) {
 		return 0;
+	}
 	const char *root_name = strrchr(cg->v2_root, '/') + 1;
 	char up[QOS_CG_PATH];
 	snprintf(up, sizeof(up), "%s", cg->parent);
@@ -402,14 +441,16 @@ int qos_cgroup_for_each_stale_root(const struct qos_cgroup *cg,
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s%s", cg->v2_base, up);
 	DIR *d = opendir(dir);
-	if (!d)
+	if (!d) {
 		return -1;
+	}
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char parent[QOS_CG_PATH + NAME_MAX + 2], sibling[PATH_MAX + NAME_MAX + 2];
-		if (e->d_type != DT_DIR || e->d_name[0] == '.' || strcmp(e->d_name, ours) == 0)
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || strcmp(e->d_name, ours) == 0) {
 			continue;
+		}
 		snprintf(parent, sizeof(parent), "%s/%s", up, e->d_name);
 		snprintf(sibling, sizeof(sibling), "%s/%s", dir, e->d_name);
 		if (strlen(parent) < sizeof(cg->parent) && stale_root_in(sibling, root_name)) {
@@ -426,8 +467,9 @@ bool qos_cgroup_retarget(struct qos_cgroup *cg, const char *parent) {
 	char root[QOS_CG_PATH], p[PATH_MAX];
 	int n = snprintf(root, sizeof(root), "%s%s/%s", cg->v2_base, parent, root_name);
 	if (cg->layout != QOS_CG_V2 || n < 0 || (size_t)n >= sizeof(root) ||
-			strlen(parent) >= sizeof(cg->parent))
+			strlen(parent) >= sizeof(cg->parent)) {
 		return false;
+	}
 	snprintf(cg->parent, sizeof(cg->parent), "%s", parent);
 	snprintf(cg->v2_root, sizeof(cg->v2_root), "%s", root);
 	snprintf(cg->cpu_root, sizeof(cg->cpu_root), "%s", root);
@@ -444,8 +486,9 @@ void qos_cgroup_path(const struct qos_cgroup *cg, bool cpu_tree, const char *nam
 bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
-	if (!make_dir(p))
+	if (!make_dir(p)) {
 		return false;
+	}
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 		if (!make_dir(p)) {
@@ -460,12 +503,14 @@ bool qos_cgroup_group_create(struct qos_cgroup *cg, const char *name) {
 /* In a fake tree the control files we created keep the directory non-empty. */
 static void clear_fake(const char *dir) {
 	DIR *d = opendir(dir);
-	if (!d)
+	if (!d) {
 		return;
+	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (e->d_type == DT_REG)
+		if (e->d_type == DT_REG) {
 			unlinkat(dirfd(d), e->d_name, 0);
+		}
 	}
 	closedir(d);
 }
@@ -480,19 +525,24 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name) {
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 		drop_rt_runtime(cg, p);
-		if (cg->fake_files)
+		if (cg->fake_files) {
 			clear_fake(p);
-		if (rmdir(p) != 0 && errno != ENOENT)
+		}
+		if (rmdir(p) != 0 && errno != ENOENT) {
 			return -errno;
+		}
 		unsigned groups;
-		if (cg->rt_group && cg->rt_root_us)
+		if (cg->rt_group && cg->rt_root_us) {
 			set_root_rt(cg, root_rt_need(cg, NULL, 0, 0, &groups));
+		}
 	}
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
-	if (cg->fake_files)
+	if (cg->fake_files) {
 		clear_fake(p);
-	if (rmdir(p) != 0 && errno != ENOENT)
+	}
+	if (rmdir(p) != 0 && errno != ENOENT) {
 		return -errno;
+	}
 	return 0;
 }
 
@@ -500,10 +550,12 @@ bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
-	if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+	if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode)) {
 		return true;
-	if (cg->layout != QOS_CG_HYBRID)
+	}
+	if (cg->layout != QOS_CG_HYBRID) {
 		return false;
+	}
 	snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 	return stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
 }
@@ -511,10 +563,12 @@ bool qos_cgroup_name_is_file(const struct qos_cgroup *cg, const char *name) {
 bool qos_cgroup_group_exists(const struct qos_cgroup *cg, const char *name) {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
-	if (access(p, F_OK) == 0)
+	if (access(p, F_OK) == 0) {
 		return true;
-	if (cg->layout != QOS_CG_HYBRID)
+	}
+	if (cg->layout != QOS_CG_HYBRID) {
 		return false;
+	}
 	snprintf(p, sizeof(p), "%s/%s", cg->cpu_root, name);
 	return access(p, F_OK) == 0;
 }
@@ -523,37 +577,44 @@ bool qos_cgroup_group_rename(struct qos_cgroup *cg, const char *from, const char
 	char a[PATH_MAX], b[PATH_MAX];
 	snprintf(a, sizeof(a), "%s/%s", cg->v2_root, from);
 	snprintf(b, sizeof(b), "%s/%s", cg->v2_root, to);
-	if (rename(a, b) != 0)
+	if (rename(a, b) != 0) {
 		return false;
+	}
 	if (cg->layout == QOS_CG_HYBRID) {
 		snprintf(a, sizeof(a), "%s/%s", cg->cpu_root, from);
 		snprintf(b, sizeof(b), "%s/%s", cg->cpu_root, to);
-		if (rename(a, b) != 0)
+		if (rename(a, b) != 0) {
 			return false;
+		}
 	}
 	return true;
 }
 
 int qos_cgroup_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 		uint64_t quota_us) {
-	if (!cg->cpu_ctl)
+	if (!cg->cpu_ctl) {
 		return -ENOTSUP;
-	if (cg->layout == QOS_CG_HYBRID)
+	}
+	if (cg->layout == QOS_CG_HYBRID) {
 		return qos_cgroup_v1_set_quota(cg, name, period_us, quota_us);
+	}
 	return qos_cgroup_v2_set_quota(cg, name, period_us, quota_us);
 }
 
 int qos_cgroup_set_nice_weight(struct qos_cgroup *cg, const char *name, int nice) {
-	if (!cg->cpu_ctl)
+	if (!cg->cpu_ctl) {
 		return -ENOTSUP;
-	if (cg->layout == QOS_CG_HYBRID)
+	}
+	if (cg->layout == QOS_CG_HYBRID) {
 		return qos_cgroup_v1_set_nice_weight(cg, name, nice);
+	}
 	return qos_cgroup_v2_set_nice_weight(cg, name, nice);
 }
 
 int qos_cgroup_set_weight(struct qos_cgroup *cg, const char *name, long weight) {
-	if (!cg->cpu_ctl)
+	if (!cg->cpu_ctl) {
 		return -ENOTSUP;
+	}
 	char p[PATH_MAX], v[32];
 	if (cg->layout == QOS_CG_HYBRID) {
 		weight = weight < 2 ? 2 : weight > 262144 ? 262144 : weight;
@@ -568,16 +629,18 @@ int qos_cgroup_set_weight(struct qos_cgroup *cg, const char *name, long weight) 
 }
 
 int qos_cgroup_set_idle(struct qos_cgroup *cg, const char *name, bool idle) {
-	if (!cg->cpu_ctl)
+	if (!cg->cpu_ctl) {
 		return -ENOTSUP;
+	}
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, true, name, "cpu.idle", p, sizeof(p));
 	return qos_cgroup_write(cg, p, idle ? "1" : "0");
 }
 
 int qos_cgroup_open_idle(const struct qos_cgroup *cg, const char *name) {
-	if (!cg->cpu_ctl || cg->fake_files)
+	if (!cg->cpu_ctl || cg->fake_files) {
 		return -1;
+	}
 	char p[PATH_MAX];
 	qos_cgroup_path(cg, true, name, "cpu.idle", p, sizeof(p));
 	return open(p, O_WRONLY | O_CLOEXEC);
@@ -590,21 +653,26 @@ int qos_cgroup_set_idle_fd(int fd, bool idle) {
 int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight) {
 	char p[PATH_MAX], v[32];
 	snprintf(p, sizeof(p), "%s/cpu.idle", cg->cpu_root);
-	if (idle)
+	if (idle) {
 		return qos_cgroup_write(cg, p, "1");
+	}
 	int r = qos_cgroup_write(cg, p, "0");
 	if (cg->layout == QOS_CG_HYBRID) {
-		if (weight < 2)
+		if (weight < 2) {
 			weight = 2;
-		if (weight > 262144)
+		}
+		if (weight > 262144) {
 			weight = 262144;
+		}
 		snprintf(p, sizeof(p), "%s/cpu.shares", cg->cpu_root);
 	} else {
 		weight = (weight * 100 + 512) / 1024;
-		if (weight < 1)
+		if (weight < 1) {
 			weight = 1;
-		if (weight > 10000)
+		}
+		if (weight > 10000) {
 			weight = 10000;
+		}
 		snprintf(p, sizeof(p), "%s/cpu.weight", cg->cpu_root);
 	}
 	snprintf(v, sizeof(v), "%ld", weight);
@@ -615,15 +683,17 @@ int qos_cgroup_set_root_weight(struct qos_cgroup *cg, bool idle, long weight) {
 static uint64_t read_u64(const char *dir, const char *file) {
 	char p[PATH_MAX], buf[32];
 	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0)
+	if (qos_sys_read_file(p, buf, sizeof(buf)) < 0) {
 		return 0;
+	}
 	return strtoull(buf, NULL, 10);
 }
 
 /* Runtime per second, rounded up, as the kernel compares group shares. */
 static uint64_t rt_share_us(uint64_t period_us, uint64_t runtime_us) {
-	if (!period_us)
+	if (!period_us) {
 		return 0;
+	}
 	return (runtime_us * 1000000 + period_us - 1) / period_us;
 }
 
@@ -637,12 +707,14 @@ static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint
 	uint64_t need = name ? rt_share_us(period_us, runtime_us) + 1 : 0;
 	*groups = name ? 1 : 0;
 	DIR *d = opendir(cg->cpu_root);
-	if (!d)
+	if (!d) {
 		return need;
+	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (e->d_type != DT_DIR || e->d_name[0] == '.' || (name && !strcmp(e->d_name, name)))
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || (name && !strcmp(e->d_name, name))) {
 			continue;
+		}
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s/%s", cg->cpu_root, e->d_name);
 		uint64_t runtime = read_u64(dir, "cpu.rt_runtime_us");
@@ -660,15 +732,17 @@ static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us) {
 	snprintf(p, sizeof(p), "%s/cpu.rt_runtime_us", cg->cpu_root);
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)runtime_us);
 	int r = qos_cgroup_write(cg, p, v);
-	if (r == 0)
+	if (r == 0) {
 		cg->rt_root_us = runtime_us;
+	}
 	return r;
 }
 
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 		uint64_t runtime_us) {
-	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group)
+	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group) {
 		return -ENOTSUP;
+	}
 	/*
 	 * The root grows before the group takes its share and shrinks after.
 	 * Shares that fill the limit exactly are left to the kernel to judge,
@@ -677,19 +751,22 @@ int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_u
 	unsigned groups;
 	uint64_t need = root_rt_need(cg, name, period_us, runtime_us, &groups);
 	if (need > cg->rt_max_us) {
-		if (need - groups > cg->rt_max_us)
+		if (need - groups > cg->rt_max_us) {
 			return -ENOSPC;
+		}
 		need = cg->rt_max_us;
 	}
 	if (need > cg->rt_root_us) {
 		int r = set_root_rt(cg, need);
-		if (r < 0)
+		if (r < 0) {
 			return r;
+		}
 	}
 	int r = qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
 	uint64_t held = root_rt_need(cg, NULL, 0, 0, &groups);
-	if (held < cg->rt_root_us)
+	if (held < cg->rt_root_us) {
 		set_root_rt(cg, held);
+	}
 	return r;
 }
 
@@ -701,12 +778,14 @@ int qos_cgroup_freeze(struct qos_cgroup *cg, const char *name, bool frozen) {
 
 static bool read_key(const char *path, const char *key, uint64_t *out) {
 	char buf[1024];
-	if (qos_sys_read_file(path, buf, sizeof(buf)) < 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) < 0) {
 		return false;
+	}
 	size_t n = strlen(key);
 	for (char *line = buf; line && *line; line = strchr(line, '\n')) {
-		if (*line == '\n')
+		if (*line == '\n') {
 			line++;
+		}
 		if (strncmp(line, key, n) == 0 && line[n] == ' ') {
 			*out = strtoull(line + n + 1, NULL, 10);
 			return true;
@@ -738,13 +817,15 @@ bool qos_cgroup_usage_fd(int fd, uint64_t *out) {
 	char buf[512];
 	/* cgroup files regenerate their contents when read from offset 0. */
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
+	if (n <= 0) {
 		return false;
+	}
 	buf[n] = '\0';
 	if (strncmp(buf, "usage_usec ", 11) != 0) {
 		char *line = strstr(buf, "\nusage_usec ");
-		if (!line)
+		if (!line) {
 			return false;
+		}
 		*out = strtoull(line + 12, NULL, 10);
 		return true;
 	}
@@ -757,15 +838,17 @@ int qos_cgroup_attach_process(struct qos_cgroup *cg, const char *name, pid_t pid
 	snprintf(v, sizeof(v), "%d", pid);
 	qos_cgroup_path(cg, false, name, "cgroup.procs", p, sizeof(p));
 	int r = qos_cgroup_write(cg, p, v);
-	if (r < 0 || cg->layout != QOS_CG_HYBRID)
+	if (r < 0 || cg->layout != QOS_CG_HYBRID) {
 		return r;
+	}
 	qos_cgroup_path(cg, true, name, "cgroup.procs", p, sizeof(p));
 	return qos_cgroup_write(cg, p, v);
 }
 
 int qos_cgroup_attach_thread(struct qos_cgroup *cg, const char *name, pid_t tid) {
-	if (cg->layout != QOS_CG_HYBRID)
+	if (cg->layout != QOS_CG_HYBRID) {
 		return -ENOTSUP;
+	}
 	char p[PATH_MAX], v[32];
 	snprintf(v, sizeof(v), "%d", tid);
 	qos_cgroup_path(cg, true, name, "tasks", p, sizeof(p));
@@ -776,23 +859,27 @@ bool qos_cgroup_current(const struct qos_cgroup *cg, pid_t pid, pid_t tid, char 
 		char *cpu, size_t cpu_len) {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/cgroup", pid, tid > 0 ? tid : pid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	v2[0] = cpu[0] = '\0';
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
 		char *c1 = strchr(line, ':');
 		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (!c2)
+		if (!c2) {
 			continue;
+		}
 		*c2 = '\0';
 		const char *ctrls = c1 + 1;
-		if (*ctrls == '\0')
+		if (*ctrls == '\0') {
 			snprintf(v2, v2_len, "%s", c2 + 1);
-		else if (has_word(ctrls, "cpu"))
+		} else if (has_word(ctrls, "cpu")) {
 			snprintf(cpu, cpu_len, "%s", c2 + 1);
+		}
 	}
-	if (cg->layout == QOS_CG_V2)
+	if (cg->layout == QOS_CG_V2) {
 		snprintf(cpu, cpu_len, "%s", v2);
+	}
 	return v2[0] != '\0';
 }
 
@@ -808,8 +895,9 @@ static int write_up(struct qos_cgroup *cg, const char *base, char *path, const c
 		snprintf(p, sizeof(p), "%s%s/%s", base, path, file);
 		int r = qos_cgroup_write(cg, p, id);
 		char *slash = strrchr(path, '/');
-		if (!up || r == 0 || r == -ESRCH || !slash || (slash == path && !path[1]))
+		if (!up || r == 0 || r == -ESRCH || !slash || (slash == path && !path[1])) {
 			return r;
+		}
 		slash[slash == path ? 1 : 0] = '\0';
 	}
 }
@@ -825,8 +913,9 @@ static int restore(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool whole_proce
 	if (cg->layout == QOS_CG_HYBRID && cpu[0]) {
 		snprintf(v, sizeof(v), "%d", whole_process ? pid : tid);
 		int r2 = write_up(cg, cg->cpu_base, cpu, whole_process ? "cgroup.procs" : "tasks", v, up);
-		if (r == 0)
+		if (r == 0) {
 			r = r2;
+		}
 	}
 	return r;
 }
@@ -847,13 +936,15 @@ int qos_cgroup_restore_near(struct qos_cgroup *cg, pid_t pid, pid_t tid, bool wh
 int qos_cgroup_for_each_pid(const struct qos_cgroup *cg, const char *name, bool threads,
 		void (*fn)(pid_t pid, void *data), void *data) {
 	char p[PATH_MAX];
-	if (threads && cg->layout == QOS_CG_HYBRID)
+	if (threads && cg->layout == QOS_CG_HYBRID) {
 		qos_cgroup_path(cg, true, name, "tasks", p, sizeof(p));
-	else
+	} else {
 		qos_cgroup_path(cg, false, name, threads ? "cgroup.threads" : "cgroup.procs", p, sizeof(p));
+	}
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return -1;
+	}
 	int n = qos_cgroup_for_each_pid_fd(fd, fn, data);
 	close(fd);
 	return n;
@@ -873,17 +964,20 @@ int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *
 	for (;;) {
 		/* One page at most per read (the seq_file buffer), so read to the end. */
 		ssize_t got = pread(fd, buf, sizeof(buf), off);
-		if (got < 0)
+		if (got < 0) {
 			return -1;
-		if (got == 0)
+		}
+		if (got == 0) {
 			break;
+		}
 		off += got;
 		for (ssize_t i = 0; i < got; i++) {
 			char c = buf[i];
 			if (c >= '0' && c <= '9') {
 				v = v < 0 ? c - '0' : v * 10 + (c - '0');
-				if (v > INT_MAX / 10)
+				if (v > INT_MAX / 10) {
 					v = INT_MAX / 10; /* not a pid; kill() and /proc refuse it */
+				}
 			} else {
 				if (v > 0) {
 					fn((pid_t)v, data);
@@ -902,13 +996,15 @@ int qos_cgroup_for_each_pid_fd(int fd, void (*fn)(pid_t pid, void *data), void *
 
 static int list_dirs(const char *root, void (*fn)(const char *name, void *data), void *data) {
 	DIR *d = opendir(root);
-	if (!d)
+	if (!d) {
 		return -1;
+	}
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+		if (e->d_type != DT_DIR || e->d_name[0] == '.') {
 			continue;
+		}
 		fn(e->d_name, data);
 		n++;
 	}
@@ -922,8 +1018,9 @@ int qos_cgroup_for_each_group(const struct qos_cgroup *cg, void (*fn)(const char
 	if (cg->layout == QOS_CG_HYBRID) {
 		/* Groups that only exist in the cpu tree (a crash between two mkdirs). */
 		int m = list_dirs(cg->cpu_root, fn, data);
-		if (m > 0)
+		if (m > 0) {
 			n = n < 0 ? m : n + m;
+		}
 	}
 	return n;
 }

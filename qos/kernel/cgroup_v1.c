@@ -49,10 +49,12 @@ static const int nice_weight[40] = {
 };
 
 int qos_cgroup_nice_to_weight(int nice) {
-	if (nice < -20)
+	if (nice < -20) {
 		nice = -20;
-	if (nice > 19)
+	}
+	if (nice > 19) {
 		nice = 19;
+	}
 	return nice_weight[nice + 20];
 }
 
@@ -65,11 +67,13 @@ static int put(struct qos_cgroup *cg, const char *name, const char *file, long l
 
 int qos_cgroup_v1_set_quota(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 		uint64_t quota_us) {
-	if (quota_us == 0)
+	if (quota_us == 0) {
 		return put(cg, name, "cpu.cfs_quota_us", -1);
+	}
 	int r = put(cg, name, "cpu.cfs_period_us", (long long)period_us);
-	if (r < 0)
+	if (r < 0) {
 		return r;
+	}
 	return put(cg, name, "cpu.cfs_quota_us", (long long)quota_us);
 }
 
@@ -84,20 +88,26 @@ int qos_cgroup_v1_set_rt(struct qos_cgroup *cg, const char *name, uint64_t perio
 	 * other value already in place, so the order depends on the direction.
 	 */
 	int r = put(cg, name, "cpu.rt_period_us", (long long)period_us);
-	if (r == 0)
+	if (r == 0) {
 		r = put(cg, name, "cpu.rt_runtime_us", (long long)runtime_us);
-	if (r == 0)
+	}
+	if (r == 0) {
 		return 0;
+	}
 	r = put(cg, name, "cpu.rt_runtime_us", (long long)runtime_us);
-	if (r == 0)
+	if (r == 0) {
 		r = put(cg, name, "cpu.rt_period_us", (long long)period_us);
-	if (r == 0)
+	}
+	if (r == 0) {
 		return 0;
+	}
 	/* Last resort when neither order is valid from the current values. */
-	if (put(cg, name, "cpu.rt_runtime_us", 0) < 0)
+	if (put(cg, name, "cpu.rt_runtime_us", 0) < 0) {
 		return r;
+	}
 	r = put(cg, name, "cpu.rt_period_us", (long long)period_us);
-	if (r == 0)
+	if (r == 0) {
 		r = put(cg, name, "cpu.rt_runtime_us", (long long)runtime_us);
+	}
 	return r;
 }

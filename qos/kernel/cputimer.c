@@ -9,11 +9,13 @@
 int qos_cputimer_open(int signo) {
 	sigset_t set;
 	sigemptyset(&set);
-	if (sigaddset(&set, signo) < 0)
+	if (sigaddset(&set, signo) < 0) {
 		return -1;
+	}
 	int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return -1;
+	}
 	/* Unblocked, the default action of a real-time signal ends the process. */
 	int e = pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (e) {
@@ -53,15 +55,17 @@ int qos_cputimer_arm(timer_t t, uint64_t at_ns) {
 bool qos_cputimer_rearm_after(timer_t t, uint64_t armed_at_ns, uint64_t rel_ns,
 		uint64_t *clock_ns) {
 	struct itimerspec its = { .it_value = to_timespec(rel_ns ? rel_ns : 1) }, old;
-	if (!armed_at_ns || timer_settime(t, 0, &its, &old) != 0)
+	if (!armed_at_ns || timer_settime(t, 0, &its, &old) != 0) {
 		return false;
+	}
 	/*
 	 * The kernel samples the clock once, for the old time to go and for
 	 * the new expiry.  A timer past its expiry but not fired yet says 1 ns.
 	 */
 	uint64_t left = (uint64_t)old.it_value.tv_sec * 1000000000u + (uint64_t)old.it_value.tv_nsec;
-	if (left <= 1 || left > armed_at_ns)
+	if (left <= 1 || left > armed_at_ns) {
 		return false;
+	}
 	*clock_ns = armed_at_ns - left;
 	return true;
 }
@@ -72,13 +76,16 @@ void qos_cputimer_delete(timer_t t) {
 
 size_t qos_cputimer_read(int fd, uint32_t *cookies, size_t max) {
 	struct signalfd_siginfo si[16];
-	if (max > sizeof(si) / sizeof(si[0]))
+	if (max > sizeof(si) / sizeof(si[0])) {
 		max = sizeof(si) / sizeof(si[0]);
+	}
 	ssize_t n = read(fd, si, max * sizeof(si[0]));
-	if (n <= 0)
+	if (n <= 0) {
 		return 0;
+	}
 	size_t got = (size_t)n / sizeof(si[0]);
-	for (size_t i = 0; i < got; i++)
+	for (size_t i = 0; i < got; i++) {
 		cookies[i] = (uint32_t)si[i].ssi_int;
+	}
 	return got;
 }

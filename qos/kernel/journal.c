@@ -19,17 +19,19 @@ static void group_dir(const struct qos_cgroup *cg, const char *group, char *out,
 }
 
 static void attr_name(pid_t pid, pid_t tid, char *out, size_t len) {
-	if (tid)
+	if (tid) {
 		snprintf(out, len, PREFIX "%d.%d", pid, tid);
-	else
+	} else {
 		snprintf(out, len, PREFIX "%d", pid);
+	}
 }
 
 static void format_limit(uint64_t v, char *out, size_t len) {
-	if (v == (uint64_t)RLIM_INFINITY)
+	if (v == (uint64_t)RLIM_INFINITY) {
 		snprintf(out, len, "inf");
-	else
+	} else {
 		snprintf(out, len, "%" PRIu64, v);
+	}
 }
 
 size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t len) {
@@ -51,12 +53,14 @@ size_t qos_journal_format(const struct qos_journal_entry *e, char *buf, size_t l
 }
 
 static bool parse_u64(const char *s, const char *end, uint64_t *out) {
-	if (s == end || (size_t)(end - s) > 20)
+	if (s == end || (size_t)(end - s) > 20) {
 		return false;
+	}
 	uint64_t v = 0;
 	for (; s < end; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+		if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) {
 			return false;
+		}
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	*out = v;
@@ -74,17 +78,21 @@ static bool parse_limit(const char *s, const char *end, uint64_t *out) {
 /* An absolute cgroup path with no "." or ".." component (or empty, for cpu). */
 static bool parse_path(const char *s, const char *end, bool may_be_empty, char *out, size_t len) {
 	size_t n = (size_t)(end - s);
-	if (n == 0 ? !may_be_empty : s[0] != '/')
+	if (n == 0 ? !may_be_empty : s[0] != '/') {
 		return false;
-	if (n >= len || memchr(s, '\0', n))
+	}
+	if (n >= len || memchr(s, '\0', n)) {
 		return false;
+	}
 	for (const char *c = s; c < end;) {
 		const char *next = memchr(c + 1, '/', (size_t)(end - c - 1));
-		if (!next)
+		if (!next) {
 			next = end;
+		}
 		size_t part = (size_t)(next - c - 1);
-		if ((part == 1 && c[1] == '.') || (part == 2 && c[1] == '.' && c[2] == '.'))
+		if ((part == 1 && c[1] == '.') || (part == 2 && c[1] == '.' && c[2] == '.')) {
 			return false;
+		}
 		c = next;
 	}
 	memcpy(out, s, n);
@@ -96,12 +104,14 @@ static bool parse_path(const char *s, const char *end, bool may_be_empty, char *
 static bool parse_fields(const char *v, const char *eol, int n, const bool *neg, int64_t *out) {
 	for (int i = 0; i < n; i++) {
 		const char *sp = i < n - 1 ? memchr(v, ' ', (size_t)(eol - v)) : eol;
-		if (!sp)
+		if (!sp) {
 			return false;
+		}
 		bool minus = neg && neg[i] && v < sp && *v == '-';
 		uint64_t u;
-		if (!parse_u64(v + minus, sp, &u) || u > INT32_MAX)
+		if (!parse_u64(v + minus, sp, &u) || u > INT32_MAX) {
 			return false;
+		}
 		out[i] = minus ? -(int64_t)u : (int64_t)u;
 		v = sp + 1;
 	}
@@ -121,8 +131,9 @@ static bool valid_class(int64_t policy, int64_t priority, int64_t reset_on_fork)
 /* "policy priority reset-on-fork" */
 static bool parse_sched(const char *v, const char *eol, struct qos_journal_entry *e) {
 	int64_t f[3];
-	if (!parse_fields(v, eol, 3, NULL, f) || !valid_class(f[0], f[1], f[2]))
+	if (!parse_fields(v, eol, 3, NULL, f) || !valid_class(f[0], f[1], f[2])) {
 		return false;
+	}
 	e->policy = (int)f[0];
 	e->priority = (int)f[1];
 	e->reset_on_fork = f[2];
@@ -134,10 +145,12 @@ static bool parse_thread(const char *v, const char *eol, struct qos_journal_entr
 	static const bool neg[5] = { false, false, false, true, false };
 	int64_t f[5];
 	if (!parse_fields(v, eol, 5, neg, f) || f[0] < 1 || !valid_class(f[1], f[2], f[4]) ||
-			f[3] < -20 || f[3] > 19)
+			f[3] < -20 || f[3] > 19) {
 		return false;
-	if (e->n_threads == QOS_JOURNAL_THREADS)
+	}
+	if (e->n_threads == QOS_JOURNAL_THREADS) {
 		return true;
+	}
 	e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = (pid_t)f[0],
 		.policy = (int)f[1],
 		.priority = (int)f[2],
@@ -148,8 +161,9 @@ static bool parse_thread(const char *v, const char *eol, struct qos_journal_entr
 
 bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *out) {
 	size_t magic = strlen(MAGIC);
-	if (len < magic || memcmp(buf, MAGIC, magic) != 0)
+	if (len < magic || memcmp(buf, MAGIC, magic) != 0) {
 		return false;
+	}
 	struct qos_journal_entry e = { 0 };
 	enum {
 		START = 1,
@@ -164,11 +178,13 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 	const char *end = buf + len;
 	for (const char *line = buf + magic; line < end;) {
 		const char *eol = memchr(line, '\n', (size_t)(end - line));
-		if (!eol)
+		if (!eol) {
 			return false; /* every line ends in a newline: a cut value is no value */
+		}
 		const char *eq = memchr(line, '=', (size_t)(eol - line));
-		if (!eq)
+		if (!eq) {
 			return false;
+		}
 		size_t klen = (size_t)(eq - line);
 		const char *v = eq + 1;
 		unsigned key = 0;
@@ -200,13 +216,15 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 			ok = parse_path(v, eol, true, e.cpu, sizeof(e.cpu));
 		}
 		/* Unknown keys are a later version's additions; repeated ones are damage. */
-		if (!ok || (seen & key))
+		if (!ok || (seen & key)) {
 			return false;
+		}
 		seen |= key;
 		line = eol + 1;
 	}
-	if ((seen & ALL) != ALL)
+	if ((seen & ALL) != ALL) {
 		return false;
+	}
 	*out = e;
 	return true;
 }
@@ -214,8 +232,9 @@ bool qos_journal_parse(const char *buf, size_t len, struct qos_journal_entry *ou
 int qos_journal_record(const struct qos_cgroup *cg, const char *group, pid_t pid, pid_t tid,
 		const struct qos_journal_entry *e) {
 	char dir[PATH_MAX], name[64], *value = malloc(VALUE_MAX);
-	if (!value)
+	if (!value) {
 		return -ENOMEM;
+	}
 	size_t n = qos_journal_format(e, value, VALUE_MAX);
 	group_dir(cg, group, dir, sizeof(dir));
 	attr_name(pid, tid, name, sizeof(name));
@@ -233,8 +252,9 @@ void qos_journal_forget(const struct qos_cgroup *cg, const char *group, pid_t pi
 
 static int read_attr(const char *dir, const char *name, struct qos_journal_entry *out) {
 	char *value = malloc(VALUE_MAX);
-	if (!value)
+	if (!value) {
 		return 0;
+	}
 	ssize_t n = getxattr(dir, name, value, VALUE_MAX);
 	int r = n < 0 ? 0 : qos_journal_parse(value, (size_t)n, out) ? 1 : -EINVAL;
 	free(value);
@@ -258,16 +278,19 @@ static void for_each_record(const struct qos_cgroup *cg, const char *group,
 	char dir[PATH_MAX];
 	group_dir(cg, group, dir, sizeof(dir));
 	ssize_t n = listxattr(dir, NULL, 0);
-	if (n <= 0)
+	if (n <= 0) {
 		return;
+	}
 	char *names = malloc((size_t)n + 1);
-	if (!names)
+	if (!names) {
 		return;
+	}
 	n = listxattr(dir, names, (size_t)n);
 	names[n > 0 ? n : 0] = '\0';
 	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
-		if (strncmp(names + i, PREFIX, strlen(PREFIX)) == 0 && !fn(dir, names + i, data))
+		if (strncmp(names + i, PREFIX, strlen(PREFIX)) == 0 && !fn(dir, names + i, data)) {
 			break;
+		}
 	}
 	free(names);
 }
@@ -301,8 +324,9 @@ static bool take_thread(const char *dir, const char *name, void *data) {
 	struct qos_journal_entry e;
 	if (sscanf(name + strlen(PREFIX), "%d.%d%n", &pid, &tid, &end) == 2 &&
 			name[strlen(PREFIX) + (size_t)end] == '\0' && pid > 0 && tid > 0 &&
-			read_attr(dir, name, &e) == 1)
+			read_attr(dir, name, &e) == 1) {
 		c->fn(pid, tid, &e, c->data);
+	}
 	return true;
 }
 
@@ -324,14 +348,16 @@ int qos_journal_save_cooldown(const struct qos_cgroup *cg, uint64_t until_us) {
 bool qos_journal_load_cooldown(const struct qos_cgroup *cg, uint64_t *until_us) {
 	char value[32];
 	ssize_t n = getxattr(cg->v2_root, COOLDOWN_ATTR, value, sizeof(value) - 1);
-	if (n <= 0)
+	if (n <= 0) {
 		return false;
+	}
 	value[n] = '\0';
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(value, &end, 10);
-	if (errno || end == value || *end)
+	if (errno || end == value || *end) {
 		return false;
+	}
 	*until_us = v;
 	return true;
 }

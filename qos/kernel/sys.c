@@ -47,8 +47,9 @@ uint64_t qos_sys_now_us(void) {
 
 uint64_t qos_sys_tick_us(void) {
 	struct timespec ts;
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0 || ts.tv_sec > 0)
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0 || ts.tv_sec > 0) {
 		return 10000; /* HZ=100, the coarsest a kernel has */
+	}
 	uint64_t us = (uint64_t)ts.tv_nsec / 1000u;
 	return us ? us : 1;
 }
@@ -69,15 +70,19 @@ static ssize_t read_from_start(int fd, char *buf, size_t len) {
 	while (off + 1 < len) {
 		size_t want = len - 1 - off;
 		ssize_t n = pread(fd, buf + off, want, (off_t)off);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR) {
 			continue;
-		if (n < 0 && off == 0)
+		}
+		if (n < 0 && off == 0) {
 			return -1;
-		if (n <= 0)
+		}
+		if (n <= 0) {
 			break;
+		}
 		off += (size_t)n;
-		if ((size_t)n < want)
+		if ((size_t)n < want) {
 			break;
+		}
 	}
 	buf[off] = '\0';
 	return (ssize_t)off;
@@ -85,15 +90,18 @@ static ssize_t read_from_start(int fd, char *buf, size_t len) {
 
 ssize_t qos_sys_read_file(const char *path, char *buf, size_t len) {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return -1;
+	}
 	size_t off = 0;
 	while (off + 1 < len) {
 		ssize_t n = read(fd, buf + off, len - 1 - off);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR) {
 			continue;
-		if (n <= 0)
+		}
+		if (n <= 0) {
 			break;
+		}
 		off += (size_t)n;
 	}
 	close(fd);
@@ -103,8 +111,9 @@ ssize_t qos_sys_read_file(const char *path, char *buf, size_t len) {
 
 int qos_sys_write_file(const char *path, const char *value) {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return -errno;
+	}
 	size_t len = strlen(value);
 	ssize_t n = write(fd, value, len);
 	int err = n < 0 ? -errno : ((size_t)n == len ? 0 : -EIO);
@@ -123,16 +132,18 @@ int qos_sys_pidfd_open(pid_t pid, bool thread) {
 bool qos_sys_has_sys_nice(void) {
 	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-	if (syscall(SYS_capget, &header, data) != 0)
+	if (syscall(SYS_capget, &header, data) != 0) {
 		return false;
+	}
 	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
 }
 
 /* First field of a schedstat file: CPU time in nanoseconds. */
 static bool read_schedstat_ns(const char *path, uint64_t *out) {
 	char buf[128];
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	*out = strtoull(buf, NULL, 10);
 	return true;
 }
@@ -141,8 +152,9 @@ bool qos_sys_thread_cpu_us(pid_t pid, pid_t tid, uint64_t *out) {
 	char path[64];
 	uint64_t ns;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
-	if (!read_schedstat_ns(path, &ns))
+	if (!read_schedstat_ns(path, &ns)) {
 		return false;
+	}
 	*out = ns / 1000u;
 	return true;
 }
@@ -155,12 +167,14 @@ bool qos_sys_thread_cpu_ns(pid_t tid, uint64_t *out) {
 
 bool qos_sys_self_run_delay_us(uint64_t *out) {
 	char buf[128];
-	if (qos_sys_read_file("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file("/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	char *end;
 	strtoull(buf, &end, 10);
-	if (*end != ' ')
+	if (*end != ' ') {
 		return false;
+	}
 	*out = strtoull(end + 1, NULL, 10) / 1000u;
 	return true;
 }
@@ -168,27 +182,32 @@ bool qos_sys_self_run_delay_us(uint64_t *out) {
 bool qos_sys_thread_sleeps(pid_t tid, uint64_t *out) {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	/* "nonvoluntary_ctxt_switches:" follows; match at a line start only. */
 	const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
-	if (!p)
+	if (!p) {
 		return false;
+	}
 	char *end;
 	unsigned long long v = strtoull(p + strlen("\nvoluntary_ctxt_switches:"), &end, 10);
-	if (end == p + strlen("\nvoluntary_ctxt_switches:"))
+	if (end == p + strlen("\nvoluntary_ctxt_switches:")) {
 		return false;
+	}
 	*out = v;
 	return true;
 }
 
 static bool sched_field(const char *buf, const char *key, int64_t *out) {
 	const char *p = strstr(buf, key);
-	if (!p)
+	if (!p) {
 		return false;
+	}
 	p = strchr(p, ':');
-	if (!p)
+	if (!p) {
 		return false;
+	}
 	char *end;
 	*out = strtoll(p + 1, &end, 10);
 	return end != p + 1;
@@ -197,24 +216,28 @@ static bool sched_field(const char *buf, const char *key, int64_t *out) {
 /* "se.sum_exec_runtime : MS.NNNNNN" (milliseconds, nanosecond decimals). */
 static bool sched_ns_field(const char *buf, const char *key, uint64_t *out) {
 	const char *p = strstr(buf, key);
-	if (!p || !(p = strchr(p, ':')))
+	if (!p || !(p = strchr(p, ':'))) {
 		return false;
+	}
 	char *end;
 	unsigned long long ms = strtoull(p + 1, &end, 10);
-	if (end == p + 1 || *end != '.')
+	if (end == p + 1 || *end != '.') {
 		return false;
+	}
 	const char *frac = end + 1;
 	unsigned long long ns = strtoull(frac, &end, 10);
-	if (end - frac != 6)
+	if (end - frac != 6) {
 		return false;
+	}
 	*out = ms * 1000000u + ns;
 	return true;
 }
 
 static bool parse_dl_state(const char *buf, int64_t *runtime_ns, int64_t *deadline_ns,
 		uint64_t *cpu_ns) {
-	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns))
+	if (cpu_ns && !sched_ns_field(buf, "\nse.sum_exec_runtime ", cpu_ns)) {
 		return false;
+	}
 	return sched_field(buf, "\ndl.runtime ", runtime_ns) &&
 			sched_field(buf, "\ndl.deadline ", deadline_ns);
 }
@@ -223,20 +246,23 @@ bool qos_sys_thread_dl_state(pid_t tid, int64_t *runtime_ns, int64_t *deadline_n
 		uint64_t *cpu_ns) {
 	char path[64], buf[8192];
 	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0) {
 		return false;
+	}
 	return parse_dl_state(buf, runtime_ns, deadline_ns, cpu_ns);
 }
 
 void qos_thread_files_init(struct qos_thread_files *f, pid_t pid, pid_t tid, unsigned int *budget) {
 	*f = (struct qos_thread_files){ .pid = pid, .tid = tid, .budget = budget };
-	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
+	for (size_t i = 0; i < QOS_THREAD_FILES; i++) {
 		f->fd[i] = -1;
+	}
 }
 
 void qos_sys_drop_kept_fd(int *fd, unsigned int *budget) {
-	if (*fd < 0)
+	if (*fd < 0) {
 		return;
+	}
 	close(*fd);
 	*fd = -1;
 	(*budget)++;
@@ -247,10 +273,12 @@ static void close_thread_file(struct qos_thread_files *f, enum qos_thread_file w
 }
 
 void qos_thread_files_finish(struct qos_thread_files *f) {
-	if (!f)
+	if (!f) {
 		return;
-	for (size_t i = 0; i < QOS_THREAD_FILES; i++)
+	}
+	for (size_t i = 0; i < QOS_THREAD_FILES; i++) {
 		close_thread_file(f, (enum qos_thread_file)i);
+	}
 }
 
 static const char *const thread_file_names[QOS_THREAD_FILES] = {
@@ -270,15 +298,17 @@ static ssize_t read_thread_file(struct qos_thread_files *f, enum qos_thread_file
 		size_t len) {
 	if (f->fd[which] >= 0) {
 		ssize_t n = read_from_start(f->fd[which], buf, len);
-		if (n > 0)
+		if (n > 0) {
 			return n;
+		}
 		close_thread_file(f, which);
 	}
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", f->pid, f->tid, thread_file_names[which]);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return -1;
+	}
 	ssize_t n = read_from_start(fd, buf, len);
 	if (*f->budget > 0 && n > 0) {
 		(*f->budget)--;
@@ -307,8 +337,9 @@ bool qos_thread_files_dl_state(struct qos_thread_files *f, int64_t *runtime_ns,
 
 bool qos_thread_files_cpu_ns(struct qos_thread_files *f, uint64_t *out) {
 	char buf[128];
-	if (read_thread_file(f, QOS_THREAD_SCHEDSTAT, buf, sizeof(buf)) < 0)
+	if (read_thread_file(f, QOS_THREAD_SCHEDSTAT, buf, sizeof(buf)) < 0) {
 		return false;
+	}
 	*out = strtoull(buf, NULL, 10);
 	return true;
 }
@@ -326,8 +357,9 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns) {
 	 * bandwidth at the 0-lag time, at once for a reservation hardly used.
 	 */
 	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) < 0)
+	if (pipe2(fds, O_CLOEXEC) < 0) {
 		return false;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
@@ -347,18 +379,21 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns) {
 		char buf[8192];
 		int fd = open("/proc/thread-self/sched", O_RDONLY | O_CLOEXEC);
 		int64_t t0 = qos_sys_now_ns();
-		if (fd < 0 || syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+		if (fd < 0 || syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
 			_exit(1);
+		}
 		int64_t t1 = qos_sys_now_ns();
 		ssize_t len = read(fd, buf, sizeof(buf) - 1);
 		syscall(SYS_sched_setattr, 0, &other, 0);
 		int64_t runtime, deadline;
-		if (len <= 0)
+		if (len <= 0) {
 			_exit(1);
+		}
 		buf[len] = '\0';
 		/* Throttled before the read, it would show the next period's deadline. */
-		if (!parse_dl_state(buf, &runtime, &deadline, NULL) || runtime <= 0)
+		if (!parse_dl_state(buf, &runtime, &deadline, NULL) || runtime <= 0) {
 			_exit(1);
+		}
 		int64_t offset = deadline - (int64_t)a.sched_deadline - (t0 + (t1 - t0) / 2);
 		ssize_t n = write(fds[1], &offset, sizeof(offset));
 		_exit(n == (ssize_t)sizeof(offset) ? 0 : 1);
@@ -366,13 +401,16 @@ bool qos_sys_sched_clock_offset(int64_t *offset_ns) {
 	close(fds[1]);
 	int64_t v;
 	ssize_t n;
-	while ((n = read(fds[0], &v, sizeof(v))) < 0 && errno == EINTR)
+	while ((n = read(fds[0], &v, sizeof(v))) < 0 && errno == EINTR) {
 		;
+	}
 	close(fds[0]);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
 		;
-	if (n != (ssize_t)sizeof(v))
+	}
+	if (n != (ssize_t)sizeof(v)) {
 		return false;
+	}
 	*offset_ns = v;
 	return true;
 }
@@ -403,35 +441,42 @@ int qos_sys_for_each_thread(pid_t pid, void (*fn)(pid_t tid, void *data), void *
 	 * every overrun of an optimistic reserve and at every housekeeping pass.
 	 */
 	int fd = qos_sys_open_task_dir(pid);
-	if (fd < 0)
+	if (fd < 0) {
 		return -1;
+	}
 	int n = qos_sys_for_each_thread_in(fd, fn, data);
 	close(fd);
 	return n;
 }
 
 int qos_sys_for_each_thread_in(int dir_fd, void (*fn)(pid_t tid, void *data), void *data) {
-	if (lseek(dir_fd, 0, SEEK_SET) != 0)
+	if (lseek(dir_fd, 0, SEEK_SET) != 0) {
 		return -1;
+	}
 	_Alignas(struct qos_dirent64) char buf[8192];
 	int n = 0;
 	for (bool first = true;; first = false) {
 		long got = syscall(SYS_getdents64, dir_fd, buf, sizeof(buf));
-		if (got < 0 && first)
+		if (got < 0 && first) {
 			return -1; /* the process has exited */
-		if (got <= 0)
+		}
+		if (got <= 0) {
 			break;
+		}
 		for (long off = 0; off < got;) {
 			const struct qos_dirent64 *e = (const void *)(buf + off);
 			off += e->d_reclen;
-			if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			if (e->d_name[0] < '0' || e->d_name[0] > '9') {
 				continue;
-			if (fn)
+			}
+			if (fn) {
 				fn((pid_t)atoi(e->d_name), data);
+			}
 			n++;
 		}
-		if ((size_t)got + DIRENT_ROOM <= sizeof(buf))
+		if ((size_t)got + DIRENT_ROOM <= sizeof(buf)) {
 			break;
+		}
 	}
 	return n;
 }
@@ -440,8 +485,9 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out) {
 	/* CPUCLOCK_SCHED of the process (the encoding clock_getcpuclockid uses). */
 	clockid_t id = (clockid_t)(((unsigned)~pid << 3) | 2);
 	struct timespec ts;
-	if (clock_gettime(id, &ts) != 0)
+	if (clock_gettime(id, &ts) != 0) {
 		return false;
+	}
 	*out = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 	return true;
 }
@@ -473,8 +519,9 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 		a.sched_period = dl_period_ns;
 		break;
 	}
-	if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
+	if (syscall(SYS_sched_setattr, tid, &a, 0) == 0) {
 		return 0;
+	}
 	int e = errno;
 	/*
 	 * Real-time classes are given with reset-on-fork, and the kernel lets
@@ -486,16 +533,18 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 	if (e == EPERM && !(a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK) &&
 			(a.sched_policy == SCHED_OTHER || a.sched_policy == SCHED_IDLE)) {
 		a.sched_flags |= QOS_SCHED_FLAG_RESET_ON_FORK;
-		if (syscall(SYS_sched_setattr, tid, &a, 0) == 0)
+		if (syscall(SYS_sched_setattr, tid, &a, 0) == 0) {
 			return 0;
+		}
 	}
 	return -e;
 }
 
 bool qos_sys_get_sched(pid_t tid, struct qos_sched *out) {
 	struct qos_sched_attr a = { 0 };
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0) {
 		return false;
+	}
 	*out = (struct qos_sched){ .policy = (int)a.sched_policy,
 		.reset_on_fork = a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK };
 	switch (out->policy) {
@@ -506,8 +555,9 @@ bool qos_sys_get_sched(pid_t tid, struct qos_sched *out) {
 		out->priority = (int)a.sched_priority;
 		errno = 0;
 		out->nice = getpriority(PRIO_PROCESS, (id_t)tid);
-		if (errno)
+		if (errno) {
 			out->nice = 0;
+		}
 		break;
 	case SCHED_OTHER:
 	case SCHED_BATCH:
@@ -530,12 +580,14 @@ int qos_sys_set_sched(pid_t tid, const struct qos_sched *s) {
 	struct qos_sched_attr a = { .size = sizeof(a),
 		.sched_policy = (uint32_t)s->policy,
 		.sched_flags = s->reset_on_fork ? QOS_SCHED_FLAG_RESET_ON_FORK : 0 };
-	if (s->policy == SCHED_FIFO || s->policy == SCHED_RR)
+	if (s->policy == SCHED_FIFO || s->policy == SCHED_RR) {
 		a.sched_priority = (uint32_t)s->priority;
-	else
+	} else {
 		a.sched_nice = s->nice;
-	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
+	}
+	if (syscall(SYS_sched_setattr, tid, &a, 0) != 0) {
 		return -errno;
+	}
 	return 0;
 }
 
@@ -549,15 +601,17 @@ char qos_sys_thread_state(pid_t tid) {
 
 /* The shrink qos_sys_release_deadline explains, for a thread in this state. */
 static bool release_in(pid_t tid, char state, uint64_t flags) {
-	if (state == 'Z' || state == 'X' || state == 'x')
+	if (state == 'Z' || state == 'X' || state == 'x') {
 		return false;
+	}
 	/*
 	 * Queued, or a state that could not be read (out of descriptors): the
 	 * thread still leaves, through the normal path.  Skipping it would
 	 * leave it in SCHED_DEADLINE with its admission already released.
 	 */
-	if (state == 'R' || state == 0)
+	if (state == 'R' || state == 0) {
 		return true;
+	}
 	struct qos_sched_attr tiny = {
 		.size = sizeof(tiny),
 		.sched_policy = SCHED_DEADLINE,
@@ -588,10 +642,12 @@ bool qos_sys_release_deadline(pid_t tid) {
 	 * threads (zombies) have released it already and are left alone.
 	 */
 	struct qos_sched_attr cur = { 0 };
-	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0)
+	if (syscall(SYS_sched_getattr, tid, &cur, sizeof(cur), 0) != 0) {
 		return false;
-	if (cur.sched_policy != SCHED_DEADLINE)
+	}
+	if (cur.sched_policy != SCHED_DEADLINE) {
 		return true;
+	}
 	return release_in(tid, qos_sys_thread_state(tid), cur.sched_flags);
 }
 
@@ -606,8 +662,10 @@ bool qos_sys_thread_is_deadline(pid_t tid) {
 bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t period_ns, bool *same) {
 	struct qos_sched_attr a = { 0 };
 	*same = false;
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0 || a.sched_policy != SCHED_DEADLINE)
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0 ||
+			a.sched_policy != SCHED_DEADLINE) {
 		return false;
+	}
 	*same = a.sched_runtime == runtime_ns && a.sched_deadline == period_ns &&
 			a.sched_period == period_ns && a.sched_flags == QOS_SCHED_FLAG_RESET_ON_FORK;
 	return true;
@@ -615,17 +673,20 @@ bool qos_sys_thread_is_deadline_as(pid_t tid, uint64_t runtime_ns, uint64_t peri
 
 int qos_sys_get_thread_policy(pid_t tid, bool *reset_on_fork) {
 	struct qos_sched_attr a = { 0 };
-	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0)
+	if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) != 0) {
 		return -1;
-	if (reset_on_fork)
+	}
+	if (reset_on_fork) {
 		*reset_on_fork = a.sched_flags & QOS_SCHED_FLAG_RESET_ON_FORK;
+	}
 	return (int)a.sched_policy;
 }
 
 int qos_sys_get_rttime(pid_t pid, uint64_t *soft, uint64_t *hard) {
 	struct rlimit rl;
-	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0)
+	if (prlimit(pid, RLIMIT_RTTIME, NULL, &rl) != 0) {
 		return -errno;
+	}
 	*soft = rl.rlim_cur;
 	*hard = rl.rlim_max;
 	return 0;
@@ -638,16 +699,20 @@ bool qos_sys_rttime_tighter(pid_t pid, uint64_t hard) {
 
 int qos_sys_bound_rttime(pid_t pid, uint64_t usec, uint64_t *old_soft, uint64_t *old_hard) {
 	int e = qos_sys_get_rttime(pid, old_soft, old_hard);
-	if (e)
+	if (e) {
 		return e;
+	}
 	struct rlimit nl = { .rlim_cur = *old_soft, .rlim_max = *old_hard };
 	/* Never raise an existing bound, only tighten it. */
-	if (nl.rlim_max == RLIM_INFINITY || nl.rlim_max > usec)
+	if (nl.rlim_max == RLIM_INFINITY || nl.rlim_max > usec) {
 		nl.rlim_max = usec;
-	if (nl.rlim_cur == RLIM_INFINITY || nl.rlim_cur > nl.rlim_max)
+	}
+	if (nl.rlim_cur == RLIM_INFINITY || nl.rlim_cur > nl.rlim_max) {
 		nl.rlim_cur = nl.rlim_max;
-	if (prlimit(pid, RLIMIT_RTTIME, &nl, NULL) != 0)
+	}
+	if (prlimit(pid, RLIMIT_RTTIME, &nl, NULL) != 0) {
 		return -errno;
+	}
 	return 0;
 }
 
@@ -659,8 +724,9 @@ int qos_sys_restore_rttime(pid_t pid, uint64_t soft, uint64_t hard) {
 pid_t qos_sys_find_ancestor(pid_t pid, bool (*match)(pid_t ancestor, void *data), void *data) {
 	for (pid_t p = qos_proc_parent(pid), depth = 0; p > 1 && depth < 16;
 			p = qos_proc_parent(p), depth++) {
-		if (match(p, data))
+		if (match(p, data)) {
 			return p;
+		}
 	}
 	return 0;
 }

@@ -49,20 +49,24 @@ static uint64_t take_periods(struct qos_reserve *r) {
 	uint64_t over = pol->overruns - a->seen_overruns;
 	a->seen_periods = pol->periods;
 	a->seen_overruns = pol->overruns;
-	if (!n)
+	if (!n) {
 		return 0;
+	}
 	/* A period whose threads ran out with the whole slice divided among them
 	 * is an overrun the reserve's books do not show (split.c). */
 	over += qos_split_take_starved(r);
-	if (over > n)
+	if (over > n) {
 		over = n;
+	}
 	uint64_t used = pol->last_used_us;
-	if (!a->released && qos_params_adaptive(&r->params))
+	if (!a->released && qos_params_adaptive(&r->params)) {
 		qos_adapt_periods(a, n, used, over);
-	if (!idle_use(r, used))
+	}
+	if (!idle_use(r, used)) {
 		a->idle_run = 0;
-	else if (a->idle_run < UINT32_MAX - n)
+	} else if (a->idle_run < UINT32_MAX - n) {
 		a->idle_run += (uint32_t)n;
+	}
 	return n;
 }
 
@@ -115,8 +119,9 @@ static void wake(struct qos_reserve *r) {
 	uint64_t now = qos_sys_now_us();
 	uint64_t cap = qos_admission_capacity_ppm(&mgr->adm);
 	if (r->adapt.refusal_told &&
-			(now < r->adapt.retry_us || mgr->adm.granted_ppm + qos_params_util_ppm(&own) > cap))
+			(now < r->adapt.retry_us || mgr->adm.granted_ppm + qos_params_util_ppm(&own) > cap)) {
 		return;
+	}
 	char err[256];
 	r->adapt.released = false;
 	if (qos_configure_change(mgr, r, &own, QOS_EVENT_PARAMS_CHANGED,
@@ -136,18 +141,20 @@ static void adapt_step(struct qos_reserve *r) {
 	uint64_t slice;
 	char why[160], err[256];
 	r->adapt.thread_share_us = r->params.policy == QOS_POLICY_QOS ? r->dl_runtime_ns / 1000u : 0;
-	if (!qos_adapt_decide(&r->adapt, &r->params, &slice, why, sizeof(why)))
+	if (!qos_adapt_decide(&r->adapt, &r->params, &slice, why, sizeof(why))) {
 		return;
+	}
 	struct qos_params p = r->params;
 	uint64_t old = p.slice_us;
 	p.slice_us = slice;
 	bool ok = qos_params_normalize(&p, err, sizeof(err)) &&
 			qos_configure_change(mgr, r, &p, QOS_EVENT_PARAMS_CHANGED, why, err, sizeof(err));
 	qos_adapt_changed(&r->adapt, slice);
-	if (!ok)
+	if (!ok) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0,
 				"adaptation asked for a slice of %.1fms: %s; it keeps %.1fms", slice / 1e3, err,
 				old / 1e3);
+	}
 }
 
 /*
@@ -157,11 +164,14 @@ static void adapt_step(struct qos_reserve *r) {
  */
 static bool woken(struct qos_reserve *r, uint64_t n) {
 	struct qos_adapt *a = &r->adapt;
-	if ((n && !idle_use(r, r->police.last_used_us)) || !idle_use(r, qos_police_used_us(&r->police)))
+	if ((n && !idle_use(r, r->police.last_used_us)) ||
+			!idle_use(r, qos_police_used_us(&r->police))) {
 		return true;
+	}
 	uint64_t now = qos_sys_now_us();
-	if (now < a->wake_check_us)
+	if (now < a->wake_check_us) {
 		return false;
+	}
 	uint64_t own = qos_fallback_own_cpu_us(r);
 	bool ran = own > a->own_seen_us && !idle_use(r, own - a->own_seen_us);
 	a->own_seen_us = own;
@@ -177,12 +187,14 @@ static void adjust_reserve(struct qos_reserve *r) {
 	}
 	uint64_t n = take_periods(r);
 	if (r->adapt.released) {
-		if (woken(r, n))
+		if (woken(r, n)) {
 			wake(r);
+		}
 		return;
 	}
-	if (!n)
+	if (!n) {
 		return;
+	}
 	if (own->idle_periods && r->granted && r->adapt.idle_run >= own->idle_periods) {
 		release(r);
 		return;
@@ -191,17 +203,20 @@ static void adjust_reserve(struct qos_reserve *r) {
 }
 
 void qos_adjust_pass(struct qos_manager *mgr) {
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		adjust_reserve(r);
+	}
 }
 
 bool qos_manager_report_work(struct qos_manager *mgr, const char *name, uint64_t target_us,
 		uint64_t actual_us) {
-	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
+	}
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
-	if (!r || !qos_params_adaptive(qos_adjust_own_params(r)))
+	if (!r || !qos_params_adaptive(qos_adjust_own_params(r))) {
 		return false;
+	}
 	return qos_adapt_report(&r->adapt, target_us, actual_us, qos_adjust_own_params(r)->period_us);
 }
 
@@ -211,8 +226,9 @@ static bool set_period(struct qos_reserve *r, uint64_t refresh_us, char *err, si
 	unsigned __int128 slice = (unsigned __int128)p.slice_us * refresh_us / p.period_us;
 	p.slice_us = slice ? (uint64_t)slice : 1;
 	p.period_us = refresh_us;
-	if (!qos_params_normalize(&p, err, err_len))
+	if (!qos_params_normalize(&p, err, err_len)) {
 		return false;
+	}
 	char why[96];
 	snprintf(why, sizeof(why), "period %.3fms from the output's refresh, slice %.3fms",
 			refresh_us / 1e3, p.slice_us / 1e3);
@@ -243,16 +259,18 @@ static uint64_t phase_error(const struct qos_police *pol, uint64_t when_us) {
  */
 static void align(struct qos_reserve *r, uint64_t when_us) {
 	struct qos_police *pol = &r->police;
-	if (!r->n_members || r->adapt.released || !pol->period_us)
+	if (!r->n_members || r->adapt.released || !pol->period_us) {
 		return;
+	}
 	uint64_t tolerance = pol->period_us / 8 > QOS_VBLANK_TOLERANCE_US ? pol->period_us / 8
 																	  : QOS_VBLANK_TOLERANCE_US;
 	if (phase_error(pol, when_us) <= tolerance) {
 		r->adapt.vblank_off = 0;
 		return;
 	}
-	if (++r->adapt.vblank_off < QOS_VBLANK_MOVE_AFTER)
+	if (++r->adapt.vblank_off < QOS_VBLANK_MOVE_AFTER) {
 		return;
+	}
 	r->adapt.vblank_off = 0;
 	uint64_t now = qos_sys_now_us(), per = pol->period_us;
 	uint64_t start = when_us <= now ? when_us + (now - when_us) / per * per
@@ -265,8 +283,9 @@ static void align(struct qos_reserve *r, uint64_t when_us) {
 
 bool qos_manager_vblank(struct qos_manager *mgr, const char *name, uint64_t when_us,
 		uint64_t refresh_us, char *err, size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	struct qos_reserve *r = name ? qos_reserve_find(mgr, name) : NULL;
 	if (!r) {
 		snprintf(err, err_len, "no reserve named '%s'", name ? name : "");
@@ -282,8 +301,9 @@ bool qos_manager_vblank(struct qos_manager *mgr, const char *name, uint64_t when
 				(unsigned long long)refresh_us);
 		return false;
 	}
-	if (own->period_us != refresh_us && !set_period(r, refresh_us, err, err_len))
+	if (own->period_us != refresh_us && !set_period(r, refresh_us, err, err_len)) {
 		return false;
+	}
 	align(r, when_us);
 	return true;
 }

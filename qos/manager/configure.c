@@ -98,8 +98,9 @@ static bool change_admit(struct change *c, char *err, size_t err_len) {
 		r->granted = true;
 		r->granted_ppm = new_ppm;
 		/* A revert takes back what the refused change gave up: nothing new. */
-		if (!c->reverting)
+		if (!c->reverting) {
 			qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_GRANTED, name, 0, 0, 0, NULL);
+		}
 	}
 	return true;
 }
@@ -124,8 +125,9 @@ static void change_place(struct change *c) {
 			pol->period_us == p->period_us && c->now_us < pol->period_start_us + pol->period_us;
 	uint64_t base = keep_phase ? pol->base_own_us : qos_fallback_own_cpu_us(r);
 	qos_fallback_leave(r);
-	if (p->policy != QOS_POLICY_QOS)
+	if (p->policy != QOS_POLICY_QOS) {
 		r->fb.applied = false; /* apply_threads takes every thread to the new policy */
+	}
 	r->params = *p;
 	r->police.in_fallback = false;
 	qos_police_set_limit(&r->police, p->period_us, p->slice_us,
@@ -149,17 +151,20 @@ static bool change_apply(struct change *c, char *err, size_t err_len) {
 			!(qos_policy_is_rt(p->policy) && p->policy != QOS_POLICY_QOS);
 	c->gerr = leaving_rt ? 0 : qos_reserve_apply_group(r);
 	c->perr = c->gerr ? 0 : qos_reserve_apply_threads(r, p->policy);
-	if (leaving_rt)
+	if (leaving_rt) {
 		qos_reserve_apply_group(r);
+	}
 	bool pausing = p->policy == QOS_POLICY_PAUSE;
-	if (!(c->gerr || c->perr) || !(qos_policy_is_rt(p->policy) || pausing) || c->reverting)
+	if (!(c->gerr || c->perr) || !(qos_policy_is_rt(p->policy) || pausing) || c->reverting) {
 		return true;
+	}
 	if (c->gerr) {
 		char reason[384];
-		if (pausing)
+		if (pausing) {
 			snprintf(reason, sizeof(reason), "%s", strerror(-c->gerr));
-		else
+		} else {
 			qos_reserve_rt_refusal(c->mgr, r, c->gerr, reason, sizeof(reason));
+		}
 		snprintf(err, err_len,
 				"'%s' refused by the kernel: its group cannot %s: %s; it keeps its parameters",
 				name, pausing ? "be frozen" : "get that real-time bandwidth", reason);
@@ -188,11 +193,13 @@ static void change_undo(struct change *c) {
 /* What follows once the kernel took the change: a refused one bounds no one. */
 static void change_finish(struct change *c) {
 	struct qos_reserve *r = c->r;
-	for (size_t i = 0; i < r->n_members; i++)
+	for (size_t i = 0; i < r->n_members; i++) {
 		qos_member_bound_rttime(r->members[i]);
+	}
 	qos_reserve_root_weight_update(c->mgr);
-	if (!c->reverting)
+	if (!c->reverting) {
 		qos_event_emit(&c->mgr->events, c->type, r->name, 0, 0, 0, c->why ? "%s" : NULL, c->why);
+	}
 	qos_fallback_check(r, c->now_us);
 }
 
@@ -214,8 +221,9 @@ static bool change(struct qos_manager *mgr, struct qos_reserve *r, struct qos_pa
 }
 
 static bool change_as(struct change *c, char *err, size_t err_len) {
-	if (!change_check(c, err, err_len) || !change_admit(c, err, err_len))
+	if (!change_check(c, err, err_len) || !change_admit(c, err, err_len)) {
 		return false;
+	}
 	change_place(c);
 	if (!change_apply(c, err, err_len)) {
 		change_undo(c);
@@ -235,16 +243,18 @@ bool qos_configure_change(struct qos_manager *mgr, struct qos_reserve *r,
 
 bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos_params *params,
 		bool create, bool modify, char *err, size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	if (!name || !params) {
 		snprintf(err, err_len, "no reserve %s", name ? "parameters" : "name");
 		return false;
 	}
 	struct qos_params p = *params;
-	if (!qos_reserve_valid(name, &p, err, err_len))
+	if (!qos_reserve_valid(name, &p, err, err_len)) {
 		return false;
+	}
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	if (!r) {
 		if (!create) {
@@ -258,24 +268,27 @@ bool qos_reserve_set(struct qos_manager *mgr, const char *name, const struct qos
 		return false;
 	}
 	bool redefined = !qos_params_as_defined(qos_adjust_own_params(r), &p);
-	if (!change(mgr, r, p, false, err, err_len))
+	if (!change(mgr, r, p, false, err, err_len)) {
 		return false;
+	}
 	r->wd.demoted = false; /* changed since the watchdog's demotion, if any */
 	/*
 	 * The reserve runs p now, released or not.  A new definition ends the
 	 * measurements made for the old one; the same one set again (an
 	 * embedder passing a new refresh period, say) keeps them.
 	 */
-	if (redefined)
+	if (redefined) {
 		qos_adapt_reset(&r->adapt);
+	}
 	r->adapt.released = false;
 	r->adapt.wake_check_us = 0;
 	return true;
 }
 
 bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	if (!name) {
 		snprintf(err, err_len, "no reserve name");
 		return false;
@@ -295,8 +308,9 @@ bool qos_reserve_delete(struct qos_manager *mgr, const char *name, char *err, si
 
 void qos_configure_demote_rt(struct qos_manager *mgr) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (!qos_policy_is_rt(r->params.policy))
+		if (!qos_policy_is_rt(r->params.policy)) {
 			continue;
+		}
 		struct qos_params before = r->params;
 		struct qos_params p = r->params;
 		p.policy = QOS_POLICY_OTHER;
@@ -315,8 +329,9 @@ void qos_configure_demote_rt(struct qos_manager *mgr) {
 
 bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_params *params,
 		char *err, size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	char name[QOS_NAME_MAX + 1];
 	snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", pid);
 	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
@@ -325,13 +340,15 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 		return false;
 	}
 	struct qos_params p = *params;
-	if (!qos_params_normalize(&p, err, err_len))
+	if (!qos_params_normalize(&p, err, err_len)) {
 		return false;
+	}
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	bool created = false;
 	if (r) {
-		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len))
+		if (!qos_reserve_set(mgr, name, &p, false, true, err, err_len)) {
 			return false;
+		}
 	} else {
 		r = qos_reserve_new(mgr, name, &p);
 		if (!r) {
@@ -342,12 +359,14 @@ bool qos_manager_set_class(struct qos_manager *mgr, pid_t pid, const struct qos_
 		r->owner = pid;
 		created = true;
 	}
-	if (qos_manager_join(mgr, name, pid, 0, err, err_len))
+	if (qos_manager_join(mgr, name, pid, 0, err, err_len)) {
 		return true;
+	}
 	/* A refused join may already have dropped the empty automatic
 	 * reserve: look it up again rather than trust r. */
 	r = qos_reserve_find(mgr, name);
-	if (created && r && r->n_members == 0)
+	if (created && r && r->n_members == 0) {
 		qos_reserve_free(r);
+	}
 	return false;
 }

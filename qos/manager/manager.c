@@ -84,10 +84,12 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	mgr->root.weight = -1;
 	struct rlimit nofile;
 	mgr->kept_fds_budget = QOS_KEPT_FDS_BUDGET;
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_KEPT_FDS_BUDGET)
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur / 4 < QOS_KEPT_FDS_BUDGET) {
 		mgr->kept_fds_budget = (unsigned int)(nofile.rlim_cur / 4);
-	if (!mgr->config.cgroup_base)
+	}
+	if (!mgr->config.cgroup_base) {
 		mgr->config.cgroup_base = "/sys/fs/cgroup";
+	}
 	snprintf(mgr->base, sizeof(mgr->base), "%s", mgr->config.cgroup_base);
 	mgr->config.cgroup_base = mgr->base;
 	if (config->root_name && strlen(config->root_name) >= sizeof(mgr->root_name)) {
@@ -97,10 +99,11 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 		free(mgr);
 		return NULL;
 	}
-	if (config->root_name)
+	if (config->root_name) {
 		snprintf(mgr->root_name, sizeof(mgr->root_name), "%s", config->root_name);
-	else
+	} else {
 		snprintf(mgr->root_name, sizeof(mgr->root_name), "qosway-%u", (unsigned)getuid());
+	}
 	mgr->config.root_name = mgr->root_name;
 	unsigned ncpus = config->ncpus;
 	if (!ncpus) {
@@ -111,26 +114,31 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 	mgr->dl.optimistic = qos_optimistic_supported();
 	mgr->tick_us = qos_sys_tick_us();
 	/* Refined later from every fresh reservation (optimistic.c). */
-	if (mgr->dl.optimistic && !config->fake_files)
+	if (mgr->dl.optimistic && !config->fake_files) {
 		qos_sys_sched_clock_offset(&mgr->dl.clock_offset_ns);
+	}
 
 	if (!qos_cgroup_detect(&mgr->cg, mgr->base, config->cgroup_parent, mgr->root_name, err,
-				err_len))
+				err_len)) {
 		goto err_free;
+	}
 	mgr->cg.fake_files = config->fake_files;
 	/* A dead predecessor may have left frozen groups: undo them before anything else. */
 	qos_reconcile(mgr);
-	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len))
+	if (!qos_cgroup_setup_root(&mgr->cg, 1000000u - mgr->adm.rsvd_ppm, err, err_len)) {
 		goto err_free;
-	if (!mgr->cg.cpu_ctl)
+	}
+	if (!mgr->cg.cpu_ctl) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"no cpu controller in %s (the "
 				"parent does not delegate it): reserve groups get no weight, idle flag or "
 				"quota; nice and classes act per thread, and ceilings by freezing",
 				mgr->cg.cpu_root);
+	}
 
-	if (!open_loop(mgr, err, err_len))
+	if (!open_loop(mgr, err, err_len)) {
 		goto err_fds;
+	}
 	if (config->guardian && !qos_guardian_start(mgr)) {
 		snprintf(err, err_len, "cannot start the thaw guardian: %s", strerror(errno));
 		goto err_fds;
@@ -146,12 +154,15 @@ struct qos_manager *qos_manager_create(const struct qos_manager_config *config, 
 err_guardian:
 	qos_guardian_stop(mgr);
 err_fds:
-	if (mgr->cputimer_fd >= 0)
+	if (mgr->cputimer_fd >= 0) {
 		close(mgr->cputimer_fd);
-	if (mgr->timer_fd >= 0)
+	}
+	if (mgr->timer_fd >= 0) {
 		close(mgr->timer_fd);
-	if (mgr->epoll_fd >= 0)
+	}
+	if (mgr->epoll_fd >= 0) {
 		close(mgr->epoll_fd);
+	}
 	qos_cgroup_remove_root(&mgr->cg);
 err_free:
 	free(mgr);
@@ -159,8 +170,9 @@ err_free:
 }
 
 void qos_manager_destroy(struct qos_manager *mgr) {
-	if (!mgr)
+	if (!mgr) {
 		return;
+	}
 	if (mgr->events.depth) {
 		/* The calls the callback came from would go on with freed state. */
 		fprintf(stderr, "qos_manager_destroy called from the QoS event callback\n");
@@ -169,8 +181,9 @@ void qos_manager_destroy(struct qos_manager *mgr) {
 	while (mgr->reserves) {
 		struct qos_reserve *r = mgr->reserves;
 		r->is_auto = false; /* freed below, not by the last leave */
-		while (r->n_members)
+		while (r->n_members) {
 			qos_member_remove(r->members[r->n_members - 1], true, false);
+		}
 		qos_reserve_free(r);
 	}
 	/* A group kept busy by an exiting task is free again within milliseconds. */
@@ -185,8 +198,9 @@ void qos_manager_destroy(struct qos_manager *mgr) {
 	qos_cgroup_remove_root(&mgr->cg);
 	qos_rules_destroy(mgr->rules);
 	close(mgr->timer_fd);
-	if (mgr->cputimer_fd >= 0)
+	if (mgr->cputimer_fd >= 0) {
 		close(mgr->cputimer_fd);
+	}
 	close(mgr->epoll_fd);
 	qos_threads_finish(mgr);
 	qos_rtguard_finish(mgr);
@@ -209,8 +223,9 @@ static void reserve_housekeeping(struct qos_reserve *r) {
 		unsigned n = (unsigned)qos_reserve_count_threads(r);
 		r->police.parallel = n < r->mgr->adm.ncpus ? n : r->mgr->adm.ncpus;
 	}
-	if (r->n_members && r->params.policy == QOS_POLICY_QOS)
+	if (r->n_members && r->params.policy == QOS_POLICY_QOS) {
 		qos_optimistic_housekeeping(r);
+	}
 	qos_rtguard_pass(r);
 	qos_threads_keep(r->mgr, false);
 }
@@ -245,20 +260,24 @@ static void member_changed(struct qos_reserve *r) {
 }
 
 void qos_manager_forked(struct qos_manager *mgr, pid_t parent, pid_t child) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return; /* the next housekeeping pass finds the child */
+	}
 	struct qos_member *m = qos_reserve_find_member(mgr, parent, 0);
-	if (!m || parent == child || qos_reserve_find_member(mgr, child, 0))
+	if (!m || parent == child || qos_reserve_find_member(mgr, child, 0)) {
 		return;
+	}
 	member_changed(m->reserve);
 }
 
 void qos_manager_thread_started(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return; /* the next housekeeping pass finds the thread */
+	}
 	struct qos_member *m = qos_reserve_find_member(mgr, pid, 0);
-	if (!m || pid == tid)
+	if (!m || pid == tid) {
 		return;
+	}
 	member_changed(m->reserve);
 }
 
@@ -273,25 +292,31 @@ static void run_timers(struct qos_manager *mgr) {
 	if (housekeeping) {
 		mgr->housekeeping_us = now + QOS_HOUSEKEEPING_US;
 		/* Before the passes: removing one can free its reserve. */
-		for (struct qos_member *m; (m = qos_member_find_exited(mgr));)
+		for (struct qos_member *m; (m = qos_member_find_exited(mgr));) {
 			qos_member_remove(m, false, true);
+		}
 	}
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US <= now)
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US <= now) {
 			fork_pass(r, now);
-		else if (r->fb.next_check_us <= now)
+		} else if (r->fb.next_check_us <= now) {
 			qos_fallback_check(r, now);
-		if (r->rtg.retry_us && r->rtg.retry_us <= now)
+		}
+		if (r->rtg.retry_us && r->rtg.retry_us <= now) {
 			qos_rtguard_retry(r, now);
-		if (r->split.next_us && r->split.next_us <= now)
+		}
+		if (r->split.next_us && r->split.next_us <= now) {
 			qos_split_pass(r, now);
+		}
 	}
 	if (housekeeping) {
-		for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
+		for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 			reserve_housekeeping(r);
+		}
 		qos_rtguard_prune(mgr);
-		if (mgr->root.weight_dirty)
+		if (mgr->root.weight_dirty) {
 			qos_reserve_root_weight_update(mgr);
+		}
 		qos_reconcile_retry(mgr);
 		qos_guardian_retry(mgr);
 		qos_canary_check(mgr, now);
@@ -305,8 +330,9 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 	}
 	struct epoll_event evs[32];
 	int n = epoll_wait(mgr->epoll_fd, evs, 32, 0);
-	if (n < 0)
+	if (n < 0) {
 		return errno == EINTR ? 0 : -1;
+	}
 	bool timers = false;
 	for (int i = 0; i < n; i++) {
 		void *ptr = evs[i].data.ptr;
@@ -321,11 +347,13 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 				got = qos_cputimer_read(mgr->cputimer_fd, cookies, 16);
 				for (size_t j = 0; j < got; j++) {
 					struct qos_reserve *r = qos_reserve_find_by_cookie(mgr, cookies[j]);
-					if (!r)
+					if (!r) {
 						continue;
+					}
 					/* A lone member's timer fired, so it is disarmed. */
-					if (r->n_members == 1)
+					if (r->n_members == 1) {
 						r->timer.armed = false;
+					}
 					qos_fallback_check(r, now);
 				}
 			} while (got == 16);
@@ -333,8 +361,9 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 			qos_guardian_died(mgr);
 		} else if (ptr == &mgr->canary.fd) {
 			uint64_t v;
-			if (read(mgr->canary.fd, &v, sizeof(v)) > 0)
+			if (read(mgr->canary.fd, &v, sizeof(v)) > 0) {
 				qos_watchdog_tick(&mgr->watchdog, qos_sys_now_us());
+			}
 		} else {
 			/* A member's pidfd became readable: it exited. */
 			struct qos_member *m = ptr;
@@ -344,8 +373,9 @@ int qos_manager_dispatch(struct qos_manager *mgr) {
 			timers = true;
 		}
 	}
-	if (timers)
+	if (timers) {
 		run_timers(mgr);
+	}
 	qos_adjust_pass(mgr);
 	qos_reserve_rearm(mgr);
 	return n;
@@ -374,8 +404,9 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		const struct qos_reserve_def *now = qos_rules_find_reserve(rules, r->name);
 		const struct qos_params *as_made = r->wd.demoted ? &r->wd.before : qos_adjust_own_params(r);
 		char err[256];
-		if (!was || !now || r->is_auto || !qos_params_as_defined(as_made, &was->params))
+		if (!was || !now || r->is_auto || !qos_params_as_defined(as_made, &was->params)) {
 			continue;
+		}
 		if (qos_params_as_defined(qos_adjust_own_params(r), &now->params)) {
 			r->wd.demoted = false; /* the file now says what the demotion made it */
 			continue;
@@ -393,19 +424,23 @@ static void apply_redefined(struct qos_manager *mgr, const struct qos_rules *old
 		const struct qos_manager_config *c = &mgr->config;
 		bool vetoed = r->n_members && c->may_redefine &&
 				!c->may_redefine(c->may_redefine_data, r->name, &now->params, err, sizeof(err));
-		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err)))
+		if (vetoed || !qos_reserve_set(mgr, r->name, &now->params, false, true, err, sizeof(err))) {
 			qos_event_emit(&mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"qosrc's new parameters were refused (%s); it keeps the old ones", err);
+		}
 	}
 }
 
 bool qos_manager_set_rules(struct qos_manager *mgr, struct qos_rules *rules) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
-	if (rules == mgr->rules)
+	}
+	if (rules == mgr->rules) {
 		return true;
-	if (mgr->rules && rules)
+	}
+	if (mgr->rules && rules) {
 		apply_redefined(mgr, mgr->rules, rules);
+	}
 	qos_rules_destroy(mgr->rules);
 	mgr->rules = rules;
 	return true;
@@ -418,18 +453,21 @@ enum qos_refusal qos_manager_last_refusal(const struct qos_manager *mgr) {
 bool qos_manager_apply_rules(struct qos_manager *mgr, pid_t pid, const char *app_id, bool *applied,
 		char *err, size_t err_len) {
 	*applied = false;
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
-	if (!mgr->rules)
+	if (!mgr->rules) {
 		return true;
+	}
 	char exe[PATH_MAX], cmd[4096];
 	bool have_exe = qos_proc_exe(pid, exe, sizeof(exe));
 	bool have_cmd = qos_proc_cmdline(pid, cmd, sizeof(cmd));
 	const struct qos_rule *rule =
 			qos_rules_match(mgr->rules, have_exe ? exe : NULL, have_cmd ? cmd : NULL, app_id);
-	if (!rule || !rule->auto_apply)
+	if (!rule || !rule->auto_apply) {
 		return true;
+	}
 	bool ok = rule->reserve[0] ? qos_manager_join(mgr, rule->reserve, pid, 0, err, err_len)
 							   : qos_manager_set_class(mgr, pid, &rule->params, err, err_len);
 	*applied = ok;
@@ -453,8 +491,9 @@ void qos_manager_get_info(struct qos_manager *mgr, struct qos_manager_info *info
 
 size_t qos_manager_reserve_count(struct qos_manager *mgr) {
 	size_t n = 0;
-	for (struct qos_reserve *r = mgr->reserves; r; r = r->next)
+	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		n++;
+	}
 	return n;
 }
 
@@ -491,8 +530,9 @@ bool qos_manager_reserve_at(struct qos_manager *mgr, size_t index, struct qos_re
 bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 		struct qos_reserve_info *out) {
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
-	if (!r)
+	if (!r) {
 		return false;
+	}
 	/*
 	 * Bring the current-period figures up to date before reporting them;
 	 * from the event callback they are (a check of this very reserve may
@@ -509,8 +549,9 @@ bool qos_manager_reserve_info(struct qos_manager *mgr, const char *name,
 ssize_t qos_manager_members(struct qos_manager *mgr, const char *name, struct qos_member_info *out,
 		size_t max) {
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
-	if (!r)
+	if (!r) {
 		return -1;
+	}
 	for (size_t i = 0; i < r->n_members && i < max; i++) {
 		out[i].pid = r->members[i]->pid;
 		out[i].tid = r->members[i]->tid;
@@ -526,11 +567,13 @@ const char *qos_manager_reserve_of(struct qos_manager *mgr, pid_t pid, pid_t tid
 ssize_t qos_manager_reserve_threads(struct qos_manager *mgr, const char *name,
 		struct qos_thread_info *out, size_t max) {
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
-	if (!r)
+	if (!r) {
 		return -1;
+	}
 	const struct qos_split *s = &r->split;
-	if (!s->built)
+	if (!s->built) {
 		return 0;
+	}
 	for (size_t i = 0; i < s->n && i < max; i++) {
 		const struct qos_split_thread *t = &s->t[i];
 		out[i] = (struct qos_thread_info){ .pid = t->pid,

@@ -52,8 +52,9 @@ static bool has_record(pid_t pid, void *data) {
 static bool find_origin(struct rc_ctx *c, pid_t pid) {
 	c->known = true;
 	c->lent = false;
-	if (own_record(c, pid, 0))
+	if (own_record(c, pid, 0)) {
 		return true;
+	}
 	if (!qos_sys_find_ancestor(pid, has_record, c)) {
 		c->known = qos_journal_any(&c->mgr->cg, c->group, &c->origin);
 		c->lent = true;
@@ -64,8 +65,9 @@ static bool find_origin(struct rc_ctx *c, pid_t pid) {
 /* The thread's own line in the record (journal.h), when the record is its process's. */
 static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid) {
 	for (size_t i = 0; c->own && i < c->origin.n_threads; i++) {
-		if (c->origin.threads[i].tid == tid)
+		if (c->origin.threads[i].tid == tid) {
 			return &c->origin.threads[i];
+		}
 	}
 	return NULL;
 }
@@ -73,19 +75,22 @@ static const struct qos_journal_thread *listed(const struct rc_ctx *c, pid_t tid
 static void reset_thread(pid_t tid, void *data) {
 	struct rc_ctx *c = data;
 	int pol = qos_sys_get_thread_policy(tid, NULL);
-	if (pol < 0 || !qos_sys_release_deadline(tid))
+	if (pol < 0 || !qos_sys_release_deadline(tid)) {
 		return;
+	}
 	if (!c->known) {
-		if (pol != 0)
+		if (pol != 0) {
 			qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
+		}
 		return;
 	}
 	const struct qos_journal_thread *t = listed(c, tid);
 	int want = t ? t->nice : c->origin.nice;
 	errno = 0;
 	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
-	if (pol != 0 || (errno == 0 && nice != want))
+	if (pol != 0 || (errno == 0 && nice != want)) {
 		qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, want, 0, 0, 0);
+	}
 }
 
 /*
@@ -95,8 +100,9 @@ static void reset_thread(pid_t tid, void *data) {
  */
 static bool rt_held(struct rc_ctx *c, pid_t tid, const struct qos_sched *s) {
 	pid_t pid = qos_sys_tgid(tid);
-	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard))
+	if (!qos_sys_sched_is_rt(s) || pid <= 0 || !qos_sys_rttime_tighter(pid, c->origin.rt_hard)) {
 		return false;
+	}
 	qos_event_emit(&c->mgr->events, QOS_EVENT_ERROR, c->group, pid, tid, 0,
 			"thread %d is given back as "
 			"time-sharing, not real-time: the RLIMIT_RTTIME bound of %d stays (raising it "
@@ -121,33 +127,38 @@ static void restore_class(pid_t tid, void *data) {
 			.priority = t->priority,
 			.nice = t->nice,
 			.reset_on_fork = t->reset_on_fork };
-		if ((s.policy != 0 || s.reset_on_fork) && !rt_held(c, tid, &s))
+		if ((s.policy != 0 || s.reset_on_fork) && !rt_held(c, tid, &s)) {
 			qos_sys_set_sched(tid, &s);
+		}
 		return;
 	}
-	if (!c->known || c->lent || (o->policy == 0 && !o->reset_on_fork))
+	if (!c->known || c->lent || (o->policy == 0 && !o->reset_on_fork)) {
 		return;
+	}
 	/* A record holds one thread's class (a process's main thread): real
 	 * time goes back to that thread only, never to its siblings or
 	 * children; nothing but the nice to a stranger the group's record was
 	 * lent to (lent). */
-	if ((o->policy == 1 || o->policy == 2) && tid != c->own_tid)
+	if ((o->policy == 1 || o->policy == 2) && tid != c->own_tid) {
 		return;
+	}
 	struct qos_sched s = { .policy = o->policy,
 		.priority = o->priority,
 		.nice = o->nice,
 		.reset_on_fork = o->reset_on_fork };
-	if (!rt_held(c, tid, &s))
+	if (!rt_held(c, tid, &s)) {
 		qos_sys_set_sched(tid, &s);
+	}
 }
 
 /* Back where the record says, or to the top when there is none or it is gone. */
 static void send_back(struct rc_ctx *c, pid_t pid, pid_t tid, bool whole_process) {
-	if (c->known)
+	if (c->known) {
 		qos_member_send_home(c->mgr, c->group, pid, tid, whole_process, c->origin.v2,
 				c->origin.cpu);
-	else
+	} else {
 		qos_cgroup_restore(&c->mgr->cg, pid, tid, whole_process, "", "/");
+	}
 }
 
 static void release_pid(pid_t pid, void *data) {
@@ -157,8 +168,9 @@ static void release_pid(pid_t pid, void *data) {
 	c->own_tid = own ? pid : 0;
 	qos_sys_for_each_thread(pid, reset_thread, c);
 	/* Children inherited the bounded limit; only a member's own record knows better. */
-	if (own)
+	if (own) {
 		qos_rtguard_restore_limit(c->mgr, c->group, pid, c->origin.rt_soft, c->origin.rt_hard);
+	}
 	send_back(c, pid, 0, true);
 	qos_sys_for_each_thread(pid, restore_class, c);
 }
@@ -170,14 +182,17 @@ static void release_pid(pid_t pid, void *data) {
  */
 static void restore_thread_rttime(struct rc_ctx *c, pid_t pid, const struct qos_journal_entry *e) {
 	uint64_t soft, hard;
-	if (qos_sys_get_rttime(pid, &soft, &hard) != 0)
+	if (qos_sys_get_rttime(pid, &soft, &hard) != 0) {
 		return;
+	}
 	uint64_t new_hard = e->rt_hard > hard ? e->rt_hard : hard;
 	uint64_t new_soft = e->rt_soft > soft ? e->rt_soft : soft;
-	if (new_soft > new_hard)
+	if (new_soft > new_hard) {
 		new_soft = new_hard;
-	if (new_soft != soft || new_hard != hard)
+	}
+	if (new_soft != soft || new_hard != hard) {
 		qos_rtguard_restore_limit(c->mgr, c->group, pid, new_soft, new_hard);
+	}
 }
 
 /* A thread moved on its own (hybrid layout: the v1 cpu tree only). */
@@ -187,13 +202,15 @@ static void release_tid(pid_t tid, void *data) {
 	c->known = true;
 	c->lent = false;
 	bool own = pid && own_record(c, pid, tid);
-	if (!own)
+	if (!own) {
 		find_origin(c, pid ? pid : tid);
+	}
 	c->own = own;
 	c->own_tid = own ? tid : 0;
 	reset_thread(tid, c);
-	if (own)
+	if (own) {
 		restore_thread_rttime(c, pid, &c->origin);
+	}
 	send_back(c, tid, tid, false);
 	restore_class(tid, c);
 }
@@ -206,8 +223,9 @@ static void release_tid(pid_t tid, void *data) {
 static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journal_entry *e,
 		void *data) {
 	struct rc_ctx *c = data;
-	if (qos_sys_start_time(pid, tid) != e->start_time)
+	if (qos_sys_start_time(pid, tid) != e->start_time) {
 		return;
+	}
 	c->origin = *e;
 	c->known = true;
 	c->lent = false;
@@ -221,16 +239,18 @@ static void release_recorded_thread(pid_t pid, pid_t tid, const struct qos_journ
 /* Thaws a group no reserve owns, sends its tasks back and removes it. */
 static int release_group(struct qos_manager *mgr, const char *name) {
 	struct rc_ctx *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
 		return -ENOMEM;
+	}
 	c->mgr = mgr;
 	c->group = name;
 	qos_cgroup_freeze(&mgr->cg, name, false);
 	qos_cgroup_for_each_pid(&mgr->cg, name, false, release_pid, c);
-	if (mgr->cg.layout == QOS_CG_HYBRID)
+	if (mgr->cg.layout == QOS_CG_HYBRID) {
 		qos_cgroup_for_each_pid(&mgr->cg, name, true, release_tid, c);
-	else
+	} else {
 		qos_journal_for_each_thread(&mgr->cg, name, release_recorded_thread, c);
+	}
 	free(c);
 	return qos_cgroup_group_remove(&mgr->cg, name);
 }
@@ -240,8 +260,9 @@ static void reconcile_group(const char *name, void *data) {
 	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, name, 0, 0, 0,
 			"reconciling group left by an earlier instance");
 	int err = release_group(mgr, name);
-	if (err)
+	if (err) {
 		qos_reserve_removal_failed(mgr, name, name, err);
+	}
 }
 
 static void reconcile_root(struct qos_manager *mgr) {
@@ -276,16 +297,19 @@ void qos_reconcile(struct qos_manager *mgr) {
 
 static void retry_group(const char *name, void *data) {
 	struct qos_manager *mgr = data;
-	if (qos_reserve_find_by_group(mgr, name))
+	if (qos_reserve_find_by_group(mgr, name)) {
 		return;
+	}
 	/* Listed twice on a hybrid layout while both directories remain. */
-	if (release_group(mgr, name) != 0)
+	if (release_group(mgr, name) != 0) {
 		mgr->stale_groups++;
+	}
 }
 
 void qos_reconcile_retry(struct qos_manager *mgr) {
-	if (!mgr->stale_groups)
+	if (!mgr->stale_groups) {
 		return;
+	}
 	mgr->stale_groups = 0;
 	qos_cgroup_for_each_group(&mgr->cg, retry_group, mgr);
 }

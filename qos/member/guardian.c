@@ -50,8 +50,9 @@ struct linux_dirent64 {
 static void thaw_at(int dirfd, const char *name) {
 	char path[300];
 	size_t n = strlen(name);
-	if (n + sizeof("/cgroup.freeze") > sizeof(path))
+	if (n + sizeof("/cgroup.freeze") > sizeof(path)) {
 		return;
+	}
 	memcpy(path, name, n);
 	memcpy(path + n, "/cgroup.freeze", sizeof("/cgroup.freeze"));
 	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
@@ -64,12 +65,14 @@ static void thaw_at(int dirfd, const char *name) {
 
 static void demote_tid(pid_t tid) {
 	int policy = qos_sys_get_thread_policy(tid, NULL);
-	if (policy != SCHED_FIFO && policy != SCHED_RR && policy != 6 /* SCHED_DEADLINE */)
+	if (policy != SCHED_FIFO && policy != SCHED_RR && policy != 6 /* SCHED_DEADLINE */) {
 		return;
+	}
 	/* A deadline thread demoted without it keeps its bandwidth in the
 	 * kernel's books for good (see qos_sys_release_deadline). */
-	if (policy == 6 && !qos_sys_release_deadline(tid))
+	if (policy == 6 && !qos_sys_release_deadline(tid)) {
 		return;
+	}
 	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, 0, 0, 0, 0);
 }
 
@@ -77,14 +80,16 @@ static void demote_tid(pid_t tid) {
 static void demote_listed(int dirfd, const char *name, const char *list) {
 	char path[300];
 	size_t n = strlen(name), m = strlen(list);
-	if (n + m + 2 > sizeof(path))
+	if (n + m + 2 > sizeof(path)) {
 		return;
+	}
 	memcpy(path, name, n);
 	path[n] = '/';
 	memcpy(path + n + 1, list, m + 1);
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return;
+	}
 	char buf[4096];
 	size_t have = 0;
 	ssize_t got;
@@ -92,13 +97,16 @@ static void demote_listed(int dirfd, const char *name, const char *list) {
 		have += (size_t)got;
 		size_t line = 0;
 		for (size_t i = 0; i < have; i++) {
-			if (buf[i] != '\n')
+			if (buf[i] != '\n') {
 				continue;
+			}
 			pid_t tid = 0;
-			for (size_t k = line; k < i && buf[k] >= '0' && buf[k] <= '9'; k++)
+			for (size_t k = line; k < i && buf[k] >= '0' && buf[k] <= '9'; k++) {
 				tid = tid * 10 + (buf[k] - '0');
-			if (tid > 0)
+			}
+			if (tid > 0) {
 				demote_tid(tid);
+			}
 			line = i + 1;
 		}
 		memmove(buf, buf + line, have - line);
@@ -119,18 +127,21 @@ static void demote_v1(int dirfd, const char *name) {
 /* Calls fn on root itself (".") and on each group directly under it. */
 static void for_each_group(const char *root, void (*fn)(int dirfd, const char *name)) {
 	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	if (dfd < 0) {
 		return;
+	}
 	fn(dfd, ".");
 	char buf[4096];
 	for (;;) {
 		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
-		if (n <= 0)
+		if (n <= 0) {
 			break;
+		}
 		for (long off = 0; off < n;) {
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-			if (d->d_type == DT_DIR && d->d_name[0] != '.')
+			if (d->d_type == DT_DIR && d->d_name[0] != '.') {
 				fn(dfd, d->d_name);
+			}
 			off += d->d_reclen;
 		}
 	}
@@ -147,14 +158,17 @@ static void close_all_but(int a, int b) {
 	}
 	unsigned int from = 3;
 	for (int i = 0; i < 2 && from != 0; i++) {
-		if (keep[i] == ~0u)
+		if (keep[i] == ~0u) {
 			break;
-		if (keep[i] > from)
+		}
+		if (keep[i] > from) {
 			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		}
 		from = keep[i] + 1;
 	}
-	if (from != 0)
+	if (from != 0) {
 		syscall(SYS_close_range, from, ~0u, 0);
+	}
 }
 
 struct guardian_record {
@@ -175,8 +189,9 @@ static void track(struct tracked *tr, const struct guardian_record *rec) {
 			break;
 		}
 	}
-	if (rec->on && tr->n < QOS_GUARDIAN_MAX_THREADS)
+	if (rec->on && tr->n < QOS_GUARDIAN_MAX_THREADS) {
 		tr->t[tr->n++] = *rec;
+	}
 }
 
 /*
@@ -189,8 +204,9 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr) {
 	for (const struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			const struct qos_member *m = r->members[i];
-			if (!m->outside_root)
+			if (!m->outside_root) {
 				continue;
+			}
 			struct guardian_record rec = {
 				.pid = m->pid,
 				.tid = m->tid,
@@ -213,23 +229,28 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr) {
  */
 static void wait_for_manager(int fd, pid_t manager, struct tracked *tr) {
 	int mfd = qos_sys_pidfd_open(manager, false);
-	if (getppid() != manager)
+	if (getppid() != manager) {
 		return;
+	}
 	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = mfd, .events = POLLIN } };
 	for (;;) {
 		if (poll(pfd, mfd >= 0 ? 2 : 1, -1) < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR) {
 				continue;
+			}
 			return;
 		}
-		if (pfd[1].revents)
+		if (pfd[1].revents) {
 			return; /* the manager's process has exited */
+		}
 		struct guardian_record rec;
 		ssize_t got = recv(fd, &rec, sizeof(rec), MSG_DONTWAIT);
-		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
 			continue;
-		if (got != (ssize_t)sizeof(rec))
+		}
+		if (got != (ssize_t)sizeof(rec)) {
 			return; /* 0: the manager's end closed; anything else counts as that */
+		}
 		track(tr, &rec);
 	}
 }
@@ -238,21 +259,24 @@ static void wait_for_manager(int fd, pid_t manager, struct tracked *tr) {
 static void demote_tracked(const struct tracked *tr) {
 	for (size_t i = 0; i < tr->n; i++) {
 		const struct guardian_record *rec = &tr->t[i];
-		if (qos_sys_start_time(rec->pid, rec->tid) == rec->start_time)
+		if (qos_sys_start_time(rec->pid, rec->tid) == rec->start_time) {
 			demote_tid(rec->tid);
+		}
 	}
 }
 
 bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, bool on) {
-	if (!mgr->config.guardian)
+	if (!mgr->config.guardian) {
 		return true;
+	}
 	if (on && mgr->guardian.n_outside_root >= QOS_GUARDIAN_MAX_THREADS) {
 		errno = ENOSPC;
 		return false;
 	}
 	/* Counted as sent either way when off: the guardian checks start times. */
-	if (!on && mgr->guardian.n_outside_root)
+	if (!on && mgr->guardian.n_outside_root) {
 		mgr->guardian.n_outside_root--;
+	}
 	/* With no guardian running the next one finds m among the members as
 	 * it is forked (track_inherited): counted all the same. */
 	if (mgr->guardian.fd >= 0) {
@@ -264,25 +288,29 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 		};
 		ssize_t sent = send(mgr->guardian.fd, &rec, sizeof(rec), MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (sent != (ssize_t)sizeof(rec)) {
-			if (sent >= 0)
+			if (sent >= 0) {
 				errno = EMSGSIZE;
+			}
 			return false;
 		}
 	}
-	if (on)
+	if (on) {
 		mgr->guardian.n_outside_root++;
+	}
 	return true;
 }
 
 bool qos_guardian_start(struct qos_manager *mgr) {
 	int p[2], pidfd = -1, e;
 	/* Records keep their boundaries, and the end is seen as with a pipe. */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0) {
 		return false;
+	}
 	pid_t manager = getpid();
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
 		goto err_close;
+	}
 	if (pid == 0) {
 		/*
 		 * Drop everything inherited except the read end: the write end
@@ -299,31 +327,35 @@ bool qos_guardian_start(struct qos_manager *mgr) {
 		wait_for_manager(p[0], manager, &tr);
 		/* Demoted while still frozen: none runs real-time once thawed. */
 		for_each_group(mgr->cg.v2_root, demote_v2);
-		if (mgr->cg.layout == QOS_CG_HYBRID)
+		if (mgr->cg.layout == QOS_CG_HYBRID) {
 			for_each_group(mgr->cg.cpu_root, demote_v1);
+		}
 		demote_tracked(&tr);
 		for_each_group(mgr->cg.v2_root, thaw_at);
 		_exit(0);
 	}
 	/* Its death must be seen as it happens, not at our own. */
 	pidfd = qos_sys_pidfd_open(pid, false);
-	if (pidfd < 0)
+	if (pidfd < 0) {
 		goto err_kill;
+	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &mgr->guardian.pidfd };
-	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0)
+	if (epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		goto err_pidfd;
+	}
 	close(p[0]);
 	mgr->guardian.pid = pid;
 	mgr->guardian.fd = p[1];
 	mgr->guardian.pidfd = pidfd;
 	/* Still a guardian against the manager's own death where this fails. */
 	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
-	if (moved < 0)
+	if (moved < 0) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) stays in "
 				"the manager's cgroup (%s): killing that cgroup would kill it too, and leave "
 				"paused members frozen until the next start",
 				(int)pid, strerror(-moved));
+	}
 	return true;
 
 err_pidfd:
@@ -335,8 +367,9 @@ err_kill:
 	 * and demote what the living manager holds. */
 	e = errno;
 	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
 		;
+	}
 	errno = e;
 err_close:
 	e = errno;
@@ -348,55 +381,62 @@ err_close:
 
 /* Closes what the manager held of a guardian gone or stopped. */
 static void drop(struct qos_manager *mgr) {
-	if (mgr->guardian.pidfd >= 0)
+	if (mgr->guardian.pidfd >= 0) {
 		close(mgr->guardian.pidfd); /* which takes it out of the epoll set */
+	}
 	close(mgr->guardian.fd);
 	mgr->guardian.pidfd = mgr->guardian.fd = -1;
 	mgr->guardian.pid = 0; /* its pid may be reused by one that may join */
 }
 
 void qos_guardian_stop(struct qos_manager *mgr) {
-	if (mgr->guardian.fd < 0)
+	if (mgr->guardian.fd < 0) {
 		return;
+	}
 	pid_t pid = mgr->guardian.pid;
 	/* On the socket, not this descriptor: a child forked without exec may
 	 * hold the end too, and the guardian would wait for it for ever. */
 	shutdown(mgr->guardian.fd, SHUT_RDWR);
 	drop(mgr);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
 		;
+	}
 }
 
 void qos_guardian_died(struct qos_manager *mgr) {
 	pid_t old = mgr->guardian.pid;
 	int status = 0;
 	pid_t got;
-	while ((got = waitpid(old, &status, WNOHANG)) < 0 && errno == EINTR)
+	while ((got = waitpid(old, &status, WNOHANG)) < 0 && errno == EINTR) {
 		;
+	}
 	char how[64];
-	if (got == old && WIFSIGNALED(status))
+	if (got == old && WIFSIGNALED(status)) {
 		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(status));
-	else if (got == old && WIFEXITED(status))
+	} else if (got == old && WIFEXITED(status)) {
 		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
-	else
+	} else {
 		snprintf(how, sizeof(how), "exited"); /* reaped by someone else */
+	}
 	drop(mgr);
-	if (qos_guardian_start(mgr))
+	if (qos_guardian_start(mgr)) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s; "
 				"a new one (pid %d) runs",
 				old, how, mgr->guardian.pid);
-	else
+	} else {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,
 				"the thaw guardian (pid %d) %s and "
 				"no new one could be started (%s): real-time grants and pauses are refused "
 				"until one runs (tried again every second)",
 				old, how, strerror(errno));
+	}
 }
 
 void qos_guardian_retry(struct qos_manager *mgr) {
-	if (qos_guardian_missing(mgr))
+	if (qos_guardian_missing(mgr)) {
 		qos_guardian_start(mgr);
+	}
 }
 
 bool qos_guardian_missing(const struct qos_manager *mgr) {
@@ -406,8 +446,9 @@ bool qos_guardian_missing(const struct qos_manager *mgr) {
 bool qos_guardian_allows(struct qos_manager *mgr, const struct qos_params *p, char *err,
 		size_t err_len) {
 	bool rt = qos_policy_is_rt(p->policy), freeze = qos_params_may_freeze(p);
-	if (!qos_guardian_missing(mgr) || !(rt || freeze))
+	if (!qos_guardian_missing(mgr) || !(rt || freeze)) {
 		return true;
+	}
 	snprintf(err, err_len,
 			"no thaw guardian runs (the last one died and none could be "
 			"started), and a crash of the manager would leave its members %s: refused until "

@@ -27,8 +27,9 @@
 
 static struct qos_member *find_thread_member_in(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->pid == pid && r->members[i]->tid)
+		if (r->members[i]->pid == pid && r->members[i]->tid) {
 			return r->members[i];
+		}
 	}
 	return NULL;
 }
@@ -37,16 +38,18 @@ static struct qos_member *find_thread_member(struct qos_manager *mgr, pid_t pid,
 		struct qos_reserve *except) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		struct qos_member *t = r != except ? find_thread_member_in(r, pid) : NULL;
-		if (t)
+		if (t) {
 			return t;
+		}
 	}
 	return NULL;
 }
 
 static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->pid == pid && !r->members[i]->tid)
+		if (r->members[i]->pid == pid && !r->members[i]->tid) {
 			return r->members[i];
+		}
 	}
 	return NULL;
 }
@@ -54,8 +57,9 @@ static struct qos_member *find_process_member_in(struct qos_reserve *r, pid_t pi
 /* Whether the task has exited: a zombie (a process only once its last thread has). */
 static bool exited(pid_t pid, pid_t tid) {
 	char state = qos_sys_thread_state(tid ? tid : pid);
-	if (state != 'Z' && state != 'X')
+	if (state != 'Z' && state != 'X') {
 		return false;
+	}
 	return tid || qos_sys_for_each_thread(pid, NULL, NULL) <= 1;
 }
 
@@ -106,22 +110,25 @@ void qos_member_send_home(struct qos_manager *mgr, const char *reserve, pid_t pi
 		bool whole_process, const char *v2, const char *cpu) {
 	struct qos_cgroup *cg = &mgr->cg;
 	int e = qos_cgroup_restore(cg, pid, tid, whole_process, v2, cpu);
-	if (e == 0 || e == -ESRCH)
+	if (e == 0 || e == -ESRCH) {
 		return; /* back, or gone */
+	}
 	/* Where it came from is gone: the nearest ancestor, rather than the top. */
 	char near_v2[QOS_CG_REL_PATH], near_cpu[QOS_CG_REL_PATH];
 	snprintf(near_v2, sizeof(near_v2), "%s", v2);
 	snprintf(near_cpu, sizeof(near_cpu), "%s", cpu);
 	int e2 = qos_cgroup_restore_near(cg, pid, tid, whole_process, near_v2, near_cpu);
-	if (e2 == -ESRCH)
+	if (e2 == -ESRCH) {
 		return;
+	}
 	const char *to = whole_process ? near_v2 : near_cpu;
 	qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, tid, 0,
 			"cannot return %d to %s: %s; moved to %s instead%s%s", tid ? tid : pid,
 			v2[0] ? v2 : cpu, strerror(-e), to[0] && strcmp(to, "/") ? to : "the top of the tree",
 			e2 ? ", which refused it too: " : "", e2 ? strerror(-e2) : "");
-	if (e2)
+	if (e2) {
 		qos_cgroup_restore(cg, pid, tid, whole_process, "", "/");
+	}
 }
 
 static void send_home(struct qos_reserve *r, pid_t pid, pid_t tid, bool whole_process,
@@ -137,8 +144,9 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *o = r->members[i];
-			if (o != m && o->pid == m->pid && o->rttime.bounded)
+			if (o != m && o->pid == m->pid && o->rttime.bounded) {
 				return o;
+			}
 		}
 	}
 	return NULL;
@@ -152,11 +160,13 @@ static struct qos_member *bound_sibling(struct qos_manager *mgr, const struct qo
 bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_params *p, pid_t pid,
 		char *err, size_t err_len) {
 	uint64_t soft, hard;
-	if (!mgr->config.rttime_us || (p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
+	if (!mgr->config.rttime_us || (p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR)) {
 		return true;
+	}
 	int e = qos_sys_get_rttime(pid, &soft, &hard);
-	if (e == 0 || e == -ESRCH)
+	if (e == 0 || e == -ESRCH) {
 		return true; /* gone: the join finds out */
+	}
 	snprintf(err, err_len,
 			"cannot bound RLIMIT_RTTIME of %d (%s; another user's process "
 			"needs CAP_SYS_RESOURCE): no %s without the bound",
@@ -168,25 +178,28 @@ bool qos_member_rttime_boundable(struct qos_manager *mgr, const struct qos_param
 void qos_member_bound_rttime(struct qos_member *m) {
 	const struct qos_reserve *r = m->reserve;
 	if (m->rttime.bounded || !qos_policy_is_rt(r->params.policy) ||
-			r->params.policy == QOS_POLICY_QOS)
+			r->params.policy == QOS_POLICY_QOS) {
 		return;
+	}
 	int e = qos_sys_bound_rttime(m->pid, r->mgr->config.rttime_us, &m->rttime.old_soft,
 			&m->rttime.old_hard);
 	if (e != 0) {
-		if (e != -ESRCH)
+		if (e != -ESRCH) {
 			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 					"cannot bound RLIMIT_RTTIME of %d: %s", m->pid, strerror(-e));
+		}
 		return;
 	}
 	m->rttime.bounded = true;
 	/* The guard looks once a pass, and needs three of them under the limit. */
 	if (m->rttime.old_hard < r->mgr->config.rttime_us &&
-			m->rttime.old_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US)
+			m->rttime.old_hard < 3 * (uint64_t)QOS_HOUSEKEEPING_US) {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, m->tid, 0,
 				"%d has an RLIMIT_RTTIME of its own of %.2f s, too short for the guard to "
 				"move a thread that runs without sleeping to other in time: the kernel kills "
 				"one that runs that long",
 				m->pid, (double)m->rttime.old_hard / 1e6);
+	}
 }
 
 struct restore_ctx {
@@ -203,13 +216,15 @@ static void restore_one(pid_t tid, void *data) {
 	if (qos_sys_sched_is_rt(s) && (!known || c->rt_held)) {
 		/* Time-sharing, where release left it: started since, or under a
 		 * bound that stays. */
-		if (known)
+		if (known) {
 			c->held = tid;
+		}
 		return;
 	}
 	/* Released to SCHED_OTHER at its nice already. */
-	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork)
+	if (s->policy != 0 /* SCHED_OTHER */ || s->reset_on_fork) {
 		qos_sys_set_sched(tid, s);
+	}
 }
 
 void qos_member_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t pid,
@@ -217,17 +232,19 @@ void qos_member_restore_sched(struct qos_reserve *r, struct qos_member *m, pid_t
 	struct restore_ctx c = { .m = m,
 		.orig = orig,
 		.rt_held = m && qos_sys_rttime_tighter(m->pid, m->rttime.orig_hard) };
-	if (m && m->tid)
+	if (m && m->tid) {
 		restore_one(m->tid, &c);
-	else
+	} else {
 		qos_sys_for_each_thread(m ? m->pid : pid, restore_one, &c);
-	if (c.held)
+	}
+	if (c.held) {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.held, 0,
 				"real-time threads "
 				"of %d (%d among them) are given back as time-sharing: the RLIMIT_RTTIME bound "
 				"stays (raising it needs CAP_SYS_RESOURCE), and the kernel would kill one that "
 				"ran that long without sleeping",
 				m->pid, c.held);
+	}
 }
 
 struct leave_ctx {
@@ -239,8 +256,9 @@ struct leave_ctx {
 /* A leaving thread to SCHED_OTHER at its old nice, a deadline one released cleanly. */
 static void leave_one(pid_t tid, void *data) {
 	struct leave_ctx *c = data;
-	if (!qos_sys_release_deadline(tid))
+	if (!qos_sys_release_deadline(tid)) {
 		return;
+	}
 	int nice = c->m ? qos_member_orig_of(c->m, tid, NULL)->nice : c->orig->nice;
 	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, nice, c->p->priority, 0,
 			c->p->period_us * 1000u);
@@ -249,10 +267,11 @@ static void leave_one(pid_t tid, void *data) {
 void qos_member_release_threads(struct qos_reserve *r, struct qos_member *m, pid_t pid,
 		const struct qos_sched *orig) {
 	struct leave_ctx c = { .p = &r->params, .m = m, .orig = orig };
-	if (m)
+	if (m) {
 		qos_threads_for_each(r->mgr, m, leave_one, &c);
-	else
+	} else {
 		qos_sys_for_each_thread(pid, leave_one, &c);
+	}
 }
 
 static void restore_member(struct qos_member *m) {
@@ -267,29 +286,34 @@ static void restore_member(struct qos_member *m) {
 		 * limit either saw (unbounded sorts last): the one from before the
 		 * first of them bounded it.
 		 */
-		if (m->rttime.old_hard > sibling->rttime.old_hard)
+		if (m->rttime.old_hard > sibling->rttime.old_hard) {
 			sibling->rttime.old_hard = m->rttime.old_hard;
-		if (m->rttime.old_soft > sibling->rttime.old_soft)
+		}
+		if (m->rttime.old_soft > sibling->rttime.old_soft) {
 			sibling->rttime.old_soft = m->rttime.old_soft;
+		}
 	} else if (m->rttime.bounded) {
 		qos_rtguard_restore_limit(mgr, m->reserve->name, m->pid, m->rttime.old_soft,
 				m->rttime.old_hard);
 	}
 	send_home(m->reserve, m->pid, m->tid, m->tid == 0, m->home.v2, m->home.cpu);
-	if (!m->home.moving)
+	if (!m->home.moving) {
 		qos_member_restore_sched(m->reserve, m, m->pid, &m->home.sched);
+	}
 }
 
 const struct qos_sched *qos_member_orig_of(const struct qos_member *m, pid_t tid, bool *known) {
 	for (size_t i = 0; i < m->home.n_threads; i++) {
 		if (m->home.threads[i].tid == tid) {
-			if (known)
+			if (known) {
 				*known = true;
+			}
 			return &m->home.threads[i].sched;
 		}
 	}
-	if (known)
+	if (known) {
 		*known = m->tid == tid;
+	}
 	return &m->home.sched;
 }
 
@@ -303,13 +327,15 @@ static void capture_one(pid_t tid, void *data) {
 	struct qos_member *m = c->m;
 	struct qos_thread_orig *grown =
 			qos_array_room(m->home.threads, &c->cap, m->home.n_threads, sizeof(*grown));
-	if (!grown)
+	if (!grown) {
 		return; /* that thread gets the member's class back */
+	}
 	m->home.threads = grown;
 	struct qos_thread_orig *t = &m->home.threads[m->home.n_threads];
 	t->tid = tid;
-	if (qos_sys_get_sched(tid, &t->sched))
+	if (qos_sys_get_sched(tid, &t->sched)) {
 		m->home.n_threads++;
+	}
 }
 
 /*
@@ -324,12 +350,14 @@ static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 	/* The limit as it was before any of our members bounded it. */
 	const struct qos_member *b = bound_sibling(mgr, m);
 	uint64_t soft;
-	if (b)
+	if (b) {
 		m->rttime.orig_hard = b->rttime.old_hard;
-	else if (qos_sys_get_rttime(m->pid, &soft, &m->rttime.orig_hard) != 0)
+	} else if (qos_sys_get_rttime(m->pid, &soft, &m->rttime.orig_hard) != 0) {
 		m->rttime.orig_hard = 0; /* unknown: real time given back as before */
-	if (m->tid)
+	}
+	if (m->tid) {
 		return;
+	}
 	struct capture_ctx c = { .m = m };
 	qos_sys_for_each_thread(m->pid, capture_one, &c);
 }
@@ -338,12 +366,14 @@ static void capture_orig(struct qos_manager *mgr, struct qos_member *m) {
 static void copy_orig(struct qos_member *m, const struct qos_member *from) {
 	m->home.sched = from->home.sched;
 	m->rttime.orig_hard = from->rttime.orig_hard;
-	if (!from->home.n_threads)
+	if (!from->home.n_threads) {
 		return;
+	}
 	size_t bytes = from->home.n_threads * sizeof(*from->home.threads);
 	m->home.threads = malloc(bytes);
-	if (!m->home.threads)
+	if (!m->home.threads) {
 		return; /* each gets the process's class back, no real-time one */
+	}
 	memcpy(m->home.threads, from->home.threads, bytes);
 	m->home.n_threads = from->home.n_threads;
 }
@@ -365,21 +395,24 @@ static const char *our_group(const char *path, const char *root, const char *bas
 /* What a child takes from the member it came from: no real-time class,
  * which its parent may have had with reset-on-fork. */
 static struct qos_sched inherited_class(const struct qos_sched *parent) {
-	if (!qos_sys_sched_is_rt(parent))
+	if (!qos_sys_sched_is_rt(parent)) {
 		return *parent;
+	}
 	return (struct qos_sched){ .policy = 0, .nice = parent->nice };
 }
 
 static void origin_in_our_group(struct qos_manager *mgr, struct qos_member *m) {
 	/* On hybrid a thread member's child is in our cpu tree only. */
 	const char *group = our_group(m->home.v2, mgr->cg.v2_root, mgr->cg.v2_base);
-	if (!group && mgr->cg.layout == QOS_CG_HYBRID)
+	if (!group && mgr->cg.layout == QOS_CG_HYBRID) {
 		group = our_group(m->home.cpu, mgr->cg.cpu_root, mgr->cg.cpu_base);
+	}
 	struct qos_reserve *r = group ? qos_reserve_find_by_group(mgr, group) : NULL;
 	bool thread_child;
 	const struct qos_member *o = r ? origin_member(r, m->pid, &thread_child) : NULL;
-	if (!o)
+	if (!o) {
 		return;
+	}
 	snprintf(m->home.v2, sizeof(m->home.v2), "%s", o->home.v2);
 	snprintf(m->home.cpu, sizeof(m->home.cpu), "%s", o->home.cpu);
 	free(m->home.threads);
@@ -398,8 +431,9 @@ static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sc
 	}
 	struct qos_thread_orig *grown =
 			realloc(m->home.threads, (m->home.n_threads + 1) * sizeof(*grown));
-	if (!grown)
+	if (!grown) {
 		return; /* it gets the process's class back */
+	}
 	m->home.threads = grown;
 	m->home.threads[m->home.n_threads++] = (struct qos_thread_orig){ .tid = tid, .sched = *s };
 }
@@ -412,8 +446,9 @@ struct release_ctx {
 static void release_rt_one(pid_t tid, void *data) {
 	struct release_ctx *c = data;
 	struct qos_sched now;
-	if (!qos_sys_get_sched(tid, &now) || !qos_sys_sched_is_rt(&now))
+	if (!qos_sys_get_sched(tid, &now) || !qos_sys_sched_is_rt(&now)) {
 		return;
+	}
 	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, qos_member_orig_of(c->m, tid, NULL)->nice, 0,
 			0, 0);
 	c->any = true;
@@ -427,19 +462,22 @@ static void release_rt_one(pid_t tid, void *data) {
  */
 static bool release_rt_before_move(struct qos_reserve *r, const struct qos_member *m) {
 	enum qos_policy p = r->params.policy;
-	if (p == QOS_POLICY_FIFO || p == QOS_POLICY_RR)
+	if (p == QOS_POLICY_FIFO || p == QOS_POLICY_RR) {
 		return false;
+	}
 	struct release_ctx c = { .m = m };
-	if (m->tid)
+	if (m->tid) {
 		release_rt_one(m->tid, &c);
-	else
+	} else {
 		qos_sys_for_each_thread(m->pid, release_rt_one, &c);
+	}
 	return c.any;
 }
 
 static void member_free(struct qos_member *m) {
-	if (!m)
+	if (!m) {
 		return;
+	}
 	free(m->home.threads);
 	free(m);
 }
@@ -457,8 +495,9 @@ static pid_t next_owner(struct qos_reserve *r) {
 			char name[QOS_NAME_MAX + 1];
 			snprintf(name, sizeof(name), QOS_AUTO_PREFIX "%d", m->pid);
 			const struct qos_reserve *taken = qos_reserve_find(r->mgr, name);
-			if ((pass == 0 && m->tid) || (taken && taken != r))
+			if ((pass == 0 && m->tid) || (taken && taken != r)) {
 				continue;
+			}
 			return m->pid;
 		}
 	}
@@ -489,16 +528,18 @@ static bool rename_auto(struct qos_reserve *r, pid_t new_owner) {
 
 static bool has_member_of(const struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->pid == pid)
+		if (r->members[i]->pid == pid) {
 			return true;
+		}
 	}
 	return false;
 }
 
 static bool other_process_member(const struct qos_reserve *r, const struct qos_member *m) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i] != m && r->members[i]->tid == 0)
+		if (r->members[i] != m && r->members[i]->tid == 0) {
 			return true;
+		}
 	}
 	return false;
 }
@@ -513,26 +554,31 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 	 * stayed in the group, under its limits, a member of nothing.  So are
 	 * a thread member's (on hybrid in the group's cpu tree only).
 	 */
-	if (m->tid || !other_process_member(r, m))
+	if (m->tid || !other_process_member(r, m)) {
 		qos_member_adopt_children(r);
+	}
 	if (m->pidfd >= 0) {
 		epoll_ctl(mgr->epoll_fd, EPOLL_CTL_DEL, m->pidfd, NULL);
 		close(m->pidfd);
 	}
 	qos_fallback_retire_member(r, m, exited);
 	qos_optimistic_forget(r, m->pid, m->tid);
-	if (m->usage.has_cpu_timer)
+	if (m->usage.has_cpu_timer) {
 		qos_cputimer_delete(m->usage.cpu_timer);
+	}
 	r->timer.armed = false; /* the shares change */
 	/* Its threads' real-time estimates go with them, ready for the next
 	 * reserve's guard (which may look before this one's next pass). */
 	qos_rtguard_forget_member(r, m);
-	if (alive && member_alive(m))
+	if (alive && member_alive(m)) {
 		restore_member(m);
-	if (m->outside_root)
+	}
+	if (m->outside_root) {
 		qos_guardian_track(mgr, m, false);
-	if (r->cgroup.exists)
+	}
+	if (r->cgroup.exists) {
 		qos_journal_forget(&mgr->cg, r->group, m->pid, m->tid);
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		if (r->members[i] == m) {
 			memmove(&r->members[i], &r->members[i + 1],
@@ -560,10 +606,12 @@ void qos_member_remove(struct qos_member *m, bool alive, bool exited) {
 		r->police.in_fallback = false;
 		r->fb.applied = false;
 		r->fb.next_check_us = UINT64_MAX;
-		if (r->cgroup.exists)
+		if (r->cgroup.exists) {
 			qos_cgroup_freeze(&mgr->cg, r->group, false);
-		if (r->is_auto)
+		}
+		if (r->is_auto) {
 			qos_reserve_free(r);
+		}
 	} else if (r->is_auto && gone == r->owner && !has_member_of(r, gone)) {
 		/* A daemon that forks and exits keeps the reserve set up for it.
 		 * The owner's thread member folded into its process member (or one
@@ -580,8 +628,9 @@ static bool admit(struct qos_reserve *r, char *err, size_t err_len) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0, "%s", err);
 		return false;
 	}
-	if (r->params.policy != QOS_POLICY_QOS || r->granted)
+	if (r->params.policy != QOS_POLICY_QOS || r->granted) {
 		return true;
+	}
 	char why[256];
 	uint64_t ppm = qos_params_util_ppm(&r->params);
 	if (!qos_admission_request(&mgr->adm, ppm, why, sizeof(why))) {
@@ -635,16 +684,18 @@ static bool group_taken(struct qos_manager *mgr, const char *group) {
 }
 
 static bool ensure_group(struct qos_reserve *r, char *err, size_t err_len) {
-	if (r->cgroup.exists)
+	if (r->cgroup.exists) {
 		return true;
+	}
 	/*
 	 * The directory is named after the reserve, unless a renamed automatic
 	 * reserve still holds that directory under its old name, or a group
 	 * of that name waits to be removed.
 	 */
 	snprintf(r->group, sizeof(r->group), "%s", r->name);
-	for (unsigned n = 1; group_taken(r->mgr, r->group); n++)
+	for (unsigned n = 1; group_taken(r->mgr, r->group); n++) {
 		snprintf(r->group, sizeof(r->group), "%s~%u", r->name, n);
+	}
 	if (!qos_cgroup_group_create(&r->mgr->cg, r->group)) {
 		snprintf(err, err_len, "cannot create cgroup for '%s': %s", r->name, strerror(errno));
 		return false;
@@ -667,11 +718,13 @@ static bool same_sched(const struct qos_sched *a, const struct qos_sched *b) {
  * that many threads.
  */
 static bool restored_unlisted(const struct qos_member *m, const struct qos_thread_orig *t) {
-	if (t->tid == m->pid)
+	if (t->tid == m->pid) {
 		return same_sched(&t->sched, &m->home.sched);
+	}
 	struct qos_sched u = m->home.sched;
-	if (qos_sys_sched_is_rt(&u))
+	if (qos_sys_sched_is_rt(&u)) {
 		u = (struct qos_sched){ .policy = 0, .nice = u.nice };
+	}
 	return same_sched(&t->sched, &u);
 }
 
@@ -693,8 +746,9 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 		e->reset_on_fork = m->home.sched.reset_on_fork;
 		for (size_t i = 0; i < m->home.n_threads && e->n_threads < QOS_JOURNAL_THREADS; i++) {
 			const struct qos_thread_orig *t = &m->home.threads[i];
-			if (restored_unlisted(m, t))
+			if (restored_unlisted(m, t)) {
 				continue;
+			}
 			e->threads[e->n_threads++] = (struct qos_journal_thread){ .tid = t->tid,
 				.policy = t->sched.policy,
 				.priority = t->sched.priority,
@@ -731,8 +785,9 @@ static void journal_origin(struct qos_reserve *r, const struct qos_member *m) {
 static bool add_member(struct qos_reserve *r, struct qos_member *m) {
 	struct qos_member **grown =
 			qos_array_room(r->members, &r->cap_members, r->n_members, sizeof(*grown));
-	if (!grown)
+	if (!grown) {
 		return false;
+	}
 	r->members = grown;
 	r->members[r->n_members++] = m;
 	r->timer.armed = false; /* the shares change */
@@ -748,23 +803,26 @@ struct adopt_ctx {
 
 static void collect_pid(pid_t pid, void *data) {
 	struct adopt_ctx *c = data;
-	if (c->n < ADOPT_MAX)
+	if (c->n < ADOPT_MAX) {
 		c->pids[c->n++] = pid;
+	}
 }
 
 static void collect_new_pid(pid_t pid, void *data) {
 	struct adopt_ctx *c = data;
 	for (size_t i = 0; i < c->n; i++) {
-		if (c->pids[i] == pid)
+		if (c->pids[i] == pid) {
 			return;
+		}
 	}
 	collect_pid(pid, data);
 }
 
 static struct qos_member *process_member(struct qos_reserve *r, pid_t pid) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->tid == 0 && (!pid || r->members[i]->pid == pid))
+		if (r->members[i]->tid == 0 && (!pid || r->members[i]->pid == pid)) {
 			return r->members[i];
+		}
 	}
 	return NULL;
 }
@@ -806,8 +864,9 @@ static void evict(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *origin) {
 	struct qos_manager *mgr = r->mgr;
 	struct qos_member *m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
 		return false;
+	}
 	m->reserve = r;
 	m->pid = pid;
 	m->task_fd = -1;
@@ -821,8 +880,9 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = m };
 	if (m->pidfd < 0 || !member_alive(m) ||
 			epoll_ctl(mgr->epoll_fd, EPOLL_CTL_ADD, m->pidfd, &ev) < 0 || !add_member(r, m)) {
-		if (m->pidfd >= 0)
+		if (m->pidfd >= 0) {
 			close(m->pidfd);
+		}
 		qos_threads_close_task_dir(mgr, m);
 		member_free(m);
 		return false;
@@ -841,12 +901,14 @@ static void list_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
 	if (r->cgroup.procs_fd < 0 && mgr->kept_fds_budget > 0) {
 		r->cgroup.procs_fd = qos_cgroup_open_procs(&mgr->cg, r->group);
-		if (r->cgroup.procs_fd >= 0)
+		if (r->cgroup.procs_fd >= 0) {
 			mgr->kept_fds_budget--;
+		}
 	}
 	if (r->cgroup.procs_fd >= 0) {
-		if (qos_cgroup_for_each_pid_fd(r->cgroup.procs_fd, collect_pid, c) >= 0)
+		if (qos_cgroup_for_each_pid_fd(r->cgroup.procs_fd, collect_pid, c) >= 0) {
 			return;
+		}
 		/* The group went away under us: open it again next time. */
 		qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
 		c->n = 0;
@@ -862,15 +924,18 @@ static void list_group(struct qos_reserve *r, struct adopt_ctx *c) {
 static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
 	struct qos_manager *mgr = r->mgr;
 	bool threads = false;
-	for (size_t i = 0; i < r->n_members && !threads; i++)
+	for (size_t i = 0; i < r->n_members && !threads; i++) {
 		threads = r->members[i]->tid != 0;
-	if (!threads || mgr->cg.layout != QOS_CG_HYBRID)
+	}
+	if (!threads || mgr->cg.layout != QOS_CG_HYBRID) {
 		return;
+	}
 	char p[PATH_MAX];
 	qos_cgroup_path(&mgr->cg, true, r->group, "cgroup.procs", p, sizeof(p));
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
 		return;
+	}
 	qos_cgroup_for_each_pid_fd(fd, collect_new_pid, c);
 	close(fd);
 }
@@ -883,27 +948,32 @@ static void list_cpu_group(struct qos_reserve *r, struct adopt_ctx *c) {
  * parent came from.  Found at each housekeeping pass.
  */
 void qos_member_adopt_children(struct qos_reserve *r) {
-	if (!r->cgroup.exists || r->n_members == 0)
+	if (!r->cgroup.exists || r->n_members == 0) {
 		return;
+	}
 	struct adopt_ctx c = { .n = 0 };
 	list_group(r, &c);
 	list_cpu_group(r, &c);
 	bool adopted = false;
 	for (size_t i = 0; i < c.n; i++) {
 		pid_t pid = c.pids[i];
-		if (qos_reserve_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL))
+		if (qos_reserve_find_member(r->mgr, pid, 0) || find_thread_member(r->mgr, pid, NULL)) {
 			continue;
+		}
 		bool thread_child;
 		struct qos_member *origin = origin_member(r, pid, &thread_child);
-		if (!origin)
+		if (!origin) {
 			continue;
-		if (r->params.inherit && !thread_child && adopt(r, pid, origin))
+		}
+		if (r->params.inherit && !thread_child && adopt(r, pid, origin)) {
 			adopted = true;
-		else
+		} else {
 			evict(r, pid, origin);
+		}
 	}
-	if (adopted)
+	if (adopted) {
 		qos_reserve_root_weight_update(r->mgr);
+	}
 }
 
 static void release_if_unused(struct qos_reserve *r) {
@@ -936,24 +1006,29 @@ struct join {
 static void join_undo(struct join *j) {
 	struct qos_manager *mgr = j->mgr;
 	struct qos_member *m = j->m;
-	if (!m)
+	if (!m) {
 		return;
+	}
 	if (j->added) {
 		qos_member_remove(m, true, false);
 		return;
 	}
-	if (m->outside_root)
+	if (m->outside_root) {
 		qos_guardian_track(mgr, m, false);
+	}
 	if (j->placed) {
 		qos_cgroup_restore(&mgr->cg, m->pid, m->tid, m->tid == 0, m->home.v2, m->home.cpu);
-		if (j->released || j->moved)
+		if (j->released || j->moved) {
 			qos_member_restore_sched(j->r, m, m->pid, &m->home.sched);
+		}
 		qos_journal_forget(&mgr->cg, j->r->group, m->pid, m->tid);
 	}
-	if (j->admitted)
+	if (j->admitted) {
 		release_if_unused(j->r);
-	if (m->pidfd >= 0)
+	}
+	if (m->pidfd >= 0) {
 		close(m->pidfd);
+	}
 	qos_threads_close_task_dir(mgr, m);
 	member_free(m);
 }
@@ -971,8 +1046,9 @@ static bool join_find_reserve(struct join *j, const char *name, char *err, size_
 		struct qos_params p = def ? def->params : (struct qos_params){ 0 };
 		if (def &&
 				(!qos_reserve_valid(name, &p, err, err_len) ||
-						!qos_reserve_create(mgr, name, &p, err, err_len)))
+						!qos_reserve_create(mgr, name, &p, err, err_len))) {
 			return false;
+		}
 		j->r = qos_reserve_find(mgr, name);
 	}
 	if (!j->r) {
@@ -992,15 +1068,17 @@ static bool thread_class_returnable(const struct qos_params *p, pid_t pid, pid_t
 		size_t err_len) {
 	errno = 0;
 	int nice = getpriority(PRIO_PROCESS, (id_t)tid);
-	if (errno)
+	if (errno) {
 		return true; /* the join finds out what became of it */
+	}
 	bool idle = p->policy == QOS_POLICY_IDLE ||
 			(qos_params_has_limit(p) && p->fallback == QOS_POLICY_IDLE);
 	bool nicer = p->policy == QOS_POLICY_OTHER && p->nice > nice;
 	struct rlimit rl;
 	if ((!idle && !nicer) || qos_sys_has_sys_nice() || prlimit(pid, RLIMIT_NICE, NULL, &rl) != 0 ||
-			rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - nice) <= rl.rlim_cur)
+			rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - nice) <= rl.rlim_cur) {
 		return true;
+	}
 	snprintf(err, err_len,
 			"thread %d could not get nice %d back after %s: without CAP_SYS_NICE the "
 			"kernel lets it return only as far as its RLIMIT_NICE (%llu) allows; join the "
@@ -1028,16 +1106,18 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 				m->tid ? m->tid : pid);
 		return false;
 	}
-	if (!may_join(mgr, r, pid, m->tid, err, err_len))
+	if (!may_join(mgr, r, pid, m->tid, err, err_len)) {
 		return false;
+	}
 	if (m->tid && find_process_member_in(r, pid)) {
 		j->already = true; /* with its whole process */
 		return true;
 	}
 	if (m->tid &&
 			(!qos_member_fits_threads(mgr, &r->params, err, err_len) ||
-					!thread_class_returnable(&r->params, pid, m->tid, err, err_len)))
+					!thread_class_returnable(&r->params, pid, m->tid, err, err_len))) {
 		return false;
+	}
 	/* Every member, not only the first (admit): each one would keep its
 	 * real-time class, or stay frozen, after a crash with no guardian. */
 	if (!qos_member_rttime_boundable(mgr, &r->params, pid, err, err_len) ||
@@ -1064,8 +1144,9 @@ static bool join_check(struct join *j, pid_t pid, pid_t tid, char *err, size_t e
 struct qos_member *qos_member_find_exited(struct qos_manager *mgr) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
-			if (r->members[i]->exit_polled && !member_alive(r->members[i]))
+			if (r->members[i]->exit_polled && !member_alive(r->members[i])) {
 				return r->members[i];
+			}
 		}
 	}
 	return NULL;
@@ -1082,17 +1163,21 @@ struct qos_member *qos_member_find_exited(struct qos_manager *mgr) {
 static bool join_admit(struct join *j, char *err, size_t err_len) {
 	struct qos_manager *mgr = j->mgr;
 	struct qos_reserve *r = j->r;
-	if (j->already)
+	if (j->already) {
 		return true;
+	}
 	j->first = r->n_members == 0;
-	if (j->first && !admit(r, err, err_len))
+	if (j->first && !admit(r, err, err_len)) {
 		return false;
+	}
 	j->admitted = true;
-	if (!ensure_group(r, err, err_len))
+	if (!ensure_group(r, err, err_len)) {
 		return false;
+	}
 	int gerr = j->first ? qos_reserve_apply_group(r) : 0;
-	if (!gerr)
+	if (!gerr) {
 		return true;
+	}
 	if (r->params.policy == QOS_POLICY_PAUSE) {
 		snprintf(err, err_len, "'%s' refused by the kernel: its group cannot be frozen: %s",
 				r->name, strerror(-gerr));
@@ -1121,8 +1206,9 @@ static bool join_origin(struct join *j, char *err, size_t err_len) {
 	if (old == NULL && m->tid == 0) {
 		/* Threads of this process joined individually are folded into it. */
 		struct qos_member *t;
-		while ((t = find_thread_member(mgr, m->pid, j->r)))
+		while ((t = find_thread_member(mgr, m->pid, j->r))) {
 			qos_member_remove(t, true, false);
+		}
 	}
 	if (old && old->reserve == j->r) {
 		j->already = true;
@@ -1147,8 +1233,9 @@ static bool join_origin(struct join *j, char *err, size_t err_len) {
 		snprintf(err, err_len, "cannot read the cgroup of %d", m->pid);
 		return false;
 	}
-	if (!old)
+	if (!old) {
 		origin_in_our_group(mgr, m);
+	}
 	return true;
 }
 
@@ -1162,12 +1249,15 @@ static bool join_place(struct join *j, char *err, size_t err_len) {
 	struct qos_reserve *r = j->r;
 	struct qos_member *m = j->m;
 	pid_t id = m->tid ? m->tid : m->pid;
-	if (j->already)
+	if (j->already) {
 		return true;
-	if (!join_origin(j, err, err_len))
+	}
+	if (!join_origin(j, err, err_len)) {
 		return false;
-	if (j->already)
+	}
+	if (j->already) {
 		return true;
+	}
 	/* Before the move: a crash right after it must still find the way back. */
 	journal_origin(r, m);
 	j->released = release_rt_before_move(r, m);
@@ -1181,14 +1271,15 @@ static bool join_place(struct join *j, char *err, size_t err_len) {
 	/* Before it can get a real-time policy, which the guardian must undo
 	 * if the manager dies: it finds no trace of it in our groups. */
 	if (e == -ENOTSUP && !qos_guardian_track(mgr, m, true)) {
-		if (errno == ENOSPC)
+		if (errno == ENOSPC) {
 			snprintf(err, err_len,
 					"already %d thread members outside the manager's groups, as many as "
 					"its guardian can restore after a crash",
 					QOS_GUARDIAN_MAX_THREADS);
-		else
+		} else {
 			snprintf(err, err_len, "cannot tell the guardian of thread %d: %s", m->tid,
 					strerror(errno));
+		}
 		return false;
 	}
 	m->outside_root = e == -ENOTSUP;
@@ -1235,8 +1326,9 @@ static void join_fold_threads(struct join *j) {
 		t->rttime.bounded = false;
 		qos_member_remove(t, false, false);
 	}
-	if (folded)
+	if (folded) {
 		journal_origin(j->r, m); /* with the folded threads' own classes */
+	}
 }
 
 /*
@@ -1252,12 +1344,14 @@ static void join_fold_threads(struct join *j) {
 static void join_start_clocks(struct join *j) {
 	struct qos_reserve *r = j->r;
 	struct qos_member *m = j->m;
-	if (m->tid)
+	if (m->tid) {
 		qos_sys_thread_cpu_us(m->pid, m->tid, &m->usage.cpu_base_us);
-	else
+	} else {
 		qos_sys_process_clock_us(m->pid, &m->usage.clock_base_us);
-	if (m->tid == 0)
+	}
+	if (m->tid == 0) {
 		join_fold_threads(j);
+	}
 	qos_member_bound_rttime(m);
 	j->now_us = qos_sys_now_us();
 	if (j->first) {
@@ -1272,8 +1366,9 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 	struct qos_manager *mgr = j->mgr;
 	struct qos_reserve *r = j->r;
 	struct qos_member *m = j->m;
-	if (j->already)
+	if (j->already) {
 		return true;
+	}
 	join_start_clocks(j);
 	enum qos_policy active =
 			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
@@ -1281,8 +1376,9 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 			: r->params.policy;
 	/* Where the group's cpu.idle is the fallback, the threads keep the policy
 	 * (nothing would give it back to them at the boundary). */
-	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)
+	if (active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads) {
 		active = r->params.policy;
+	}
 	/* Deadline runtimes are per thread: re-split over everyone when one joins. */
 	int perr = active == QOS_POLICY_QOS ? qos_reserve_apply_threads(r, active)
 										: qos_reserve_apply_member(r, m, active, 0);
@@ -1311,12 +1407,14 @@ static bool join_apply(struct join *j, char *err, size_t err_len) {
 
 bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_t tid, char *err,
 		size_t err_len) {
-	if (qos_event_refuse_reentry(&mgr->events, err, err_len))
+	if (qos_event_refuse_reentry(&mgr->events, err, err_len)) {
 		return false;
+	}
 	mgr->events.last_refusal = QOS_REFUSAL_ERROR;
 	struct join j = { .mgr = mgr };
-	if (!join_find_reserve(&j, name, err, err_len))
+	if (!join_find_reserve(&j, name, err, err_len)) {
 		return false;
+	}
 	if (!join_check(&j, pid, tid, err, err_len) || !join_admit(&j, err, err_len) ||
 			!join_place(&j, err, err_len) || !join_apply(&j, err, err_len)) {
 		join_undo(&j);
@@ -1324,8 +1422,9 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 	}
 	if (j.already) {
 		/* Nothing was changed: only the unused member goes. */
-		if (j.m->pidfd >= 0)
+		if (j.m->pidfd >= 0) {
 			close(j.m->pidfd);
+		}
 		qos_threads_close_task_dir(mgr, j.m);
 		member_free(j.m);
 		return true;
@@ -1335,11 +1434,13 @@ bool qos_manager_join(struct qos_manager *mgr, const char *name, pid_t pid, pid_
 }
 
 bool qos_manager_leave(struct qos_manager *mgr, pid_t pid, pid_t tid) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
+	}
 	struct qos_member *m = qos_reserve_find_member(mgr, pid, tid == pid ? 0 : tid);
-	if (!m)
+	if (!m) {
 		return false;
+	}
 	qos_member_remove(m, true, false);
 	qos_reserve_rearm(mgr);
 	return true;

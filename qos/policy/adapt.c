@@ -12,8 +12,9 @@ static void push(struct qos_adapt_ring *ring, uint64_t v, bool over) {
 	ring->v[ring->head] = v;
 	ring->over[ring->head] = over;
 	ring->head = (ring->head + 1) % QOS_ADAPT_RING;
-	if (ring->n < QOS_ADAPT_RING)
+	if (ring->n < QOS_ADAPT_RING) {
 		ring->n++;
+	}
 }
 
 /* The i-th newest figure (0: the newest). */
@@ -24,27 +25,32 @@ static unsigned slot(const struct qos_adapt_ring *ring, unsigned i) {
 void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
 	push(&a->used, used_us, overran);
 	a->periods++;
-	if (a->since_change < UINT32_MAX)
+	if (a->since_change < UINT32_MAX) {
 		a->since_change++;
+	}
 }
 
 void qos_adapt_periods(struct qos_adapt *a, uint64_t n, uint64_t used_us, uint64_t overruns) {
 	bool reported_since = a->reported && a->report_period == a->periods;
 	uint64_t k = n < QOS_ADAPT_RING ? n : QOS_ADAPT_RING;
-	for (uint64_t i = 0; i < k; i++)
+	for (uint64_t i = 0; i < k; i++) {
 		qos_adapt_sample(a, used_us, k - i <= overruns);
-	if (reported_since)
+	}
+	if (reported_since) {
 		a->report_period = a->periods;
+	}
 }
 
 bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_us,
 		uint64_t period_us) {
-	if (target_us == 0)
+	if (target_us == 0) {
 		return false;
+	}
 	/* A frame's work against its target is the share of a period it needs. */
 	uint64_t scaled = actual_us * period_us / target_us;
-	if (actual_us && period_us && scaled / period_us != actual_us / target_us)
+	if (actual_us && period_us && scaled / period_us != actual_us / target_us) {
 		scaled = UINT64_MAX; /* wrapped: more than any slice */
+	}
 	push(&a->work, scaled, false);
 	a->reported = true;
 	a->report_period = a->periods;
@@ -53,15 +59,18 @@ bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_u
 
 uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, unsigned pct) {
 	uint64_t sorted[QOS_ADAPT_RING];
-	if (n > ring->n)
+	if (n > ring->n) {
 		n = ring->n;
-	if (n == 0)
+	}
+	if (n == 0) {
 		return 0;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t v = ring->v[slot(ring, i)];
 		unsigned j = i;
-		for (; j > 0 && sorted[j - 1] > v; j--)
+		for (; j > 0 && sorted[j - 1] > v; j--) {
 			sorted[j] = sorted[j - 1];
+		}
 		sorted[j] = v;
 	}
 	/* Nearest rank: the smallest figure at least pct% of them do not exceed. */
@@ -73,15 +82,19 @@ void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi) {
 	bool rt_static = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
 	/* fifo/rr must stay below the whole period (params.c): 95% of it. */
 	*hi = rt_static ? p->period_us - p->period_us / 20 : p->period_us;
-	if (p->adapt.max_ppm)
+	if (p->adapt.max_ppm) {
 		*hi = (p->period_us * p->adapt.max_ppm + 500000u) / 1000000u;
+	}
 	*lo = QOS_ADAPT_MIN_SLICE_US;
-	if (p->adapt.min_ppm)
+	if (p->adapt.min_ppm) {
 		*lo = (p->period_us * p->adapt.min_ppm + 500000u) / 1000000u;
-	if (*hi < 1)
+	}
+	if (*hi < 1) {
 		*hi = 1;
-	if (*lo > *hi)
+	}
+	if (*lo > *hi) {
 		*lo = *hi;
+	}
 }
 
 static uint64_t clamp(const struct qos_params *p, uint64_t v) {
@@ -139,8 +152,9 @@ static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
 /* cpu=auto's first measurement: the percentile of it plus the margin. */
 static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
 		char *why, size_t why_len) {
-	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS)
+	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS) {
 		return false;
+	}
 	a->settled = true;
 	bool reported;
 	uint64_t p95 = demand(a, QOS_ADAPT_INITIAL_PERIODS, &reported);
@@ -164,15 +178,18 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 			return true;
 		}
 	}
-	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW)
+	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW) {
 		return false;
+	}
 	if (a->thread_share_us && a->thread_share_us < cur &&
-			qos_adapt_percentile(&a->used, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us)
+			qos_adapt_percentile(&a->used, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us) {
 		return false;
+	}
 	uint64_t target = clamp(p, with_margin(p95));
 	/* Inside the band a jittery use changes nothing. */
-	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT)
+	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT) {
 		return false;
+	}
 	*slice_us = target;
 	describe(why, why_len, "shrunk to", target, p95, reported);
 	return true;
@@ -180,12 +197,15 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 
 bool qos_adapt_decide(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
 		char *why, size_t why_len) {
-	if (!qos_params_adaptive(p) || !qos_params_has_limit(p) || a->released)
+	if (!qos_params_adaptive(p) || !qos_params_has_limit(p) || a->released) {
 		return false;
-	if (p->adapt.auto_slice && !a->settled)
+	}
+	if (p->adapt.auto_slice && !a->settled) {
 		return decide_initial(a, p, slice_us, why, why_len);
-	if (!p->adapt.continuous)
+	}
+	if (!p->adapt.continuous) {
 		return false;
+	}
 	return decide_continuous(a, p, slice_us, why, why_len);
 }
 

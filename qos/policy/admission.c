@@ -3,8 +3,9 @@
 #include <stdio.h>
 
 void qos_admission_init(struct qos_admission *adm, unsigned ncpus, uint64_t rsvd_ppm) {
-	if (rsvd_ppm > 1000000)
+	if (rsvd_ppm > 1000000) {
 		rsvd_ppm = 1000000;
+	}
 	*adm = (struct qos_admission){
 		.ncpus = ncpus ? ncpus : 1,
 		.rsvd_ppm = rsvd_ppm,

@@ -160,12 +160,14 @@ struct qos_manager {
  * NULL, leaving it as it was, when memory runs out.
  */
 static inline void *qos_array_room(void *items, size_t *cap, size_t n, size_t size) {
-	if (n < *cap)
+	if (n < *cap) {
 		return items;
+	}
 	size_t c = *cap ? *cap * 2 : 8;
 	void *grown = realloc(items, c * size);
-	if (grown)
+	if (grown) {
 		*cap = c;
+	}
 	return grown;
 }
 

@@ -6,8 +6,9 @@
 
 void qos_event_emit(struct qos_events *ev, enum qos_event_type type, const char *reserve, pid_t pid,
 		pid_t tid, uint64_t used_us, const char *fmt, ...) {
-	if (!ev->fn)
+	if (!ev->fn) {
 		return;
+	}
 	char msg[512];
 	if (fmt) {
 		va_list ap;
@@ -29,12 +30,14 @@ void qos_event_emit(struct qos_events *ev, enum qos_event_type type, const char 
 }
 
 bool qos_event_refuse_reentry(struct qos_events *ev, char *err, size_t err_len) {
-	if (!ev->depth)
+	if (!ev->depth) {
 		return false;
-	if (err && err_len)
+	}
+	if (err && err_len) {
 		snprintf(err, err_len,
 				"called from the QoS event callback, which may only query: "
 				"defer the change to the event loop");
+	}
 	ev->last_refusal = QOS_REFUSAL_ERROR;
 	return true;
 }

@@ -22,8 +22,9 @@ void qos_params_init(struct qos_params *p) {
 }
 
 const char *qos_policy_name(enum qos_policy policy) {
-	if ((unsigned)policy >= sizeof(policy_names) / sizeof(policy_names[0]))
+	if ((unsigned)policy >= sizeof(policy_names) / sizeof(policy_names[0])) {
 		return "?";
+	}
 	return policy_names[policy];
 }
 
@@ -56,8 +57,9 @@ bool qos_params_kernel_ceiling(const struct qos_params *p) {
 }
 
 uint64_t qos_params_util_ppm(const struct qos_params *p) {
-	if (!qos_params_has_limit(p))
+	if (!qos_params_has_limit(p)) {
 		return 0;
+	}
 	return p->slice_us * 1000000u / p->period_us;
 }
 
@@ -100,16 +102,20 @@ static uint64_t ppm_of_period(uint64_t ppm, uint64_t period_us) {
  * generous so the first measurement is not cut short by the fallback.
  */
 static void fill_provisional(struct qos_params *p) {
-	if (p->period_vblank && p->period_us == 0)
+	if (p->period_vblank && p->period_us == 0) {
 		p->period_us = QOS_VBLANK_DEFAULT_US;
-	if (!p->adapt.auto_slice || p->slice_us || !p->period_us)
+	}
+	if (!p->adapt.auto_slice || p->slice_us || !p->period_us) {
 		return;
+	}
 	p->slice_us = p->period_us / 2;
 	uint64_t max = ppm_of_period(p->adapt.max_ppm, p->period_us);
-	if (p->adapt.max_ppm && max < p->slice_us)
+	if (p->adapt.max_ppm && max < p->slice_us) {
 		p->slice_us = max;
-	if (p->slice_us == 0)
+	}
+	if (p->slice_us == 0) {
 		p->slice_us = 1;
+	}
 }
 
 static const char *adapt_key(const struct qos_params *p) {
@@ -186,8 +192,9 @@ static bool check_adapt(const struct qos_params *p, enum qos_param_key *key, cha
 
 bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, size_t err_len) {
 	enum qos_param_key unused;
-	if (!key)
+	if (!key) {
 		key = &unused;
+	}
 	*key = QOS_PARAM_POLICY;
 	if ((unsigned)p->policy > QOS_POLICY_PAUSE || (unsigned)p->fallback > QOS_POLICY_PAUSE) {
 		snprintf(err, err_len, "unknown policy");
@@ -246,20 +253,23 @@ bool qos_params_check(struct qos_params *p, enum qos_param_key *key, char *err, 
 	 */
 	if (qos_params_has_limit(p) && policy_rank(p->fallback) >= policy_rank(p->policy)) {
 		*key = p->policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD : QOS_PARAM_FALLBACK;
-		if (p->policy == QOS_POLICY_PAUSE)
+		if (p->policy == QOS_POLICY_PAUSE) {
 			snprintf(err, err_len, "a pause reserve takes no limit: its members never run");
-		else
+		} else {
 			snprintf(err, err_len,
 					"fallback %s does not take from policy %s: past the "
 					"limit members drop to %s",
 					qos_policy_name(p->fallback), qos_policy_name(p->policy),
 					lower_policies(p->policy));
+		}
 		return false;
 	}
-	if (!check_adapt(p, key, err, err_len))
+	if (!check_adapt(p, key, err, err_len)) {
 		return false;
-	if (!qos_params_has_limit(p))
+	}
+	if (!qos_params_has_limit(p)) {
 		p->fallback = p->policy;
+	}
 	return true;
 }
 
@@ -276,26 +286,30 @@ bool qos_name_is_auto(const char *name) {
  * forms, no surrogates, nothing past U+10FFFF.
  */
 static size_t utf8_sequence(const unsigned char *s) {
-	if (s[0] < 0x80)
+	if (s[0] < 0x80) {
 		return 1;
+	}
 	size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2
 			: (s[0] & 0xf0) == 0xe0         ? 3
 			: s[0] >= 0xf0 && s[0] <= 0xf4  ? 4
 											: 0;
 	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
+		if ((s[i] & 0xc0) != 0x80) {
 			return 0;
+		}
 	}
 	if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
-			(n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+			(n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))) {
 		return 0;
+	}
 	return n;
 }
 
 bool qos_utf8_valid(const char *s) {
 	for (size_t len; *s; s += len) {
-		if (!(len = utf8_sequence((const unsigned char *)s)))
+		if (!(len = utf8_sequence((const unsigned char *)s))) {
 			return false;
+		}
 	}
 	return true;
 }
@@ -364,39 +378,49 @@ const char *qos_parse_decimal(const char *p, unsigned shift, uint64_t limit, uin
 	uint64_t v = 0;
 	bool fraction = false;
 	int dropped = -1; /* the first fraction digit past the precision kept */
-	if (*p < '0' || *p > '9')
+	if (*p < '0' || *p > '9') {
 		return NULL;
+	}
 	for (;; p++) {
 		if (*p == '.' && !fraction) {
-			if (p[1] < '0' || p[1] > '9')
+			if (p[1] < '0' || p[1] > '9') {
 				return NULL;
+			}
 			fraction = true;
 			continue;
 		}
-		if (*p < '0' || *p > '9')
+		if (*p < '0' || *p > '9') {
 			break;
+		}
 		if (fraction && shift == 0) {
-			if (dropped < 0)
+			if (dropped < 0) {
 				dropped = *p - '0';
+			}
 			continue;
 		}
-		if (v > (UINT64_MAX - 9) / 10)
+		if (v > (UINT64_MAX - 9) / 10) {
 			return NULL; /* past any limit, and v * 10 would wrap */
+		}
 		v = v * 10 + (uint64_t)(*p - '0');
-		if (v > limit)
+		if (v > limit) {
 			return NULL;
-		if (fraction)
+		}
+		if (fraction) {
 			shift--;
+		}
 	}
 	for (; shift > 0; shift--) {
-		if (v > UINT64_MAX / 10)
+		if (v > UINT64_MAX / 10) {
 			return NULL;
+		}
 		v *= 10;
-		if (v > limit)
+		if (v > limit) {
 			return NULL;
+		}
 	}
-	if (dropped >= 5 && ++v > limit)
+	if (dropped >= 5 && ++v > limit) {
 		return NULL;
+	}
 	*out = v;
 	return p;
 }
@@ -424,8 +448,9 @@ bool qos_parse_duration_us(const char *s, uint64_t *out) {
 bool qos_parse_percent_ppm(const char *s, uint64_t *out) {
 	uint64_t v;
 	const char *end = qos_parse_decimal(s, 4, PERCENT_MAX_PPM, &v);
-	if (!end || (*end == '%' ? end[1] != '\0' : *end != '\0'))
+	if (!end || (*end == '%' ? end[1] != '\0' : *end != '\0')) {
 		return false;
+	}
 	*out = v;
 	return true;
 }
@@ -443,21 +468,24 @@ bool qos_parse_bool(const char *s, bool *out) {
 }
 
 static void format_duration(char *buf, size_t len, uint64_t us) {
-	if (us % 1000000 == 0)
+	if (us % 1000000 == 0) {
 		snprintf(buf, len, "%" PRIu64 "s", us / 1000000);
-	else if (us % 1000 == 0)
+	} else if (us % 1000 == 0) {
 		snprintf(buf, len, "%" PRIu64 "ms", us / 1000);
-	else
+	} else {
 		snprintf(buf, len, "%" PRIu64 "us", us);
+	}
 }
 
 /* "25%", "12.5%", "0.0001%": what qos_parse_percent_ppm reads back exactly. */
 static void format_percent(char *buf, size_t len, uint64_t ppm) {
 	int n = snprintf(buf, len, "%" PRIu64 ".%04" PRIu64, ppm / 10000, ppm % 10000);
-	while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+	while (n > 0 && (size_t)n < len && buf[n - 1] == '0') {
 		buf[--n] = '\0';
-	if (n > 0 && (size_t)n < len && buf[n - 1] == '.')
+	}
+	if (n > 0 && (size_t)n < len && buf[n - 1] == '.') {
 		buf[--n] = '\0';
+	}
 	snprintf(buf + n, len - (size_t)n, "%%");
 }
 
@@ -474,15 +502,17 @@ static void format_adapt(const struct qos_params *p, char *buf, size_t len) {
 		format_percent(v, sizeof(v), p->adapt.max_ppm);
 		snprintf(hi, sizeof(hi), " cpu-max=%s", v);
 	}
-	if (p->idle_periods)
+	if (p->idle_periods) {
 		snprintf(idle, sizeof(idle), " idle-release=%" PRIu32, p->idle_periods);
+	}
 	snprintf(buf, len, "%s%s%s%s%s", p->adapt.auto_slice ? " cpu=auto" : "",
 			p->adapt.continuous ? " adapt=yes" : "", lo, hi, idle);
 }
 
 void qos_params_vblank_standin(struct qos_params *p) {
-	if (!p->period_vblank || !qos_params_has_limit(p) || p->period_us == QOS_VBLANK_DEFAULT_US)
+	if (!p->period_vblank || !qos_params_has_limit(p) || p->period_us == QOS_VBLANK_DEFAULT_US) {
 		return;
+	}
 	/* As qos_manager_vblank scales it: the same share, rounded down, at least 1us. */
 	uint64_t slice = p->slice_us * QOS_VBLANK_DEFAULT_US / p->period_us;
 	p->slice_us = slice ? slice : 1;
@@ -504,8 +534,9 @@ void qos_params_format(const struct qos_params *p_in, char *buf, size_t len) {
 		snprintf(limit, sizeof(limit), " period=%s slice=%s fallback=%s",
 				p->period_vblank ? "vblank" : per, sl, qos_policy_name(p->fallback));
 	}
-	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR)
+	if (p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR) {
 		snprintf(prio, sizeof(prio), " priority=%d", p->priority);
+	}
 	format_adapt(p, adapt, sizeof(adapt));
 	snprintf(buf, len, "policy=%s%s nice=%d%s inherit=%s%s", qos_policy_name(p->policy), limit,
 			p->nice, prio, p->inherit ? "yes" : "no", adapt);
@@ -527,10 +558,12 @@ bool qos_params_equal(const struct qos_params *a, const struct qos_params *b) {
 
 bool qos_params_as_defined(const struct qos_params *now, const struct qos_params *def) {
 	struct qos_params p = *now;
-	if (qos_params_adaptive(&p) || p.period_vblank)
+	if (qos_params_adaptive(&p) || p.period_vblank) {
 		p.slice_us = def->slice_us;
-	if (p.period_vblank)
+	}
+	if (p.period_vblank) {
 		p.period_us = def->period_us;
+	}
 	return qos_params_equal(&p, def);
 }
 

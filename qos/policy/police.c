@@ -65,8 +65,9 @@ uint64_t qos_police_period_end_us(const struct qos_police *p) {
 uint64_t qos_police_fallback_end_us(const struct qos_police *p) {
 	uint64_t end = qos_police_period_end_us(p);
 	if (!p->in_fallback || !p->notified || !p->slice_us || p->hold_fallback ||
-			p->fb_grace_left_us || p->billed_us || p->kernel_enforced)
+			p->fb_grace_left_us || p->billed_us || p->kernel_enforced) {
 		return end;
+	}
 	/* What the next boundary settles; each repays a slice. */
 	uint64_t owed = p->fb_own_us + p->debt_us;
 	uint64_t periods = owed / p->slice_us;
@@ -83,8 +84,9 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	enum qos_police_transition t = QOS_POLICE_NONE;
 	p->late_overrun = false;
 	/* A counter can go backwards when a member leaves; rebase instead of wrapping. */
-	if (own_cumulative_us < p->base_own_us)
+	if (own_cumulative_us < p->base_own_us) {
 		p->base_own_us = own_cumulative_us > p->own_us ? own_cumulative_us - p->own_us : 0;
+	}
 
 	uint64_t w = window(p);
 	if (now_us >= p->period_start_us + w) {
@@ -126,8 +128,9 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 		 * known when in them it came). */
 		p->late_overrun = p->kernel_enforced && p->slice_us && !p->in_fallback && elapsed == 1 &&
 				used >= p->slice_us;
-		if (p->late_overrun)
+		if (p->late_overrun) {
 			p->overruns++;
+		}
 		if (p->notified && p->in_fallback && !p->hold_fallback && !p->kernel_enforced &&
 				p->slice_us && elapsed > 1) {
 			/* Boundaries passed unchecked where the debt left kept it
@@ -172,10 +175,11 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	if (p->early_us && (p->running || p->projected_us) && used > 0 &&
 			add_sat(used, p->early_us) >= p->slice_us) {
 		uint64_t left = used < p->slice_us ? p->slice_us - used : 0;
-		if (left <= p->margin_us)
+		if (left <= p->margin_us) {
 			early = true;
-		else
+		} else {
 			p->switch_at_us = now_us + (left - p->margin_us + parallel - 1) / parallel;
+		}
 	}
 	if (p->slice_us && !p->in_fallback && (used >= p->slice_us || early)) {
 		p->in_fallback = true;
@@ -194,10 +198,12 @@ enum qos_police_transition qos_police_update(struct qos_police *p, uint64_t now_
 	if (p->slice_us && !p->in_fallback) {
 		/* The budget cannot run out sooner than wall time on all usable CPUs allows. */
 		uint64_t step = (p->slice_us - used) / parallel;
-		if (step < QOS_POLICE_MIN_STEP_US)
+		if (step < QOS_POLICE_MIN_STEP_US) {
 			step = QOS_POLICE_MIN_STEP_US;
-		if (now_us + step < next)
+		}
+		if (now_us + step < next) {
 			next = now_us + step;
+		}
 	}
 	*next_check_us = next;
 	return t;

@@ -27,15 +27,17 @@ static void report(const struct line_ctx *ctx, int col, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 
 static void report(const struct line_ctx *ctx, int col, const char *fmt, ...) {
-	if (!ctx->diag)
+	if (!ctx->diag) {
 		return;
+	}
 	/* Room for a whole path in a file-level message; escapes past the end are cut. */
 	char msg[PATH_MAX + 256], shown[sizeof(msg) + 1024];
 	int n = snprintf(msg, sizeof(msg), "%s:%d:%d: ", ctx->file, ctx->line, col);
 	va_list ap;
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof(msg))
+	if (n > 0 && (size_t)n < sizeof(msg)) {
 		vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	}
 	va_end(ap);
 	qos_escape_controls(msg, shown, sizeof(shown));
 	ctx->diag(ctx->data, shown);
@@ -50,10 +52,12 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 	char *p = buf;
 	*ntok = 0;
 	for (;;) {
-		while (*p == ' ' || *p == '\t' || *p == '\r')
+		while (*p == ' ' || *p == '\t' || *p == '\r') {
 			p++;
-		if (*p == '\0' || *p == '#')
+		}
+		if (*p == '\0' || *p == '#') {
 			return 0;
+		}
 		if (*ntok == MAX_TOKENS) {
 			report(ctx, (int)(p - buf) + 1, "too many items on one line (at most %d)", MAX_TOKENS);
 			return -1;
@@ -62,8 +66,9 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 		t->col = (int)(p - buf) + 1;
 		t->key = NULL;
 		char *start = p;
-		while (*p && *p != '=' && *p != ' ' && *p != '\t' && *p != '"' && *p != '\r')
+		while (*p && *p != '=' && *p != ' ' && *p != '\t' && *p != '"' && *p != '\r') {
 			p++;
+		}
 		if (*p == '"' && p != start) {
 			report(ctx, (int)(p - buf) + 1, "unexpected '\"' in a key or word");
 			return -1;
@@ -87,10 +92,12 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 					report(ctx, t->vcol, "unterminated quoted value");
 					return -1;
 				}
-				if (*p == '"')
+				if (*p == '"') {
 					break;
-				if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+				}
+				if (*p == '\\' && (p[1] == '"' || p[1] == '\\')) {
 					p++;
+				}
 				*out++ = *p++;
 			}
 			p++;
@@ -100,8 +107,9 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 			}
 			*out = '\0';
 			/* out may trail p by the removed escapes; p still points past the quote. */
-			if (*p)
+			if (*p) {
 				p++;
+			}
 			continue;
 		}
 		t->value = start;
@@ -112,8 +120,9 @@ static int tokenize(const struct line_ctx *ctx, char *buf, struct token *tok, in
 			}
 			p++;
 		}
-		if (*p)
+		if (*p) {
 			*p++ = '\0';
+		}
 		if (t->key && *t->value == '\0') {
 			report(ctx, t->vcol, "missing value after '%s='", t->key);
 			return -1;
@@ -185,15 +194,18 @@ static bool parse_policy_list(const char *v, unsigned *out) {
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		char name[16];
 		enum qos_policy policy;
-		if (len == 0 || len >= sizeof(name))
+		if (len == 0 || len >= sizeof(name)) {
 			return false;
+		}
 		memcpy(name, p, len);
 		name[len] = '\0';
-		if (!qos_policy_from_name(name, &policy))
+		if (!qos_policy_from_name(name, &policy)) {
 			return false;
+		}
 		mask |= 1u << policy;
-		if (!comma)
+		if (!comma) {
 			break;
+		}
 		p = comma + 1;
 	}
 	*out = mask;
@@ -204,8 +216,9 @@ static bool parse_int(const char *s, int lo, int hi, int *out) {
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	if (errno || end == s || *end || v < lo || v > hi) {
 		return false;
+	}
 	*out = (int)v;
 	return true;
 }
@@ -218,8 +231,9 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		bool is_rule) {
 	int id = -1;
 	for (int i = 0; i < K_COUNT; i++) {
-		if (strcmp(t->key, key_names[i]) == 0)
+		if (strcmp(t->key, key_names[i]) == 0) {
 			id = i;
+		}
 	}
 	bool rule_only =
 			id == K_RESERVE || id == K_AUTO || id == K_ALLOW || id == K_MAX_CPU || id == K_REDEFINE;
@@ -245,10 +259,11 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		break;
 	case K_PERIOD:
 		s->params.period_vblank = strcmp(v, "vblank") == 0;
-		if (s->params.period_vblank)
+		if (s->params.period_vblank) {
 			s->params.period_us = QOS_VBLANK_DEFAULT_US;
-		else
+		} else {
 			ok = qos_parse_duration_us(v, &s->params.period_us) && s->params.period_us > 0;
+		}
 		what = "a duration such as 20ms, or vblank";
 		s->has_period = s->has_policy_keys = true;
 		break;
@@ -259,8 +274,9 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 		break;
 	case K_CPU:
 		s->params.adapt.auto_slice = strcmp(v, "auto") == 0;
-		if (!s->params.adapt.auto_slice)
+		if (!s->params.adapt.auto_slice) {
 			ok = qos_parse_percent_ppm(v, &s->cpu_ppm) && s->cpu_ppm > 0;
+		}
 		what = "a percentage of one CPU such as 25%, or auto";
 		s->has_cpu = !s->params.adapt.auto_slice;
 		s->has_policy_keys = true;
@@ -335,17 +351,20 @@ static bool apply_key(const struct line_ctx *ctx, struct settings *s, const stru
 	case K_COUNT:
 		break;
 	}
-	if (!ok)
+	if (!ok) {
 		report(ctx, t->vcol, "bad value '%s' for %s: expected %s", v, t->key, what);
+	}
 	return ok;
 }
 
 /* Column of the first of the keys given, or the line's default col. */
 static int key_col(const struct settings *s, int col, int a, int b) {
-	if (s->seen & (1u << a))
+	if (s->seen & (1u << a)) {
 		return s->col[a];
-	if (b >= 0 && (s->seen & (1u << b)))
+	}
+	if (b >= 0 && (s->seen & (1u << b))) {
 		return s->col[b];
+	}
 	return col;
 }
 
@@ -420,8 +439,9 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 	}
 	/* A limit on other or idle without fallback= is a ceiling (Table 3.2). */
 	if (s->has_period && !given_fallback &&
-			(s->params.policy == QOS_POLICY_OTHER || s->params.policy == QOS_POLICY_IDLE))
+			(s->params.policy == QOS_POLICY_OTHER || s->params.policy == QOS_POLICY_IDLE)) {
 		s->params.fallback = QOS_POLICY_PAUSE;
+	}
 	if (s->has_cpu) {
 		s->params.slice_us = (s->params.period_us * s->cpu_ppm + 500000) / 1000000;
 		if (s->params.slice_us == 0) {
@@ -440,16 +460,19 @@ static bool finish_params(const struct line_ctx *ctx, struct settings *s, int co
 
 static char *intern_file(struct qos_rules *rules, const char *file) {
 	for (size_t i = 0; i < rules->n_files; i++) {
-		if (strcmp(rules->files[i], file) == 0)
+		if (strcmp(rules->files[i], file) == 0) {
 			return rules->files[i];
+		}
 	}
 	char **f = realloc(rules->files, (rules->n_files + 1) * sizeof(*f));
-	if (!f)
+	if (!f) {
 		return NULL;
+	}
 	rules->files = f;
 	char *copy = strdup(file);
-	if (!copy)
+	if (!copy) {
 		return NULL;
+	}
 	rules->files[rules->n_files++] = copy;
 	return copy;
 }
@@ -467,8 +490,9 @@ static int add_reserve(struct qos_rules *rules, const char *file, int line, cons
 		}
 	}
 	struct qos_reserve_def *r = realloc(rules->reserves, (rules->n_reserves + 1) * sizeof(*r));
-	if (!r)
+	if (!r) {
 		return -1;
+	}
 	rules->reserves = r;
 	struct qos_reserve_def *d = &r[rules->n_reserves++];
 	memset(d, 0, sizeof(*d));
@@ -488,10 +512,12 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 		char *buf) {
 	struct token tok[MAX_TOKENS];
 	int ntok;
-	if (tokenize(ctx, buf, tok, &ntok) < 0)
+	if (tokenize(ctx, buf, tok, &ntok) < 0) {
 		return 0;
-	if (ntok == 0)
+	}
+	if (ntok == 0) {
 		return 1;
+	}
 	if (tok[0].key) {
 		report(ctx, tok[0].col, "expected 'reserve' or 'rule' at the start of the line");
 		return 0;
@@ -523,11 +549,13 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 				report(ctx, tok[i].col, "expected key=value, found '%s'", tok[i].value);
 				return 0;
 			}
-			if (!apply_key(ctx, &s, &tok[i], false))
+			if (!apply_key(ctx, &s, &tok[i], false)) {
 				return 0;
+			}
 		}
-		if (!finish_params(ctx, &s, tok[1].col))
+		if (!finish_params(ctx, &s, tok[1].col)) {
 			return 0;
+		}
 		return add_reserve(rules, file, ctx->line, tok[1].value, &s.params) < 0 ? -1 : 1;
 	}
 
@@ -541,14 +569,15 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	int i = 1;
 	for (; i < ntok && tok[i].key; i++) {
 		enum qos_match_kind kind;
-		if (strcmp(tok[i].key, "exe") == 0)
+		if (strcmp(tok[i].key, "exe") == 0) {
 			kind = QOS_MATCH_EXE;
-		else if (strcmp(tok[i].key, "cmdline") == 0)
+		} else if (strcmp(tok[i].key, "cmdline") == 0) {
 			kind = QOS_MATCH_CMDLINE;
-		else if (strcmp(tok[i].key, "app_id") == 0)
+		} else if (strcmp(tok[i].key, "app_id") == 0) {
 			kind = QOS_MATCH_APP_ID;
-		else
+		} else {
 			break;
+		}
 		if (!tok[i].value[0]) {
 			/* Only a quoted "" gets here; no program has an empty exe or app id. */
 			report(ctx, tok[i].vcol, "empty pattern for %s=", tok[i].key);
@@ -573,8 +602,9 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 			report(ctx, tok[i].col, "matches must come before the settings");
 			return 0;
 		}
-		if (!apply_key(ctx, &s, &tok[i], true))
+		if (!apply_key(ctx, &s, &tok[i], true)) {
 			return 0;
+		}
 	}
 	if (s.has_reserve && s.has_policy_keys) {
 		report(ctx, s.col[K_RESERVE], "a rule names a reserve or gives parameters, not both");
@@ -592,8 +622,9 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 				"auto= and inherit= need reserve= or scheduling parameters");
 		return 0;
 	}
-	if (!s.has_reserve && places && !finish_params(ctx, &s, tok[1].col))
+	if (!s.has_reserve && places && !finish_params(ctx, &s, tok[1].col)) {
 		return 0;
+	}
 
 	rule.params = s.params;
 	rule.auto_apply = s.auto_apply;
@@ -605,25 +636,29 @@ static int parse_line(struct qos_rules *rules, const struct line_ctx *ctx, const
 	rule.line = ctx->line;
 	rule.reserve_col = s.has_reserve ? s.col[K_RESERVE] : 0;
 	rule.matches = calloc(nm, sizeof(*rule.matches));
-	if (!rule.matches)
+	if (!rule.matches) {
 		return -1;
+	}
 	rule.n_matches = nm;
 	for (size_t k = 0; k < nm; k++) {
 		rule.matches[k].kind = m[k].kind;
 		rule.matches[k].pattern = strdup(m[k].pattern);
-		if (!rule.matches[k].pattern)
+		if (!rule.matches[k].pattern) {
 			goto err_matches;
+		}
 	}
 	struct qos_rule *r = realloc(rules->rules, (rules->n_rules + 1) * sizeof(*r));
-	if (!r)
+	if (!r) {
 		goto err_matches;
+	}
 	rules->rules = r;
 	r[rules->n_rules++] = rule;
 	return 1;
 
 err_matches:
-	for (size_t k = 0; k < nm; k++)
+	for (size_t k = 0; k < nm; k++) {
 		free(rule.matches[k].pattern);
+	}
 	free(rule.matches);
 	return -1;
 }
@@ -632,8 +667,9 @@ err_matches:
 static int parse_text(struct qos_rules *rules, const char *filename, const char *text, size_t len,
 		qos_rules_diag_fn diag, void *data) {
 	const char *file = intern_file(rules, filename);
-	if (!file)
+	if (!file) {
 		return -1;
+	}
 	struct line_ctx ctx = { .file = file, .diag = diag, .data = data };
 	int errors = 0;
 	const char *p = text, *end = text + len;
@@ -648,18 +684,22 @@ static int parse_text(struct qos_rules *rules, const char *filename, const char 
 			r = 0;
 		} else {
 			char *buf = strndup(p, n);
-			if (!buf)
+			if (!buf) {
 				return -1;
+			}
 			r = parse_line(rules, &ctx, file, buf);
 			free(buf);
 		}
-		if (r < 0)
+		if (r < 0) {
 			return -1;
-		if (r == 0)
+		}
+		if (r == 0) {
 			errors++;
+		}
 		p += n;
-		if (p < end)
+		if (p < end) {
 			p++; /* the newline */
+		}
 	}
 	rules->n_errors += (size_t)errors;
 	return errors;
@@ -673,13 +713,15 @@ int qos_rules_parse_string(struct qos_rules *rules, const char *filename, const 
 /* A diagnostic about the whole file: "path:0:0: message". */
 static void report_file(qos_rules_diag_fn diag, void *data, const char *path, const char *what,
 		int err) {
-	if (!diag)
+	if (!diag) {
 		return;
+	}
 	struct line_ctx ctx = { .file = path, .diag = diag, .data = data };
-	if (err)
+	if (err) {
 		report(&ctx, 0, "%s: %s", what, strerror(err));
-	else
+	} else {
 		report(&ctx, 0, "%s", what);
+	}
 }
 
 #define FILE_MAX (8u << 20)

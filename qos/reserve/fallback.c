@@ -45,8 +45,9 @@ static bool kernel_caps(const struct qos_reserve *r) {
 
 static bool has_thread_members(const struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->tid)
+		if (r->members[i]->tid) {
 			return true;
+		}
 	}
 	return false;
 }
@@ -58,12 +59,15 @@ static bool has_thread_members(const struct qos_reserve *r) {
  */
 static bool kernel_enforced(const struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
-	if (!qos_params_has_limit(p))
+	if (!qos_params_has_limit(p)) {
 		return false;
-	if (p->fallback == QOS_POLICY_PAUSE)
+	}
+	if (p->fallback == QOS_POLICY_PAUSE) {
 		return kernel_caps(r);
-	if (p->fallback == p->policy)
+	}
+	if (p->fallback == p->policy) {
 		return true; /* nothing to switch */
+	}
 	/* qos where the kernel does not show deadline state stays hard */
 	return p->policy == QOS_POLICY_QOS && !qos_fallback_optimistic(r);
 }
@@ -76,13 +80,16 @@ static bool kernel_enforced(const struct qos_reserve *r) {
  * it does lazily (see qos_fallback_check).
  */
 static bool manager_polices(const struct qos_reserve *r) {
-	if (!qos_params_has_limit(&r->params))
+	if (!qos_params_has_limit(&r->params)) {
 		return false;
-	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb.applied || r->fb.watched)
+	}
+	if (r->police.billed_us > 0 || r->police.debt_us > 0 || r->fb.applied || r->fb.watched) {
 		return true; /* billed time (or what it left owed) is invisible to the kernel */
+	}
 	/* Adaptation wants one sample per period, not an average over a second. */
-	if (qos_params_adaptive(&r->params))
+	if (qos_params_adaptive(&r->params)) {
 		return true;
+	}
 	return !kernel_enforced(r);
 }
 
@@ -174,8 +181,9 @@ static bool races_kernel_throttle(const struct qos_reserve *r) {
  * late switch.
  */
 static uint64_t timer_guard_us(const struct qos_reserve *r) {
-	if (!races_kernel_throttle(r) && !kernel_enforced(r))
+	if (!races_kernel_throttle(r) && !kernel_enforced(r)) {
 		return 0;
+	}
 	unsigned n = r->police.parallel ? r->police.parallel : 1;
 	uint64_t guard = r->mgr->tick_us * n;
 	return guard < r->params.slice_us ? guard : r->params.slice_us / 2;
@@ -190,8 +198,9 @@ struct running_ctx {
 /* Asked at most overruns of a busy optimistic reserve: its kept files serve. */
 static void note_running(pid_t tid, void *data) {
 	struct running_ctx *c = data;
-	if (!c->running && qos_optimistic_thread_state(c->r, c->pid, tid) == 'R')
+	if (!c->running && qos_optimistic_thread_state(c->r, c->pid, tid) == 'R') {
 		c->running = true;
+	}
 }
 
 static bool members_running(struct qos_reserve *r) {
@@ -220,8 +229,9 @@ static uint64_t projected_us(struct qos_reserve *r, uint64_t own, uint64_t now_u
 	}
 	uint64_t dt = now_us - r->timer.fresh_at_us;
 	if (!r->police.early_us || r->police.in_fallback || dt == 0 || dt > r->mgr->tick_us ||
-			!members_running(r))
+			!members_running(r)) {
 		return 0;
+	}
 	return dt * (r->police.parallel ? r->police.parallel : 1);
 }
 
@@ -248,8 +258,9 @@ bool qos_fallback_group_idles(const struct qos_reserve *r) {
  */
 uint64_t qos_fallback_period_origin(const struct qos_reserve *r, uint64_t now_us) {
 	uint64_t period = r->params.period_us;
-	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r))
+	if (r->mgr->cputimer_fd < 0 || !period || races_kernel_throttle(r)) {
 		return now_us;
+	}
 	return now_us - now_us % period;
 }
 
@@ -265,20 +276,24 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		if (m->tid) {
-			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+			if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us) {
 				total += v - m->usage.cpu_base_us;
+			}
 		} else if (exact) {
 			m->usage.clock_read = qos_sys_process_clock_us(m->pid, &v);
 			m->usage.clock_us = v;
-			if (m->usage.clock_read && v >= m->usage.clock_base_us)
+			if (m->usage.clock_read && v >= m->usage.clock_base_us) {
 				total += v - m->usage.clock_base_us;
+			}
 		} else if (!group_counted) {
 			/* One read covers every process member and its inheriting children. */
-			if (r->cgroup.stat_fd < 0)
+			if (r->cgroup.stat_fd < 0) {
 				r->cgroup.stat_fd = qos_cgroup_open_stat(&r->mgr->cg, r->group);
+			}
 			if ((r->cgroup.stat_fd >= 0 && qos_cgroup_usage_fd(r->cgroup.stat_fd, &v)) ||
-					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v))
+					qos_cgroup_usage_us(&r->mgr->cg, r->group, &v)) {
 				total += v;
+			}
 			group_counted = true;
 		}
 	}
@@ -288,18 +303,21 @@ uint64_t qos_fallback_own_cpu_us(struct qos_reserve *r) {
 void qos_fallback_retire_member(struct qos_reserve *r, struct qos_member *m, bool exited) {
 	uint64_t v;
 	if (m->tid) {
-		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us)
+		if (qos_sys_thread_cpu_us(m->pid, m->tid, &v) && v >= m->usage.cpu_base_us) {
 			r->fb.retired_us += v - m->usage.cpu_base_us;
+		}
 	} else if (exact_clocks(r)) {
 		/* A process that exited is not read again (its pid may be reused):
 		 * the last check's reading is what it ran here. */
 		if (exited || !qos_sys_process_clock_us(m->pid, &v)) {
-			if (!m->usage.clock_read)
+			if (!m->usage.clock_read) {
 				return;
+			}
 			v = m->usage.clock_us;
 		}
-		if (v >= m->usage.clock_base_us)
+		if (v >= m->usage.clock_base_us) {
 			r->fb.retired_us += v - m->usage.clock_base_us;
+		}
 	}
 }
 
@@ -310,34 +328,40 @@ static void enter_fallback(struct qos_reserve *r) {
 		/* Billed time is invisible to the kernel, so only then must we freeze. */
 		if (!kernel_caps(r) || r->police.billed_us > 0 || r->police.debt_us > 0) {
 			int e = qos_cgroup_freeze(cg, r->group, true);
-			if (e < 0)
+			if (e < 0) {
 				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 						"cannot freeze at the limit: %s", strerror(-e));
+			}
 			/* Applied all the same: the thaw at the boundary is harmless. */
 			r->fb.applied = true;
 		}
 		return;
 	}
-	if (p->fallback == p->policy)
+	if (p->fallback == p->policy) {
 		return;
+	}
 	if (p->policy == QOS_POLICY_QOS) {
 		if (qos_fallback_optimistic(r)) {
 			qos_optimistic_enter(r, qos_police_period_end_us(&r->police));
 			/* SCHED_IDLE threads alone would still get the group's share. */
-			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+			if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl) {
 				qos_reserve_set_group_idle(r, true);
+			}
 			r->fb.applied = true;
 			qos_reserve_root_weight_deferred(r->mgr, true);
 		}
 		return;
 	}
-	if (r->rtg.guard)
+	if (r->rtg.guard) {
 		qos_rtguard_switch(r, false);
+	}
 	r->fb.threads = !qos_fallback_group_idles(r);
-	if (r->fb.threads)
+	if (r->fb.threads) {
 		qos_reserve_apply_threads(r, p->fallback);
-	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+	}
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl) {
 		qos_reserve_set_group_idle(r, true);
+	}
 	r->fb.applied = true;
 	qos_reserve_root_weight_deferred(r->mgr, true);
 }
@@ -362,14 +386,17 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 		qos_police_resume(&r->police, now_us, qos_fallback_own_cpu_us(r));
 		qos_event_emit(&r->mgr->events, QOS_EVENT_RESTORED, r->name, 0, 0, r->police.last_used_us,
 				NULL);
-		if (due > now_us + QOS_POLICE_MIN_STEP_US)
+		if (due > now_us + QOS_POLICE_MIN_STEP_US) {
 			due = now_us + QOS_POLICE_MIN_STEP_US;
+		}
 	}
-	if (!r->fb.applied || r->police.in_fallback || qos_optimistic_any_waiting(r))
+	if (!r->fb.applied || r->police.in_fallback || qos_optimistic_any_waiting(r)) {
 		return due;
+	}
 	r->fb.applied = false;
-	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl)
+	if (r->params.fallback == QOS_POLICY_IDLE && r->mgr->cg.cpu_ctl) {
 		qos_reserve_set_group_idle(r, false);
+	}
 	qos_reserve_root_weight_deferred(r->mgr, true);
 	return due;
 }
@@ -377,8 +404,9 @@ static uint64_t settle_optimistic(struct qos_reserve *r, uint64_t now_us) {
 void qos_fallback_leave(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	struct qos_cgroup *cg = &r->mgr->cg;
-	if (!r->fb.applied)
+	if (!r->fb.applied) {
 		return;
+	}
 	if (p->policy == QOS_POLICY_QOS && p->fallback != QOS_POLICY_PAUSE) {
 		settle_optimistic(r, qos_sys_now_us());
 		return;
@@ -394,24 +422,29 @@ void qos_fallback_leave(struct qos_reserve *r) {
 		}
 		return;
 	}
-	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl)
+	if (p->fallback == QOS_POLICY_IDLE && cg->cpu_ctl) {
 		qos_reserve_set_group_idle(r, p->policy == QOS_POLICY_IDLE);
+	}
 	/* Threads switched one by one go back one by one, even where the group
 	 * alone would do now (the thread member that kept it from it left). */
-	if (r->fb.threads || !qos_fallback_group_idles(r))
+	if (r->fb.threads || !qos_fallback_group_idles(r)) {
 		qos_reserve_apply_threads(r, p->policy);
+	}
 	r->fb.threads = false;
-	if (r->rtg.guard)
+	if (r->rtg.guard) {
 		qos_rtguard_switch(r, true);
+	}
 	qos_reserve_root_weight_deferred(r->mgr, true);
 }
 
 static void disarm_timers(struct qos_reserve *r) {
-	if (!r->timer.armed)
+	if (!r->timer.armed) {
 		return;
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
-		if (r->members[i]->usage.has_cpu_timer)
+		if (r->members[i]->usage.has_cpu_timer) {
 			qos_cputimer_arm(r->members[i]->usage.cpu_timer, 0);
+		}
 		r->members[i]->usage.timer_at_ns = 0;
 	}
 	r->timer.armed = false;
@@ -437,8 +470,9 @@ static uint64_t timer_share_us(const struct qos_reserve *r, uint64_t used_us, ui
 static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us, bool first_use) {
 	uint64_t used = qos_police_used_us(&r->police);
 	if (r->timer.armed && own_us == r->timer.armed_own_us && used <= r->timer.armed_used_us &&
-			(r->timer.armed_first_use || !first_use))
+			(r->timer.armed_first_use || !first_use)) {
 		return 0;
+	}
 	uint64_t share = first_use ? 1 : timer_share_us(r, used, guard_us);
 	r->timer.armed_first_use = first_use;
 	r->timer.armed = true; /* from here on, a failure disarms what was armed */
@@ -447,25 +481,29 @@ static int arm_timers(struct qos_reserve *r, uint64_t own_us, uint64_t guard_us,
 		int e = 0;
 		if (!m->usage.has_cpu_timer) {
 			if (qos_cputimer_create(m->pid, r->mgr->config.cputimer_signal, r->cookie,
-						&m->usage.cpu_timer))
+						&m->usage.cpu_timer)) {
 				m->usage.has_cpu_timer = true;
-			else
+			} else {
 				e = -errno;
+			}
 		}
 		/* The clock as qos_fallback_own_cpu_us() just read it (notified
 		 * reserves have exact clocks). */
-		if (!e && !m->usage.clock_read)
+		if (!e && !m->usage.clock_read) {
 			continue; /* exiting: its pidfd says so next */
+		}
 		m->usage.timer_at_ns = (m->usage.clock_us + share) * 1000u;
-		if (!e)
+		if (!e) {
 			e = qos_cputimer_arm(m->usage.cpu_timer, m->usage.timer_at_ns);
+		}
 		/*
 		 * A member that exited since its clock was read (reaped: ESRCH)
 		 * is no refusal: its pidfd says so next, and the others stay
 		 * notified.  Taken for one, the reserve was polled for good.
 		 */
-		if (e && qos_sys_start_time(m->pid, 0) != m->start_time)
+		if (e && qos_sys_start_time(m->pid, 0) != m->start_time) {
 			continue;
+		}
 		if (e) {
 			disarm_timers(r);
 			return e;
@@ -507,8 +545,9 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 	const struct qos_police *p = &r->police;
 	uint64_t end = qos_police_period_end_us(p);
 	if (!p->notified || !r->timer.armed || !p->period_us || p->in_fallback || p->billed_us ||
-			p->debt_us || guard_us || now_us < end || now_us - end >= p->period_us)
+			p->debt_us || guard_us || now_us < end || now_us - end >= p->period_us) {
 		return false;
+	}
 	uint64_t share_ns = timer_share_us(r, 0, 0) * 1000u, total = r->fb.retired_us;
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -525,8 +564,9 @@ static bool roll_timers(struct qos_reserve *r, uint64_t now_us, uint64_t guard_u
 		m->usage.timer_at_ns = clock_ns + share_ns;
 		m->usage.clock_us = clock_ns / 1000u;
 		m->usage.clock_read = true;
-		if (m->usage.clock_us >= m->usage.clock_base_us)
+		if (m->usage.clock_us >= m->usage.clock_base_us) {
 			total += m->usage.clock_us - m->usage.clock_base_us;
+		}
 	}
 	/* As arm_timers would have armed them for the period's start. */
 	r->timer.armed_first_use = false;
@@ -544,8 +584,9 @@ static uint64_t police_inputs(struct qos_reserve *r, uint64_t now_us, uint64_t *
 			qos_fallback_optimistic(r) && r->fb.applied && qos_optimistic_any_waiting(r);
 	uint64_t own;
 	*guard = timer_guard_us(r);
-	if (!roll_timers(r, now_us, *guard, &own))
+	if (!roll_timers(r, now_us, *guard, &own)) {
 		own = qos_fallback_own_cpu_us(r);
+	}
 	r->police.early_us = r->police.notified ? *guard : 0;
 	/*
 	 * Only a group made idle switches at the kernel's next tick (police.h):
@@ -568,8 +609,9 @@ static void police_act(struct qos_reserve *r, enum qos_police_transition t) {
 				"slice of %lluus used by the end of the period",
 				(unsigned long long)r->params.slice_us);
 		/* Used up again at once (billed time owed): the fallback holds. */
-		if (t == QOS_POLICE_NONE && r->police.in_fallback)
+		if (t == QOS_POLICE_NONE && r->police.in_fallback) {
 			enter_fallback(r);
+		}
 	}
 	if (t == QOS_POLICE_OVERRUN) {
 		enter_fallback(r);
@@ -596,8 +638,9 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 	 * (per-period figures become averages over it), and again whenever they
 	 * are queried or billed.
 	 */
-	if (!manager_polices(r) && r->fb.next_check_us < r->mgr->housekeeping_us)
+	if (!manager_polices(r) && r->fb.next_check_us < r->mgr->housekeeping_us) {
 		r->fb.next_check_us = r->mgr->housekeeping_us;
+	}
 	int e = 0;
 	bool idle = quiet(r, own);
 	if (!r->police.notified || !notified(r)) {
@@ -605,8 +648,9 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 	} else if (r->police.in_fallback) {
 		disarm_timers(r); /* nothing to watch until the boundary */
 		/* Optimistic threads come back on times of their own (below). */
-		if (!qos_fallback_optimistic(r))
+		if (!qos_fallback_optimistic(r)) {
 			r->fb.next_check_us = qos_police_fallback_end_us(&r->police);
+		}
 	} else if ((e = arm_timers(r, own, guard, idle)) == 0) {
 		/*
 		 * The kernel wakes us if the slice may be gone, or for a quiet
@@ -616,8 +660,9 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 		uint64_t end = qos_police_period_end_us(&r->police);
 		r->fb.next_check_us = idle ? r->mgr->housekeeping_us : end;
 		/* Running out before the next tick: switch precisely (police.h). */
-		if (r->police.switch_at_us && r->police.switch_at_us < r->fb.next_check_us)
+		if (r->police.switch_at_us && r->police.switch_at_us < r->fb.next_check_us) {
 			r->fb.next_check_us = r->police.switch_at_us;
+		}
 	} else {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"no CPU-time notifications (%s): polling instead", strerror(-e));
@@ -631,13 +676,15 @@ static void plan_next_check(struct qos_reserve *r, uint64_t now_us, uint64_t own
 	 * settled in one go then.  A throttled thread of a 1% reserve can wait
 	 * hundreds of periods.
 	 */
-	if (r->police.held)
+	if (r->police.held) {
 		r->fb.next_check_us = r->mgr->housekeeping_us;
+	}
 	/* Threads waiting to return, or to be checked after entering SCHED_DEADLINE. */
 	if (r->opt) {
 		uint64_t due = settle_optimistic(r, now_us);
-		if (due < r->fb.next_check_us)
+		if (due < r->fb.next_check_us) {
 			r->fb.next_check_us = due;
+		}
 	}
 }
 
@@ -654,8 +701,9 @@ void qos_fallback_check(struct qos_reserve *r, uint64_t now_us) {
 
 /* r has members. */
 static bool bill(struct qos_reserve *r, uint64_t usec) {
-	if (!usec)
+	if (!usec) {
 		return true;
+	}
 	uint64_t now = qos_sys_now_us();
 	/*
 	 * Up to date first where a period ended since the last look (a reserve
@@ -663,8 +711,9 @@ static bool bill(struct qos_reserve *r, uint64_t usec) {
 	 * running now, not to one long ended.  Within the period the police's
 	 * figures are the period's already.
 	 */
-	if (now >= qos_police_period_end_us(&r->police))
+	if (now >= qos_police_period_end_us(&r->police)) {
 		qos_fallback_check(r, now);
+	}
 	qos_police_bill(&r->police, usec);
 	/* Without a limit the bill is only reported: there is nothing to decide. */
 	if (qos_params_has_limit(&r->params)) {
@@ -675,31 +724,37 @@ static bool bill(struct qos_reserve *r, uint64_t usec) {
 }
 
 bool qos_manager_bill(struct qos_manager *mgr, const char *name, uint64_t usec) {
-	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
+	}
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
 	/* Without members no period runs: the first join starts the books afresh. */
-	if (!r || r->n_members == 0)
+	if (!r || r->n_members == 0) {
 		return false;
+	}
 	return bill(r, usec);
 }
 
 bool qos_manager_bill_pid(struct qos_manager *mgr, pid_t pid, uint64_t usec) {
-	if (qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
+	}
 	/* Whole processes only: see qos.h for a process some threads of which are members. */
 	struct qos_member *m = qos_reserve_find_member(mgr, pid, 0);
 	return m && bill(m->reserve, usec);
 }
 
 bool qos_manager_watch_overruns(struct qos_manager *mgr, const char *name, bool on) {
-	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0))
+	if (!name || qos_event_refuse_reentry(&mgr->events, NULL, 0)) {
 		return false;
+	}
 	struct qos_reserve *r = qos_reserve_find(mgr, name);
-	if (!r)
+	if (!r) {
 		return false;
-	if (r->fb.watched == on)
+	}
+	if (r->fb.watched == on) {
 		return true;
+	}
 	r->fb.watched = on;
 	if (r->n_members) {
 		qos_fallback_check(r, qos_sys_now_us());

@@ -49,15 +49,18 @@ bool qos_optimistic_supported(void) {
 }
 
 void qos_optimistic_clear(struct qos_reserve *r) {
-	for (size_t i = 0; r->opt && i < r->opt->n; i++)
+	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
 		qos_thread_files_finish(&r->opt->t[i].files);
-	if (r->opt)
+	}
+	if (r->opt) {
 		r->opt->n = 0;
+	}
 }
 
 void qos_optimistic_destroy(struct qos_reserve *r) {
-	if (!r->opt)
+	if (!r->opt) {
 		return;
+	}
 	qos_optimistic_clear(r);
 	free(r->opt->t);
 	free(r->opt);
@@ -71,8 +74,9 @@ static bool busy_entry(const struct fb_thread *t) {
 
 static struct fb_thread *find(struct qos_reserve *r, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
-		if (r->opt->t[i].tid == tid)
+		if (r->opt->t[i].tid == tid) {
 			return &r->opt->t[i];
+		}
 	}
 	return NULL;
 }
@@ -85,14 +89,17 @@ static struct fb_thread *add(struct qos_reserve *r, pid_t pid, pid_t tid) {
 		*t = (struct fb_thread){ .pid = pid, .tid = tid };
 		qos_thread_files_init(&t->files, pid, tid, &r->mgr->kept_fds_budget);
 	}
-	if (t)
+	if (t) {
 		return t;
-	if (!r->opt && !(r->opt = calloc(1, sizeof(*r->opt))))
+	}
+	if (!r->opt && !(r->opt = calloc(1, sizeof(*r->opt)))) {
 		return NULL;
+	}
 	struct qos_optimistic *o = r->opt;
 	struct fb_thread *grown = qos_array_room(o->t, &o->cap, o->n, sizeof(*grown));
-	if (!grown)
+	if (!grown) {
 		return NULL;
+	}
 	o->t = grown;
 	t = &o->t[o->n++];
 	*t = (struct fb_thread){ .pid = pid, .tid = tid };
@@ -108,16 +115,18 @@ static void drop(struct qos_reserve *r, size_t i) {
 
 bool qos_optimistic_any_waiting(const struct qos_reserve *r) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
-		if (r->opt->t[i].back_at_us)
+		if (r->opt->t[i].back_at_us) {
 			return true;
+		}
 	}
 	return false;
 }
 
 bool qos_optimistic_waiting(const struct qos_reserve *r, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
-		if (r->opt->t[i].tid == tid)
+		if (r->opt->t[i].tid == tid) {
 			return r->opt->t[i].back_at_us != 0;
+		}
 	}
 	return false;
 }
@@ -135,10 +144,11 @@ char qos_optimistic_thread_state(struct qos_reserve *r, pid_t pid, pid_t tid) {
 void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	for (size_t i = 0; r->opt && i < r->opt->n;) {
 		struct fb_thread *t = &r->opt->t[i];
-		if (t->pid == pid && (!tid || t->tid == tid))
+		if (t->pid == pid && (!tid || t->tid == tid)) {
 			drop(r, i);
-		else
+		} else {
 			i++;
+		}
 	}
 }
 
@@ -170,19 +180,22 @@ struct leave_ctx {
 static void leave_one(pid_t tid, void *data) {
 	struct leave_ctx *c = data;
 	struct qos_reserve *r = c->r;
-	if (!qos_sys_thread_is_deadline(tid))
+	if (!qos_sys_thread_is_deadline(tid)) {
 		return;
+	}
 	struct fb_thread *t = add(r, c->pid, tid);
-	if (!t)
+	if (!t) {
 		return; /* out of memory: it stays a hard reservation this period */
+	}
 	t->verify_at_us = 0;
 	t->back_at_us = c->period_end_us;
 	t->risky = true;
 	char state = qos_thread_files_state(&t->files);
 	if (state != 'R') {
 		/* Asleep, so not throttled; leave without the sleeper's leak. */
-		if (qos_sys_release_deadline_in(tid, state))
+		if (qos_sys_release_deadline_in(tid, state)) {
 			to_fallback(r, tid);
+		}
 		return;
 	}
 	int64_t runtime, deadline;
@@ -203,13 +216,15 @@ static void leave_one(pid_t tid, void *data) {
 	 * has not run in the class since: its figures are exact, and the
 	 * second read is saved at most overruns of a slice shorter than a tick.
 	 */
-	if (runtime > 0 && qos_thread_files_cpu_ns(&t->files, &after))
+	if (runtime > 0 && qos_thread_files_cpu_ns(&t->files, &after)) {
 		runtime -= (int64_t)(after - before);
+	}
 	t->risky = runtime <= 0;
 	if (runtime <= 0) {
 		uint64_t z = zero_lag_us(r, tid, runtime, deadline) + RETURN_MARGIN_US;
-		if (z > t->back_at_us)
+		if (z > t->back_at_us) {
 			t->back_at_us = z;
+		}
 	}
 }
 
@@ -231,18 +246,21 @@ struct hold_ctx {
 static void hold_one(pid_t tid, void *data) {
 	struct hold_ctx *c = data;
 	const struct fb_thread *w = find(c->r, tid);
-	if ((w && w->back_at_us) || qos_sys_thread_is_deadline(tid))
+	if ((w && w->back_at_us) || qos_sys_thread_is_deadline(tid)) {
 		return;
+	}
 	struct fb_thread *t = add(c->r, c->pid, tid);
-	if (!t)
+	if (!t) {
 		return; /* out of memory: the next housekeeping pass places it */
+	}
 	/* Never in the class, so never throttled: the period end is safe. */
 	t->back_at_us = c->period_end_us;
 	t->verify_at_us = 0;
 	t->risky = false;
 	c->held = true;
-	if (c->r->params.fallback == QOS_POLICY_IDLE)
+	if (c->r->params.fallback == QOS_POLICY_IDLE) {
 		to_fallback(c->r, tid);
+	}
 }
 
 bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us) {
@@ -263,8 +281,9 @@ bool qos_optimistic_hold_new(struct qos_reserve *r, uint64_t period_end_us) {
 static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
-		if (m->pid == pid && (!m->tid || m->tid == tid))
+		if (m->pid == pid && (!m->tid || m->tid == tid)) {
 			return true;
+		}
 	}
 	return false;
 }
@@ -276,11 +295,13 @@ static bool is_member_thread(struct qos_reserve *r, pid_t pid, pid_t tid) {
  */
 static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t runtime,
 		int64_t deadline) {
-	if (runtime > 0)
+	if (runtime > 0) {
 		return false;
+	}
 	int64_t now = qos_sys_now_ns() + r->mgr->dl.clock_offset_ns;
-	if (deadline + STUCK_AFTER_NS > now)
+	if (deadline + STUCK_AFTER_NS > now) {
 		return false;
+	}
 	return state_of(t, tid) == 'R';
 }
 
@@ -288,8 +309,9 @@ static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t
 static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
 		int64_t runtime, int64_t deadline) {
 	to_fallback(r, tid);
-	if (!t)
+	if (!t) {
 		t = add(r, pid, tid);
+	}
 	if (t) {
 		t->back_at_us = zero_lag_us(r, tid, runtime, deadline) + RETURN_MARGIN_US;
 		t->verify_at_us = 0;
@@ -311,10 +333,12 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
  */
 static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
 		int64_t runtime, int64_t deadline) {
-	if (runtime > 0 || deadline > qos_sys_now_ns() + r->mgr->dl.clock_offset_ns + STUCK_AFTER_NS)
+	if (runtime > 0 || deadline > qos_sys_now_ns() + r->mgr->dl.clock_offset_ns + STUCK_AFTER_NS) {
 		return false;
-	if (!stuck(r, t, tid, runtime, deadline))
+	}
+	if (!stuck(r, t, tid, runtime, deadline)) {
 		return true;
+	}
 	repair(r, t, pid, tid, runtime, deadline);
 	return false;
 }
@@ -322,8 +346,9 @@ static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, p
 /* Returns false when the thread is gone. */
 static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us) {
 	/* Its tid was kept since it left: act on it only while it is still the member's. */
-	if (!qos_sys_thread_in_process(t->pid, t->tid))
+	if (!qos_sys_thread_in_process(t->pid, t->tid)) {
 		return false;
+	}
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
 	if (!qos_split_runtime(r, t->tid, &q)) {
 		/* Parked by the division meanwhile: it waits outside until it runs. */
@@ -334,12 +359,14 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	uint64_t period_ns = r->params.period_us * 1000u;
 	int64_t before = qos_sys_now_ns();
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
-	if (e == 0)
+	if (e == 0) {
 		qos_split_given(r, t->tid, q);
+	}
 	t->back_at_us = 0;
 	t->verify_at_us = 0;
-	if (e == -ESRCH)
+	if (e == -ESRCH) {
 		return false;
+	}
 	if (e < 0) {
 		/* EBUSY and the like: it stays in the fallback until housekeeping
 		 * gives the reserve's policy to every thread again. */
@@ -354,12 +381,14 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	 * second is plenty.
 	 */
 	bool calibrate = now_us >= r->mgr->dl.calibrated_us + CALIBRATE_EVERY_US;
-	if (!t->risky && !calibrate)
+	if (!t->risky && !calibrate) {
 		return true;
+	}
 	int64_t runtime, deadline;
 	if (!qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL)) {
-		if (t->risky)
+		if (t->risky) {
 			t->verify_at_us = now_us + VERIFY_AFTER_US;
+		}
 		return true;
 	}
 	if (runtime == (int64_t)q) {
@@ -368,19 +397,22 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		r->mgr->dl.calibrated_us = now_us;
 		return true;
 	}
-	if (t->risky && check_entry(r, t, t->pid, t->tid, runtime, deadline))
+	if (t->risky && check_entry(r, t, t->pid, t->tid, runtime, deadline)) {
 		t->verify_at_us = now_us + VERIFY_AFTER_US;
+	}
 	return true;
 }
 
 void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	int64_t runtime, deadline;
 	if (qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) &&
-			!check_entry(r, NULL, pid, tid, runtime, deadline))
+			!check_entry(r, NULL, pid, tid, runtime, deadline)) {
 		return;
+	}
 	struct fb_thread *t = add(r, pid, tid);
-	if (t && !t->back_at_us)
+	if (t && !t->back_at_us) {
 		t->verify_at_us = qos_sys_now_us() + VERIFY_AFTER_US;
+	}
 }
 
 /* Undoes a return that left the thread throttled without a timer. */
@@ -388,8 +420,9 @@ static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t
 	int64_t runtime, deadline;
 	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL)
 				   : qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
-	if (!known || !stuck(r, t, tid, runtime, deadline))
+	if (!known || !stuck(r, t, tid, runtime, deadline)) {
 		return false;
+	}
 	repair(r, t, pid, tid, runtime, deadline);
 	return true;
 }
@@ -408,18 +441,21 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 		}
 		if (t->verify_at_us && now_us >= t->verify_at_us) {
 			t->verify_at_us = 0;
-			if (qos_sys_thread_in_process(t->pid, t->tid))
+			if (qos_sys_thread_in_process(t->pid, t->tid)) {
 				unstick(r, t, t->pid, t->tid);
+			}
 		}
 		if (!busy_entry(t)) {
 			i++; /* back: kept for its files until it leaves again */
 			continue;
 		}
 		/* While the reserve is in its fallback, the period boundary wakes us. */
-		if (t->back_at_us && !in_fallback && t->back_at_us < next)
+		if (t->back_at_us && !in_fallback && t->back_at_us < next) {
 			next = t->back_at_us;
-		if (t->verify_at_us && t->verify_at_us < next)
+		}
+		if (t->verify_at_us && t->verify_at_us < next) {
 			next = t->verify_at_us;
+		}
 		i++;
 	}
 	return next;
@@ -435,15 +471,18 @@ static void scan_one(pid_t tid, void *data) {
 	/* An entry for every member thread: the check below reads its /proc
 	 * files every pass, through descriptors kept within the budget. */
 	struct fb_thread *t = add(c->r, c->pid, tid);
-	if (t)
+	if (t) {
 		t->seen = true;
-	if (!t || !busy_entry(t))
+	}
+	if (!t || !busy_entry(t)) {
 		unstick(c->r, t, c->pid, tid);
+	}
 }
 
 void qos_optimistic_housekeeping(struct qos_reserve *r) {
-	for (size_t i = 0; r->opt && i < r->opt->n; i++)
+	for (size_t i = 0; r->opt && i < r->opt->n; i++) {
 		r->opt->t[i].seen = false;
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
 		struct scan_ctx c = { .r = r, .pid = m->pid };
@@ -451,9 +490,10 @@ void qos_optimistic_housekeeping(struct qos_reserve *r) {
 	}
 	/* Kept entries of threads that have exited since, and their files. */
 	for (size_t i = 0; r->opt && i < r->opt->n;) {
-		if (!r->opt->t[i].seen && !busy_entry(&r->opt->t[i]))
+		if (!r->opt->t[i].seen && !busy_entry(&r->opt->t[i])) {
 			drop(r, i);
-		else
+		} else {
 			i++;
+		}
 	}
 }

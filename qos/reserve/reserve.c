@@ -24,16 +24,18 @@
 
 struct qos_reserve *qos_reserve_find(struct qos_manager *mgr, const char *name) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (strcmp(r->name, name) == 0)
+		if (strcmp(r->name, name) == 0) {
 			return r;
+		}
 	}
 	return NULL;
 }
 
 struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const char *group) {
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->cgroup.exists && strcmp(r->group, group) == 0)
+		if (r->cgroup.exists && strcmp(r->group, group) == 0) {
 			return r;
+		}
 	}
 	return NULL;
 }
@@ -41,8 +43,9 @@ struct qos_reserve *qos_reserve_find_by_group(struct qos_manager *mgr, const cha
 struct qos_reserve *qos_reserve_find_by_cookie(struct qos_manager *mgr, uint32_t cookie) {
 	for (struct qos_reserve *r = mgr->cookies.by[cookie % QOS_COOKIE_BUCKETS]; r;
 			r = r->cookie_next) {
-		if (r->cookie == cookie)
+		if (r->cookie == cookie) {
 			return r;
+		}
 	}
 	return NULL;
 }
@@ -51,8 +54,9 @@ struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, p
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
 		for (size_t i = 0; i < r->n_members; i++) {
 			struct qos_member *m = r->members[i];
-			if (m->pid == pid && m->tid == tid)
+			if (m->pid == pid && m->tid == tid) {
 				return m;
+			}
 		}
 	}
 	return NULL;
@@ -62,26 +66,33 @@ struct qos_member *qos_reserve_find_member(struct qos_manager *mgr, pid_t pid, p
 void qos_reserve_rearm(struct qos_manager *mgr) {
 	uint64_t next = mgr->housekeeping_us;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (r->fb.next_check_us < next)
+		if (r->fb.next_check_us < next) {
 			next = r->fb.next_check_us;
-		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US < next)
+		}
+		if (r->forks.pending && r->forks.pass_us + QOS_FORK_PASS_US < next) {
 			next = r->forks.pass_us + QOS_FORK_PASS_US;
-		if (r->rtg.retry_us && r->rtg.retry_us < next)
+		}
+		if (r->rtg.retry_us && r->rtg.retry_us < next) {
 			next = r->rtg.retry_us;
-		if (r->adapt.wake_check_us && r->adapt.wake_check_us < next)
+		}
+		if (r->adapt.wake_check_us && r->adapt.wake_check_us < next) {
 			next = r->adapt.wake_check_us;
-		if (r->split.next_us && r->split.next_us < next)
+		}
+		if (r->split.next_us && r->split.next_us < next) {
 			next = r->split.next_us;
+		}
 	}
-	if (next == mgr->armed_us)
+	if (next == mgr->armed_us) {
 		return;
+	}
 	mgr->armed_us = next;
 	struct itimerspec its = {
 		.it_value = { .tv_sec = (time_t)(next / 1000000u),
 				.tv_nsec = (long)(next % 1000000u) * 1000 },
 	};
-	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) {
 		its.it_value.tv_nsec = 1;
+	}
 	timerfd_settime(mgr->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
@@ -89,8 +100,9 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 bool qos_reserve_rt_grants_allowed(struct qos_manager *mgr, uint64_t now, char *err,
 		size_t err_len) {
 	uint64_t left = qos_watchdog_cooldown_left_us(&mgr->watchdog, now);
-	if (!left)
+	if (!left) {
 		return true;
+	}
 	snprintf(err, err_len,
 			"real-time grants are suspended for %llus after a starvation "
 			"alarm",
@@ -106,12 +118,14 @@ size_t qos_reserve_rt_holders(struct qos_manager *mgr, const struct qos_reserve 
 	for (struct qos_reserve *r = mgr->reserves; r && n < len; r = r->next) {
 		const struct qos_params *p = &r->params;
 		if (r == except || !r->n_members || !r->cgroup.exists || !p->period_us ||
-				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR))
+				(p->policy != QOS_POLICY_FIFO && p->policy != QOS_POLICY_RR)) {
 			continue;
+		}
 		int w = snprintf(out + n, len - n, "%s'%s' (%llu%%)", n ? ", " : "", r->name,
 				(unsigned long long)(p->slice_us * 100 / p->period_us));
-		if (w < 0)
+		if (w < 0) {
 			break;
+		}
 		n += (size_t)w;
 	}
 	return n;
@@ -122,7 +136,7 @@ void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r
 		char *out, size_t len) {
 	char holders[256];
 	if ((gerr == -EINVAL || gerr == -ENOSPC) &&
-			qos_reserve_rt_holders(mgr, r, holders, sizeof(holders)))
+			qos_reserve_rt_holders(mgr, r, holders, sizeof(holders))) {
 		snprintf(out, len,
 				"the real-time share of the manager's root is held by %s, "
 				"beside which a %s limit of %llu%% does not fit: give one a smaller limit "
@@ -131,8 +145,9 @@ void qos_reserve_rt_refusal(struct qos_manager *mgr, const struct qos_reserve *r
 				(unsigned long long)(r->params.period_us
 								? r->params.slice_us * 100 / r->params.period_us
 								: 0));
-	else
+	} else {
 		snprintf(out, len, "%s", strerror(-gerr));
+	}
 }
 
 size_t qos_reserve_count_threads(struct qos_reserve *r) {
@@ -159,24 +174,28 @@ struct thread_ctx {
 static void set_one(pid_t tid, void *data) {
 	struct thread_ctx *c = data;
 	/* Never early: docs/qos-design.md says what an early return does. */
-	if (c->policy == QOS_POLICY_QOS && qos_optimistic_waiting(c->r, tid))
+	if (c->policy == QOS_POLICY_QOS && qos_optimistic_waiting(c->r, tid)) {
 		return;
+	}
 	/* Leaving SCHED_DEADLINE (fallback, demotion): see qos_sys_release_deadline. */
-	if (c->policy != QOS_POLICY_QOS && !qos_sys_release_deadline(tid))
+	if (c->policy != QOS_POLICY_QOS && !qos_sys_release_deadline(tid)) {
 		return;
+	}
 	const struct qos_params *p = &c->r->params;
 	bool entering_dl = false;
 	uint64_t runtime_ns = c->dl_runtime_ns;
 	/* Divided by use: a thread waiting outside keeps its class. */
-	if (c->policy == QOS_POLICY_QOS && !qos_split_runtime(c->r, tid, &runtime_ns))
+	if (c->policy == QOS_POLICY_QOS && !qos_split_runtime(c->r, tid, &runtime_ns)) {
 		return;
+	}
 	if (c->policy == QOS_POLICY_QOS) {
 		/* Each housekeeping pass comes here for every thread: most have
 		 * their reservation already, and a system call fewer each. */
 		bool same;
 		entering_dl = !qos_sys_thread_is_deadline_as(tid, runtime_ns, p->period_us * 1000u, &same);
-		if (same)
+		if (same) {
 			return;
+		}
 	}
 	/* Moved out before RLIMIT_RTTIME kills it (rtguard.c): other until it sleeps. */
 	bool static_rt = c->policy == QOS_POLICY_FIFO || c->policy == QOS_POLICY_RR;
@@ -187,10 +206,12 @@ static void set_one(pid_t tid, void *data) {
 			: c->policy;
 	int e = qos_sys_set_thread_policy(tid, policy, p->nice, p->priority, runtime_ns,
 			p->period_us * 1000u);
-	if (e == 0 && entering_dl)
+	if (e == 0 && entering_dl) {
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
-	if (e == 0 && policy == QOS_POLICY_QOS)
+	}
+	if (e == 0 && policy == QOS_POLICY_QOS) {
 		qos_split_given(c->r, tid, runtime_ns);
+	}
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;
 		c->err_tid = tid;
@@ -198,20 +219,25 @@ static void set_one(pid_t tid, void *data) {
 }
 
 const char *qos_reserve_policy_error(enum qos_policy policy, int err) {
-	if (policy == QOS_POLICY_QOS && err == -EBUSY)
+	if (policy == QOS_POLICY_QOS && err == -EBUSY) {
 		return "the kernel's deadline bandwidth is exhausted";
-	if (qos_policy_is_rt(policy) && err == -EPERM && !qos_sys_has_sys_nice())
+	}
+	if (qos_policy_is_rt(policy) && err == -EPERM && !qos_sys_has_sys_nice()) {
 		return "the manager runs without CAP_SYS_NICE, which real-time classes need: as "
 			   "root, give its program the capability (setcap cap_sys_nice=ep PROGRAM) "
 			   "or run it as root";
-	if (policy == QOS_POLICY_QOS && err == -EPERM)
+	}
+	if (policy == QOS_POLICY_QOS && err == -EPERM) {
 		return "deadline tasks must be allowed to run on every CPU (their CPU affinity "
 			   "must cover them all)";
-	if (policy == QOS_POLICY_QOS && err == -EDOM)
+	}
+	if (policy == QOS_POLICY_QOS && err == -EDOM) {
 		return "a slice longer than the period is split over the reserve's threads, and "
 			   "it has too few: each would need more than the period";
-	if ((policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR) && err == -EPERM)
+	}
+	if ((policy == QOS_POLICY_FIFO || policy == QOS_POLICY_RR) && err == -EPERM) {
 		return "the reserve's group has no real-time bandwidth";
+	}
 	return strerror(-err);
 }
 
@@ -223,10 +249,11 @@ int qos_reserve_apply_member(struct qos_reserve *r, struct qos_member *m, enum q
 		.policy = policy,
 		.dl_runtime_ns = dl_runtime_ns };
 	qos_threads_for_each(r->mgr, m, set_one, &c);
-	if (c.err)
+	if (c.err) {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, m->pid, c.err_tid, 0,
 				"cannot make thread %d %s: %s", c.err_tid, qos_policy_name(policy),
 				qos_reserve_policy_error(policy, c.err));
+	}
 	return c.err;
 }
 
@@ -242,33 +269,39 @@ static uint64_t split_slice_ns(struct qos_reserve *r) {
  * would be most of what a return costs.
  */
 uint64_t qos_reserve_dl_runtime_ns(struct qos_reserve *r) {
-	if (!r->dl_runtime_ns)
+	if (!r->dl_runtime_ns) {
 		r->dl_runtime_ns = split_slice_ns(r);
+	}
 	return r->dl_runtime_ns;
 }
 
 int qos_reserve_apply_threads(struct qos_reserve *r, enum qos_policy policy) {
 	uint64_t rt = 0;
-	if (policy == QOS_POLICY_QOS)
+	if (policy == QOS_POLICY_QOS) {
 		rt = r->dl_runtime_ns = split_slice_ns(r);
+	}
 	/* The kernel takes no runtime past the period (EINVAL, said plainly here). */
-	if (r->n_members && rt > r->params.period_us * 1000u)
+	if (r->n_members && rt > r->params.period_us * 1000u) {
 		return -EDOM;
+	}
 	int err = 0;
-	if (policy != QOS_POLICY_QOS)
+	if (policy != QOS_POLICY_QOS) {
 		qos_optimistic_clear(r); /* nothing returns to a reservation any more */
+	}
 	if (r->params.policy != QOS_POLICY_QOS || !r->n_members) {
 		qos_split_clear(r);
 	} else if (policy == QOS_POLICY_QOS) {
 		/* Several threads: their use divides the slice from the next period on. */
 		qos_split_replan(r);
-		if (!r->split.next_us && rt < r->params.slice_us * 1000u)
+		if (!r->split.next_us && rt < r->params.slice_us * 1000u) {
 			r->split.next_us = qos_sys_now_us() + r->params.period_us;
+		}
 	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		int e = qos_reserve_apply_member(r, r->members[i], policy, rt);
-		if (e && !err)
+		if (e && !err) {
 			err = e;
+		}
 	}
 	return err;
 }
@@ -296,8 +329,9 @@ static bool reserve_idle(const struct qos_reserve *r) {
  */
 void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	struct qos_cgroup *cg = &mgr->cg;
-	if (!cg->cpu_ctl)
+	if (!cg->cpu_ctl) {
 		return;
+	}
 	if (defer && mgr->root.idle == 0) {
 		/*
 		 * The root stays busy while one populated reserve is: finding one
@@ -314,22 +348,25 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 	long weight = 0;
 	bool any = false;
 	for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
-		if (!r->n_members)
+		if (!r->n_members) {
 			continue;
+		}
 		any = true;
-		if (!reserve_idle(r))
+		if (!reserve_idle(r)) {
 			weight += r->cgroup.weight
 					? r->cgroup.weight
 					: qos_cgroup_nice_to_weight(
 							  r->params.policy == QOS_POLICY_OTHER ? r->params.nice : 0) *
 							(long)r->n_members;
+		}
 	}
 	/* The server's leaf (server.c) sits in the root too: never idle then. */
 	long server = (long)qos_server_shares(mgr);
 	int idle = any && weight == 0 && !server;
 	weight += server;
-	if (!weight)
+	if (!weight) {
 		weight = 1024;
+	}
 	if (idle == mgr->root.idle && (idle || weight == mgr->root.weight)) {
 		mgr->root.weight_dirty = false;
 		return;
@@ -346,26 +383,31 @@ void qos_reserve_root_weight_deferred(struct qos_manager *mgr, bool defer) {
 
 /* The group's cpu.idle, written only when it changes. */
 void qos_reserve_set_group_idle(struct qos_reserve *r, bool idle) {
-	if (r->cgroup.idle == (int)idle)
+	if (r->cgroup.idle == (int)idle) {
 		return;
-	if (r->cgroup.idle_fd < 0)
+	}
+	if (r->cgroup.idle_fd < 0) {
 		r->cgroup.idle_fd = qos_cgroup_open_idle(&r->mgr->cg, r->group);
+	}
 	int e = r->cgroup.idle_fd >= 0 ? qos_cgroup_set_idle_fd(r->cgroup.idle_fd, idle)
 								   : qos_cgroup_set_idle(&r->mgr->cg, r->group, idle);
-	if (e == 0)
+	if (e == 0) {
 		r->cgroup.idle = idle;
-	else
+	} else {
 		r->cgroup.idle = -1;
+	}
 }
 
 void qos_reserve_update_weight(struct qos_reserve *r) {
 	const struct qos_params *p = &r->params;
 	if (!r->cgroup.exists || !r->mgr->cg.cpu_ctl || r->cgroup.idle == 1 ||
-			!(p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy)))
+			!(p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy))) {
 		return;
+	}
 	long weight = 1024 * (long)qos_reserve_count_threads(r);
-	if (weight == r->cgroup.weight)
+	if (weight == r->cgroup.weight) {
 		return;
+	}
 	if (qos_cgroup_set_weight(&r->mgr->cg, r->group, weight) == 0) {
 		r->cgroup.weight = weight;
 		r->mgr->root.weight_dirty = true; /* the root stands for it (next pass) */
@@ -377,8 +419,9 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 	struct qos_cgroup *cg = &r->mgr->cg;
 	const struct qos_params *p = &r->params;
 	int rt_err = 0;
-	if (!r->cgroup.exists)
+	if (!r->cgroup.exists) {
 		return 0;
+	}
 	if (cg->cpu_ctl) {
 		/* An idle group ignores its weight, and writing the weight clears idle. */
 		r->cgroup.idle = -1;
@@ -387,17 +430,19 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 		} else {
 			qos_reserve_set_group_idle(r, false);
 			r->cgroup.weight = 0;
-			if (p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy))
+			if (p->policy == QOS_POLICY_QOS || qos_policy_is_rt(p->policy)) {
 				qos_reserve_update_weight(r);
-			else
+			} else {
 				qos_cgroup_set_nice_weight(cg, r->group,
 						p->policy == QOS_POLICY_OTHER ? p->nice : 0);
+			}
 		}
 		bool ceiling = qos_params_kernel_ceiling(p);
 		int e = qos_cgroup_set_quota(cg, r->group, p->period_us, ceiling ? p->slice_us : 0);
-		if (e < 0)
+		if (e < 0) {
 			qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 					"cannot set cpu quota: %s", strerror(-e));
+		}
 	}
 	if (cg->rt_group) {
 		bool rt = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
@@ -414,8 +459,9 @@ int qos_reserve_apply_group(struct qos_reserve *r) {
 		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, 0, 0, 0,
 				"cannot %s the group: %s", p->policy == QOS_POLICY_PAUSE ? "freeze" : "thaw",
 				strerror(-fe));
-		if (p->policy == QOS_POLICY_PAUSE && !rt_err)
+		if (p->policy == QOS_POLICY_PAUSE && !rt_err) {
 			rt_err = fe;
+		}
 	}
 	return rt_err;
 }
@@ -430,15 +476,17 @@ void qos_reserve_apply_active(struct qos_reserve *r) {
 			r->police.in_fallback && r->fb.applied && r->params.fallback != QOS_POLICY_PAUSE
 			? r->params.fallback
 			: r->params.policy;
-	if (!r->n_members)
+	if (!r->n_members) {
 		return;
+	}
 	if (r->params.policy == QOS_POLICY_QOS) {
 		/* In an optimistic fallback the threads wait for the period end,
 		 * and all of them return with the runtime split anew. */
-		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb.applied))
+		if (!(qos_fallback_optimistic(r) && r->police.in_fallback && r->fb.applied)) {
 			qos_reserve_apply_threads(r, QOS_POLICY_QOS);
-		else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police)))
+		} else if (qos_optimistic_hold_new(r, qos_police_period_end_us(&r->police))) {
 			r->dl_runtime_ns = split_slice_ns(r);
+		}
 	} else if ((qos_policy_is_rt(active) || active == QOS_POLICY_IDLE) &&
 			!(active != r->params.policy && qos_fallback_group_idles(r) && !r->fb.threads)) {
 		qos_reserve_apply_threads(r, active);
@@ -455,8 +503,9 @@ void qos_reserve_removal_failed(struct qos_manager *mgr, const char *reserve, co
 struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 		const struct qos_params *params) {
 	struct qos_reserve *r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
 		return NULL;
+	}
 	r->mgr = mgr;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->params = *params;
@@ -469,16 +518,18 @@ struct qos_reserve *qos_reserve_new(struct qos_manager *mgr, const char *name,
 	r->cookie_next = mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS];
 	mgr->cookies.by[r->cookie % QOS_COOKIE_BUCKETS] = r;
 	struct qos_reserve **tail = &mgr->reserves;
-	while (*tail)
+	while (*tail) {
 		tail = &(*tail)->next;
+	}
 	*tail = r;
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_CREATED, r->name, 0, 0, 0, NULL);
 	return r;
 }
 
 void qos_reserve_free(struct qos_reserve *r) {
-	if (!r)
+	if (!r) {
 		return;
+	}
 	struct qos_manager *mgr = r->mgr;
 	for (struct qos_reserve **pp = &mgr->reserves; *pp; pp = &(*pp)->next) {
 		if (*pp == r) {
@@ -493,16 +544,20 @@ void qos_reserve_free(struct qos_reserve *r) {
 			break;
 		}
 	}
-	if (r->granted)
+	if (r->granted) {
 		qos_admission_release(&mgr->adm, r->granted_ppm);
-	if (r->cgroup.stat_fd >= 0)
+	}
+	if (r->cgroup.stat_fd >= 0) {
 		close(r->cgroup.stat_fd);
-	if (r->cgroup.idle_fd >= 0)
+	}
+	if (r->cgroup.idle_fd >= 0) {
 		close(r->cgroup.idle_fd);
+	}
 	qos_sys_drop_kept_fd(&r->cgroup.procs_fd, &mgr->kept_fds_budget);
 	int err = r->cgroup.exists ? qos_cgroup_group_remove(&mgr->cg, r->group) : 0;
-	if (err)
+	if (err) {
 		qos_reserve_removal_failed(mgr, r->name, r->group, err);
+	}
 	qos_event_emit(&mgr->events, QOS_EVENT_RESERVE_DELETED, r->name, 0, 0, 0, NULL);
 	qos_optimistic_destroy(r);
 	qos_rtguard_destroy(r);
@@ -515,8 +570,9 @@ void qos_reserve_free(struct qos_reserve *r) {
 static uint64_t dl_sysctl(const char *name, uint64_t def) {
 	char path[96], buf[32];
 	snprintf(path, sizeof(path), "/proc/sys/kernel/%s", name);
-	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0)
+	if (qos_sys_read_file(path, buf, sizeof(buf)) <= 0) {
 		return def;
+	}
 	char *end;
 	unsigned long long v = strtoull(buf, &end, 10);
 	return end != buf ? v : def;
@@ -524,12 +580,14 @@ static uint64_t dl_sysctl(const char *name, uint64_t def) {
 
 /* A qos period the kernel's SCHED_DEADLINE takes (its bounds are sysctls). */
 static bool deadline_period_ok(const struct qos_params *p, char *err, size_t err_len) {
-	if (p->policy != QOS_POLICY_QOS)
+	if (p->policy != QOS_POLICY_QOS) {
 		return true;
+	}
 	uint64_t lo = dl_sysctl("sched_deadline_period_min_us", 100);
 	uint64_t hi = dl_sysctl("sched_deadline_period_max_us", 1u << 22);
-	if (p->period_us >= lo && p->period_us <= hi)
+	if (p->period_us >= lo && p->period_us <= hi) {
 		return true;
+	}
 	snprintf(err, err_len,
 			"a qos period must be %" PRIu64 "us to %" PRIu64 "us, the "
 			"kernel's bounds for deadline tasks (sysctl kernel.sched_deadline_period_min_us "
@@ -550,7 +608,8 @@ struct qos_reserve *qos_reserve_create(struct qos_manager *mgr, const char *name
 		return NULL;
 	}
 	struct qos_reserve *r = qos_reserve_new(mgr, name, p);
-	if (!r)
+	if (!r) {
 		snprintf(err, err_len, "out of memory");
+	}
 	return r;
 }

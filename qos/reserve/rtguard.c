@@ -54,16 +54,18 @@ struct pass_ctx {
 
 static struct rt_thread *find(struct qos_rtguard *g, pid_t tid) {
 	for (size_t i = 0; i < g->n; i++) {
-		if (g->t[i].tid == tid)
+		if (g->t[i].tid == tid) {
 			return &g->t[i];
+		}
 	}
 	return NULL;
 }
 
 static struct rt_thread *add(struct qos_rtguard *g, pid_t pid, pid_t tid) {
 	struct rt_thread *t = qos_array_room(g->t, &g->cap, g->n, sizeof(*t));
-	if (!t)
+	if (!t) {
 		return NULL;
+	}
 	g->t = t;
 	struct rt_thread *e = &g->t[g->n++];
 	*e = (struct rt_thread){ .pid = pid, .tid = tid };
@@ -89,8 +91,9 @@ static uint64_t threshold_ns(const struct qos_manager *mgr) {
  */
 static uint64_t process_bound_us(const struct qos_manager *mgr, pid_t pid) {
 	uint64_t soft, hard;
-	if (qos_sys_get_rttime(pid, &soft, &hard) == 0 && hard < mgr->config.rttime_us)
+	if (qos_sys_get_rttime(pid, &soft, &hard) == 0 && hard < mgr->config.rttime_us) {
 		return hard;
+	}
 	return mgr->config.rttime_us;
 }
 
@@ -101,8 +104,9 @@ static void open_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run) {
 }
 
 static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bool awake) {
-	if (!e->open)
+	if (!e->open) {
 		return;
+	}
 	uint64_t ran = run > e->open_run_ns ? run - e->open_run_ns : 0;
 	uint64_t slept = sleeps - e->open_sleeps;
 	bool woke = slept >= 2 || (slept == 1 && awake);
@@ -112,8 +116,9 @@ static void close_stretch(struct rt_thread *e, uint64_t sleeps, uint64_t run, bo
 
 /* Sleeps and CPU time of a thread, and whether it is awake (running or runnable). */
 static bool read_thread(pid_t tid, uint64_t *sleeps, uint64_t *run, bool *awake) {
-	if (!qos_sys_thread_sleeps(tid, sleeps) || !qos_sys_thread_cpu_ns(tid, run))
+	if (!qos_sys_thread_sleeps(tid, sleeps) || !qos_sys_thread_cpu_ns(tid, run)) {
 		return false;
+	}
 	*awake = qos_sys_thread_state(tid) == 'R';
 	return true;
 }
@@ -141,8 +146,9 @@ static void drop_carry(struct qos_manager *mgr, size_t i) {
 static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 	uint64_t sleeps, run;
 	bool awake;
-	if (!read_kept(e, &sleeps, &run, &awake))
+	if (!read_kept(e, &sleeps, &run, &awake)) {
 		return;
+	}
 	close_stretch(e, sleeps, run, awake);
 	for (size_t i = 0; i < mgr->carry.n; i++) {
 		if (mgr->carry.items[i].tid == e->tid) {
@@ -150,14 +156,17 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 			break;
 		}
 	}
-	if (!e->rt_ns)
+	if (!e->rt_ns) {
 		return;
-	if (mgr->carry.n == RT_CARRY_MAX)
+	}
+	if (mgr->carry.n == RT_CARRY_MAX) {
 		drop_carry(mgr, 0);
+	}
 	struct qos_rt_carry *c =
 			qos_array_room(mgr->carry.items, &mgr->carry.cap, mgr->carry.n, sizeof(*c));
-	if (!c)
+	if (!c) {
 		return;
+	}
 	mgr->carry.items = c;
 	mgr->carry.items[mgr->carry.n++] = (struct qos_rt_carry){
 		.pid = e->pid,
@@ -178,11 +187,13 @@ static void carry(struct qos_manager *mgr, struct rt_thread *e) {
 static uint64_t carried_ns(struct qos_manager *mgr, pid_t pid, pid_t tid, uint64_t run) {
 	for (size_t i = 0; i < mgr->carry.n; i++) {
 		struct qos_rt_carry c = mgr->carry.items[i];
-		if (c.tid != tid)
+		if (c.tid != tid) {
 			continue;
+		}
 		drop_carry(mgr, i);
-		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time)
+		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time) {
 			return 0;
+		}
 		uint64_t since = run > c.run_ns ? run - c.run_ns : 0;
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
 		return c.rt_ns + (since < pass_ns ? since : pass_ns);
@@ -197,8 +208,9 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 		uint64_t run;
 		if (!qos_sys_thread_in_process(c.pid, c.tid) ||
 				qos_sys_start_time(c.pid, c.tid) != c.start_time ||
-				!qos_sys_thread_cpu_ns(c.tid, &run))
+				!qos_sys_thread_cpu_ns(c.tid, &run)) {
 			continue; /* gone */
+		}
 		/*
 		 * The kernel's count grows only while the thread is real-time
 		 * (outside our reserves: its own doing): what it ran since the last
@@ -206,8 +218,9 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 		 * this leaves out, so the estimate stays from above.
 		 */
 		int policy = qos_sys_get_thread_policy(c.tid, NULL);
-		if ((policy == SCHED_FIFO || policy == SCHED_RR) && run > c.run_ns)
+		if ((policy == SCHED_FIFO || policy == SCHED_RR) && run > c.run_ns) {
 			c.rt_ns += run - c.run_ns;
+		}
 		c.run_ns = run;
 		mgr->carry.items[kept++] = c;
 	}
@@ -216,15 +229,17 @@ void qos_rtguard_prune(struct qos_manager *mgr) {
 
 void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m) {
 	struct qos_rtguard *g = r->rtg.guard;
-	if (!g)
+	if (!g) {
 		return;
+	}
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
 		struct rt_thread *e = &g->t[i];
-		if (m->tid ? e->tid == m->tid : e->pid == m->pid)
+		if (m->tid ? e->tid == m->tid : e->pid == m->pid) {
 			carry(r->mgr, e);
-		else
+		} else {
 			g->t[kept++] = *e;
+		}
 	}
 	g->n = kept;
 }
@@ -236,10 +251,12 @@ void qos_rtguard_forget_member(struct qos_reserve *r, const struct qos_member *m
  */
 static bool resume_asleep(struct qos_reserve *r, struct rt_thread *e, uint64_t sleeps,
 		uint64_t run) {
-	if (r->fb.applied || qos_sys_thread_state(e->tid) == 'R')
+	if (r->fb.applied || qos_sys_thread_state(e->tid) == 'R') {
 		return false;
-	if (set_policy(r, e->tid, r->params.policy) != 0)
+	}
+	if (set_policy(r, e->tid, r->params.policy) != 0) {
 		return false;
+	}
 	if (qos_sys_thread_state(e->tid) == 'R') {
 		set_policy(r, e->tid, QOS_POLICY_OTHER);
 		return false;
@@ -260,8 +277,9 @@ static void check_thread(pid_t tid, void *data) {
 	struct qos_rtguard *g = c->r->rtg.guard;
 	uint64_t sleeps, run;
 	bool awake;
-	if (!read_thread(tid, &sleeps, &run, &awake))
+	if (!read_thread(tid, &sleeps, &run, &awake)) {
 		return; /* gone: dropped below */
+	}
 	int policy = qos_sys_get_thread_policy(tid, NULL);
 	bool is_rt = policy == SCHED_FIFO || policy == SCHED_RR;
 	struct rt_thread *e = find(g, tid);
@@ -273,13 +291,15 @@ static void check_thread(pid_t tid, void *data) {
 		 * fallback began.
 		 */
 		e = add(g, c->pid, tid);
-		if (!e)
+		if (!e) {
 			return;
+		}
 		uint64_t pass_ns = QOS_HOUSEKEEPING_US * 1000ull;
 		e->rt_ns = is_rt || c->r->fb.applied ? (run < pass_ns ? run : pass_ns) : 0;
 		uint64_t before = carried_ns(c->r->mgr, c->pid, tid, run);
-		if (before > e->rt_ns)
+		if (before > e->rt_ns) {
 			e->rt_ns = before;
+		}
 	} else if (e->open) {
 		close_stretch(e, sleeps, run, awake);
 	} else if (is_rt && !e->demoted) {
@@ -288,18 +308,21 @@ static void check_thread(pid_t tid, void *data) {
 	}
 	e->seen = true;
 	if (e->demoted) {
-		if (sleeps != e->pass_sleeps)
+		if (sleeps != e->pass_sleeps) {
 			e->sleeps_again = true;
-		if (e->sleeps_again && resume_asleep(c->r, e, sleeps, run))
+		}
+		if (e->sleeps_again && resume_asleep(c->r, e, sleeps, run)) {
 			return; /* its stretch is open, from now */
+		}
 	} else if ((is_rt || c->r->fb.applied) && e->rt_ns >= c->threshold_ns) {
 		/*
 		 * Found in its reserve's fallback, it is other already, but the
 		 * count stands: marked, it stays other when the fallback ends.
 		 */
 		int err = is_rt ? set_policy(c->r, tid, QOS_POLICY_OTHER) : 0;
-		if (err == -ESRCH)
+		if (err == -ESRCH) {
 			return; /* exited meanwhile: dropped at the next pass */
+		}
 		if (err) {
 			/* Still real-time: said so, and tried again at the next pass. */
 			qos_event_emit(&c->r->mgr->events, QOS_EVENT_ERROR, c->r->name, c->pid, tid, 0,
@@ -317,8 +340,9 @@ static void check_thread(pid_t tid, void *data) {
 					(double)c->bound_us / 1e6);
 		}
 	}
-	if (is_rt)
+	if (is_rt) {
 		open_stretch(e, sleeps, run);
+	}
 	e->pass_sleeps = sleeps;
 	e->pass_run_ns = run;
 }
@@ -327,8 +351,9 @@ static void check_thread(pid_t tid, void *data) {
 static void arm_retry(struct qos_reserve *r, uint64_t now_us) {
 	struct qos_rtguard *g = r->rtg.guard;
 	r->rtg.retry_us = 0;
-	if (!g || now_us >= g->retry_until_us)
+	if (!g || now_us >= g->retry_until_us) {
 		return;
+	}
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->t[i].demoted && g->t[i].sleeps_again) {
 			r->rtg.retry_us = now_us + RETRY_US;
@@ -343,8 +368,9 @@ void qos_rtguard_retry(struct qos_reserve *r, uint64_t now_us) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
 		bool awake;
-		if (!e->demoted || !e->sleeps_again || !read_kept(e, &sleeps, &run, &awake))
+		if (!e->demoted || !e->sleeps_again || !read_kept(e, &sleeps, &run, &awake)) {
 			continue;
+		}
 		resume_asleep(r, e, sleeps, run);
 	}
 	arm_retry(r, now_us);
@@ -358,11 +384,13 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 		qos_rtguard_destroy(r);
 		return;
 	}
-	if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
+	if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard)))) {
 		return;
+	}
 	struct qos_rtguard *g = r->rtg.guard;
-	for (size_t i = 0; i < g->n; i++)
+	for (size_t i = 0; i < g->n; i++) {
 		g->t[i].seen = false;
+	}
 	struct pass_ctx c = { .r = r };
 	for (size_t i = 0; i < r->n_members; i++) {
 		struct qos_member *m = r->members[i];
@@ -373,10 +401,11 @@ void qos_rtguard_pass(struct qos_reserve *r) {
 	}
 	size_t kept = 0;
 	for (size_t i = 0; i < g->n; i++) {
-		if (g->t[i].seen)
+		if (g->t[i].seen) {
 			g->t[kept++] = g->t[i];
-		else
+		} else {
 			carry(mgr, &g->t[i]);
+		}
 	}
 	g->n = kept;
 	uint64_t now = qos_sys_now_us();
@@ -390,18 +419,21 @@ void qos_rtguard_switch(struct qos_reserve *r, bool to_rt) {
 		struct rt_thread *e = &g->t[i];
 		uint64_t sleeps, run;
 		bool awake;
-		if (e->demoted || !read_kept(e, &sleeps, &run, &awake))
+		if (e->demoted || !read_kept(e, &sleeps, &run, &awake)) {
 			continue;
-		if (to_rt)
+		}
+		if (to_rt) {
 			open_stretch(e, sleeps, run);
-		else
+		} else {
 			close_stretch(e, sleeps, run, awake);
+		}
 	}
 }
 
 bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid) {
-	if (!r->rtg.guard)
+	if (!r->rtg.guard) {
 		return false;
+	}
 	const struct rt_thread *e = find(r->rtg.guard, tid);
 	return e && e->demoted;
 }
@@ -417,25 +449,31 @@ bool qos_rtguard_demoted(const struct qos_reserve *r, pid_t tid) {
  */
 bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 	struct qos_manager *mgr = r->mgr;
-	if (!mgr->config.rttime_us)
+	if (!mgr->config.rttime_us) {
 		return false;
+	}
 	for (size_t i = 0; i < mgr->carry.n; i++) {
 		struct qos_rt_carry c = mgr->carry.items[i];
 		uint64_t sleeps, run;
 		bool awake;
-		if (c.tid != tid)
+		if (c.tid != tid) {
 			continue;
+		}
 		if (c.pid != pid || qos_sys_start_time(pid, tid) != c.start_time ||
-				!read_thread(tid, &sleeps, &run, &awake))
+				!read_thread(tid, &sleeps, &run, &awake)) {
 			return false;
+		}
 		bool still = c.demoted && sleeps == c.sleeps;
-		if (!still && c.rt_ns < threshold_ns(mgr))
+		if (!still && c.rt_ns < threshold_ns(mgr)) {
 			return false;
-		if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard))))
+		}
+		if (!r->rtg.guard && !(r->rtg.guard = calloc(1, sizeof(*r->rtg.guard)))) {
 			return false;
+		}
 		struct rt_thread *e = find(r->rtg.guard, tid);
-		if (!e && !(e = add(r->rtg.guard, pid, tid)))
+		if (!e && !(e = add(r->rtg.guard, pid, tid))) {
 			return false;
+		}
 		drop_carry(mgr, i);
 		e->rt_ns = c.rt_ns;
 		e->open = false;
@@ -452,10 +490,12 @@ bool qos_rtguard_hold(struct qos_reserve *r, pid_t pid, pid_t tid) {
 }
 
 void qos_rtguard_destroy(struct qos_reserve *r) {
-	if (!r->rtg.guard)
+	if (!r->rtg.guard) {
 		return;
-	for (size_t i = 0; i < r->rtg.guard->n; i++)
+	}
+	for (size_t i = 0; i < r->rtg.guard->n; i++) {
 		carry(r->mgr, &r->rtg.guard->t[i]);
+	}
 	free(r->rtg.guard->t);
 	free(r->rtg.guard);
 	r->rtg.guard = NULL;
@@ -472,11 +512,13 @@ void qos_rtguard_restore_limit(struct qos_manager *mgr, const char *reserve, pid
 		uint64_t soft, uint64_t hard) {
 	uint64_t cur_soft, cur_hard;
 	if (qos_sys_get_rttime(pid, &cur_soft, &cur_hard) != 0 ||
-			(cur_soft == soft && cur_hard == hard))
+			(cur_soft == soft && cur_hard == hard)) {
 		return;
+	}
 	int e = qos_sys_restore_rttime(pid, soft, hard);
-	if (e != 0 && e != -ESRCH)
+	if (e != 0 && e != -ESRCH) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, reserve, pid, 0, 0,
 				"RLIMIT_RTTIME of %d stays bounded at %llu us: %s", pid,
 				(unsigned long long)cur_hard, strerror(-e));
+	}
 }

@@ -22,8 +22,9 @@ static bool enabled(const struct qos_reserve *r) {
 
 static struct qos_split_thread *find(struct qos_split *s, pid_t tid) {
 	for (size_t i = 0; i < s->n; i++) {
-		if (s->t[i].tid == tid)
+		if (s->t[i].tid == tid) {
 			return &s->t[i];
+		}
 	}
 	return NULL;
 }
@@ -45,8 +46,9 @@ static void sample_one(pid_t tid, void *data) {
 	struct sample_ctx *c = data;
 	struct qos_split *s = &c->r->split;
 	uint64_t cpu;
-	if (!qos_sys_thread_cpu_ns(tid, &cpu))
+	if (!qos_sys_thread_cpu_ns(tid, &cpu)) {
 		return;
+	}
 	struct qos_split_thread *t = find(s, tid);
 	if (!t) {
 		struct qos_split_thread *grown = qos_array_room(s->t, &s->cap, s->n, sizeof(*grown));
@@ -73,8 +75,9 @@ static void sample_one(pid_t tid, void *data) {
 	t->seen = true;
 	uint64_t ran = cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
 	t->cpu_ns = cpu;
-	if (!c->interval_us)
+	if (!c->interval_us) {
 		return;
+	}
 	uint64_t used = ran * c->r->params.period_us / c->interval_us;
 	/* The state is read only for a thread that may park. */
 	bool asleep = false;
@@ -87,16 +90,19 @@ static void sample_one(pid_t tid, void *data) {
 
 static int give(struct qos_reserve *r, struct qos_split_thread *t) {
 	const struct qos_params *p = &r->params;
-	if (qos_optimistic_waiting(r, t->tid))
+	if (qos_optimistic_waiting(r, t->tid)) {
 		return 0; /* it returns at the period end with what the plan says */
+	}
 	if (t->parked) {
 		/* Asleep, so not throttled: it leaves without the sleeper's leak. */
-		if (!qos_sys_release_deadline(t->tid))
+		if (!qos_sys_release_deadline(t->tid)) {
 			return -ESRCH;
+		}
 		enum qos_policy fb = p->fallback == QOS_POLICY_IDLE ? QOS_POLICY_IDLE : QOS_POLICY_OTHER;
 		int e = qos_sys_set_thread_policy(t->tid, fb, p->nice, 0, 0, 0);
-		if (e == 0)
+		if (e == 0) {
 			t->runtime_ns = 0;
+		}
 		return e;
 	}
 	bool entering = t->runtime_ns == 0;
@@ -104,8 +110,9 @@ static int give(struct qos_reserve *r, struct qos_split_thread *t) {
 			p->period_us * 1000u);
 	if (e == 0) {
 		t->runtime_ns = t->want_ns;
-		if (entering)
+		if (entering) {
 			qos_optimistic_watch(r, t->pid, t->tid);
+		}
 	}
 	return e;
 }
@@ -117,13 +124,15 @@ static void apply(struct qos_reserve *r) {
 		for (size_t i = 0; i < s->n; i++) {
 			struct qos_split_thread *t = &s->t[i];
 			uint64_t want = t->parked ? 0 : t->want_ns;
-			if (want == t->runtime_ns || (want > t->runtime_ns) != (bool)grow)
+			if (want == t->runtime_ns || (want > t->runtime_ns) != (bool)grow) {
 				continue;
+			}
 			int e = give(r, t);
-			if (e < 0 && e != -ESRCH)
+			if (e < 0 && e != -ESRCH) {
 				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
 						"cannot give thread %d a runtime of %.2fms: %s", t->tid, want / 1e6,
 						qos_reserve_policy_error(QOS_POLICY_QOS, e));
+			}
 		}
 	}
 }
@@ -135,22 +144,25 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 		return;
 	}
 	uint64_t period_ns = r->params.period_us * 1000u;
-	if (s->built && s->period_ns != period_ns)
+	if (s->built && s->period_ns != period_ns) {
 		qos_split_clear(r); /* histories are per period: start afresh */
+	}
 	s->next_us = now_us + r->params.period_us;
 	struct sample_ctx c = { .r = r, .interval_us = s->last_us ? now_us - s->last_us : 0 };
 	s->last_us = now_us;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		s->t[i].seen = false;
+	}
 	for (size_t i = 0; i < r->n_members; i++) {
 		c.pid = r->members[i]->pid;
 		qos_threads_for_each(r->mgr, r->members[i], sample_one, &c);
 	}
 	for (size_t i = 0; i < s->n;) {
-		if (!s->t[i].seen)
+		if (!s->t[i].seen) {
 			s->t[i] = s->t[--s->n];
-		else
+		} else {
 			i++;
+		}
 	}
 	if (s->n <= 1) {
 		qos_split_clear(r); /* one thread holds the whole slice */
@@ -160,24 +172,29 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 	s->built = true;
 	s->period_ns = period_ns;
 	s->slice_ns = r->params.slice_us * 1000u;
-	if (first || !c.interval_us || c.failed)
+	if (first || !c.interval_us || c.failed) {
 		return;
+	}
 	bool starved = qos_split_rules_plan(s->t, s->n, s->slice_ns, period_ns);
 	bool ran_out = false;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		ran_out |= s->t[i].throttled;
-	if (starved && ran_out)
+	}
+	if (starved && ran_out) {
 		s->starved++;
+	}
 	/* The reserve-wide fallback holds every thread until the period ends. */
-	if (r->police.in_fallback && r->fb.applied)
+	if (r->police.in_fallback && r->fb.applied) {
 		return;
+	}
 	apply(r);
 }
 
 void qos_split_replan(struct qos_reserve *r) {
 	struct qos_split *s = &r->split;
-	if (!s->built)
+	if (!s->built) {
 		return;
+	}
 	if (!enabled(r) || s->period_ns != r->params.period_us * 1000u) {
 		qos_split_clear(r);
 		return;
@@ -188,24 +205,29 @@ void qos_split_replan(struct qos_reserve *r) {
 
 bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {
 	struct qos_split *s = &r->split;
-	if (!s->built)
+	if (!s->built) {
 		return true;
+	}
 	struct qos_split_thread *t = find(s, tid);
-	if (!t)
+	if (!t) {
 		return true; /* started since the last sample: the even split until the next */
-	if (t->parked)
+	}
+	if (t->parked) {
 		return false;
+	}
 	uint64_t want = t->want_ns ? t->want_ns : t->runtime_ns;
-	if (!want)
+	if (!want) {
 		return false;
+	}
 	*runtime_ns = want;
 	return true;
 }
 
 void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns) {
 	struct qos_split_thread *t = r->split.built ? find(&r->split, tid) : NULL;
-	if (t)
+	if (t) {
 		t->runtime_ns = runtime_ns;
+	}
 }
 
 uint64_t qos_split_take_starved(struct qos_reserve *r) {

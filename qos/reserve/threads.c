@@ -41,12 +41,14 @@ static struct qos_thread_listing *listing(struct qos_manager *mgr, struct qos_me
 	struct qos_thread_cache *c = &mgr->threads;
 	pid_t pid = m->pid;
 	for (size_t i = 0; i < c->n; i++) {
-		if (c->lists[i].pid == pid)
+		if (c->lists[i].pid == pid) {
 			return &c->lists[i];
+		}
 	}
 	struct qos_thread_listing *grown = qos_array_room(c->lists, &c->cap, c->n, sizeof(*grown));
-	if (!grown)
+	if (!grown) {
 		return NULL;
+	}
 	c->lists = grown;
 	size_t first = c->n_tids;
 	struct collect_ctx x = { .c = c };
@@ -78,11 +80,13 @@ static int list_member(struct qos_manager *mgr, struct qos_member *m,
 			close(m->task_fd);
 			m->task_fd = -1;
 		}
-		if (m->task_fd >= 0)
+		if (m->task_fd >= 0) {
 			mgr->kept_fds_budget--;
+		}
 	}
-	if (m->task_fd >= 0)
+	if (m->task_fd >= 0) {
 		return qos_sys_for_each_thread_in(m->task_fd, fn, data);
+	}
 	return qos_sys_for_each_thread(m->pid, fn, data);
 }
 
@@ -93,20 +97,24 @@ void qos_threads_close_task_dir(struct qos_manager *mgr, struct qos_member *m) {
 int qos_threads_for_each(struct qos_manager *mgr, struct qos_member *m,
 		void (*fn)(pid_t tid, void *data), void *data) {
 	if (m->tid) {
-		if (fn)
+		if (fn) {
 			fn(m->tid, data);
+		}
 		return 1;
 	}
 	struct qos_thread_cache *c = &mgr->threads;
 	const struct qos_thread_listing *l = c->keep ? listing(mgr, m) : NULL;
-	if (!l)
+	if (!l) {
 		return list_member(mgr, m, fn, data);
-	if (l->gone)
+	}
+	if (l->gone) {
 		return -1;
+	}
 	/* By index: fn may list another member and move the array. */
 	size_t first = l->first, n = l->n;
-	for (size_t i = 0; fn && i < n; i++)
+	for (size_t i = 0; fn && i < n; i++) {
 		fn(c->tids[first + i], data);
+	}
 	return (int)n;
 }
 

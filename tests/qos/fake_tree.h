@@ -69,8 +69,9 @@ struct fake_tree_events {
 
 static inline void fake_tree_count_event(void *data, const struct qos_event *ev) {
 	struct fake_tree_events *e = data;
-	if (ev->type != e->type || !ev->message)
+	if (ev->type != e->type || !ev->message) {
 		return;
+	}
 	e->count++;
 	snprintf(e->last, sizeof(e->last), "%s: %s", ev->reserve ? ev->reserve : "", ev->message);
 }

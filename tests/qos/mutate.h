@@ -35,14 +35,15 @@ static inline void print_escaped(const char *what, const char *s, size_t len) {
 	fprintf(stderr, "%s: \"", what);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == '\n')
-			fputs("\\n", stderr);
-		else if (c == '"' || c == '\\')
-			fprintf(stderr, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(stderr, "\\x%02x", c);
-		else
-			fputc(c, stderr);
+		if (c == '\n') {
+			{ fputs("\\n", stderr); }
+		} else if (c == '"' || c == '\\') {
+			{ fprintf(stderr, "\\%c", c); }
+		} else if (c < 0x20 || c >= 0x7f) {
+			{ fprintf(stderr, "\\x%02x", c); }
+		} else {
+			{ fputc(c, stderr); }
+		}
 	}
 	fputs("\"\n", stderr);
 }
@@ -50,8 +51,9 @@ static inline void print_escaped(const char *what, const char *s, size_t len) {
 /* Stops after the first failing input: one escaped input is enough to debug. */
 static inline bool failed_before(int before, const char *what, const char *input, size_t len,
 		uint64_t seed, int iteration) {
-	if (check_failures == before)
-		return false;
+	if (check_failures == before) {
+		{ return false; }
+	}
 	fprintf(stderr, "seed %" PRIu64 ", iteration %d\n", seed, iteration);
 	print_escaped(what, input, len);
 	return true;
@@ -184,20 +186,24 @@ static inline void mutate(char *buf, size_t *len, bool nul_ok) {
 	}
 	case 2: { /* delete a span */
 		size_t n = below(*len - at + 1);
-		if (n > 16)
-			n = 16;
+		if (n > 16) {
+			{ n = 16; }
+		}
 		memmove(buf + at, buf + at + n, *len - at - n + 1);
 		*len -= n;
 		break;
 	}
 	default: { /* copy a span elsewhere */
-		if (!*len)
-			break;
+		if (!*len) {
+			{ break; }
+		}
 		size_t from = below(*len), n = 1 + below(24);
-		if (from + n > *len)
-			n = *len - from;
-		if (*len + n >= TEXT_MAX)
-			break;
+		if (from + n > *len) {
+			{ n = *len - from; }
+		}
+		if (*len + n >= TEXT_MAX) {
+			{ break; }
+		}
 		char span[24];
 		memcpy(span, buf + from, n);
 		memmove(buf + at + n, buf + at, *len - at + 1);

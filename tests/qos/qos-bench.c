@@ -89,14 +89,16 @@ static uint64_t now_ns(clockid_t clock) {
 static void sleep_until(uint64_t t_ns) {
 	struct timespec ts = { .tv_sec = (time_t)(t_ns / 1000000000u),
 		.tv_nsec = (long)(t_ns % 1000000000u) };
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
 		;
+	}
 }
 
 static bool wait_go(void) {
 	char line[64];
-	if (!fgets(line, sizeof(line), stdin))
+	if (!fgets(line, sizeof(line), stdin)) {
 		return false;
+	}
 	return strncmp(line, "stop", 4) != 0;
 }
 
@@ -135,14 +137,17 @@ static struct burn_note burn(uint64_t cpu_ns) {
 	uint64_t last = now_ns(CLOCK_MONOTONIC);
 	for (;;) {
 		uint64_t c = now_ns(CLOCK_THREAD_CPUTIME_ID);
-		if (c - cpu_last >= GAP_NS)
+		if (c - cpu_last >= GAP_NS) {
 			n.stolen++;
+		}
 		cpu_last = c;
-		if (c - start >= cpu_ns)
+		if (c - start >= cpu_ns) {
 			break;
+		}
 		uint64_t t = now_ns(CLOCK_MONOTONIC);
-		if (t - last >= GAP_NS)
+		if (t - last >= GAP_NS) {
 			n.stops++;
+		}
 		last = t;
 	}
 	return n;
@@ -155,8 +160,9 @@ struct job_note {
 #define JOB_HISTORY 4
 
 static int periodic(int argc, char **argv) {
-	if (argc < 3)
+	if (argc < 3) {
 		return 2;
+	}
 	uint64_t work_ppm = strtoull(argv[0], NULL, 10);
 	double seconds = atof(argv[1]);
 	int stat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
@@ -166,8 +172,9 @@ static int periodic(int argc, char **argv) {
 		uint64_t jobs = (uint64_t)(seconds * 1e9 / (double)period_ns);
 		printf("ready %s\n", argv[i]);
 		fflush(stdout);
-		if (!wait_go())
+		if (!wait_go()) {
 			break;
+		}
 		uint64_t start = now_ns(CLOCK_MONOTONIC) + period_ns;
 		uint64_t done = 0, missed = 0, worst = 0;
 		struct job_note worst_note = { 0 }, hist[JOB_HISTORY] = { 0 };
@@ -218,37 +225,44 @@ static int periodic(int argc, char **argv) {
 		printf("\n");
 		fflush(stdout);
 		char line[64];
-		if (!fgets(line, sizeof(line), stdin) || strncmp(line, "stop", 4) == 0)
+		if (!fgets(line, sizeof(line), stdin) || strncmp(line, "stop", 4) == 0) {
 			break;
-		if (strncmp(line, "again", 5) == 0)
+		}
+		if (strncmp(line, "again", 5) == 0) {
 			i--;
+		}
 	}
-	if (stat_fd >= 0)
+	if (stat_fd >= 0) {
 		close(stat_fd);
+	}
 	return 0;
 }
 
 static int timerlat(int argc, char **argv) {
-	if (argc < 4)
+	if (argc < 4) {
 		return 2;
+	}
 	long count = atol(argv[0]);
 	uint64_t min_ms = strtoull(argv[1], NULL, 10), max_ms = strtoull(argv[2], NULL, 10);
 	srand48(atol(argv[3]));
 	printf("ready\n");
 	fflush(stdout);
-	if (!wait_go())
+	if (!wait_go()) {
 		return 0;
+	}
 	uint64_t *lat = calloc((size_t)count, sizeof(*lat));
-	if (!lat)
+	if (!lat) {
 		return 1;
+	}
 	for (long i = 0; i < count; i++) {
 		uint64_t delay_ms = min_ms + (uint64_t)(drand48() * (double)(max_ms - min_ms + 1));
 		uint64_t target = now_ns(CLOCK_MONOTONIC) + delay_ms * 1000000u;
 		sleep_until(target);
 		lat[i] = now_ns(CLOCK_MONOTONIC) - target;
 	}
-	for (long i = 0; i < count; i++)
+	for (long i = 0; i < count; i++) {
 		printf("lat %llu\n", (unsigned long long)lat[i]);
+	}
 	printf("done\n");
 	fflush(stdout);
 	free(lat);
@@ -257,21 +271,24 @@ static int timerlat(int argc, char **argv) {
 
 static int waker(int argc, char **argv) {
 	double hz = argc >= 1 ? atof(argv[0]) : 0;
-	if (hz <= 0 || hz > 100000)
+	if (hz <= 0 || hz > 100000) {
 		return 2;
+	}
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	struct epoll_event ev = { .events = EPOLLIN };
-	if (tfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0)
+	if (tfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0) {
 		return 1;
+	}
 	uint64_t ns = (uint64_t)(1e9 / hz);
 	struct itimerspec its = {
 		.it_interval = { .tv_sec = (time_t)(ns / 1000000000u),
 				.tv_nsec = (long)(ns % 1000000000u) },
 	};
 	its.it_value = its.it_interval;
-	if (timerfd_settime(tfd, 0, &its, NULL) < 0)
+	if (timerfd_settime(tfd, 0, &its, NULL) < 0) {
 		return 1;
+	}
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
@@ -279,16 +296,19 @@ static int waker(int argc, char **argv) {
 			{ .fd = 0, .events = POLLIN },
 			{ .fd = ep, .events = POLLIN },
 		};
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		if (poll(fds, 2, -1) < 0 && errno != EINTR) {
 			return 1;
+		}
 		if (fds[1].revents & POLLIN) {
 			struct epoll_event out[4];
 			uint64_t v;
-			if (epoll_wait(ep, out, 4, 0) > 0 && read(tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			if (epoll_wait(ep, out, 4, 0) > 0 && read(tfd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
 				return 1;
+			}
 		}
-		if (fds[0].revents & (POLLIN | POLLHUP))
+		if (fds[0].revents & (POLLIN | POLLHUP)) {
 			return 0;
+		}
 	}
 }
 
@@ -302,10 +322,11 @@ struct bench_sched_attr {
 };
 
 static void print_pair(double cpu_ns, long pairs, bool ok) {
-	if (ok)
+	if (ok) {
 		printf(" %.2f", cpu_ns / 1000.0 / (double)pairs);
-	else
+	} else {
 		printf(" -");
+	}
 }
 
 static pid_t spin_child(void) {
@@ -313,10 +334,12 @@ static pid_t spin_child(void) {
 	pid_t child = fork();
 	if (child == 0) {
 		/* Not a busy loop left behind should switchcost be killed. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
 			_exit(1);
-		for (volatile unsigned long n = 0;; n++)
+		}
+		for (volatile unsigned long n = 0;; n++) {
 			;
+		}
 	}
 	return child;
 }
@@ -356,12 +379,14 @@ static bool fill_group(const char *idle_path, pid_t child) {
 	const char *slash = strrchr(idle_path, '/');
 	if (!slash || child <= 0 ||
 			snprintf(procs, sizeof(procs), "%.*s/cgroup.procs", (int)(slash - idle_path),
-					idle_path) >= (int)sizeof(procs))
+					idle_path) >= (int)sizeof(procs)) {
 		return false;
+	}
 	int fd = open(procs, O_WRONLY | O_CLOEXEC);
 	bool ok = fd >= 0 && dprintf(fd, "%d", child) > 0;
-	if (fd >= 0)
+	if (fd >= 0) {
 		close(fd);
+	}
 	return ok;
 }
 
@@ -376,8 +401,9 @@ static bool idle_pairs(const char *idle_path, long pairs, uint64_t *ns) {
 			*ns += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 		}
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
 		close(fd);
+	}
 	end_child(child); /* reaped: the group is empty again for its owner to remove */
 	return ok;
 }
@@ -419,8 +445,9 @@ static pid_t pinned_spin_child(int cpu) {
 static uint64_t process_cpu_ns(pid_t pid) {
 	clockid_t clock;
 	struct timespec ts;
-	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+	if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) {
 		return 0;
+	}
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -439,19 +466,23 @@ static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int 
 		.sched_period = 10000000 };
 	struct bench_sched_attr other = { .size = sizeof(other), .sched_policy = 0 };
 	uint64_t loops0 = 0, loops1 = 0;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		loops0 += process_cpu_ns(loops[i]);
-	if (syscall(SYS_sched_setattr, 0, &dl, 0) != 0)
+	}
+	if (syscall(SYS_sched_setattr, 0, &dl, 0) != 0) {
 		return false;
+	}
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t span = (uint64_t)(secs * 1e9), t1;
-	while ((t1 = now_ns(CLOCK_MONOTONIC)) - t0 < span)
+	while ((t1 = now_ns(CLOCK_MONOTONIC)) - t0 < span) {
 		;
+	}
 	uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* Running, so never throttled here: the kernel keeps no bandwidth of ours. */
 	syscall(SYS_sched_setattr, 0, &other, 0);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		loops1 += process_cpu_ns(loops[i]);
+	}
 	*own = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
 	*theirs = 100.0 * (double)(loops1 - loops0) / (double)(t1 - t0) / n;
 	return true;
@@ -460,13 +491,15 @@ static bool deadline_share(uint64_t flags, double secs, const pid_t *loops, int 
 static int reclaim(int argc, char **argv) {
 	double secs = argc >= 1 ? atof(argv[0]) : 0;
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-	if (!(secs > 0 && secs <= 60) || ncpus < 1 || ncpus > 64)
+	if (!(secs > 0 && secs <= 60) || ncpus < 1 || ncpus > 64) {
 		return 2;
+	}
 	pid_t loops[64];
 	int n = 0;
 	for (; n < ncpus; n++) {
-		if ((loops[n] = pinned_spin_child(n)) <= 0)
+		if ((loops[n] = pinned_spin_child(n)) <= 0) {
 			break;
+		}
 	}
 	double own[2] = { 0 }, theirs[2] = { 0 };
 	bool ok[2] = { false, false };
@@ -479,14 +512,16 @@ static int reclaim(int argc, char **argv) {
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 		ok[1] = deadline_share(2 /* SCHED_FLAG_RECLAIM */, secs, loops, n, &own[1], &theirs[1]);
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		end_child(loops[i]);
+	}
 	printf("reclaim");
 	for (int i = 0; i < 4; i++) {
-		if (ok[i % 2])
+		if (ok[i % 2]) {
 			printf(" %.1f", i < 2 ? own[i] : theirs[i - 2]);
-		else
+		} else {
 			printf(" -");
+		}
 	}
 	printf("\n");
 	return ok[0] && ok[1] ? 0 : 1;
@@ -494,8 +529,9 @@ static int reclaim(int argc, char **argv) {
 
 static int switchcost(int argc, char **argv) {
 	long pairs = argc >= 1 ? atol(argv[0]) : 0;
-	if (pairs <= 0 || pairs > 100000 || argc < 2)
+	if (pairs <= 0 || pairs > 100000 || argc < 2) {
 		return 2;
+	}
 	uint64_t idle_ns = 0, set_ns = 0;
 	bool idle_ok = strcmp(argv[1], "-") != 0 && idle_pairs(argv[1], pairs, &idle_ns);
 	bool set_ok = setattr_pairs(pairs, &set_ns);
@@ -510,19 +546,25 @@ static int switchcost(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-	if (argc >= 2 && strcmp(argv[1], "periodic") == 0)
+	if (argc >= 2 && strcmp(argv[1], "periodic") == 0) {
 		return periodic(argc - 2, argv + 2);
-	if (argc >= 2 && strcmp(argv[1], "timerlat") == 0)
+	}
+	if (argc >= 2 && strcmp(argv[1], "timerlat") == 0) {
 		return timerlat(argc - 2, argv + 2);
-	if (argc >= 2 && strcmp(argv[1], "waker") == 0)
+	}
+	if (argc >= 2 && strcmp(argv[1], "waker") == 0) {
 		return waker(argc - 2, argv + 2);
-	if (argc >= 2 && strcmp(argv[1], "switchcost") == 0)
+	}
+	if (argc >= 2 && strcmp(argv[1], "switchcost") == 0) {
 		return switchcost(argc - 2, argv + 2);
-	if (argc >= 2 && strcmp(argv[1], "reclaim") == 0)
+	}
+	if (argc >= 2 && strcmp(argv[1], "reclaim") == 0) {
 		return reclaim(argc - 2, argv + 2);
+	}
 	if (argc >= 2 && strcmp(argv[1], "spin") == 0) {
-		for (volatile unsigned long n = 0;; n++)
+		for (volatile unsigned long n = 0;; n++) {
 			;
+		}
 	}
 	fprintf(stderr,
 			"usage: %s periodic WORK_PPM SECONDS PERIOD_US... | "

@@ -62,10 +62,12 @@ static unsigned long long event_counts[N_EVENTS];
 static unsigned long long dispatches;
 
 static void on_event(void *data, const struct qos_event *ev) {
-	if ((size_t)ev->type < N_EVENTS)
+	if ((size_t)ev->type < N_EVENTS) {
 		event_counts[ev->type]++;
-	if (quiet)
+	}
+	if (quiet) {
 		return;
+	}
 	printf("event %s reserve=%s pid=%d tid=%d used=%llu msg=%s\n", event_names[ev->type],
 			ev->reserve ? ev->reserve : "-", ev->pid, ev->tid, (unsigned long long)ev->used_us,
 			ev->message ? ev->message : "");
@@ -81,17 +83,19 @@ static bool parse_params(const char *kind, const char *rest, struct qos_params *
 	char line[1024];
 	snprintf(line, sizeof(line), "%s %s", kind, rest);
 	struct qos_rules *rules = qos_rules_create();
-	if (!rules)
+	if (!rules) {
 		return false;
+	}
 	err[0] = '\0';
 	int n = qos_rules_parse_string(rules, "cmd", line, diag, err);
 	bool ok = n == 0;
-	if (ok && rules->n_reserves)
+	if (ok && rules->n_reserves) {
 		*out = rules->reserves[0].params;
-	else if (ok && rules->n_rules)
+	} else if (ok && rules->n_rules) {
 		*out = rules->rules[0].params;
-	else
+	} else {
 		ok = false;
+	}
 	qos_rules_destroy(rules);
 	return ok;
 }
@@ -107,23 +111,28 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 	struct qos_params p;
 	line[strcspn(line, "\n")] = '\0';
 	if (sscanf(line, "reserve %127s %n", name, &off) == 1) {
-		if (!parse_params("reserve", line + 8, &p, err))
+		if (!parse_params("reserve", line + 8, &p, err)) {
 			goto fail;
+		}
 		refusal = true;
-		if (!qos_reserve_set(mgr, name, &p, true, true, err, sizeof(err)))
+		if (!qos_reserve_set(mgr, name, &p, true, true, err, sizeof(err))) {
 			goto fail;
+		}
 	} else if (sscanf(line, "class %d %n", &pid, &off) == 1) {
 		char rest[1024];
 		snprintf(rest, sizeof(rest), "exe=x %s", line + off);
-		if (!parse_params("rule", rest, &p, err))
+		if (!parse_params("rule", rest, &p, err)) {
 			goto fail;
+		}
 		refusal = true;
-		if (!qos_manager_set_class(mgr, pid, &p, err, sizeof(err)))
+		if (!qos_manager_set_class(mgr, pid, &p, err, sizeof(err))) {
 			goto fail;
+		}
 	} else if (sscanf(line, "join %127s %d %d", name, &pid, &tid) >= 2) {
 		refusal = true;
-		if (!qos_manager_join(mgr, name, pid, tid, err, sizeof(err)))
+		if (!qos_manager_join(mgr, name, pid, tid, err, sizeof(err))) {
 			goto fail;
+		}
 	} else if (sscanf(line, "leave %d %d", &pid, &tid) >= 1) {
 		if (!qos_manager_leave(mgr, pid, tid)) {
 			snprintf(err, sizeof(err), "not a member");
@@ -134,8 +143,9 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 	} else if (sscanf(line, "thread %d %d", &pid, &tid) == 2) {
 		qos_manager_thread_started(mgr, pid, tid);
 	} else if (sscanf(line, "delete %127s", name) == 1) {
-		if (!qos_reserve_delete(mgr, name, err, sizeof(err)))
+		if (!qos_reserve_delete(mgr, name, err, sizeof(err))) {
 			goto fail;
+		}
 	} else if (sscanf(line, "bill-pid %d %llu", &pid, &usec) == 2) {
 		if (!qos_manager_bill_pid(mgr, pid, usec)) {
 			snprintf(err, sizeof(err), "not a process member");
@@ -163,8 +173,9 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 		if (!qos_manager_vblank(mgr, name, (uint64_t)((int64_t)now + offset), usec, err,
-					sizeof(err)))
+					sizeof(err))) {
 			goto fail;
+		}
 	} else if (sscanf(line, "info %127s", name) == 1) {
 		struct qos_reserve_info info;
 		if (!qos_manager_reserve_info(mgr, name, &info)) {
@@ -193,9 +204,10 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 			goto fail;
 		}
 		printf("ok");
-		for (ssize_t i = 0; i < n && i < 256; i++)
+		for (ssize_t i = 0; i < n && i < 256; i++) {
 			printf(" %d:%llu:%llu:%d", (int)th[i].tid, (unsigned long long)th[i].runtime_ns,
 					(unsigned long long)th[i].used_ns, th[i].parked);
+		}
 		printf("\n");
 		fflush(stdout);
 		return;
@@ -234,8 +246,9 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 				(unsigned long long)mi.watchdog_alarms, mi.watchdog_cooldown,
 				(unsigned long long)mi.granted_ppm, (unsigned long long)mi.capacity_ppm,
 				dispatches);
-		for (size_t i = 0; i < N_EVENTS; i++)
+		for (size_t i = 0; i < N_EVENTS; i++) {
 			printf(" %s=%llu", event_names[i], event_counts[i]);
+		}
 		printf("\n");
 		fflush(stdout);
 		return;
@@ -251,10 +264,11 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 	fflush(stdout);
 	return;
 fail:
-	if (refusal)
+	if (refusal) {
 		printf("err %s [%s]\n", err, refusal_names[qos_manager_last_refusal(mgr)]);
-	else
+	} else {
 		printf("err %s\n", err);
+	}
 	fflush(stdout);
 }
 
@@ -263,31 +277,31 @@ int main(int argc, char **argv) {
 	qos_manager_config_init(&cfg);
 	cfg.event = on_event;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--root") && i + 1 < argc)
+		if (!strcmp(argv[i], "--root") && i + 1 < argc) {
 			cfg.root_name = argv[++i];
-		else if (!strcmp(argv[i], "--parent") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--parent") && i + 1 < argc) {
 			cfg.cgroup_parent = argv[++i];
-		else if (!strcmp(argv[i], "--base") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--base") && i + 1 < argc) {
 			cfg.cgroup_base = argv[++i];
-		else if (!strcmp(argv[i], "--no-guardian"))
+		} else if (!strcmp(argv[i], "--no-guardian")) {
 			cfg.guardian = false;
-		else if (!strcmp(argv[i], "--fake"))
+		} else if (!strcmp(argv[i], "--fake")) {
 			cfg.fake_files = true;
-		else if (!strcmp(argv[i], "--quiet"))
+		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = true;
-		else if (!strcmp(argv[i], "--external-canary"))
+		} else if (!strcmp(argv[i], "--external-canary")) {
 			cfg.watchdog_external_canary = true;
-		else if (!strcmp(argv[i], "--rsvd") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--rsvd") && i + 1 < argc) {
 			cfg.rsvd_ppm = (uint64_t)(atof(argv[++i]) * 1e4);
-		else if (!strcmp(argv[i], "--ncpus") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--ncpus") && i + 1 < argc) {
 			cfg.ncpus = (unsigned)atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--watchdog-timeout") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--watchdog-timeout") && i + 1 < argc) {
 			cfg.watchdog_timeout_us = strtoull(argv[++i], NULL, 10) * 1000u;
-		else if (!strcmp(argv[i], "--watchdog-cooldown") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--watchdog-cooldown") && i + 1 < argc) {
 			cfg.watchdog_cooldown_us = strtoull(argv[++i], NULL, 10) * 1000u;
-		else if (!strcmp(argv[i], "--rttime") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--rttime") && i + 1 < argc) {
 			cfg.rttime_us = strtoull(argv[++i], NULL, 10) * 1000u;
-		else {
+		} else {
 			fprintf(stderr,
 					"usage: %s [--root NAME] [--base DIR] [--no-guardian] [--fake] "
 					"[--quiet] [--rsvd PERCENT] [--ncpus N] [--watchdog-timeout MS] "
@@ -314,15 +328,17 @@ int main(int argc, char **argv) {
 			{ .fd = 0, .events = POLLIN },
 			{ .fd = qos_manager_get_fd(mgr), .events = POLLIN },
 		};
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		if (poll(fds, 2, -1) < 0 && errno != EINTR) {
 			break;
+		}
 		if (fds[1].revents & POLLIN) {
 			dispatches++;
 			qos_manager_dispatch(mgr);
 		}
 		if (fds[0].revents & (POLLIN | POLLHUP)) {
-			if (!fgets(line, sizeof(line), stdin))
+			if (!fgets(line, sizeof(line), stdin)) {
 				break;
+			}
 			command(mgr, line, &quit);
 		}
 	}

@@ -15,8 +15,9 @@ static struct qos_params adaptive(bool auto_slice, bool continuous, uint64_t sli
 
 /* Feeds n periods of use base..base+jitter (a fixed pattern), none used up. */
 static void feed(struct qos_adapt *a, unsigned n, uint64_t base, uint64_t jitter) {
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		qos_adapt_sample(a, base + (jitter ? (i * 7919u) % (jitter + 1) : 0), false);
+	}
 }
 
 static void test_initial(void) {
@@ -56,15 +57,17 @@ static void test_grow(void) {
 	CHECK(slice >= 2500);
 	/* A frame that spills into the next period: every other one used up. */
 	struct qos_adapt b = { 0 };
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		qos_adapt_sample(&b, i % 2 ? 600 : 2000, i % 2 == 0);
+	}
 	uint64_t spill;
 	CHECK(qos_adapt_decide(&b, &p, &spill, why, sizeof(why)));
 	CHECK(spill >= 2500);
 	/* One overrun in four is noise. */
 	struct qos_adapt c = { 0 };
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		qos_adapt_sample(&c, i ? 1500 : 2000, i == 0);
+	}
 	CHECK(!qos_adapt_decide(&c, &p, &spill, why, sizeof(why)));
 	CHECK(strstr(why, "grown to") != NULL);
 	qos_adapt_changed(&a, slice);
@@ -74,14 +77,16 @@ static void test_grow(void) {
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 	/* Up to the bound and no further. */
 	p.adapt.max_ppm = 300000;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
 		qos_adapt_sample(&a, 9000, true);
+	}
 	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 	CHECK_EQ_U(slice, 3000);
 	qos_adapt_changed(&a, slice);
 	p.slice_us = slice;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
 		qos_adapt_sample(&a, 9000, true);
+	}
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 }
 
@@ -139,8 +144,9 @@ static void test_reports_preferred(void) {
 	}
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* 3450 is inside the band */
 	/* Work past the slice in 3 of 4 reports: growth, though no period overran. */
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		qos_adapt_report(&a, 10000, 4500, p.period_us);
+	}
 	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 	CHECK(slice >= 5000 && strstr(why, "reported work"));
 	qos_adapt_changed(&a, slice);
@@ -158,8 +164,9 @@ static void test_batched_periods(void) {
 	uint64_t slice;
 	char why[160];
 	qos_adapt_periods(&a, 5, 0, 0);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		qos_adapt_report(&a, 20000, 16000, p.period_us);
+	}
 	qos_adapt_periods(&a, 50, 0, 0);
 	CHECK_EQ_U(a.used.n, QOS_ADAPT_RING);
 	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
@@ -176,8 +183,9 @@ static void test_batched_periods(void) {
 
 static void test_percentile(void) {
 	struct qos_adapt a = { 0 };
-	for (uint64_t v = 1; v <= 20; v++)
+	for (uint64_t v = 1; v <= 20; v++) {
 		qos_adapt_sample(&a, v, false);
+	}
 	CHECK_EQ_U(qos_adapt_percentile(&a.used, 20, 95), 19);
 	CHECK_EQ_U(qos_adapt_percentile(&a.used, 20, 100), 20);
 	CHECK_EQ_U(qos_adapt_percentile(&a.used, 4, 50), 18);

@@ -57,8 +57,9 @@ static void test_fired_or_disarmed_gives_nothing(clockid_t clock, timer_t t, int
 	uint64_t at = clock_of(clock) + 1000000;
 	CHECK(qos_cputimer_arm(t, at) == 0);
 	uint32_t cookie = 0;
-	for (int i = 0; i < 200 && qos_cputimer_read(sfd, &cookie, 1) == 0; i++)
+	for (int i = 0; i < 200 && qos_cputimer_read(sfd, &cookie, 1) == 0; i++) {
 		usleep(5000);
+	}
 	CHECK_EQ_U(cookie, 7);
 	CHECK(clock_of(clock) >= at);
 	CHECK(!qos_cputimer_rearm_after(t, at, 1000000, &now));
@@ -72,10 +73,12 @@ int main(void) {
 	if (child == 0) {
 		/* Never outlives a crashed test: it would take a CPU from the rest. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		if (getppid() == 1) {
 			_exit(0);
-		for (volatile unsigned long n = 0;; n++)
+		}
+		for (volatile unsigned long n = 0;; n++) {
 			;
+		}
 	}
 	CHECK(child > 0);
 	timer_t t;
@@ -93,7 +96,8 @@ int main(void) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
-	if (sfd >= 0)
+	if (sfd >= 0) {
 		close(sfd);
+	}
 	return check_report("test_cputimer");
 }

@@ -33,8 +33,9 @@ struct diags {
 
 static void collect(void *data, const char *message) {
 	struct diags *d = data;
-	if (d->n < 64)
+	if (d->n < 64) {
 		snprintf(d->msg[d->n], sizeof(d->msg[0]), "%s", message);
+	}
 	d->n++;
 }
 
@@ -43,8 +44,9 @@ static long line_length(const char *text, long line) {
 	const char *p = text;
 	for (long l = 1; l < line; l++) {
 		p = strchr(p, '\n');
-		if (!p)
+		if (!p) {
 			return -1;
+		}
 		p++;
 	}
 	const char *nl = strchr(p, '\n');
@@ -62,8 +64,9 @@ static void check_diagnostic(const char *text, long lines, const char *msg) {
 	/* A column may point just past the last byte (what is missing goes there). */
 	long width = line_length(text, line);
 	CHECK(col >= 1 && col <= width + 1);
-	for (const char *c = msg; *c; c++)
+	for (const char *c = msg; *c; c++) {
 		CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
+	}
 }
 
 /* What formatting gives back when parsed as a reserve line: the same parameters. */
@@ -81,8 +84,9 @@ static void check_round_trip(const char *name, const struct qos_params *p) {
 	CHECK(def && qos_params_equal(&def->params, &want));
 	if (d.n || !def || !qos_params_equal(&def->params, &want)) {
 		print_escaped("formatted", line, strlen(line));
-		for (int i = 0; i < d.n && i < 64; i++)
+		for (int i = 0; i < d.n && i < 64; i++) {
 			fprintf(stderr, "  %s\n", d.msg[i]);
+		}
 	}
 	qos_rules_destroy(r);
 }
@@ -99,8 +103,9 @@ static void check_accepted(const struct qos_rules *r) {
 	for (size_t i = 0; i < r->n_rules; i++) {
 		const struct qos_rule *rule = &r->rules[i];
 		CHECK(rule->n_matches >= 1);
-		for (size_t k = 0; k < rule->n_matches; k++)
+		for (size_t k = 0; k < rule->n_matches; k++) {
 			CHECK(rule->matches[k].pattern && rule->matches[k].pattern[0]);
+		}
 		if (rule->reserve[0]) {
 			CHECK(qos_name_valid(rule->reserve, err, sizeof(err)));
 		} else if (rule->places) {
@@ -132,13 +137,16 @@ static void fuzz_rules(uint64_t seed, int iterations) {
 	FILE *f = fopen(QOSWAY_SOURCE_CONFIG "/qosrc", "r");
 	CHECK(f != NULL);
 	while (f && n_corpus < 48 && fgets(corpus[n_corpus], sizeof(corpus[0]), f)) {
-		if (corpus[n_corpus][0] != '#' && corpus[n_corpus][0] != '\n')
+		if (corpus[n_corpus][0] != '#' && corpus[n_corpus][0] != '\n') {
 			n_corpus++;
+		}
 	}
-	if (f)
+	if (f) {
 		fclose(f);
-	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+	}
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
 		snprintf(corpus[n_corpus++], sizeof(corpus[0]), "%s", extra[i]);
+	}
 
 	static char text[TEXT_MAX + sizeof(SENTINEL) + 2];
 	static struct diags d;
@@ -152,23 +160,27 @@ static void fuzz_rules(uint64_t seed, int iterations) {
 				len += strlen(line);
 			}
 		}
-		for (size_t k = 1 + below(8); k > 0; k--)
+		for (size_t k = 1 + below(8); k > 0; k--) {
 			mutate(text, &len, false);
+		}
 		/* Whatever the garbage above, the next line loads. */
-		if (len && text[len - 1] != '\n')
+		if (len && text[len - 1] != '\n') {
 			text[len++] = '\n';
+		}
 		memcpy(text + len, SENTINEL, sizeof(SENTINEL));
 		long lines = 0;
-		for (const char *c = text; *c; c++)
+		for (const char *c = text; *c; c++) {
 			lines += *c == '\n';
+		}
 
 		int before = check_failures;
 		memset(&d, 0, sizeof(d));
 		struct qos_rules *r = qos_rules_create();
 		int errors = qos_rules_parse_string(r, FILE_NAME, text, collect, &d);
 		CHECK(errors >= 0 && errors == d.n);
-		for (int i = 0; i < d.n && i < 64; i++)
+		for (int i = 0; i < d.n && i < 64; i++) {
 			check_diagnostic(text, lines, d.msg[i]);
+		}
 		const struct qos_reserve_def *s = qos_rules_find_reserve(r, "fuzz-sentinel");
 		CHECK(s && s->line == lines && s->params.policy == QOS_POLICY_QOS &&
 				s->params.period_us == 20000 && s->params.slice_us == 5000 &&
@@ -176,8 +188,9 @@ static void fuzz_rules(uint64_t seed, int iterations) {
 		check_accepted(r);
 		qos_rules_destroy(r);
 		if (failed_before(before, "rules", text, strlen(text), seed, it)) {
-			for (int i = 0; i < d.n && i < 64; i++)
+			for (int i = 0; i < d.n && i < 64; i++) {
 				print_escaped("  diagnostic", d.msg[i], strlen(d.msg[i]));
+			}
 			return;
 		}
 	}
@@ -191,17 +204,20 @@ static void fuzz_rules(uint64_t seed, int iterations) {
  */
 static bool decimal(const char *s, long double *v, const char **rest) {
 	size_t i = strspn(s, "0123456789");
-	if (i == 0)
+	if (i == 0) {
 		return false;
+	}
 	if (s[i] == '.') {
 		size_t f = strspn(s + i + 1, "0123456789");
-		if (f == 0)
+		if (f == 0) {
 			return false;
+		}
 		i += 1 + f;
 	}
 	char num[32];
-	if (i >= sizeof(num))
+	if (i >= sizeof(num)) {
 		return false;
+	}
 	memcpy(num, s, i);
 	num[i] = '\0';
 	*v = strtold(num, NULL);
@@ -214,8 +230,9 @@ static void fuzz_values(uint64_t seed, int iterations) {
 	char s[24];
 	for (int it = 0; it < iterations; it++) {
 		size_t n = 1 + below(sizeof(s) - 2);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			s[i] = alphabet[below(sizeof(alphabet) - 1)];
+		}
 		s[n] = '\0';
 		int before = check_failures;
 		long double v;
@@ -242,15 +259,17 @@ static void fuzz_values(uint64_t seed, int iterations) {
 		valid = num && (!*rest || !strcmp(rest, "%")) && want < 64e6L + 0.5L;
 		CHECK(pct == valid);
 		CHECK(!pct || ((long double)ppm >= want - 0.5001L && (long double)ppm <= want + 0.5001L));
-		if (failed_before(before, "value", s, n, seed, it))
+		if (failed_before(before, "value", s, n, seed, it)) {
 			return;
+		}
 	}
 }
 
 /* Adaptation keys, some of the time; normalize sorts out the invalid mixes. */
 static void random_adapt(struct qos_params *p) {
-	if (rnd() % 2)
+	if (rnd() % 2) {
 		return;
+	}
 	p->adapt.auto_slice = rnd() % 2;
 	p->adapt.continuous = rnd() % 2;
 	p->adapt.min_ppm = rnd() % 3 ? 0 : 1 + below(400000);
@@ -277,26 +296,31 @@ static void fuzz_params_format(uint64_t seed, int iterations) {
 		p.inherit = rnd() % 2;
 		random_adapt(&p);
 		char err[160];
-		if (!qos_params_normalize(&p, err, sizeof(err)))
+		if (!qos_params_normalize(&p, err, sizeof(err))) {
 			continue;
+		}
 		int before = check_failures;
 		check_round_trip("fuzz", &p);
 		char fmt[256];
 		qos_params_format(&p, fmt, sizeof(fmt));
-		if (failed_before(before, "params", fmt, strlen(fmt), seed, it))
+		if (failed_before(before, "params", fmt, strlen(fmt), seed, it)) {
 			return;
+		}
 	}
 }
 
 static bool path_clean(const char *path, bool may_be_empty) {
-	if (!path[0])
+	if (!path[0]) {
 		return may_be_empty;
-	if (path[0] != '/')
+	}
+	if (path[0] != '/') {
 		return false;
+	}
 	for (const char *c = path; c; c = strchr(c + 1, '/')) {
 		size_t part = strcspn(c + 1, "/");
-		if ((part == 1 && c[1] == '.') || (part == 2 && !strncmp(c + 1, "..", 2)))
+		if ((part == 1 && c[1] == '.') || (part == 2 && !strncmp(c + 1, "..", 2))) {
 			return false;
+		}
 	}
 	return true;
 }
@@ -319,8 +343,9 @@ static void fuzz_journal(uint64_t seed, int iterations) {
 		struct qos_journal_entry back;
 		CHECK(qos_journal_parse(buf, len, &back) && memcmp(&back, &e, sizeof(e)) == 0);
 
-		for (size_t k = 1 + below(6); k > 0; k--)
+		for (size_t k = 1 + below(6); k > 0; k--) {
 			mutate(buf, &len, true);
+		}
 		int before = check_failures;
 		/* Parsed by length: a NUL a mutation put in is just another byte. */
 		if (qos_journal_parse(buf, len, &back)) {
@@ -333,8 +358,9 @@ static void fuzz_journal(uint64_t seed, int iterations) {
 			CHECK(n > 0 && qos_journal_parse(again, n, &twice) &&
 					memcmp(&twice, &back, sizeof(back)) == 0);
 		}
-		if (failed_before(before, "journal", buf, len, seed, it))
+		if (failed_before(before, "journal", buf, len, seed, it)) {
 			return;
+		}
 	}
 }
 

@@ -81,9 +81,10 @@ static void test_accepts(void) {
 	/* Lines past the cap are skipped, not taken for damage. */
 	static char many[8192];
 	int len = snprintf(many, sizeof(many), "%s", GOOD);
-	for (int i = 0; i < QOS_JOURNAL_THREADS + 3; i++)
+	for (int i = 0; i < QOS_JOURNAL_THREADS + 3; i++) {
 		len += snprintf(many + len, sizeof(many) - (size_t)len, "thread=%d 0 0 %d 0\n", 100 + i,
 				i % 20);
+	}
 	CHECK(parse(many, &e) && e.n_threads == QOS_JOURNAL_THREADS);
 	CHECK(e.threads[QOS_JOURNAL_THREADS - 1].tid == 100 + QOS_JOURNAL_THREADS - 1);
 	CHECK(parse("qosway-journal 1\nstart=5\nnice=0\nrttime=0 0\nv2=/a/...b/.c\ncpu=\n", &e));

@@ -17,8 +17,9 @@
 
 int main(void) {
 	char base[] = "/tmp/qos-lookup-XXXXXX";
-	if (!fake_tree_create(base))
+	if (!fake_tree_create(base)) {
 		return 1;
+	}
 
 	struct qos_manager_config cfg;
 	fake_tree_config(&cfg, base, "qosway-lookup");

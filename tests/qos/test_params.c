@@ -203,13 +203,15 @@ static void test_normalize(void) {
 		enum qos_param_key key = QOS_PARAM_NICE;
 		char e[160] = "";
 		bool ok = qos_params_check(&p, &key, e, sizeof(e));
-		if (ok != order[i].ok)
+		if (ok != order[i].ok) {
 			fprintf(stderr, "%s -> %s: %s\n", qos_policy_name(order[i].policy),
 					qos_policy_name(order[i].fallback), e);
+		}
 		CHECK(ok == order[i].ok);
-		if (!ok)
+		if (!ok) {
 			CHECK(key ==
 					(order[i].policy == QOS_POLICY_PAUSE ? QOS_PARAM_PERIOD : QOS_PARAM_FALLBACK));
+		}
 	}
 }
 
@@ -376,8 +378,9 @@ static bool reads_back(const struct qos_params *p) {
 	struct qos_params want = *p;
 	qos_params_vblank_standin(&want);
 	ok = def && qos_params_equal(&def->params, &want);
-	if (!ok)
+	if (!ok) {
 		fprintf(stderr, "does not read back: %s", line);
+	}
 	qos_rules_destroy(rules);
 	return ok;
 }

@@ -111,8 +111,9 @@ static void test_billed_debt(void) {
 	int overruns = 0;
 	for (uint64_t t = 100000; t <= 500000; t += 100000) {
 		enum qos_police_transition tr = qos_police_update(&p, t, 0, &next);
-		if (tr == QOS_POLICE_OVERRUN || (tr == QOS_POLICE_NONE && p.in_fallback))
+		if (tr == QOS_POLICE_OVERRUN || (tr == QOS_POLICE_NONE && p.in_fallback)) {
 			overruns++;
+		}
 	}
 	CHECK(p.in_fallback == false);
 	CHECK(overruns >= 3);

@@ -31,16 +31,18 @@ static bool named_odd(pid_t pid, pid_t tid) {
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 	FILE *f = fopen(path, "re");
 	bool ok = f && fgets(comm, sizeof(comm), f) && strcmp(comm, ODD_NAME "\n") == 0;
-	if (f)
+	if (f) {
 		fclose(f);
+	}
 	return ok;
 }
 
 /* Reads until EOF: the writer closed its end, or exec closed it for it. */
 static void wait_eof(int fd) {
 	char c;
-	while (read(fd, &c, 1) > 0 || errno == EINTR)
+	while (read(fd, &c, 1) > 0 || errno == EINTR) {
 		errno = 0;
+	}
 }
 
 /*
@@ -63,11 +65,13 @@ static struct child start_child(void) {
 	CHECK(c.pid >= 0);
 	if (c.pid == 0) {
 		prctl(PR_SET_NAME, ODD_NAME);
-		if (write(up[1], "r", 1) != 1)
+		if (write(up[1], "r", 1) != 1) {
 			_exit(1);
+		}
 		char go;
-		if (read(down[0], &go, 1) != 1)
+		if (read(down[0], &go, 1) != 1) {
 			_exit(1);
+		}
 		execl("/bin/sleep", "sleep", "1000", "x y", (char *)NULL);
 		_exit(127);
 	}
@@ -105,8 +109,9 @@ static void test_self(void) {
 	/* Some CPU went into getting here; more goes in, never less. */
 	uint64_t a = 0, b = 0;
 	CHECK(qos_proc_cpu_ns(self, &a) && a > 0);
-	for (volatile int i = 0; i < 1000000; i++)
+	for (volatile int i = 0; i < 1000000; i++) {
 		;
+	}
 	CHECK(qos_proc_cpu_ns(self, &b) && b >= a);
 }
 
@@ -133,8 +138,9 @@ static void test_thread(void) {
 	stop_thread(th);
 	/* The task directory goes once the thread is reaped, which join waits
 	 * for only as far as the thread's own exit: look again a while. */
-	for (int i = 0; i < 1000 && qos_proc_has_thread(self, tid); i++)
+	for (int i = 0; i < 1000 && qos_proc_has_thread(self, tid); i++) {
 		usleep(1000);
+	}
 	CHECK(!qos_proc_has_thread(self, tid));
 	CHECK_EQ_U(qos_proc_start_time(self, tid), 0);
 }
@@ -142,8 +148,9 @@ static void test_thread(void) {
 static void test_child(void) {
 	pid_t self = getpid();
 	struct child c = start_child();
-	if (c.pid <= 0)
+	if (c.pid <= 0) {
 		return;
+	}
 	/* Renamed, not yet exec'd: a copy of us under ODD_NAME. */
 	CHECK(named_odd(c.pid, c.pid));
 	struct qos_proc_stat st;

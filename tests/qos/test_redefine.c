@@ -19,8 +19,9 @@
 static bool no_pausing(void *data, const char *reserve, const struct qos_params *p, char *err,
 		size_t err_len) {
 	(void)data;
-	if (p->policy != QOS_POLICY_PAUSE && p->fallback != QOS_POLICY_PAUSE)
+	if (p->policy != QOS_POLICY_PAUSE && p->fallback != QOS_POLICY_PAUSE) {
 		return true;
+	}
 	snprintf(err, err_len, "'%s' holds a process that must not be paused", reserve);
 	return false;
 }
@@ -33,8 +34,9 @@ static int nice_of(struct qos_manager *mgr, const char *name) {
 int main(void) {
 	struct fake_tree_events errors = { .type = QOS_EVENT_ERROR };
 	char base[] = "/tmp/qos-redefine-XXXXXX";
-	if (!fake_tree_create(base))
+	if (!fake_tree_create(base)) {
 		return 1;
+	}
 	struct qos_manager_config cfg;
 	fake_tree_config(&cfg, base, "qosway-redefine");
 	cfg.event = fake_tree_count_event;
@@ -73,8 +75,9 @@ int main(void) {
 	CHECK(qos_manager_reserve_info(mgr, "held", &info) && info.params.policy == QOS_POLICY_OTHER &&
 			info.params.nice == 1);
 	CHECK(errors.count == 1 && strstr(errors.last, "must not be paused") != NULL);
-	if (errors.count != 1)
+	if (errors.count != 1) {
 		fprintf(stderr, "%d errors, last: %s\n", errors.count, errors.last);
+	}
 
 	/* The period a vblank reserve took from its output is no user's change. */
 	CHECK(qos_manager_set_rules(mgr,

@@ -28,10 +28,12 @@ static void try_changes(void *data, const struct qos_event *ev) {
 	struct qos_manager *mgr = s->mgr;
 	char err[256] = "";
 	s->events++;
-	if (!mgr)
+	if (!mgr) {
 		return; /* events of qos_manager_create */
-	if (ev->type == QOS_EVENT_MEMBER_EXITED)
+	}
+	if (ev->type == QOS_EVENT_MEMBER_EXITED) {
 		s->exited++;
+	}
 	struct qos_params p;
 	qos_params_init(&p);
 	int refused = 0;
@@ -48,17 +50,20 @@ static void try_changes(void *data, const struct qos_event *ev) {
 	errno = 0;
 	refused += qos_manager_dispatch(mgr) == -1 && errno == EDEADLK;
 	qos_manager_forked(mgr, ev->pid, s->other); /* does nothing */
-	if (refused == 7)
+	if (refused == 7) {
 		s->refused++;
+	}
 	struct qos_reserve_info info;
-	if (ev->reserve && qos_manager_reserve_info(mgr, ev->reserve, &info))
+	if (ev->reserve && qos_manager_reserve_info(mgr, ev->reserve, &info)) {
 		s->queried++;
+	}
 }
 
 int main(void) {
 	char base[] = "/tmp/qos-reentry-XXXXXX";
-	if (!fake_tree_create(base))
+	if (!fake_tree_create(base)) {
 		return 1;
+	}
 	struct seen s = { 0 };
 	struct qos_manager_config cfg;
 	fake_tree_config(&cfg, base, "qosway-reentry");
@@ -97,16 +102,19 @@ int main(void) {
 	CHECK(qos_manager_join(mgr, "r", s.other, 0, err, sizeof(err)));
 	CHECK(qos_manager_leave(mgr, s.other, 0));
 	CHECK(qos_reserve_delete(mgr, "r", err, sizeof(err)));
-	if (s.refused != s.events)
+	if (s.refused != s.events) {
 		fprintf(stderr, "%d events, %d with every change refused\n", s.events, s.refused);
+	}
 	qos_manager_destroy(mgr);
 out:
-	if (a)
+	if (a) {
 		kill(a, SIGKILL);
+	}
 	kill(s.other, SIGKILL);
 	waitpid(s.other, NULL, 0);
-	if (a)
+	if (a) {
 		waitpid(a, NULL, 0);
+	}
 	fake_tree_remove(base);
 	return check_report("test_reentry");
 }

@@ -12,8 +12,9 @@ struct diags {
 
 static void collect(void *data, const char *message) {
 	struct diags *d = data;
-	if (d->n < 16)
+	if (d->n < 16) {
 		snprintf(d->msg[d->n], sizeof(d->msg[0]), "%s", message);
+	}
 	d->n++;
 }
 
@@ -24,10 +25,12 @@ static const char *diag_for(const char *line) {
 	struct qos_rules *r = qos_rules_create();
 	int errs = qos_rules_parse_string(r, "t", line, collect, &d);
 	qos_rules_destroy(r);
-	if (errs == 0 && d.n == 0)
+	if (errs == 0 && d.n == 0) {
 		return "";
-	if (errs != 1 || d.n != 1)
+	}
+	if (errs != 1 || d.n != 1) {
 		return "(several diagnostics)";
+	}
 	return d.msg[0];
 }
 
@@ -37,8 +40,9 @@ static struct qos_rules *parse_valid(const char *text) {
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_string(r, "t", text, collect, &d) == 0);
 	CHECK(d.n == 0);
-	for (int i = 0; i < d.n && i < 16; i++)
+	for (int i = 0; i < d.n && i < 16; i++) {
 		fprintf(stderr, "unexpected: %s\n", d.msg[i]);
+	}
 	return r;
 }
 
@@ -223,8 +227,9 @@ static void test_thesis_example(void) {
 	struct qos_rules *r = qos_rules_create();
 	int errs = qos_rules_parse_file(r, QOSWAY_SOURCE_CONFIG "/qosrc", collect, &d);
 	CHECK(errs == 0);
-	for (int i = 0; i < d.n && i < 16; i++)
+	for (int i = 0; i < d.n && i < 16; i++) {
 		fprintf(stderr, "unexpected: %s\n", d.msg[i]);
+	}
 	static const struct {
 		const char *name;
 		enum qos_policy policy, fallback;
@@ -242,8 +247,9 @@ static void test_thesis_example(void) {
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct qos_reserve_def *def = qos_rules_find_reserve(r, want[i].name);
 		CHECK(def != NULL);
-		if (!def)
+		if (!def) {
 			continue;
+		}
 		CHECK(def->params.policy == want[i].policy);
 		CHECK(def->params.fallback == want[i].fallback);
 		CHECK_EQ_U(def->params.period_us, want[i].period);
@@ -279,25 +285,29 @@ static void test_thesis_example(void) {
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 		const struct qos_rule *m = qos_rules_match(r, rules[i].exe, rules[i].cmdline, NULL);
 		CHECK(m != NULL);
-		if (!m)
+		if (!m) {
 			continue;
+		}
 		if (strcmp(m->reserve, rules[i].reserve) != 0 || m->auto_apply != rules[i].auto_apply ||
-				m->params.inherit != rules[i].inherit)
+				m->params.inherit != rules[i].inherit) {
 			fprintf(stderr, "rule for '%s': reserve '%s' auto %d inherit %d\n", rules[i].cmdline,
 					m->reserve, m->auto_apply, m->params.inherit);
+		}
 		CHECK(strcmp(m->reserve, rules[i].reserve) == 0);
 		CHECK(m->auto_apply == rules[i].auto_apply);
 		CHECK(m->params.inherit == rules[i].inherit);
-		if (rules[i].reserve[0])
+		if (rules[i].reserve[0]) {
 			continue;
+		}
 		const struct qos_params *p = &m->params;
 		if (p->policy != rules[i].policy || p->fallback != rules[i].fallback ||
 				p->period_us != rules[i].period || p->slice_us != rules[i].slice ||
-				p->nice != rules[i].nice || p->priority != rules[i].priority)
+				p->nice != rules[i].nice || p->priority != rules[i].priority) {
 			fprintf(stderr, "rule for '%s': %s/%s %llu/%llu nice %d priority %d\n",
 					rules[i].cmdline, qos_policy_name(p->policy), qos_policy_name(p->fallback),
 					(unsigned long long)p->period_us, (unsigned long long)p->slice_us, p->nice,
 					p->priority);
+		}
 		CHECK(p->policy == rules[i].policy);
 		CHECK(p->fallback == rules[i].fallback);
 		CHECK_EQ_U(p->period_us, rules[i].period);
@@ -375,8 +385,9 @@ static void test_layering(void) {
 		CHECK_STR(def[1], "/opt/etc/qosway/qosrc");
 		CHECK_STR(def[2], "/x/cfg/qosway/qosrc");
 	}
-	while (n > 0)
+	while (n > 0) {
 		free(def[--n]);
+	}
 	/* Empty or relative XDG_CONFIG_HOME is ignored for $HOME/.config; no HOME, no user file. */
 	static const char *const ignored[] = { "", "relative/cfg" };
 	for (size_t i = 0; i < 2; i++) {
@@ -384,15 +395,18 @@ static void test_layering(void) {
 		setenv("HOME", "/home/u", 1);
 		n = qos_rules_default_paths("/d", "/e", def);
 		CHECK_EQ_U(n, 3);
-		if (n == 3)
+		if (n == 3) {
 			CHECK_STR(def[2], "/home/u/.config/qosway/qosrc");
-		while (n > 0)
+		}
+		while (n > 0) {
 			free(def[--n]);
+		}
 	}
 	unsetenv("HOME");
 	CHECK_EQ_U((n = qos_rules_default_paths("/d", "/e", def)), 2);
-	while (n > 0)
+	while (n > 0) {
 		free(def[--n]);
+	}
 	unlink(sys);
 	unlink(etc);
 	unlink(user);
@@ -414,8 +428,9 @@ static void test_file_damage(void) {
 							   "reserve d policy=pause\n";
 	FILE *f = fopen(path, "w");
 	CHECK(f && fwrite(text, 1, sizeof(text) - 1, f) == sizeof(text) - 1);
-	if (f)
+	if (f) {
 		fclose(f);
+	}
 	struct diags d = { 0 };
 	struct qos_rules *r = qos_rules_create();
 	CHECK(qos_rules_parse_file(r, path, collect, &d) == 2);
@@ -436,10 +451,12 @@ static void test_file_damage(void) {
 	/* Over 8 MiB: none of it, not a prefix cut mid-line. */
 	f = fopen(path, "w");
 	CHECK(f != NULL);
-	for (int i = 0; f && i < (8 << 20) / 20 + 1; i++)
+	for (int i = 0; f && i < (8 << 20) / 20 + 1; i++) {
 		fputs("reserve x policy=idle\n", f);
-	if (f)
+	}
+	if (f) {
 		fclose(f);
+	}
 	memset(&d, 0, sizeof(d));
 	r = qos_rules_create();
 	CHECK(qos_rules_parse_file(r, path, collect, &d) == -1);
@@ -452,12 +469,15 @@ static void test_file_damage(void) {
 	CHECK(f != NULL);
 	static const char line[] = "reserve x policy=idle #..........................\n";
 	size_t n = sizeof(line) - 1, written = 0;
-	for (; f && written + n <= (8u << 20); written += n)
+	for (; f && written + n <= (8u << 20); written += n) {
 		fputs(line, f);
-	for (; f && written < (8u << 20); written++)
+	}
+	for (; f && written < (8u << 20); written++) {
 		fputc('\n', f);
-	if (f)
+	}
+	if (f) {
 		fclose(f);
+	}
 	memset(&d, 0, sizeof(d));
 	r = qos_rules_create();
 	CHECK(qos_rules_parse_file(r, path, collect, &d) == 0 && d.n == 0);

@@ -14,18 +14,21 @@
 
 /* One period of use for each thread, then the plan; what it gave is applied. */
 static bool period(struct qos_split_thread *t, size_t n, const uint64_t *used, bool asleep) {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		qos_split_rules_sample(&t[i], used[i], asleep);
+	}
 	bool starved = qos_split_rules_plan(t, n, SLICE, PERIOD);
 	CHECK(qos_split_rules_planned(t, n) <= SLICE);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		t[i].runtime_ns = t[i].parked ? 0 : t[i].want_ns;
+	}
 	return starved;
 }
 
 static void even(struct qos_split_thread *t, size_t n) {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		t[i] = (struct qos_split_thread){ .tid = (pid_t)(100 + i), .runtime_ns = SLICE / n };
+	}
 }
 
 static void test_busy_grows_idle_shrink(void) {
@@ -53,8 +56,9 @@ static void test_sleepers_park_and_wake(void) {
 	struct qos_split_thread t[4];
 	uint64_t used[4] = { 2 * MS, 0, 0, 0 };
 	even(t, 4);
-	for (unsigned k = 0; k < QOS_SPLIT_PARK_PERIODS - 1; k++)
+	for (unsigned k = 0; k < QOS_SPLIT_PARK_PERIODS - 1; k++) {
 		period(t, 4, used, true);
+	}
 	CHECK(!t[1].parked);
 	/* Awake (runnable) threads do not park however idle they were. */
 	period(t, 4, used, false);
@@ -87,8 +91,9 @@ static void test_overload_is_max_min_fair(void) {
 	even(t, 3);
 	uint64_t used[3] = { 6 * MS, 6 * MS, MS / 2 };
 	bool starved = false;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 4; k++) {
 		starved = period(t, 3, used, false);
+	}
 	CHECK(starved);
 	/* The light thread gets its demand, the two heavy ones split the rest. */
 	uint64_t light = qos_split_rules_demand(&t[2], PERIOD);
@@ -103,8 +108,9 @@ static void test_small_moves_are_kept(void) {
 	struct qos_split_thread t[2];
 	even(t, 2);
 	uint64_t used[2] = { 3 * MS, 1 * MS };
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < 8; k++) {
 		period(t, 2, used, false);
+	}
 	uint64_t a = t[0].runtime_ns, b = t[1].runtime_ns;
 	used[0] = 3 * MS + MS / 20; /* under the hysteresis */
 	period(t, 2, used, false);
@@ -115,8 +121,9 @@ static void test_small_moves_are_kept(void) {
 static void test_tiny_slice(void) {
 	struct qos_split_thread t[4];
 	even(t, 4);
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < 4; i++) {
 		t[i].used[0] = 1 * MS, t[i].n_used = 1;
+	}
 	CHECK(qos_split_rules_plan(t, 4, 3000, PERIOD));
 	CHECK(qos_split_rules_planned(t, 4) <= 3000);
 }

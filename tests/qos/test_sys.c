@@ -44,8 +44,9 @@ static void test_thread_in_process(void) {
 	stop_thread(th);
 	/* Gone: nothing to act on.  pthread_join returns when the kernel clears
 	 * the tid, a moment before the exited thread is reaped. */
-	for (int i = 0; i < 1000 && qos_sys_thread_in_process(self, tid); i++)
+	for (int i = 0; i < 1000 && qos_sys_thread_in_process(self, tid); i++) {
 		usleep(1000);
+	}
 	CHECK(!qos_sys_thread_in_process(self, tid));
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
@@ -67,8 +68,9 @@ static void test_thread_files(void) {
 	CHECK(qos_thread_files_state(&me) == 'R');
 	CHECK(budget == 0 && me.fd[QOS_THREAD_SCHEDSTAT] >= 0 && me.fd[QOS_THREAD_STAT] >= 0);
 	uint64_t until = first + 5000000u;
-	while (again < until)
+	while (again < until) {
 		CHECK(qos_thread_files_cpu_ns(&me, &again)); /* a fresh value each read */
+	}
 	/* Past the budget a file is read all the same, just not kept. */
 	int64_t runtime, deadline;
 	qos_thread_files_dl_state(&me, &runtime, &deadline, NULL);
@@ -84,8 +86,9 @@ static void test_thread_files(void) {
 	stop_thread(th);
 	/* pthread_join returns a moment before the thread is reaped; until then
 	 * its kept stat file still reads. */
-	for (int i = 0; i < 1000 && qos_sys_thread_in_process(getpid(), tid); i++)
+	for (int i = 0; i < 1000 && qos_sys_thread_in_process(getpid(), tid); i++) {
 		usleep(1000);
+	}
 	CHECK(qos_thread_files_state(&other) == 0);
 	CHECK_EQ_U(budget, 2);
 	qos_thread_files_finish(&other);
@@ -119,10 +122,11 @@ struct listing {
 
 static void note_tid(pid_t tid, void *data) {
 	struct listing *l = data;
-	if (l->n < (int)(sizeof(l->tids) / sizeof(l->tids[0])))
+	if (l->n < (int)(sizeof(l->tids) / sizeof(l->tids[0]))) {
 		l->tids[l->n++] = tid;
-	else
+	} else {
 		l->overflow++;
+	}
 }
 
 static int cmp_tid(const void *a, const void *b) {
@@ -138,8 +142,9 @@ static void test_many_threads(void) {
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_barrier_init(&many_started, NULL, MANY_THREADS + 1);
 	pthread_barrier_init(&many_stop, NULL, MANY_THREADS + 1);
-	for (int i = 0; i < MANY_THREADS; i++)
+	for (int i = 0; i < MANY_THREADS; i++) {
 		CHECK(pthread_create(&th[i], &attr, many_main, NULL) == 0);
+	}
 	pthread_barrier_wait(&many_started);
 
 	static struct listing got, want;
@@ -150,23 +155,27 @@ static void test_many_threads(void) {
 	DIR *d = opendir(path);
 	CHECK(d != NULL);
 	for (struct dirent *e; d && (e = readdir(d));) {
-		if (e->d_name[0] != '.')
+		if (e->d_name[0] != '.') {
 			note_tid((pid_t)atoi(e->d_name), &want);
+		}
 	}
-	if (d)
+	if (d) {
 		closedir(d);
+	}
 	CHECK(n == MANY_THREADS + 1);
 	CHECK(got.overflow == 0 && got.n == want.n && got.n == n);
 	qsort(got.tids, (size_t)got.n, sizeof(pid_t), cmp_tid);
 	qsort(want.tids, (size_t)want.n, sizeof(pid_t), cmp_tid);
 	int same = got.n == want.n;
-	for (int i = 0; same && i < got.n; i++)
+	for (int i = 0; same && i < got.n; i++) {
 		same = got.tids[i] == want.tids[i];
+	}
 	CHECK(same);
 
 	pthread_barrier_wait(&many_stop);
-	for (int i = 0; i < MANY_THREADS; i++)
+	for (int i = 0; i < MANY_THREADS; i++) {
 		pthread_join(th[i], NULL);
+	}
 	pthread_barrier_destroy(&many_started);
 	pthread_barrier_destroy(&many_stop);
 	pthread_attr_destroy(&attr);
@@ -178,32 +187,43 @@ static void test_many_threads(void) {
  */
 static int dl_state_child(void) {
 	pid_t tid = gettid();
-	if (qos_sys_set_thread_policy(tid, QOS_POLICY_QOS, 0, 0, 5000000, 10000000) != 0)
+	if (qos_sys_set_thread_policy(tid, QOS_POLICY_QOS, 0, 0, 5000000, 10000000) != 0) {
 		return 2;
+	}
 	/* The reservation it was given reads back as the same one, and only that. */
 	bool same = false;
-	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 10000000, &same) || !same)
+	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 10000000, &same) || !same) {
 		return 8;
-	if (!qos_sys_thread_is_deadline_as(tid, 4000000, 10000000, &same) || same)
+	}
+	if (!qos_sys_thread_is_deadline_as(tid, 4000000, 10000000, &same) || same) {
 		return 9;
-	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 20000000, &same) || same)
+	}
+	if (!qos_sys_thread_is_deadline_as(tid, 5000000, 20000000, &same) || same) {
 		return 9;
+	}
 	uint64_t before = 0, after = 0, cpu = 0;
 	int64_t runtime = 0, deadline = 0;
-	if (!qos_sys_thread_cpu_ns(tid, &before))
+	if (!qos_sys_thread_cpu_ns(tid, &before)) {
 		return 3;
-	while (after < before + 20000000u) /* 20 ms, through several replenishments */
-		if (!qos_sys_thread_cpu_ns(tid, &after))
+	}
+	while (after < before + 20000000u) { /* 20 ms, through several replenishments */
+		if (!qos_sys_thread_cpu_ns(tid, &after)) {
 			return 3;
-	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, &cpu))
+		}
+	}
+	if (!qos_sys_thread_dl_state(tid, &runtime, &deadline, &cpu)) {
 		return 4;
+	}
 	uint64_t later = 0;
-	if (!qos_sys_thread_cpu_ns(tid, &later))
+	if (!qos_sys_thread_cpu_ns(tid, &later)) {
 		return 3;
-	if (cpu < after || cpu > later)
+	}
+	if (cpu < after || cpu > later) {
 		return 5;
-	if (runtime > 5000000 || deadline <= 0)
+	}
+	if (runtime > 5000000 || deadline <= 0) {
 		return 6;
+	}
 	/* Without cpu_ns the same read still gives the deadline state. */
 	return qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) ? 0 : 7;
 }
@@ -221,8 +241,9 @@ static void test_dl_state(void) {
 	CHECK(!qos_sys_thread_is_deadline_as(gettid(), 5000000, 10000000, &same) && !same);
 	pid_t child = fork();
 	CHECK(child >= 0);
-	if (child == 0)
+	if (child == 0) {
 		_exit(dl_state_child());
+	}
 	int status = 0;
 	CHECK(waitpid(child, &status, 0) == child);
 	CHECK(WIFEXITED(status));
@@ -245,8 +266,9 @@ static void test_sched_clock_offset(void) {
 	size_t size = 512u << 20;
 	char *mem = malloc(size);
 	CHECK(mem != NULL);
-	for (size_t i = 0; mem && i < size; i += 4096)
+	for (size_t i = 0; mem && i < size; i += 4096) {
 		mem[i] = (char)i;
+	}
 	int64_t offset = INT64_MIN;
 	uint64_t t0 = qos_sys_now_us();
 	CHECK(qos_sys_sched_clock_offset(&offset));

@@ -38,8 +38,9 @@ struct seen {
 
 static void record(void *data, const struct qos_event *ev) {
 	struct seen *s = data;
-	if (ev->type != QOS_EVENT_OVERRUN && ev->type != QOS_EVENT_RESTORED)
+	if (ev->type != QOS_EVENT_OVERRUN && ev->type != QOS_EVENT_RESTORED) {
 		return;
+	}
 	if (s->n < MAX_SEEN) {
 		s->type[s->n] = ev->type;
 		snprintf(s->reserve[s->n], sizeof(s->reserve[0]), "%s", ev->reserve);
@@ -47,24 +48,28 @@ static void record(void *data, const struct qos_event *ev) {
 		s->n++;
 	}
 	struct qos_reserve_info info;
-	if (qos_manager_reserve_info(s->mgr, ev->reserve, &info))
+	if (qos_manager_reserve_info(s->mgr, ev->reserve, &info)) {
 		s->queried++;
-	if (!qos_manager_watch_overruns(s->mgr, ev->reserve, false))
+	}
+	if (!qos_manager_watch_overruns(s->mgr, ev->reserve, false)) {
 		s->watch_refused++;
+	}
 }
 
 static int count(const struct seen *s, enum qos_event_type type, const char *reserve) {
 	int n = 0;
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
 		n += s->type[i] == type && strcmp(s->reserve[i], reserve) == 0;
+	}
 	return n;
 }
 
 /* The last event of this type for the reserve, or -1. */
 static int last(const struct seen *s, enum qos_event_type type, const char *reserve) {
 	for (int i = s->n - 1; i >= 0; i--) {
-		if (s->type[i] == type && strcmp(s->reserve[i], reserve) == 0)
+		if (s->type[i] == type && strcmp(s->reserve[i], reserve) == 0) {
 			return i;
+		}
 	}
 	return -1;
 }
@@ -76,8 +81,9 @@ static char *group_file(struct qos_manager *mgr, const char *reserve, const char
 	qos_manager_get_info(mgr, &mi);
 	CHECK(qos_manager_reserve_at(mgr, 0, &ri));
 	for (size_t i = 0; qos_manager_reserve_at(mgr, i, &ri); i++) {
-		if (strcmp(ri.name, reserve) == 0)
+		if (strcmp(ri.name, reserve) == 0) {
 			break;
+		}
 	}
 	snprintf(p, sizeof(p), "%s/%s/%s", mi.v2_root, ri.group, file);
 	return p;
@@ -97,8 +103,9 @@ static bool frozen(struct qos_manager *mgr, const char *reserve) {
 	char buf[8] = "";
 	FILE *f = fopen(group_file(mgr, reserve, "cgroup.freeze"), "r");
 	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
+		if (!fgets(buf, sizeof(buf), f)) {
 			buf[0] = '\0';
+		}
 		fclose(f);
 	}
 	return buf[0] == '1';
@@ -110,8 +117,9 @@ static bool wait_for(struct qos_manager *mgr, struct seen *s, enum qos_event_typ
 	int before = count(s, type, reserve);
 	for (int i = 0; i < 1000; i++) {
 		qos_manager_dispatch(mgr);
-		if (count(s, type, reserve) > before)
+		if (count(s, type, reserve) > before) {
 			return true;
+		}
 		usleep(5000);
 	}
 	return false;
@@ -119,8 +127,9 @@ static bool wait_for(struct qos_manager *mgr, struct seen *s, enum qos_event_typ
 
 static void *sleep_forever(void *arg) {
 	(void)arg;
-	for (;;)
+	for (;;) {
 		pause();
+	}
 	return NULL;
 }
 
@@ -129,8 +138,9 @@ static pid_t two_threads(pid_t *tid) {
 	pid_t pid = fork();
 	if (pid == 0) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, sleep_forever, NULL) != 0)
+		if (pthread_create(&t, NULL, sleep_forever, NULL) != 0) {
 			_exit(1);
+		}
 		sleep_forever(NULL);
 	}
 	*tid = 0;
@@ -141,13 +151,16 @@ static pid_t two_threads(pid_t *tid) {
 		struct dirent *e;
 		while (d && (e = readdir(d))) {
 			pid_t t = atoi(e->d_name);
-			if (t > 0 && t != pid)
+			if (t > 0 && t != pid) {
 				*tid = t;
+			}
 		}
-		if (d)
+		if (d) {
 			closedir(d);
-		if (!*tid)
+		}
+		if (!*tid) {
 			usleep(2000);
+		}
 	}
 	return pid;
 }
@@ -164,8 +177,9 @@ static struct qos_params ceiling(void) {
 
 int main(void) {
 	char base[] = "/tmp/qos-watch-XXXXXX";
-	if (!fake_tree_create(base))
+	if (!fake_tree_create(base)) {
 		return 1;
+	}
 	struct seen s = { 0 };
 	struct qos_manager_config cfg;
 	fake_tree_config(&cfg, base, "qosway-watch");
@@ -227,8 +241,9 @@ int main(void) {
 	CHECK(qos_manager_reserve_info(mgr, "ceil", &info) && !info.in_fallback);
 	CHECK(r && r->fb.next_check_us <= qos_sys_now_us() + 1000);
 	CHECK(qos_manager_watch_overruns(mgr, "ceil", false));
-	if (mgr->housekeeping_us > qos_sys_now_us() + 2000)
+	if (mgr->housekeeping_us > qos_sys_now_us() + 2000) {
 		CHECK(r && r->fb.next_check_us == mgr->housekeeping_us);
+	}
 
 	/*
 	 * A bill past the slice of a sleeping member's unwatched ceiling: the

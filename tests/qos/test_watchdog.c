@@ -97,8 +97,9 @@ static void test_stopped_manager_is_no_starvation(void) {
 	qos_watchdog_checked(&w, 8 * S, UINT64_MAX);
 	CHECK(qos_watchdog_expired(&w, 8 * S));
 	qos_watchdog_init(&w, 5 * S, 30 * S, 0);
-	for (uint64_t t = S; t <= 6 * S; t += S)
+	for (uint64_t t = S; t <= 6 * S; t += S) {
 		qos_watchdog_checked(&w, t, 0);
+	}
 	CHECK(qos_watchdog_expired(&w, 6 * S));
 }
 

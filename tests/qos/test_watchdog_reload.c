@@ -33,12 +33,14 @@ static uint64_t now_ms(void) {
 static void run(struct qos_manager *mgr, unsigned ms, bool feed) {
 	uint64_t end = now_ms() + ms;
 	for (uint64_t t = now_ms(); t < end; t = now_ms()) {
-		if (feed)
+		if (feed) {
 			qos_manager_watchdog_feed(mgr);
+		}
 		uint64_t left = end - t;
 		struct pollfd p = { .fd = qos_manager_get_fd(mgr), .events = POLLIN };
-		if (poll(&p, 1, (int)(left < 100 ? left : 100)) > 0)
+		if (poll(&p, 1, (int)(left < 100 ? left : 100)) > 0) {
 			qos_manager_dispatch(mgr);
+		}
 	}
 }
 
@@ -50,8 +52,9 @@ static bool cooling_down(struct qos_manager *mgr) {
 
 static struct qos_params params_of(struct qos_manager *mgr, const char *name) {
 	struct qos_reserve_info info;
-	if (!qos_manager_reserve_info(mgr, name, &info))
+	if (!qos_manager_reserve_info(mgr, name, &info)) {
 		info.params.policy = QOS_POLICY_PAUSE; /* matches nothing the test wants */
+	}
 	return info.params;
 }
 
@@ -62,8 +65,9 @@ static int policy_of(pid_t pid) {
 }
 
 static bool rt_allowed(void) {
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
 		return true;
+	}
 	struct rlimit rl;
 	return getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur >= 10;
 }
@@ -79,8 +83,9 @@ int main(void) {
 		return 0;
 	}
 	char base[] = "/tmp/qos-wdreload-XXXXXX";
-	if (!fake_tree_create(base))
+	if (!fake_tree_create(base)) {
 		return 1;
+	}
 	struct qos_manager_config cfg;
 	fake_tree_config(&cfg, base, "qosway-wdreload");
 	cfg.event = fake_tree_count_event;
@@ -105,8 +110,9 @@ int main(void) {
 
 	/* The canary falls silent: the alarm demotes both. */
 	uint64_t give_up = now_ms() + 4000;
-	while (!cooling_down(mgr) && now_ms() < give_up)
+	while (!cooling_down(mgr) && now_ms() < give_up) {
 		run(mgr, 100, false);
+	}
 	CHECK(cooling_down(mgr));
 	CHECK(params_of(mgr, "game").policy == QOS_POLICY_OTHER);
 	CHECK(params_of(mgr, "mine").policy == QOS_POLICY_OTHER);
@@ -127,13 +133,15 @@ int main(void) {
 	CHECK(policy_of(a) == SCHED_OTHER);
 	CHECK(wd.count == before + 1 && strstr(wd.last, "game: ") == wd.last &&
 			strstr(wd.last, "cool-down") != NULL);
-	if (wd.count != before + 1)
+	if (wd.count != before + 1) {
 		fprintf(stderr, "%d watchdog events, last: %s\n", wd.count, wd.last);
+	}
 
 	/* After the cool-down, the same file again: game takes the edit, real-time. */
 	give_up = now_ms() + 5000;
-	while (cooling_down(mgr) && now_ms() < give_up)
+	while (cooling_down(mgr) && now_ms() < give_up) {
 		run(mgr, 100, true);
+	}
 	CHECK(!cooling_down(mgr));
 	CHECK(qos_manager_set_rules(mgr, fake_tree_rules(GAME11 MINE)));
 	struct qos_params g = params_of(mgr, "game");

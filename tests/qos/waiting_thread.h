@@ -22,8 +22,9 @@ static void *waiting_main(void *arg) {
 	pthread_mutex_lock(&waiting_lock);
 	waiting_tid = gettid();
 	pthread_cond_broadcast(&waiting_cond);
-	while (!waiting_stop)
+	while (!waiting_stop) {
 		pthread_cond_wait(&waiting_cond, &waiting_lock);
+	}
 	pthread_mutex_unlock(&waiting_lock);
 	return NULL;
 }
@@ -34,8 +35,9 @@ static inline pid_t start_thread(pthread_t *th) {
 	waiting_tid = 0;
 	CHECK(pthread_create(th, NULL, waiting_main, NULL) == 0);
 	pthread_mutex_lock(&waiting_lock);
-	while (!waiting_tid)
+	while (!waiting_tid) {
 		pthread_cond_wait(&waiting_cond, &waiting_lock);
+	}
 	pid_t tid = waiting_tid;
 	pthread_mutex_unlock(&waiting_lock);
 	return tid;
