@@ -5,10 +5,10 @@
 #include <wlr/util/log.h>
 
 #include "dry_server.h"
-#include "ipc.h"
-#include "qos_link.h"
-#include "reserve_protocol.h"
-#include "scheduler.h"
+#include "ipc/ipc.h"
+#include "qos_bridge/qos_link.h"
+#include "qos_bridge/reserve_protocol.h"
+#include "scheduler/scheduler.h"
 
 static struct qw_server server;
 static bool made;

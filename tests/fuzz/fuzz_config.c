@@ -8,9 +8,10 @@
  */
 #include <wlr/types/wlr_keyboard.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "fuzz.h"
-#include "output_config.h"
+#include "config/output_config.h"
+#include "config/input_config.h"
 #include "qos/params.h"
 
 static bool same_str(const char *a, const char *b) {
@@ -47,6 +48,27 @@ static bool same_bindings(const struct qw_config *a, const struct qw_config *b) 
 	return true;
 }
 
+static bool same_inputs(const struct qw_config *a, const struct qw_config *b) {
+	if (a->input_count != b->input_count || !same_str(a->input_block, b->input_block)) {
+		return false;
+	}
+	for (size_t i = 0; i < a->input_count; i++) {
+		const struct qw_input_config *x = &a->inputs[i], *y = &b->inputs[i];
+		if (!same_str(x->match, y->match) || !same_str(x->xkb_layout, y->xkb_layout) ||
+				!same_str(x->xkb_variant, y->xkb_variant) ||
+				!same_str(x->xkb_options, y->xkb_options) ||
+				!same_str(x->xkb_model, y->xkb_model) || x->repeat_rate != y->repeat_rate ||
+				x->repeat_delay != y->repeat_delay || x->tap != y->tap ||
+				x->natural_scroll != y->natural_scroll || x->left_handed != y->left_handed ||
+				x->middle_emulation != y->middle_emulation || x->dwt != y->dwt ||
+				x->accel_profile != y->accel_profile || x->has_accel_speed != y->has_accel_speed ||
+				x->accel_speed != y->accel_speed) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Every setting a line can change (error_count aside). */
 static bool same_settings(const struct qw_config *a, const struct qw_config *b) {
 	return a->output_width == b->output_width && a->output_height == b->output_height &&
@@ -60,13 +82,15 @@ static bool same_settings(const struct qw_config *a, const struct qw_config *b) 
 			a->taskbar_class == b->taskbar_class && same_bindings(a, b) &&
 			a->realtime_cpu_ppm == b->realtime_cpu_ppm &&
 			a->realtime_period_us == b->realtime_period_us &&
+			a->realtime_idle_release == b->realtime_idle_release &&
 			a->realtime_fallback == b->realtime_fallback &&
 			a->qos_reserved_ppm == b->qos_reserved_ppm &&
 			a->qos_other_users == b->qos_other_users &&
 			a->inactive_timeout_s == b->inactive_timeout_s &&
 			a->inactive_class == b->inactive_class &&
 			memcmp(&a->scheduling, &b->scheduling, sizeof(a->scheduling)) == 0 &&
-			a->in_scheduling_block == b->in_scheduling_block && same_outputs(a, b);
+			a->in_scheduling_block == b->in_scheduling_block && same_outputs(a, b) &&
+			same_inputs(a, b);
 }
 
 static void check_sane(const struct qw_config *c, const char *line) {
@@ -76,11 +100,13 @@ static void check_sane(const struct qw_config *c, const char *line) {
 			c->font[0] && c->titlebar_height >= 12 && c->titlebar_height <= 128 &&
 			c->border_width >= 0 && c->border_width <= 32 && c->cascade_step >= 0 &&
 			c->cascade_step <= 512 && c->button_count <= QW_BUTTON_KIND_COUNT &&
-			c->realtime_cpu_ppm > 0 && c->realtime_cpu_ppm <= 1000000 &&
-			c->realtime_period_us >= 1000 && c->realtime_period_us <= 10000000 &&
-			c->qos_reserved_ppm >= 50000 && c->qos_reserved_ppm <= 1000000 &&
-			c->inactive_timeout_s >= 1 && c->inactive_timeout_s <= 86400 &&
-			c->scheduling.hidden_frame_rate >= 1 && c->scheduling.hidden_frame_rate <= 1000;
+			c->realtime_cpu_ppm <= 1000000 && /* 0: auto */
+			(c->realtime_period_us == 0 || /* vblank */
+					(c->realtime_period_us >= 1000 && c->realtime_period_us <= 10000000)) &&
+			c->realtime_idle_release <= 100000 && c->qos_reserved_ppm >= 50000 &&
+			c->qos_reserved_ppm <= 1000000 && c->inactive_timeout_s >= 1 &&
+			c->inactive_timeout_s <= 86400 && c->scheduling.hidden_frame_rate >= 1 &&
+			c->scheduling.hidden_frame_rate <= 1000;
 	FUZZ_RULE(ok, "a setting out of range after '%s'", line);
 	for (size_t i = 0; i < c->binding_count; i++) {
 		const struct qw_binding *b = &c->bindings[i];

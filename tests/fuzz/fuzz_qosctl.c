@@ -13,7 +13,7 @@
 
 #include "dry_server.h"
 #include "fuzz.h"
-#include "ipc_commands.h"
+#include "ipc/ipc_commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	if (size == 0 || size > 4096) {

@@ -15,7 +15,7 @@
 
 #include "dry_server.h"
 #include "fuzz.h"
-#include "reserve_protocol.h"
+#include "qos_bridge/reserve_protocol.h"
 
 #define REGISTRY_ID 2
 #define MANAGER_ID 3
