@@ -159,9 +159,7 @@ int qos_cgroup_write(const struct qos_cgroup *cg, const char *path, const char *
 }
 
 static void clear_fake(const char *dir);
-static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
-		uint64_t runtime_us, unsigned *groups);
-static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us);
+static void release_root_rt(struct qos_cgroup *cg);
 
 /* A directory at path, made or found; a control file of that name is not one. */
 static bool make_dir(const char *path) {
@@ -531,9 +529,8 @@ int qos_cgroup_group_remove(struct qos_cgroup *cg, const char *name) {
 		if (rmdir(p) != 0 && errno != ENOENT) {
 			return -errno;
 		}
-		unsigned groups;
-		if (cg->rt_group && cg->rt_root_us) {
-			set_root_rt(cg, root_rt_need(cg, NULL, 0, 0, &groups));
+		if (cg->rt_group) {
+			release_root_rt(cg);
 		}
 	}
 	snprintf(p, sizeof(p), "%s/%s", cg->v2_root, name);
@@ -697,18 +694,31 @@ static uint64_t rt_share_us(uint64_t period_us, uint64_t runtime_us) {
 	return (runtime_us * 1000000 + period_us - 1) / period_us;
 }
 
-/*
- * The runtime per second our root must hold for its groups, with group
- * `name` at the given values (name NULL: every group as it is).  One
- * microsecond per group covers the kernel's rounding of each share.
- */
-static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint64_t period_us,
-		uint64_t runtime_us, unsigned *groups) {
-	uint64_t need = name ? rt_share_us(period_us, runtime_us) + 1 : 0;
-	*groups = name ? 1 : 0;
+/* What our root's groups hold: their shares and what one period may burst. */
+struct rt_need {
+	uint64_t exact; /* the shares, with 1 us per group for the kernel's rounding */
+	uint64_t burst; /* the shares plus one period's runtime of each */
+	unsigned groups;
+};
+
+static void add_group(struct rt_need *n, uint64_t period_us, uint64_t runtime_us) {
+	uint64_t share = rt_share_us(period_us, runtime_us);
+	n->exact += share + 1;
+	n->burst += share + runtime_us;
+	n->groups++;
+}
+
+/* The needs of our root's groups, with group `name` at the given values
+ * (name NULL: every group as it is). */
+static struct rt_need root_rt_need(const struct qos_cgroup *cg, const char *name,
+		uint64_t period_us, uint64_t runtime_us) {
+	struct rt_need n = { 0 };
+	if (name && runtime_us) {
+		add_group(&n, period_us, runtime_us);
+	}
 	DIR *d = opendir(cg->cpu_root);
 	if (!d) {
-		return need;
+		return n;
 	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
@@ -719,12 +729,11 @@ static uint64_t root_rt_need(const struct qos_cgroup *cg, const char *name, uint
 		snprintf(dir, sizeof(dir), "%s/%s", cg->cpu_root, e->d_name);
 		uint64_t runtime = read_u64(dir, "cpu.rt_runtime_us");
 		if (runtime) {
-			need += rt_share_us(read_u64(dir, "cpu.rt_period_us"), runtime) + 1;
-			++*groups;
+			add_group(&n, read_u64(dir, "cpu.rt_period_us"), runtime);
 		}
 	}
 	closedir(d);
-	return need;
+	return n;
 }
 
 static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us) {
@@ -738,35 +747,40 @@ static int set_root_rt(struct qos_cgroup *cg, uint64_t runtime_us) {
 	return r;
 }
 
+/* Once no group holds real-time runtime, neither does the root. */
+static void release_root_rt(struct qos_cgroup *cg) {
+	if (cg->rt_root_us && root_rt_need(cg, NULL, 0, 0).groups == 0) {
+		set_root_rt(cg, 0);
+	}
+}
+
 int qos_cgroup_set_rt(struct qos_cgroup *cg, const char *name, uint64_t period_us,
 		uint64_t runtime_us) {
 	if (cg->layout != QOS_CG_HYBRID || !cg->rt_group) {
 		return -ENOTSUP;
 	}
 	/*
-	 * The root grows before the group takes its share and shrinks after.
-	 * Shares that fill the limit exactly are left to the kernel to judge,
-	 * since the microsecond of slack per group is ours, not its.
+	 * The kernel charges a group's real-time time to the root too, over the
+	 * root's own one-second window: the root grows (before the group takes
+	 * its share) to what its groups may run in any such window, up to the
+	 * manager's limit.  It does not shrink while a group holds runtime,
+	 * since time run earlier in the window would then throttle the rest;
+	 * it gives all back once none does.  Shares that fill the limit within
+	 * the rounding slack are left to the kernel to judge.
 	 */
-	unsigned groups;
-	uint64_t need = root_rt_need(cg, name, period_us, runtime_us, &groups);
-	if (need > cg->rt_max_us) {
-		if (need - groups > cg->rt_max_us) {
-			return -ENOSPC;
-		}
-		need = cg->rt_max_us;
+	struct rt_need n = root_rt_need(cg, name, period_us, runtime_us);
+	if (n.exact - n.groups > cg->rt_max_us) {
+		return -ENOSPC;
 	}
-	if (need > cg->rt_root_us) {
-		int r = set_root_rt(cg, need);
+	uint64_t want = n.burst < cg->rt_max_us ? n.burst : cg->rt_max_us;
+	if (want > cg->rt_root_us) {
+		int r = set_root_rt(cg, want);
 		if (r < 0) {
 			return r;
 		}
 	}
 	int r = qos_cgroup_v1_set_rt(cg, name, period_us, runtime_us);
-	uint64_t held = root_rt_need(cg, NULL, 0, 0, &groups);
-	if (held < cg->rt_root_us) {
-		set_root_rt(cg, held);
-	}
+	release_root_rt(cg);
 	return r;
 }
 

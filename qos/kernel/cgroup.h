@@ -51,8 +51,9 @@ struct qos_cgroup {
 	/* We moved into a leaf of parent, or enabled cpu there: undone at exit. */
 	bool delegated;
 	char rt_note[128]; /* why rt group bandwidth is unavailable */
-	/* Our root's RT runtime per second: what it holds now (the sum its
-	 * groups were given) and the most it may take (setup_root's rt_ppm). */
+	/* Our root's RT runtime per second: what it holds now (what its
+	 * groups may run in a second, qos_cgroup_set_rt) and the most it may
+	 * take (setup_root's rt_ppm). */
 	uint64_t rt_root_us, rt_max_us;
 };
 

@@ -127,10 +127,12 @@ def test_hybrid_files(tmp_path, child):
 
 
 def test_hybrid_root_takes_rt_bandwidth_as_its_groups_do(tmp_path, child):
-    """The root holds the sum of its groups' real-time shares and no more, so
+    """The root holds what its groups may run in one of its one-second
+    windows (their shares plus one period's runtime each) and no more, so
     another manager on the machine can take its own from the same global
-    limit; beyond the manager's share (90% of a CPU) a group is refused and
-    the root keeps what it had."""
+    limit; beyond the manager's share (90% of a CPU) a group is refused. The
+    root does not shrink while a group holds runtime (time already run in
+    the window would throttle the rest) and gives it all back after."""
     if os.geteuid() != 0:
         pytest.skip("needs root (SCHED_FIFO)")
     base, _, cpu = tree(tmp_path, "hybrid")
@@ -139,23 +141,23 @@ def test_hybrid_root_takes_rt_bandwidth_as_its_groups_do(tmp_path, child):
         h.ok("reserve a policy=fifo priority=10 period=100ms cpu=20% fallback=other")
         h.ok("join a %d" % child.pid)
         assert read(cpu + "/a/cpu.rt_runtime_us") == "20000"
-        # 200000 us per second for the group, one more for the kernel's rounding
-        assert read(cpu + "/cpu.rt_runtime_us") == "200001"
+        # 200000 us per second for the group, and one period's 20000 of burst
+        assert read(cpu + "/cpu.rt_runtime_us") == "220000"
         h.ok("reserve b policy=fifo priority=10 period=50ms cpu=10% fallback=other")
         other = subprocess.Popen(["sleep", "60"])
         try:
             h.ok("join b %d" % other.pid)
-            assert read(cpu + "/cpu.rt_runtime_us") == "300002"
+            assert read(cpu + "/cpu.rt_runtime_us") == "325000"
             reply = h.cmd("reserve a policy=fifo priority=10 period=100ms cpu=85% fallback=other")
             assert reply.startswith("err "), reply
             assert read(cpu + "/a/cpu.rt_runtime_us") == "20000"
-            assert read(cpu + "/cpu.rt_runtime_us") == "300002"
+            assert read(cpu + "/cpu.rt_runtime_us") == "325000"
             h.ok("leave %d" % other.pid)
             h.ok("delete b")
         finally:
             other.kill()
             other.wait()
-        assert read(cpu + "/cpu.rt_runtime_us") == "200001"
+        assert read(cpu + "/cpu.rt_runtime_us") == "325000"
         h.ok("reserve a policy=other")
         assert read(cpu + "/a/cpu.rt_runtime_us") == "0"
         assert read(cpu + "/cpu.rt_runtime_us") == "0"
