@@ -19,6 +19,18 @@ EXPECTED_GLOBALS = [
     "zwp_virtual_keyboard_manager_v1",
     "zwp_pointer_gestures_v1",
     "zwp_tablet_manager_v2",
+    "ext_session_lock_manager_v1",
+    "zwlr_input_inhibit_manager_v1",
+    "zwlr_layer_shell_v1",
+    "wl_data_device_manager",
+    "xdg_activation_v1",
+    "zwlr_data_control_manager_v1",
+    "zwlr_gamma_control_manager_v1",
+    "zwlr_output_power_manager_v1",
+    "zxdg_exporter_v1",
+    "zxdg_importer_v1",
+    "zxdg_exporter_v2",
+    "zxdg_importer_v2",
 ]
 
 wayland_info_missing = pytest.mark.skipif(shutil.which("wayland-info") is None,
