@@ -534,6 +534,20 @@ static char *next_identifier(char **cursor) {
 	return p + 1;
 }
 
+/* "input ID {" or "output NAME {": the block's identifier, for the lines that follow. */
+static bool open_block(char **block, const char *id, char **cursor, char *msg, size_t size) {
+	if (next_word(cursor)) {
+		return fail(msg, size, "text after '{' (settings go on the lines that follow)");
+	}
+	char *copy = strdup(id);
+	if (!copy) {
+		return fail(msg, size, "out of memory");
+	}
+	free(*block);
+	*block = copy;
+	return true;
+}
+
 static bool apply_input(struct qw_config *config, char **cursor, char *msg, size_t size) {
 	char *match = next_identifier(cursor);
 	if (!match || !*match || strcmp(match, "{") == 0 || strcmp(match, "}") == 0) {
@@ -543,16 +557,7 @@ static bool apply_input(struct qw_config *config, char **cursor, char *msg, size
 	}
 	char *what = next_word(cursor);
 	if (what && strcmp(what, "{") == 0) {
-		if (next_word(cursor)) {
-			return fail(msg, size, "text after '{' (settings go on the lines that follow)");
-		}
-		char *copy = strdup(match);
-		if (!copy) {
-			return fail(msg, size, "out of memory");
-		}
-		free(config->input_block);
-		config->input_block = copy;
-		return true;
+		return open_block(&config->input_block, match, cursor, msg, size);
 	}
 	return apply_input_words(config, match, what, cursor, msg, size);
 }
@@ -564,16 +569,7 @@ static bool apply_output(struct qw_config *config, char **cursor, char *msg, siz
 	}
 	char *what = next_word(cursor);
 	if (what && strcmp(what, "{") == 0) {
-		if (next_word(cursor)) {
-			return fail(msg, size, "text after '{' (settings go on the lines that follow)");
-		}
-		char *copy = strdup(name);
-		if (!copy) {
-			return fail(msg, size, "out of memory");
-		}
-		free(config->output_block);
-		config->output_block = copy;
-		return true;
+		return open_block(&config->output_block, name, cursor, msg, size);
 	}
 	return apply_output_words(config, name, what, cursor, msg, size);
 }
