@@ -187,6 +187,10 @@ bool qos_gate_may_touch(struct qw_server *server, pid_t pid, char *err, size_t e
 	}
 	uid_t uid = qos_proc_uid(pid);
 	uid_t ours = getuid();
+	if (uid == (uid_t)-1) {
+		snprintf(err, err_len, "no process %d (it has exited)", (int)pid);
+		return false;
+	}
 	if (uid != ours && !(ours == 0 && server->config.qos_other_users)) {
 		char owner[96], session[96];
 		user_name(uid, owner, sizeof(owner));
@@ -336,6 +340,11 @@ static bool members_may_take(struct qw_server *server, struct qos_manager *qos, 
 	}
 	bool ok = true;
 	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
+		/* A member that exited since the list was read (a short-lived
+		 * child that inherited the reserve) has nothing left to change. */
+		if (qos_proc_uid(members[i].pid) == (uid_t)-1) {
+			continue;
+		}
 		ok = may_change(server, members[i].pid, asker, params_freeze(params), err, len) &&
 				qos_gate_may_raise(params, members[i].pid, err, len);
 	}

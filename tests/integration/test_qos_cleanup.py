@@ -157,3 +157,27 @@ def test_kill9_guard_thaws_paused_client_and_child(qcomp, tmp_path):
         # remove it here, so that no real-time runtime stays held by it for
         # the tests after this one
         force_cleanup(root)
+
+
+def test_reserve_change_while_members_fork_and_exit(qcomp, procs):
+    """Children that inherit a reserve and exit before a change reaches
+    them are skipped, not refused as some other user's processes."""
+    loop = "while :; do sleep 0.05; done"
+    p = procs(["sh", "-c", "sleep 0.5; for j in 1 2 3 4 5 6; do (%s) & done; %s" % (loop, loop)])
+    for args in (("reserve", "churn", "policy=other", "inherit=yes"),
+                 ("join", "pid:%d" % p.pid, "churn")):
+        r = qcomp.qosctl(*args)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def members():
+        for r in qcomp.ipc({"command": "reserves"})["reserves"]:
+            if r["name"] == "churn":
+                return len(r.get("members", []))
+        return 0
+    # the loops start once the parent is a member, so that they inherit it
+    wait_for(lambda: members() > 7, desc="the looping children adopted")
+    for i in range(100):
+        policy = ("idle", "other")[i % 2]
+        r = qcomp.qosctl("reserve", "churn", "policy=" + policy)
+        assert r.returncode == 0, "change %d to %s: %s" % (i, policy, r.stdout + r.stderr)
+    assert p.poll() is None, "the forking member died"
