@@ -192,7 +192,11 @@ void workspace_view_moved(struct qw_view *view) {
 struct qw_output *workspace_current_output(struct qw_server *server) {
 	struct qw_view *focused = focused_view(server);
 	struct qw_output *output = focused ? view_output(focused) : NULL;
-	return output ? output : output_at(server, server->cursor->x, server->cursor->y);
+	if (output || !server->cursor) {
+		/* No cursor: a server checking commands without a seat (dry run). */
+		return output;
+	}
+	return output_at(server, server->cursor->x, server->cursor->y);
 }
 
 /* Hidden windows' scene nodes are disabled, so no frame reaches them: they get
