@@ -218,6 +218,33 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr) {
 	}
 }
 
+enum record_read {
+	RECORD_KEPT, /* one record read and kept (or a signal: try again) */
+	RECORD_NONE, /* nothing queued */
+	RECORD_END, /* the manager's end closed (or sent something malformed) */
+};
+
+static enum record_read read_record(int fd, struct tracked *tr) {
+	struct guardian_record rec;
+	ssize_t got = recv(fd, &rec, sizeof(rec), MSG_DONTWAIT);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
+		return errno == EINTR ? RECORD_KEPT : RECORD_NONE;
+	}
+	if (got != (ssize_t)sizeof(rec)) {
+		return RECORD_END;
+	}
+	track(tr, &rec);
+	return RECORD_KEPT;
+}
+
+/* Once the manager is gone: what it sent before is still queued (a busy
+ * machine may not have run us since), and is kept before acting. */
+static void drain_records(int fd, struct tracked *tr) {
+	while (read_record(fd, tr) == RECORD_KEPT) {
+		;
+	}
+}
+
 /*
  * Blocks until the manager is gone, keeping the records it sends meanwhile.
  * Also through a pidfd of the manager's process: a child it forked without
@@ -230,6 +257,7 @@ static void track_inherited(const struct qos_manager *mgr, struct tracked *tr) {
 static void wait_for_manager(int fd, pid_t manager, struct tracked *tr) {
 	int mfd = qos_sys_pidfd_open(manager, false);
 	if (getppid() != manager) {
+		drain_records(fd, tr);
 		return;
 	}
 	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = mfd, .events = POLLIN } };
@@ -241,17 +269,12 @@ static void wait_for_manager(int fd, pid_t manager, struct tracked *tr) {
 			return;
 		}
 		if (pfd[1].revents) {
-			return; /* the manager's process has exited */
+			drain_records(fd, tr); /* the manager's process has exited */
+			return;
 		}
-		struct guardian_record rec;
-		ssize_t got = recv(fd, &rec, sizeof(rec), MSG_DONTWAIT);
-		if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
-			continue;
+		if (read_record(fd, tr) == RECORD_END) {
+			return; /* the manager's end closed */
 		}
-		if (got != (ssize_t)sizeof(rec)) {
-			return; /* 0: the manager's end closed; anything else counts as that */
-		}
-		track(tr, &rec);
 	}
 }
 

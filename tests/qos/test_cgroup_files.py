@@ -18,7 +18,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qos_helper_driver import QosHelper  # noqa: E402
 from kernel_helpers import (  # noqa: E402
-    HELPER, Helper, check_rttime_restored, kill_guardian, policy_of, thread_owner)
+    HELPER, Helper, check_rttime_restored, kill_guardian, live_guardians, policy_of,
+    thread_owner)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(HELPER),
                                 reason="qos-helper not built at %s (set QOSWAY_BUILD_DIR)"
@@ -236,6 +237,42 @@ def test_cgroup2_thread_member_is_demoted_by_the_guardian(tmp_path, procs):
         assert policy_of(gone) == os.SCHED_RR and policy_of(other) == os.SCHED_OTHER
         assert owner.poll() is None
     finally:
+        h.close()
+
+
+def test_cgroup2_thread_member_named_to_a_guardian_that_has_not_run(tmp_path, procs):
+    """A busy machine may not run the guardian between a join and the
+    manager's death: the record naming the thread is still queued on its
+    socket when it sees the manager gone, and counts all the same (the
+    guardian is held stopped here to make that certain)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO)")
+    base, root, _ = tree(tmp_path, "cgroup2")
+    owner, (tid,) = thread_owner(procs)
+    h = Helper(root=ROOT, guardian=True, extra=["--base", base, "--fake"])
+    guardian = None
+    try:
+        give_up = time.monotonic() + 5
+        while not live_guardians(h.proc.pid):
+            assert time.monotonic() < give_up, "no guardian"
+            time.sleep(0.02)
+        (guardian,) = live_guardians(h.proc.pid)
+        # named once it closed what it inherited: from then on it only waits
+        h.ok("reserve rt policy=fifo priority=10 period=100ms cpu=10% fallback=other")
+        os.kill(guardian, signal.SIGSTOP)
+        h.ok("join rt %d %d" % (owner.pid, tid))
+        assert policy_of(tid) == os.SCHED_FIFO
+        os.kill(h.proc.pid, signal.SIGKILL)
+        h.proc.wait()
+        os.kill(guardian, signal.SIGCONT)
+        wait_other(tid)
+        assert owner.poll() is None
+    finally:
+        if guardian:
+            try:
+                os.kill(guardian, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         h.close()
 
 
