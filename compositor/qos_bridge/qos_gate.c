@@ -340,13 +340,15 @@ static bool members_may_take(struct qw_server *server, struct qos_manager *qos, 
 	}
 	bool ok = true;
 	for (ssize_t i = 0; i < n && i < cap && ok; i++) {
+		pid_t pid = members[i].pid;
+		ok = may_change(server, pid, asker, params_freeze(params), err, len) &&
+				qos_gate_may_raise(params, pid, err, len);
 		/* A member that exited since the list was read (a short-lived
-		 * child that inherited the reserve) has nothing left to change. */
-		if (qos_proc_uid(members[i].pid) == (uid_t)-1) {
-			continue;
+		 * child that inherited the reserve, gone before or during the
+		 * checks) has nothing left to change. */
+		if (!ok && qos_proc_uid(pid) == (uid_t)-1) {
+			ok = true;
 		}
-		ok = may_change(server, members[i].pid, asker, params_freeze(params), err, len) &&
-				qos_gate_may_raise(params, members[i].pid, err, len);
 	}
 	if (members != few) {
 		free(members);
