@@ -198,6 +198,9 @@ struct qw_server {
 	 * so a click (or the first half of a double-click) leaves it alone. */
 	bool grab_unmaximize_pending;
 	double grab_start_x, grab_start_y;
+	/* Layout position of the surface a held button was pressed on: it
+	 * keeps the pointer (motion relative to it) until the last release. */
+	double held_origin_x, held_origin_y;
 	int pressed_button; /* enum qw_button_kind while QW_CURSOR_BUTTON */
 	uint32_t pressed_mouse_button;
 	struct qw_view *hovered_view; /* view whose button is hovered */

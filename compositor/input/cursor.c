@@ -163,6 +163,19 @@ static void set_hovered_button(struct qw_server *server, struct qw_view *view, i
 	}
 }
 
+/*
+ * A button pressed on a client's surface and still held: the surface keeps
+ * the pointer, as on every desktop, so that a scrollbar or a selection
+ * follows the pointer out of the window and a drag the client starts late
+ * (its serial is checked against the focused surface) is still its own.
+ * A drag under way moves the focus itself.
+ */
+static bool held_by_client(struct qw_server *server) {
+	struct wlr_seat *seat = server->seat;
+	return seat->pointer_state.button_count > 0 && seat->pointer_state.focused_surface &&
+			!seat->drag;
+}
+
 static void process_motion(struct qw_server *server, uint32_t time) {
 	if (screen_lock_pointer_motion(server, time)) {
 		return;
@@ -190,6 +203,13 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 	}
 	if (server->cursor_mode == QW_CURSOR_RESIZE) {
 		process_resize(server);
+		return;
+	}
+
+	if (server->cursor_mode == QW_CURSOR_PASSTHROUGH && held_by_client(server)) {
+		wlr_seat_pointer_notify_motion(server->seat, time,
+				server->cursor->x - server->held_origin_x,
+				server->cursor->y - server->held_origin_y);
 		return;
 	}
 
@@ -316,6 +336,21 @@ void cursor_click_button(struct qw_view *view, int kind) {
 	click_button(view, kind, false);
 }
 
+/* The button to the client with the pointer focus; the first press notes
+ * where its surface is (held_by_client), the last release lets the focus
+ * follow the pointer again. */
+static void notify_button(struct qw_server *server, struct wlr_event_pointer_button *event) {
+	struct wlr_seat_pointer_state *state = &server->seat->pointer_state;
+	bool first = state->button_count == 0;
+	wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
+	if (event->state == WLR_BUTTON_PRESSED && first) {
+		server->held_origin_x = server->cursor->x - state->sx;
+		server->held_origin_y = server->cursor->y - state->sy;
+	} else if (event->state == WLR_BUTTON_RELEASED && state->button_count == 0) {
+		process_motion(server, event->time_msec);
+	}
+}
+
 static void handle_press(struct qw_server *server, struct wlr_event_pointer_button *event) {
 	struct wlr_surface *surface;
 	struct qw_node_desc *desc;
@@ -353,7 +388,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 		layer_shell_focus_on_click(server, desc);
 	}
 	if (!view || !desc || event->button != BTN_LEFT) {
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
+		notify_button(server, event);
 		return;
 	}
 	switch (desc->type) {
@@ -376,7 +411,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 		break;
 	}
 	default:
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
+		notify_button(server, event);
 		break;
 	}
 }
@@ -404,8 +439,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 	case QW_CURSOR_MOVE:
 	case QW_CURSOR_RESIZE:
 		if (server->grab_forward_release) {
-			wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button,
-					event->state);
+			notify_button(server, event);
 		}
 		end_interactive(server);
 		process_motion(server, event->time_msec);
@@ -416,7 +450,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 			server->swallowed_button = 0;
 			return;
 		}
-		wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
+		notify_button(server, event);
 		return;
 	}
 }
