@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <time.h>
 #include <wlr/types/wlr_cursor.h>
 #include <wlr/types/wlr_data_device.h>
 #include <wlr/types/wlr_scene.h>
@@ -193,6 +194,17 @@ static void handle_start_drag(struct wl_listener *listener, void *data) {
 	wl_list_remove(&dnd->drag_drop.link);
 	dnd->drag_drop.notify = handle_drag_drop;
 	wl_signal_add(&drag->events.drop, &dnd->drag_drop);
+	if (drag->grab_type == WLR_DRAG_GRAB_KEYBOARD_POINTER) {
+		/*
+		 * Starting the drag cleared the pointer focus, and the drag only
+		 * enters a surface on the next motion. A client slow to ask for
+		 * the drag (a busy machine) may ask once the pointer already
+		 * rests over the target: enter it now, as if the pointer moved.
+		 */
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		cursor_rebase(dnd->server, (uint32_t)(now.tv_sec * 1000 + now.tv_nsec / 1000000));
+	}
 }
 
 static void handle_cursor_motion(struct wl_listener *listener, void *data) {
