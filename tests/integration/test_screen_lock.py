@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import harness
 import pixels
 from harness import wait_for
 from test_qos_buttons import Win, no_frozen_leftovers, qcomp  # noqa: F401 (fixtures)
@@ -255,7 +256,12 @@ def test_input_inhibitor_confines_input_to_its_client(qosway):
         win.wait_event("key", lambda d: d["key"] == KEY_A, start=wm)
 
 
-def test_qos_classes_hold_while_locked(qcomp):
+def test_qos_classes_hold_while_locked(start_qosway):
+    # a fixed reserve, kept for the whole test: the default one is sized
+    # by use (a redraw past its slice runs at the fallback until the next
+    # period) and given back after 120 idle periods (2 s)
+    qcomp = start_qosway(config=harness.qos_test_config(
+        "realtime-cpu 20%\nrealtime-period 20ms\nrealtime-idle-release 0\n"))
     rt = Win(qcomp, "RT", color="cc3333")
     paused = Win(qcomp, "Paused", color="3333cc")
     r = qcomp.qosctl("set", str(rt.id), "realtime")
