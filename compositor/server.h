@@ -3,9 +3,9 @@
  *
  * Scene tree (bottom to top), all children of server->scene:
  *
- *   layers[BACKGROUND]        layer-shell surfaces
- *   layers[BOTTOM]
- *   view_tree                 one qw_view tree per toplevel, stacking order
+ *   trees.layers[BACKGROUND]  layer-shell surfaces
+ *   trees.layers[BOTTOM]
+ *   trees.views               one qw_view tree per toplevel, stacking order
  *     view->tree  (desc VIEW, at the frame's top-left corner; disabled
  *                  while unmapped or minimized)
  *       deco.tree             disabled unless the full frame shows
@@ -22,11 +22,11 @@
  *       dim rect              over the content while paused
  *       titlebar tree         here instead, as the button strip, for a
  *                             window that draws its own decorations
- *   layers[TOP]
- *   fullscreen_tree           a fullscreen view is reparented here
- *   unmanaged_tree            X11 override-redirect windows (menus,
+ *   trees.layers[TOP]
+ *   trees.fullscreen          a fullscreen view is reparented here
+ *   trees.unmanaged           X11 override-redirect windows (menus,
  *                             tooltips) at their X position (xwayland.h)
- *   layers[OVERLAY]
+ *   trees.layers[OVERLAY]
  *   reserve menu              while open (reserve_menu.h)
  *
  * Hit-testing walks from the node under the cursor up to the first node
@@ -44,6 +44,9 @@
 
 #include "config/config.h"
 #include "decoration/theme.h"
+#include "desktop/idle_state.h"
+#include "input/cursor_state.h"
+#include "input/input_state.h"
 
 struct qw_ipc;
 struct qw_gestures;
@@ -92,13 +95,6 @@ struct qw_node_desc {
 	int button; /* enum qw_button_kind, for QW_NODE_BUTTON */
 };
 
-enum qw_cursor_mode {
-	QW_CURSOR_PASSTHROUGH,
-	QW_CURSOR_MOVE,
-	QW_CURSOR_RESIZE,
-	QW_CURSOR_BUTTON, /* a titlebar button is held down */
-};
-
 struct qw_server {
 	struct wl_display *wl_display;
 	struct wl_event_loop *event_loop;
@@ -115,10 +111,13 @@ struct qw_server {
 	struct wlr_presentation *presentation;
 
 	struct wlr_scene *scene;
-	struct wlr_scene_tree *layer_trees[QW_LAYER_COUNT];
-	struct wlr_scene_tree *view_tree;
-	struct wlr_scene_tree *fullscreen_tree;
-	struct wlr_scene_tree *unmanaged_tree;
+	/* The trees the header comment draws (server.c makes them). */
+	struct {
+		struct wlr_scene_tree *layers[QW_LAYER_COUNT];
+		struct wlr_scene_tree *views;
+		struct wlr_scene_tree *fullscreen;
+		struct wlr_scene_tree *unmanaged;
+	} trees;
 
 	struct wlr_output_layout *output_layout;
 	struct wl_list outputs; /* qw_output.link */
@@ -126,36 +125,29 @@ struct qw_server {
 	struct qw_output_management *output_management; /* output_management.h */
 	char *config_path; /* the config file read at start, read again on reload */
 
-	struct wlr_xdg_shell *xdg_shell;
-	struct wl_listener new_xdg_surface;
+	struct {
+		struct wlr_xdg_shell *shell;
+		struct wl_listener new_surface;
+	} xdg; /* xdg_shell.c */
 	struct wl_list views; /* qw_view.link, most recently focused first */
 	uint32_t next_view_id;
 	unsigned int cascade_index;
 
-	struct wlr_layer_shell_v1 *layer_shell;
-	struct wl_listener new_layer_surface;
-
-	struct wlr_xdg_decoration_manager_v1 *xdg_decoration_manager;
-	struct wl_listener new_toplevel_decoration;
-	struct wlr_server_decoration_manager *server_decoration_manager;
-	struct wl_listener new_server_decoration;
-
-	struct wlr_xdg_activation_v1 *xdg_activation;
-	struct wl_listener request_activate;
-
-	struct wlr_virtual_pointer_manager_v1 *virtual_pointer;
-	struct wl_listener new_virtual_pointer;
-	struct wlr_virtual_keyboard_manager_v1 *virtual_keyboard;
-	struct wl_listener new_virtual_keyboard;
-
-	struct wlr_idle *idle;
-	struct wlr_idle_inhibit_manager_v1 *idle_inhibit;
-	struct wl_listener new_idle_inhibitor;
-	struct wl_list idle_inhibitors; /* qw_idle_inhibitor.link (idle.c) */
-	bool idle_inhibited; /* an inhibitor's surface is visible */
-	struct wl_listener idle_new_input; /* touch devices, for activity */
-	struct wl_list idle_touch_devices; /* qw_idle_touch.link (idle.c) */
-
+	struct {
+		struct wlr_layer_shell_v1 *manager;
+		struct wl_listener new_surface;
+	} layer_shell; /* layer_shell.c */
+	struct {
+		struct wlr_xdg_decoration_manager_v1 *xdg_manager;
+		struct wl_listener new_toplevel_decoration;
+		struct wlr_server_decoration_manager *server_manager;
+		struct wl_listener new_server_decoration;
+	} decorations; /* xdg_decoration.c, decoration.c */
+	struct {
+		struct wlr_xdg_activation_v1 *manager;
+		struct wl_listener request_activate;
+	} activation; /* activation.c */
+	struct qw_idle_state idle; /* idle.c */
 	struct wlr_foreign_toplevel_manager_v1 *foreign_toplevel_manager;
 
 	/* X11 programs (xwayland.h); NULL while X11 is off. */
@@ -163,61 +155,21 @@ struct qw_server {
 
 	/* Input */
 	struct wlr_seat *seat;
-	struct wl_listener new_input;
-	struct wl_listener request_set_cursor;
-	struct wl_listener request_set_selection;
-	struct wl_listener request_set_primary_selection;
-	struct wl_list keyboards; /* qw_keyboard.link */
-	struct wl_list input_devices; /* qw_input_device.link (input_devices.h) */
-	uint32_t next_input_device_id;
+	struct qw_input_state input; /* seat.c, input_devices.c */
 	struct qw_touch *touch; /* touch.h */
 	struct qw_tablets *tablets; /* tablet.h */
 	struct qw_gestures *gestures; /* gestures.h */
-	/* See seat.c: virtual keyboards' wlr_keyboard that wlroots 0.15 orphans. */
-	struct wlr_keyboard **orphaned_keyboards;
-	size_t orphaned_keyboard_count;
-	struct wl_event_source *orphan_idle;
 	struct wlr_cursor *cursor;
 	struct wlr_xcursor_manager *xcursor_manager;
-	const char *cursor_image; /* last image set by us, NULL if client's */
-	struct wl_listener cursor_motion;
-	struct wl_listener cursor_motion_absolute;
-	struct wl_listener cursor_button;
-	struct wl_listener cursor_axis;
-	struct wl_listener cursor_frame;
-
-	enum qw_cursor_mode cursor_mode;
-	struct qw_view *grabbed_view;
-	double grab_x, grab_y;
-	struct wlr_box grab_geobox;
-	uint32_t resize_edges;
-	/* The press that started the grab reached the client (xdg move/resize
-	 * requests), so the client must see the matching release too. */
-	bool grab_forward_release;
-	/* A maximized window restores only once a titlebar drag really moves,
-	 * so a click (or the first half of a double-click) leaves it alone. */
-	bool grab_unmaximize_pending;
-	double grab_start_x, grab_start_y;
-	/* Layout position of the surface a held button was pressed on: it
-	 * keeps the pointer (motion relative to it) until the last release. */
-	double held_origin_x, held_origin_y;
-	int pressed_button; /* enum qw_button_kind while QW_CURSOR_BUTTON */
-	uint32_t pressed_mouse_button;
-	struct qw_view *hovered_view; /* view whose button is hovered */
-	int hovered_button;
-	uint32_t last_titlebar_click_msec;
-	struct qw_view *last_titlebar_click_view;
-
+	struct qw_cursor_state pointer; /* cursor.c */
 	/* Lock and confine, relative motion (pointer_constraints.h). */
 	struct qw_pointer_constraints *pointer_constraints;
 	/* Bindings handed to the focused client (shortcuts_inhibit.h). */
 	struct qw_shortcuts_inhibit *shortcuts_inhibit;
 	/* Input methods and their candidate windows (text_input.h). */
 	struct qw_text_input_relay *text_input;
-
 	struct qw_layer_surface *focused_layer; /* exclusive keyboard focus */
 	struct qw_menu *menu; /* the open reserve menu, if any */
-	uint32_t swallowed_button; /* its press opened or used the menu; 0 if none */
 
 	struct qw_ipc *ipc;
 	char *ipc_socket_path;
@@ -234,8 +186,10 @@ struct qw_server {
 	 * nothing is spawned. The fuzzing harnesses (tests/fuzz) run so.
 	 */
 	bool dry_run;
-	int proc_events_fd; /* netlink process connector, -1 if none */
-	struct wl_event_source *proc_events_source;
+	struct {
+		int fd; /* netlink process connector, -1 if none */
+		struct wl_event_source *source;
+	} proc_events; /* proc_events.c */
 	struct reserve_protocol *reserve_protocol;
 	/* period=vblank reserves follow their window's output (vblank.h). */
 	struct qw_vblank *vblank;
@@ -243,15 +197,18 @@ struct qw_server {
 	struct qw_inactive *inactive;
 
 	/* Desktop features, each owned by its module. */
-	struct wlr_output_power_manager_v1 *output_power; /* desktop_protocols.h */
-	struct wl_listener output_power_set_mode;
+	struct {
+		struct wlr_output_power_manager_v1 *manager;
+		struct wl_listener set_mode;
+	} output_power; /* desktop_protocols.c */
 	struct qw_screen_lock *lock; /* screen_lock.h */
 	struct qw_session_lock_manager *session_lock; /* session_lock.h */
 	struct qw_dnd *dnd; /* dnd.h */
 	struct qw_workspaces *workspaces; /* workspace.h */
 
-	struct wl_event_source *sigint_source, *sigterm_source, *sigchld_source;
-	struct wl_event_source *sighup_source;
+	struct {
+		struct wl_event_source *sigint, *sigterm, *sigchld, *sighup;
+	} signals; /* server.c */
 	int exit_code;
 };
 

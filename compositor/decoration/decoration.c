@@ -332,9 +332,9 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		if (!button->present) {
 			continue;
 		}
-		bool hover = server->hovered_view == view && server->hovered_button == k;
-		bool pressed = hover && server->cursor_mode == QW_CURSOR_BUTTON &&
-				server->grabbed_view == view && server->pressed_button == k;
+		bool hover = server->pointer.hovered_view == view && server->pointer.hovered_button == k;
+		bool pressed = hover && server->pointer.mode == QW_CURSOR_BUTTON &&
+				server->pointer.grabbed_view == view && server->pointer.pressed_button == k;
 		enum qw_button_state state = deco->refused_button == k
 				? QW_BUTTON_STATE_REFUSED
 				: theme_button_state(button_is_on(view, k), hover, pressed);

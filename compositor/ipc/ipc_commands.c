@@ -139,8 +139,8 @@ static struct json_object *cmd_windows(struct qw_server *server) {
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
 	/* Stacking order, bottom first, as the scene draws them. */
-	add_windows_of(list, server->view_tree);
-	add_windows_of(list, server->fullscreen_tree);
+	add_windows_of(list, server->trees.views);
+	add_windows_of(list, server->trees.fullscreen);
 	json_object_object_add(reply, "windows", list);
 	return reply;
 }
