@@ -57,6 +57,7 @@
 #include "input/touch.h"
 #include "server.h"
 #include "desktop/view.h"
+#include "desktop/xdg_shell.h"
 #include "desktop/workspace.h"
 #include "decoration/xdg_decoration.h"
 #include "desktop/xwayland.h"
@@ -208,7 +209,7 @@ static bool create_protocols(struct qw_server *server) {
 	wlr_server_decoration_manager_set_default_mode(server->decorations.server_manager,
 			WLR_SERVER_DECORATION_MANAGER_MODE_SERVER);
 
-	server->xdg.new_surface.notify = view_handle_new_xdg_surface;
+	server->xdg.new_surface.notify = xdg_shell_handle_new_surface;
 	wl_signal_add(&server->xdg.shell->events.new_surface, &server->xdg.new_surface);
 	server->layer_shell.new_surface.notify = layer_shell_handle_new_surface;
 	wl_signal_add(&server->layer_shell.manager->events.new_surface,

@@ -23,32 +23,9 @@
 #include "qos_bridge/qos_link.h"
 #include "decoration/reserve_menu.h"
 #include "desktop/view.h"
+#include "desktop/view_output.h"
 #include "desktop/workspace.h"
 #include "decoration/xdg_decoration.h"
-#include "desktop/xwayland.h"
-
-static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
-	[QW_VIEW_CLASS_NORMAL] = "normal",
-	[QW_VIEW_CLASS_REALTIME] = "realtime",
-	[QW_VIEW_CLASS_IDLE] = "idle",
-	[QW_VIEW_CLASS_PAUSED] = "paused",
-	[QW_VIEW_CLASS_FIFO] = "fifo",
-	[QW_VIEW_CLASS_NICE] = "nice",
-};
-
-const char *view_class_name(enum qw_view_class class) {
-	return class < QW_VIEW_CLASS_COUNT ? class_names[class] : "?";
-}
-
-bool view_class_from_name(const char *name, enum qw_view_class *class) {
-	for (int i = 0; i < QW_VIEW_CLASS_COUNT; i++) {
-		if (strcmp(name, class_names[i]) == 0) {
-			*class = i;
-			return true;
-		}
-	}
-	return false;
-}
 
 static int deco_border(const struct qw_view *view) {
 	return decoration_border(&view->deco, view->server);
@@ -96,40 +73,26 @@ struct client_identity *view_identity(const struct qw_view *view) {
 	 * IPC close event they send) come after the identity was freed; asking
 	 * for it then would make a new one, with a pidfd, that nothing frees.
 	 */
-	if (view->client_gone || view->xwayland) {
+	if (view->client_gone || !view->impl->get_identity) {
 		return NULL;
 	}
-	return client_identity_get(wl_resource_get_client(view->xdg_surface->resource));
+	return view->impl->get_identity(view);
 }
 
 pid_t view_get_pid(const struct qw_view *view) {
-	if (view->xwayland) {
-		return xwayland_view_pid(view);
-	}
-	/* Through the pidfd taken at connection: -1 once that process is gone,
-	 * never a recycled pid. */
-	return client_identity_pid(view_identity(view));
+	return view->impl->get_pid(view);
 }
 
 const char *view_title(const struct qw_view *view) {
-	if (view->xwayland) {
-		return xwayland_view_title(view);
-	}
-	return view->toplevel->title;
+	return view->impl->get_title(view);
 }
 
 const char *view_app_id(const struct qw_view *view) {
-	if (view->xwayland) {
-		return xwayland_view_app_id(view);
-	}
-	return view->toplevel->app_id;
+	return view->impl->get_app_id(view);
 }
 
 struct wlr_surface *view_surface(const struct qw_view *view) {
-	if (view->xwayland) {
-		return xwayland_view_surface(view);
-	}
-	return view->xdg_surface->surface;
+	return view->impl->get_surface(view);
 }
 
 struct wl_client *view_client(const struct qw_view *view) {
@@ -138,25 +101,17 @@ struct wl_client *view_client(const struct qw_view *view) {
 }
 
 void view_ping(struct qw_view *view) {
-	if (view->xwayland) {
-		xwayland_view_ping(view);
-	} else {
-		wlr_xdg_surface_ping(view->xdg_surface);
-	}
+	view->impl->ping(view);
 }
 
 void view_set_resizing(struct qw_view *view, bool resizing) {
-	if (!view->xwayland) {
-		wlr_xdg_toplevel_set_resizing(view->xdg_surface, resizing);
+	if (view->impl->set_resizing) {
+		view->impl->set_resizing(view, resizing);
 	}
 }
 
 void view_request_size(struct qw_view *view) {
-	if (view->xwayland) {
-		xwayland_view_configure(view);
-	} else {
-		wlr_xdg_toplevel_set_size(view->xdg_surface, view->want_width, view->want_height);
-	}
+	view->impl->request_size(view);
 }
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id) {
@@ -266,11 +221,7 @@ static void focus_next_after(struct qw_view *gone) {
 }
 
 void view_close(struct qw_view *view) {
-	if (view->xwayland) {
-		xwayland_view_close(view);
-	} else {
-		wlr_xdg_toplevel_send_close(view->xdg_surface);
-	}
+	view->impl->close(view);
 }
 
 void view_move_to(struct qw_view *view, int x, int y) {
@@ -278,9 +229,8 @@ void view_move_to(struct qw_view *view, int x, int y) {
 	view->y = y;
 	decoration_update_geometry(&view->deco, view);
 	foreign_toplevel_update_state(view);
-	if (view->xwayland && view->mapped) {
-		/* X clients place their menus from where they think they are. */
-		xwayland_view_configure(view);
+	if (view->impl->moved && view->mapped) {
+		view->impl->moved(view);
 	}
 	workspace_view_moved(view);
 }
@@ -295,7 +245,7 @@ void view_set_geometry(struct qw_view *view, int x, int y, int width, int height
 }
 
 bool view_is_paused(const struct qw_view *view) {
-	return view->class == QW_VIEW_CLASS_PAUSED;
+	return view->class == QW_CLASS_PAUSED;
 }
 
 void view_send_configure(struct qw_view *view) {
@@ -308,30 +258,12 @@ void view_send_configure(struct qw_view *view) {
 		return;
 	}
 	view->configure_held = false;
-	if (view->xwayland) {
-		xwayland_view_configure(view);
-		return;
-	}
-	struct wlr_xdg_surface *xdg = view->xdg_surface;
-	if (view->want_width > 0 && view->want_height > 0) {
-		wlr_xdg_toplevel_set_size(xdg, view->want_width, view->want_height);
-	}
-	wlr_xdg_toplevel_set_activated(xdg, view->deco.focused);
-	wlr_xdg_toplevel_set_maximized(xdg, view->maximized);
-	wlr_xdg_toplevel_set_fullscreen(xdg, view->fullscreen);
+	view->impl->configure(view);
 }
 
 /* Answer a request that changes nothing, so the client is not left waiting. */
 static void view_schedule_configure(struct qw_view *view) {
-	if (view->xwayland) {
-		view_send_configure(view);
-	} else {
-		wlr_xdg_surface_schedule_configure(view->xdg_surface);
-	}
-}
-
-static struct qw_output *view_output(struct qw_view *view) {
-	return output_at(view->server, view->x + view->width / 2.0, view->y + view->height / 2.0);
+	view->impl->schedule_configure(view);
 }
 
 void view_set_maximized(struct qw_view *view, bool maximized) {
@@ -339,7 +271,7 @@ void view_set_maximized(struct qw_view *view, bool maximized) {
 		view_schedule_configure(view);
 		return;
 	}
-	struct qw_output *output = view_output(view);
+	struct qw_output *output = view_center_output(view);
 	if (!output) {
 		return;
 	}
@@ -361,7 +293,7 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 		view_schedule_configure(view);
 		return;
 	}
-	struct qw_output *output = view_output(view);
+	struct qw_output *output = view_center_output(view);
 	if (!output) {
 		return;
 	}
@@ -426,10 +358,7 @@ static bool surface_is_view(struct wlr_surface *surface, struct qw_view *view) {
 	if (!surface) {
 		return false;
 	}
-	if (view->xwayland) {
-		return wlr_surface_get_root_surface(surface) == view_surface(view);
-	}
-	return wl_resource_get_client(surface->resource) == view_client(view);
+	return view->impl->owns_surface(view, surface);
 }
 
 /* Take input focus away from a client about to be frozen, and give it back
@@ -467,7 +396,7 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 	decoration_update_paused(&view->deco, view);
 }
 
-void view_set_class(struct qw_view *view, enum qw_view_class class) {
+void view_set_class(struct qw_view *view, enum qw_class class) {
 	if (view->class == class) {
 		return;
 	}
@@ -482,7 +411,7 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 	ipc_notify_window(view->server, view, "class");
 }
 
-bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len) {
+bool view_request_class(struct qw_view *view, enum qw_class class, char *err, size_t err_len) {
 	/* A button or a keybinding: the user, and no process, asks. */
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
 	if (qos_gate_set_class(view->server, &asker, view_get_pid(view), class, err, err_len)) {
@@ -520,16 +449,6 @@ void view_map(struct qw_view *view, bool fullscreen, bool maximized) {
 	ipc_notify_window(view->server, view, "new");
 }
 
-static void handle_map(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, map);
-	struct wlr_box geo;
-	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
-	view->width = geo.width;
-	view->height = geo.height;
-	xdg_decoration_map_default(view);
-	view_map(view, view->toplevel->requested.fullscreen, view->toplevel->requested.maximized);
-}
-
 void view_unmap(struct qw_view *view) {
 	struct qw_server *server = view->server;
 	bool was_focused = focused_view(server) == view;
@@ -556,11 +475,6 @@ void view_unmap(struct qw_view *view) {
 	ipc_notify_window(server, view, "close");
 }
 
-static void handle_unmap(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, unmap);
-	view_unmap(view);
-}
-
 void view_update_size(struct qw_view *view, int width, int height) {
 	if (!view->mapped || (width == view->width && height == view->height)) {
 		return;
@@ -578,43 +492,9 @@ void view_update_size(struct qw_view *view, int width, int height) {
 	view->width = width;
 	view->height = height;
 	decoration_update_geometry(&view->deco, view);
-	if (view->xwayland) {
-		/* An X window's position is ours to keep in step. */
-		xwayland_view_configure(view);
+	if (view->impl->moved) {
+		view->impl->moved(view);
 	}
-}
-
-static void handle_commit(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, commit);
-	struct wlr_box geo;
-	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
-	view_update_size(view, geo.width, geo.height);
-}
-
-static void handle_client_destroy(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, client_destroy);
-	/* The signal's final emit has unlinked the listener already. */
-	wl_list_remove(&view->client_destroy.link);
-	wl_list_init(&view->client_destroy.link);
-	view->client_gone = true;
-}
-
-static void handle_destroy(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, destroy);
-	wl_list_remove(&view->map.link);
-	wl_list_remove(&view->unmap.link);
-	wl_list_remove(&view->destroy.link);
-	wl_list_remove(&view->commit.link);
-	wl_list_remove(&view->request_move.link);
-	wl_list_remove(&view->request_resize.link);
-	wl_list_remove(&view->request_maximize.link);
-	wl_list_remove(&view->request_fullscreen.link);
-	wl_list_remove(&view->set_title.link);
-	wl_list_remove(&view->set_app_id.link);
-	wl_list_remove(&view->client_destroy.link);
-	view->xdg_surface->data = NULL;
-	view_finish(view);
-	free(view);
 }
 
 void view_finish(struct qw_view *view) {
@@ -644,176 +524,4 @@ bool view_init(struct qw_view *view, struct qw_server *server) {
 	}
 	wlr_scene_node_set_enabled(&view->tree->node, false);
 	return true;
-}
-
-/* Clients may start a move or resize only in answer to a press they got. */
-static bool client_grab_allowed(struct qw_view *view, uint32_t serial) {
-	return view->server->pointer.mode == QW_CURSOR_PASSTHROUGH &&
-			wlr_seat_validate_pointer_grab_serial(view->server->seat, view->xdg_surface->surface,
-					serial);
-}
-
-static void handle_request_move(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, request_move);
-	struct wlr_xdg_toplevel_move_event *event = data;
-	if (client_grab_allowed(view, event->serial)) {
-		view_begin_interactive(view, QW_CURSOR_MOVE, 0);
-		view->server->pointer.grab_forward_release = true;
-	}
-}
-
-static void handle_request_resize(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, request_resize);
-	struct wlr_xdg_toplevel_resize_event *event = data;
-	if (client_grab_allowed(view, event->serial)) {
-		view_begin_interactive(view, QW_CURSOR_RESIZE, event->edges);
-		view->server->pointer.grab_forward_release = true;
-	}
-}
-
-static void handle_request_maximize(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, request_maximize);
-	if (!view->mapped) {
-		/* Applied at map time from toplevel->requested. */
-		wlr_xdg_surface_schedule_configure(view->xdg_surface);
-		return;
-	}
-	view_set_maximized(view, view->toplevel->requested.maximized);
-}
-
-static void handle_request_fullscreen(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, request_fullscreen);
-	if (!view->mapped) {
-		wlr_xdg_surface_schedule_configure(view->xdg_surface);
-		return;
-	}
-	view_set_fullscreen(view, view->toplevel->requested.fullscreen);
-}
-
-static void handle_set_title(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, set_title);
-	decoration_update_title(&view->deco, view);
-	foreign_toplevel_update_title(view);
-	if (view->mapped) {
-		ipc_notify_window(view->server, view, "title");
-	}
-}
-
-static void handle_set_app_id(struct wl_listener *listener, void *data) {
-	struct qw_view *view = wl_container_of(listener, view, set_app_id);
-	pid_t pid = view_get_pid(view);
-	if (view->mapped && !qos_link_reserve_of(view->server, pid)) {
-		/* app_id= rules can only match once the toplevel names itself. */
-		qos_link_apply_rules(view->server, pid, view_app_id(view));
-	}
-	foreign_toplevel_update_app_id(view);
-	if (view->mapped) {
-		ipc_notify_window(view->server, view, "app_id");
-	}
-}
-
-static void unconstrain_popup(struct wlr_xdg_popup *popup, struct qw_view *view) {
-	struct qw_output *output = view_output(view);
-	if (!output) {
-		return;
-	}
-	struct wlr_box obox = output_layout_box(output);
-	struct wlr_box geo;
-	wlr_xdg_surface_get_geometry(view->xdg_surface, &geo);
-	/* The box is in the toplevel's surface coordinates. */
-	struct wlr_box box = {
-		.x = obox.x - view->x + geo.x,
-		.y = obox.y - view->y + geo.y,
-		.width = obox.width,
-		.height = obox.height,
-	};
-	wlr_xdg_popup_unconstrain_from_box(popup, &box);
-}
-
-static void add_popup(struct wlr_xdg_surface *xdg_surface) {
-	struct wlr_surface *parent_surface = xdg_surface->popup->parent;
-	if (!parent_surface || !wlr_surface_is_xdg_surface(parent_surface)) {
-		/* Layer-shell parents attach their popups themselves. */
-		return;
-	}
-	struct wlr_xdg_surface *parent = wlr_xdg_surface_from_wlr_surface(parent_surface);
-	struct wlr_scene_node *parent_node = parent ? parent->data : NULL;
-	if (!parent_node) {
-		return;
-	}
-	struct wlr_scene_node *node = wlr_scene_xdg_surface_create(parent_node, xdg_surface);
-	if (!node) {
-		wlr_log(WLR_ERROR, "failed to create popup scene node");
-		return;
-	}
-	xdg_surface->data = node;
-	struct qw_node_desc *desc = node_desc_find(parent_node);
-	if (desc && desc->view) {
-		unconstrain_popup(xdg_surface->popup, desc->view);
-	}
-}
-
-void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, xdg.new_surface);
-	struct wlr_xdg_surface *xdg_surface = data;
-	if (xdg_surface->role == WLR_XDG_SURFACE_ROLE_POPUP) {
-		add_popup(xdg_surface);
-		return;
-	}
-	if (xdg_surface->role != WLR_XDG_SURFACE_ROLE_TOPLEVEL) {
-		return;
-	}
-	struct qw_view *view = calloc(1, sizeof(*view));
-	if (!view) {
-		wlr_log(WLR_ERROR, "out of memory for a new view");
-		wl_resource_post_no_memory(xdg_surface->resource);
-		return;
-	}
-	view->xdg_surface = xdg_surface;
-	view->toplevel = xdg_surface->toplevel;
-	if (!view_init(view, server)) {
-		goto err_tree;
-	}
-	view->surface_node = wlr_scene_xdg_surface_create(&view->tree->node, xdg_surface);
-	if (!view->surface_node) {
-		goto err_scene;
-	}
-	xdg_surface->data = view->surface_node;
-	if (!decoration_init_overlay(&view->deco, view)) {
-		goto err_scene;
-	}
-
-	view->map.notify = handle_map;
-	wl_signal_add(&xdg_surface->events.map, &view->map);
-	view->unmap.notify = handle_unmap;
-	wl_signal_add(&xdg_surface->events.unmap, &view->unmap);
-	view->destroy.notify = handle_destroy;
-	wl_signal_add(&xdg_surface->events.destroy, &view->destroy);
-	view->commit.notify = handle_commit;
-	wl_signal_add(&xdg_surface->surface->events.commit, &view->commit);
-	struct wlr_xdg_toplevel *toplevel = xdg_surface->toplevel;
-	view->request_move.notify = handle_request_move;
-	wl_signal_add(&toplevel->events.request_move, &view->request_move);
-	view->request_resize.notify = handle_request_resize;
-	wl_signal_add(&toplevel->events.request_resize, &view->request_resize);
-	view->request_maximize.notify = handle_request_maximize;
-	wl_signal_add(&toplevel->events.request_maximize, &view->request_maximize);
-	view->request_fullscreen.notify = handle_request_fullscreen;
-	wl_signal_add(&toplevel->events.request_fullscreen, &view->request_fullscreen);
-	view->set_title.notify = handle_set_title;
-	wl_signal_add(&toplevel->events.set_title, &view->set_title);
-	view->set_app_id.notify = handle_set_app_id;
-	wl_signal_add(&toplevel->events.set_app_id, &view->set_app_id);
-	view->client_destroy.notify = handle_client_destroy;
-	wl_client_add_destroy_listener(wl_resource_get_client(xdg_surface->resource),
-			&view->client_destroy);
-	wl_list_insert(server->views.prev, &view->link);
-	return;
-
-err_scene:
-	view_finish(view);
-err_tree:
-	wlr_log(WLR_ERROR, "failed to create the scene nodes of a view");
-	free(view);
-	wl_resource_post_no_memory(xdg_surface->resource);
 }

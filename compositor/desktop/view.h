@@ -14,28 +14,47 @@
 #include <wlr/util/box.h>
 
 #include "decoration/decoration.h"
+#include "qos_bridge/qos_class.h"
 #include "server.h"
-
-/*
- * The window's QoS class. It is the one field the titlebar buttons show;
- * view_request_class() is the single entry point for changing it.
- */
-enum qw_view_class {
-	QW_VIEW_CLASS_NORMAL,
-	QW_VIEW_CLASS_REALTIME, /* a guaranteed reserve (policy qos) */
-	QW_VIEW_CLASS_IDLE,
-	QW_VIEW_CLASS_PAUSED,
-	QW_VIEW_CLASS_FIFO, /* fifo/rr with a safety limit; shown as real-time */
-	QW_VIEW_CLASS_NICE, /* other at nice 10; shown as idle */
-	QW_VIEW_CLASS_COUNT,
-};
 
 struct wlr_surface;
 struct qw_xwayland_view;
 
+struct client_identity;
+
+/*
+ * What each shell does its own way: xdg_shell.c for Wayland toplevels,
+ * xwayland.c for X11 windows. The view code calls only these, never the
+ * shell's objects. Optional members may be NULL.
+ */
+struct qw_view_impl {
+	/* The client's identity (a pidfd taken at connection); optional. */
+	struct client_identity *(*get_identity)(const struct qw_view *view);
+	pid_t (*get_pid)(const struct qw_view *view); /* -1 if unknown or gone */
+	const char *(*get_title)(const struct qw_view *view);
+	const char *(*get_app_id)(const struct qw_view *view);
+	struct wlr_surface *(*get_surface)(const struct qw_view *view);
+	/* Whether surface (focused, say) is the window's own. */
+	bool (*owns_surface)(const struct qw_view *view, struct wlr_surface *surface);
+	void (*ping)(struct qw_view *view);
+	void (*set_resizing)(struct qw_view *view, bool resizing); /* optional */
+	/* Ask for want_width x want_height. */
+	void (*request_size)(struct qw_view *view);
+	/* Send size, activation, maximized and fullscreen as they are now. */
+	void (*configure)(struct qw_view *view);
+	/* Answer a request that changes nothing, so the client is not left
+	 * waiting. */
+	void (*schedule_configure)(struct qw_view *view);
+	void (*close)(struct qw_view *view);
+	/* The frame moved or its content was resized by us (optional: a
+	 * client that must know where it is). */
+	void (*moved)(struct qw_view *view);
+};
+
 struct qw_view {
 	struct wl_list link; /* qw_server.views */
 	struct qw_server *server;
+	const struct qw_view_impl *impl;
 	uint32_t id;
 	/* Both NULL for an X11 window, which has xwayland instead. */
 	struct wlr_xdg_surface *xdg_surface;
@@ -56,7 +75,7 @@ struct qw_view {
 	struct wlr_box saved; /* content box before maximize/fullscreen */
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
-	enum qw_view_class class;
+	enum qw_class class;
 	/* Its workspace on the output showing most of it (workspace.h); 0 until mapped. */
 	int workspace;
 	/* Out of sight (inactive.h): since when (monotonic ms, 0 while
@@ -88,9 +107,6 @@ struct qw_view {
 	struct wl_listener ftl_request_fullscreen;
 	struct wl_listener ftl_request_close;
 };
-
-/* Called for every new xdg surface (toplevels and popups). */
-void view_handle_new_xdg_surface(struct wl_listener *listener, void *data);
 
 /*
  * For the shells (xdg here, X11 in xwayland.c). view_init() makes the view's
@@ -148,17 +164,17 @@ pid_t view_get_pid(const struct qw_view *view);
 struct client_identity *view_identity(const struct qw_view *view);
 /* The client is frozen: send it nothing that could fill its socket. */
 bool view_is_paused(const struct qw_view *view);
-const char *view_class_name(enum qw_view_class class);
+const char *qos_class_name(enum qw_class class);
 
 /*
  * A user (button, keybinding, IPC) asks for `class` for the window's process.
  * The QoS manager decides; only what it confirmed reaches view_set_class().
  * A refusal shows on the titlebar and returns false with the reason.
  */
-bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len);
-bool view_class_from_name(const char *name, enum qw_view_class *class);
+bool view_request_class(struct qw_view *view, enum qw_class class, char *err, size_t err_len);
+bool qos_class_from_name(const char *name, enum qw_class *class);
 /* Record a confirmed class and update every image that shows it. */
-void view_set_class(struct qw_view *view, enum qw_view_class class);
+void view_set_class(struct qw_view *view, enum qw_class class);
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id);
 struct qw_view *view_at(struct qw_server *server, double lx, double ly,

@@ -9,6 +9,10 @@
 #include "desktop/view.h"
 #include "desktop/view_output.h"
 
+struct qw_output *view_center_output(struct qw_view *view) {
+	return output_at(view->server, view->x + view->width / 2.0, view->y + view->height / 2.0);
+}
+
 struct qw_output *view_main_output(struct qw_view *view) {
 	if (!view->mapped || view->minimized) {
 		return NULL;

@@ -7,6 +7,10 @@
 struct qw_output;
 struct qw_view;
 
+/* The output under the middle of the window's content, mapped or not: where
+ * it is maximized, made fullscreen, and its popups kept. */
+struct qw_output *view_center_output(struct qw_view *view);
+
 /*
  * The enabled output that shows the largest part of the window's frame;
  * NULL when the window is unmapped, minimised or on no output at all.

@@ -107,7 +107,7 @@ static const char *pid_source_name(enum pid_source source) {
 static void pid_settled(struct qw_xwayland_view *xv) {
 	struct qw_view *view = &xv->view;
 	wlr_log(WLR_INFO, "xwayland: window %u (%s) is pid %d from %s", view->id,
-			xv->xsurface->class ? xv->xsurface->class : "?", (int)xwayland_view_pid(view),
+			xv->xsurface->class ? xv->xsurface->class : "?", (int)view_get_pid(view),
 			pid_source_name(xv->pid_source));
 	if (view->mapped) {
 		view_apply_rules(view);
@@ -244,7 +244,7 @@ static void xcb_open(struct qw_xwayland *xw) {
 	}
 }
 
-pid_t xwayland_view_pid(const struct qw_view *view) {
+static pid_t xwayland_view_pid(const struct qw_view *view) {
 	const struct qw_xwayland_view *xv = xw_view(view);
 	switch (xv->pid_source) {
 	case PID_XRES:
@@ -258,27 +258,27 @@ pid_t xwayland_view_pid(const struct qw_view *view) {
 
 /* --- managed windows ------------------------------------------------------ */
 
-const char *xwayland_view_title(const struct qw_view *view) {
+static const char *xwayland_view_title(const struct qw_view *view) {
 	return xw_view(view)->xsurface->title;
 }
 
-const char *xwayland_view_app_id(const struct qw_view *view) {
+static const char *xwayland_view_app_id(const struct qw_view *view) {
 	return xw_view(view)->xsurface->class;
 }
 
-struct wlr_surface *xwayland_view_surface(const struct qw_view *view) {
+static struct wlr_surface *xwayland_view_surface(const struct qw_view *view) {
 	return xw_view(view)->xsurface->surface;
 }
 
-void xwayland_view_ping(struct qw_view *view) {
+static void xwayland_view_ping(struct qw_view *view) {
 	wlr_xwayland_surface_ping(xw_view(view)->xsurface);
 }
 
-void xwayland_view_close(struct qw_view *view) {
+static void xwayland_view_close(struct qw_view *view) {
 	wlr_xwayland_surface_close(xw_view(view)->xsurface);
 }
 
-void xwayland_view_configure(struct qw_view *view) {
+static void xwayland_view_configure(struct qw_view *view) {
 	struct wlr_xwayland_surface *xsurface = xw_view(view)->xsurface;
 	int width = view->want_width > 0 ? view->want_width : view->width;
 	int height = view->want_height > 0 ? view->want_height : view->height;
@@ -297,6 +297,35 @@ void xwayland_view_configure(struct qw_view *view) {
 		wlr_xwayland_surface_restack(xsurface, NULL, XCB_STACK_MODE_ABOVE);
 	}
 }
+
+/* The whole window is the X surface (it has no popups of its own). */
+static bool xwayland_view_owns_surface(const struct qw_view *view, struct wlr_surface *surface) {
+	return wlr_surface_get_root_surface(surface) == xwayland_view_surface(view);
+}
+
+/* A request that changes nothing is answered with the state as it is. */
+static void xwayland_view_schedule_configure(struct qw_view *view) {
+	view_send_configure(view);
+}
+
+/*
+ * An X window is told where it is whenever it moves or is resized: X
+ * clients place their menus from where they think they are. No client
+ * identity: the Wayland client is Xwayland, not the program.
+ */
+static const struct qw_view_impl xwayland_view_impl = {
+	.get_pid = xwayland_view_pid,
+	.get_title = xwayland_view_title,
+	.get_app_id = xwayland_view_app_id,
+	.get_surface = xwayland_view_surface,
+	.owns_surface = xwayland_view_owns_surface,
+	.ping = xwayland_view_ping,
+	.request_size = xwayland_view_configure,
+	.configure = xwayland_view_configure,
+	.schedule_configure = xwayland_view_schedule_configure,
+	.close = xwayland_view_close,
+	.moved = xwayland_view_configure,
+};
 
 static void update_client_side(struct qw_xwayland_view *xv) {
 	/* _MOTIF_WM_HINTS asking for no title is a window that draws its own. */
@@ -495,6 +524,7 @@ static void create_managed(struct qw_xwayland *xw, struct wlr_xwayland_surface *
 		return;
 	}
 	struct qw_view *view = &xv->view;
+	view->impl = &xwayland_view_impl;
 	view->xwayland = xv;
 	xv->xw = xw;
 	xv->xsurface = xsurface;

@@ -34,14 +34,4 @@ void xwayland_init(struct qw_server *server);
 /* Stop Xwayland; its windows go first. NULL-safe on an uninitialised server. */
 void xwayland_finish(struct qw_server *server);
 
-/* For view.c: the X11 side of a view whose view->xwayland is set. */
-pid_t xwayland_view_pid(const struct qw_view *view);
-const char *xwayland_view_title(const struct qw_view *view);
-const char *xwayland_view_app_id(const struct qw_view *view);
-struct wlr_surface *xwayland_view_surface(const struct qw_view *view);
-void xwayland_view_ping(struct qw_view *view);
-void xwayland_view_close(struct qw_view *view);
-/* Send the X window its position, size, focus and states. */
-void xwayland_view_configure(struct qw_view *view);
-
 #endif

@@ -311,28 +311,28 @@ static bool shift_held(struct qw_server *server) {
 }
 
 static void click_button(struct qw_view *view, enum qw_button_kind kind, bool shift) {
-	enum qw_view_class want;
+	enum qw_class want;
 	switch (kind) {
 	case QW_BUTTON_CLOSE:
 		view_close(view);
 		return;
 	case QW_BUTTON_REALTIME:
 		/* Shift: fifo with the safety limit instead of a reserve. */
-		want = shift ? QW_VIEW_CLASS_FIFO : QW_VIEW_CLASS_REALTIME;
+		want = shift ? QW_CLASS_FIFO : QW_CLASS_REALTIME;
 		break;
 	case QW_BUTTON_IDLE:
 		/* Shift: nice 10 instead of the idle class. */
-		want = shift ? QW_VIEW_CLASS_NICE : QW_VIEW_CLASS_IDLE;
+		want = shift ? QW_CLASS_NICE : QW_CLASS_IDLE;
 		break;
 	case QW_BUTTON_PAUSE:
-		want = QW_VIEW_CLASS_PAUSED;
+		want = QW_CLASS_PAUSED;
 		break;
 	default:
 		return;
 	}
 	/* Each class button toggles between its class and normal. */
 	char err[256];
-	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want, err, sizeof(err));
+	view_request_class(view, view->class == want ? QW_CLASS_NORMAL : want, err, sizeof(err));
 }
 
 void cursor_click_button(struct qw_view *view, int kind) {
