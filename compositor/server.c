@@ -241,6 +241,7 @@ static bool start_ipc(struct qw_server *server) {
 
 bool server_init(struct qw_server *server) {
 	server->proc_events.fd = -1;
+	wl_signal_init(&server->events.qos_event);
 	wl_list_init(&server->outputs);
 	wl_list_init(&server->views);
 	wl_list_init(&server->input.keyboards);

@@ -98,6 +98,12 @@ struct qw_node_desc {
 struct qw_server {
 	struct wl_display *wl_display;
 	struct wl_event_loop *event_loop;
+	struct {
+		/* The QoS manager's events, a const struct qos_event * (qos/qos.h),
+		 * emitted by qos_link.c; the IPC, the reserve protocol, vblank
+		 * and the scheduler listen. */
+		struct wl_signal qos_event;
+	} events;
 	struct qw_config config;
 	struct qw_theme theme;
 	const char *socket;

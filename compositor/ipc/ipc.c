@@ -33,6 +33,7 @@ struct qw_ipc {
 	struct wl_event_source *source;
 	struct wl_list clients; /* ipc_client.link */
 	int n_clients;
+	struct wl_listener qos_event; /* server->events.qos_event */
 };
 
 struct ipc_client {
@@ -273,6 +274,8 @@ static int handle_listen(int fd, uint32_t mask, void *data) {
 	return 0;
 }
 
+static void handle_qos_event(struct wl_listener *listener, void *data);
+
 struct qw_ipc *ipc_create(struct qw_server *server, const char *path) {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(addr.sun_path)) {
@@ -307,6 +310,8 @@ struct qw_ipc *ipc_create(struct qw_server *server, const char *path) {
 	if (!ipc->path || !ipc->source) {
 		goto err_unlink;
 	}
+	ipc->qos_event.notify = handle_qos_event;
+	wl_signal_add(&server->events.qos_event, &ipc->qos_event);
 	return ipc;
 
 err_unlink:
@@ -330,6 +335,7 @@ void ipc_destroy(struct qw_ipc *ipc) {
 			client_destroy(client);
 		}
 	}
+	wl_list_remove(&ipc->qos_event.link);
 	wl_event_source_remove(ipc->source);
 	close(ipc->fd);
 	unlink(ipc->path);
@@ -365,7 +371,11 @@ void ipc_notify_focus(struct qw_server *server, struct qw_view *view) {
 	ipc_notify_window(server, view, "focus");
 }
 
-void ipc_notify_qos(struct qw_server *server, const struct qos_event *event) {
+/* Admission results, overruns, errors and the like, to subscribed clients. */
+static void handle_qos_event(struct wl_listener *listener, void *data) {
+	struct qw_ipc *ipc = wl_container_of(listener, ipc, qos_event);
+	struct qw_server *server = ipc->server;
+	const struct qos_event *event = data;
 	if (!server->ipc || wl_list_empty(&server->ipc->clients)) {
 		return;
 	}

@@ -17,8 +17,5 @@ void ipc_destroy(struct qw_ipc *ipc);
 /* Tell subscribed clients about a window ("new", "close", "title", ...). */
 void ipc_notify_window(struct qw_server *server, struct qw_view *view, const char *change);
 void ipc_notify_focus(struct qw_server *server, struct qw_view *view);
-struct qos_event;
-/* Tell subscribed clients about admission results, overruns and errors. */
-void ipc_notify_qos(struct qw_server *server, const struct qos_event *event);
 
 #endif

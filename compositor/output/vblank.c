@@ -23,7 +23,24 @@ struct qw_vblank {
 	size_t n_names;
 	bool stale;
 	bool overflow_logged;
+	struct wl_listener qos_event; /* server->events.qos_event */
 };
+
+/* Any change to the reserves may add or drop a period=vblank one. */
+static void handle_qos_event(struct wl_listener *listener, void *data) {
+	struct qw_vblank *vblank = wl_container_of(listener, vblank, qos_event);
+	const struct qos_event *event = data;
+	switch (event->type) {
+	case QOS_EVENT_RESERVE_CREATED:
+	case QOS_EVENT_RESERVE_DELETED:
+	case QOS_EVENT_RESERVE_RENAMED:
+	case QOS_EVENT_PARAMS_CHANGED:
+		vblank->stale = true;
+		break;
+	default:
+		break;
+	}
+}
 
 bool vblank_create(struct qw_server *server) {
 	struct qw_vblank *vblank = calloc(1, sizeof(*vblank));
@@ -32,6 +49,8 @@ bool vblank_create(struct qw_server *server) {
 	}
 	vblank->server = server;
 	vblank->stale = true;
+	vblank->qos_event.notify = handle_qos_event;
+	wl_signal_add(&server->events.qos_event, &vblank->qos_event);
 	server->vblank = vblank;
 	return true;
 }
@@ -40,24 +59,9 @@ void vblank_destroy(struct qw_vblank *vblank) {
 	if (!vblank) {
 		return;
 	}
+	wl_list_remove(&vblank->qos_event.link);
 	vblank->server->vblank = NULL;
 	free(vblank);
-}
-
-void vblank_qos_event(struct qw_server *server, const struct qos_event *event) {
-	if (!server->vblank) {
-		return;
-	}
-	switch (event->type) {
-	case QOS_EVENT_RESERVE_CREATED:
-	case QOS_EVENT_RESERVE_DELETED:
-	case QOS_EVENT_RESERVE_RENAMED:
-	case QOS_EVENT_PARAMS_CHANGED:
-		server->vblank->stale = true;
-		break;
-	default:
-		break;
-	}
 }
 
 static void rescan(struct qw_vblank *vblank, struct qos_manager *qos) {

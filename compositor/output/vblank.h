@@ -10,16 +10,15 @@
 
 #include "server.h"
 
-struct qos_event;
 struct qw_output;
 struct wlr_output_event_present;
 
+/* Listens to server->events.qos_event: when reserves come, go or change,
+ * which ones are period=vblank is read again. */
 bool vblank_create(struct qw_server *server);
 void vblank_destroy(struct qw_vblank *vblank);
 /* The output showed a frame: the vblank reserves whose window is on it follow. */
 void vblank_output_presented(struct qw_output *output,
 		const struct wlr_output_event_present *event);
-/* Reserves came, went or changed: which ones are period=vblank is read again. */
-void vblank_qos_event(struct qw_server *server, const struct qos_event *event);
 
 #endif

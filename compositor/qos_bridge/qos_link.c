@@ -211,21 +211,12 @@ static void handle_qos_event(void *data, const struct qos_event *event) {
 	case QOS_EVENT_WATCHDOG:
 	case QOS_EVENT_RT_DEMOTED:
 		log_qos_event(link, event);
-		/* fall through */
-	case QOS_EVENT_ADMISSION_REFUSED:
-	case QOS_EVENT_ADMISSION_GRANTED:
-	case QOS_EVENT_OVERRUN:
-	case QOS_EVENT_RT_RESUMED:
-	case QOS_EVENT_PARAMS_CHANGED:
-	case QOS_EVENT_RELEASED:
-		ipc_notify_qos(server, event);
 		break;
 	default:
 		break;
 	}
-	reserve_protocol_notify(server, event);
-	vblank_qos_event(server, event);
-	scheduler_qos_event(server->scheduler, event);
+	/* The listeners only read it (wl_signal carries a plain pointer). */
+	wl_signal_emit(&server->events.qos_event, (void *)event);
 	/* Anything may have changed some process's class: re-read once, after
 	 * the manager has finished the operation that emitted this. */
 	schedule_refresh(link);

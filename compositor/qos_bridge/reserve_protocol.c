@@ -54,6 +54,7 @@ struct reserve_protocol {
 	struct wl_global *global;
 	struct wl_list objects; /* reserve_object.link */
 	struct wl_listener display_destroy;
+	struct wl_listener qos_event; /* server->events.qos_event */
 };
 
 static const struct qosway_reserve_manager_v1_interface manager_impl;
@@ -653,43 +654,10 @@ static bool global_filter(const struct wl_client *client, const struct wl_global
 	return true;
 }
 
-static void handle_display_destroy(struct wl_listener *listener, void *data) {
-	struct reserve_protocol *proto = wl_container_of(listener, proto, display_destroy);
-	struct reserve_object *obj, *tmp;
-	wl_list_for_each_safe(obj, tmp, &proto->objects, link) {
-		object_destroy(obj);
-	}
-	wl_list_remove(&proto->display_destroy.link);
-	wl_global_destroy(proto->global);
-	proto->server->reserve_protocol = NULL;
-	free(proto);
-}
-
-bool reserve_protocol_create(struct qw_server *server) {
-	struct reserve_protocol *proto = calloc(1, sizeof(*proto));
-	if (!proto) {
-		return false;
-	}
-	proto->server = server;
-	wl_list_init(&proto->objects);
-	proto->global = wl_global_create(server->wl_display, &qosway_reserve_manager_v1_interface,
-			MANAGER_VERSION, proto, manager_bind);
-	if (!proto->global) {
-		free(proto);
-		return false;
-	}
-	wl_display_set_global_filter(server->wl_display, global_filter, proto);
-	proto->display_destroy.notify = handle_display_destroy;
-	wl_display_add_destroy_listener(server->wl_display, &proto->display_destroy);
-	server->reserve_protocol = proto;
-	return true;
-}
-
-void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event) {
-	struct reserve_protocol *proto = server->reserve_protocol;
-	if (!proto) {
-		return;
-	}
+/* What the manager did to a reserve or a process an object speaks for. */
+static void handle_qos_event(struct wl_listener *listener, void *data) {
+	struct reserve_protocol *proto = wl_container_of(listener, proto, qos_event);
+	const struct qos_event *event = data;
 	struct reserve_object *obj;
 	wl_list_for_each(obj, &proto->objects, link) {
 		char buf[QOS_NAME_MAX + 1];
@@ -724,7 +692,8 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			if (same_reserve && !object_frozen(obj)) {
 				/* The event's use is own plus billed; the wire has them apart. */
 				struct qos_reserve_info info;
-				uint64_t billed = qos_link_reserve_info(server, name, &info) ? info.billed_us : 0;
+				uint64_t billed =
+						qos_link_reserve_info(proto->server, name, &info) ? info.billed_us : 0;
 				uint64_t own = event->used_us > billed ? event->used_us - billed : 0;
 				qosway_reserve_v1_send_overrun(obj->resource, (uint32_t)own, (uint32_t)billed);
 			}
@@ -733,4 +702,39 @@ void reserve_protocol_notify(struct qw_server *server, const struct qos_event *e
 			break;
 		}
 	}
+}
+
+static void handle_display_destroy(struct wl_listener *listener, void *data) {
+	struct reserve_protocol *proto = wl_container_of(listener, proto, display_destroy);
+	struct reserve_object *obj, *tmp;
+	wl_list_for_each_safe(obj, tmp, &proto->objects, link) {
+		object_destroy(obj);
+	}
+	wl_list_remove(&proto->display_destroy.link);
+	wl_list_remove(&proto->qos_event.link);
+	wl_global_destroy(proto->global);
+	proto->server->reserve_protocol = NULL;
+	free(proto);
+}
+
+bool reserve_protocol_create(struct qw_server *server) {
+	struct reserve_protocol *proto = calloc(1, sizeof(*proto));
+	if (!proto) {
+		return false;
+	}
+	proto->server = server;
+	wl_list_init(&proto->objects);
+	proto->global = wl_global_create(server->wl_display, &qosway_reserve_manager_v1_interface,
+			MANAGER_VERSION, proto, manager_bind);
+	if (!proto->global) {
+		free(proto);
+		return false;
+	}
+	wl_display_set_global_filter(server->wl_display, global_filter, proto);
+	proto->display_destroy.notify = handle_display_destroy;
+	wl_display_add_destroy_listener(server->wl_display, &proto->display_destroy);
+	proto->qos_event.notify = handle_qos_event;
+	wl_signal_add(&server->events.qos_event, &proto->qos_event);
+	server->reserve_protocol = proto;
+	return true;
 }

@@ -8,12 +8,8 @@
 
 #include "server.h"
 
-struct qos_event;
-
 /* Advertise the global; it goes away with the display. */
 bool reserve_protocol_create(struct qw_server *server);
-/* Forward what the QoS manager reports to the objects it concerns. */
-void reserve_protocol_notify(struct qw_server *server, const struct qos_event *event);
 /*
  * The qos utilisation (ppm of a CPU) process pid holds through the protocol
  * in reserves other than `except` (each counted once): those it defined and

@@ -164,10 +164,10 @@ bool sched_client_exhausted(const struct sched_client *c, uint64_t now) {
 			(c->limit && c->limit->exhausted && now < c->limit->window_end_ns);
 }
 
-void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *event) {
-	if (!sched) {
-		return;
-	}
+/* Membership, overruns and restores change what a client is served as. */
+static void handle_qos_event(struct wl_listener *listener, void *data) {
+	struct qw_scheduler *sched = wl_container_of(listener, sched, qos_event);
+	const struct qos_event *event = data;
 	/* Called from inside the manager: record, act at the loop's top. */
 	if (event->type != QOS_EVENT_OVERRUN && event->type != QOS_EVENT_RESTORED) {
 		sched->classes_dirty = true;
@@ -433,6 +433,8 @@ struct qw_scheduler *scheduler_create(struct qw_server *server) {
 	sched_boost_init(sched);
 	sched->client_created.notify = handle_client_created;
 	wl_display_add_client_created_listener(server->wl_display, &sched->client_created);
+	sched->qos_event.notify = handle_qos_event;
+	wl_signal_add(&server->events.qos_event, &sched->qos_event);
 	wlr_log(WLR_INFO,
 			"scheduling: serve-by-reserve %s, bill %s, boost %s%s%s, "
 			"hidden-frame-rate %u Hz",
@@ -462,6 +464,9 @@ void scheduler_destroy(struct qw_scheduler *sched) {
 	}
 	if (sched->client_created.notify) {
 		wl_list_remove(&sched->client_created.link);
+	}
+	if (sched->qos_event.notify) {
+		wl_list_remove(&sched->qos_event.link);
 	}
 	sched_frame_finish(sched);
 	sched_boost_finish(sched);

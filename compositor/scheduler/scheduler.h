@@ -40,7 +40,6 @@
 #include <time.h>
 
 struct json_object;
-struct qos_event;
 struct qw_output;
 struct qw_server;
 struct qw_scheduler;
@@ -76,9 +75,6 @@ void scheduler_own_qos(struct qw_scheduler *sched);
 void scheduler_output_frame(struct qw_scheduler *sched, struct qw_output *output);
 /* The output is going away: forget any frame planned for it. */
 void scheduler_output_destroyed(struct qw_scheduler *sched, struct qw_output *output);
-
-/* A QoS manager event: membership, overruns and restores change classes. */
-void scheduler_qos_event(struct qw_scheduler *sched, const struct qos_event *event);
 
 /* The client's process may have changed reserve; look again before serving. */
 void scheduler_refresh_classes(struct qw_scheduler *sched);

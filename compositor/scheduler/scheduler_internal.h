@@ -133,6 +133,7 @@ struct qw_scheduler {
 	struct wl_list clients; /* sched_client.link */
 	struct wl_list limits; /* sched_limit.link */
 	struct wl_listener client_created;
+	struct wl_listener qos_event; /* server->events.qos_event */
 	struct wl_protocol_logger *logger;
 	struct wl_listener new_surface;
 	FILE *trace; /* QOSWAY_SCHED_TRACE: one line per decision, for tests */

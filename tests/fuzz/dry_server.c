@@ -35,6 +35,7 @@ struct qw_server *dry_server_get(void) {
 	server.config.scheduling.boost = false;
 	server.dry_run = true;
 	server.proc_events.fd = -1;
+	wl_signal_init(&server.events.qos_event);
 	wl_list_init(&server.outputs);
 	wl_list_init(&server.views);
 	wl_list_init(&server.input.keyboards);
