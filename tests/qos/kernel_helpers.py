@@ -224,6 +224,13 @@ def share(pid, seconds):
     return (b - a) / ((time.monotonic() - t0) * 1e9)
 
 
+def runs(pid, seconds=0.5):
+    """Whether the busy process pid gets CPU time at all: a frozen one gets
+    none, a thawed one some however loaded the machine (a share test would
+    depend on what else runs)."""
+    return share(pid, seconds) > 0.02
+
+
 def settled_share(pid, seconds=3.0):
     """share() after 0.3 s in which the new scheduling settles."""
     time.sleep(0.3)

@@ -12,7 +12,7 @@ import pytest
 import kernel_helpers
 from kernel_helpers import (
     CG, Helper, ROOT, assert_no_test_cgroup_left, busy, force_cleanup, frozen, kill9, kill9_frozen,
-    kill_guardian, live_guardians, place, policy_of, running_helper, share, thread_owner, wait_for,
+    kill_guardian, live_guardians, place, policy_of, running_helper, runs, thread_owner, wait_for,
     wait_frozen)
 from qos_helper_driver import rmdir_when_empty
 
@@ -101,7 +101,7 @@ def test_kill9_manager_guardian_thaws(procs):
     p, v2 = kill9_frozen(procs, guardian=True)
     try:
         wait_frozen(v2, False, "guardian did not thaw")
-        assert share(p.pid, 0.5) > 0.5
+        assert runs(p.pid)
         Helper().close()  # the next instance reconciles the leftover group
         assert not os.path.exists(v2)
     finally:
@@ -136,7 +136,7 @@ def test_killing_the_managers_cgroup_spares_the_guardian(procs):
             h.close()
             raise
         wait_frozen(v2, False, "the guardian did not thaw the member", timeout=3)
-        assert share(p.pid, 0.5) > 0.5
+        assert runs(p.pid)
         Helper().close()  # reconciles the leftover group; closing removes the root
         assert not os.path.exists(leaf) and not os.path.exists(os.path.dirname(v2))
     finally:
@@ -210,7 +210,7 @@ def test_kill9_guardian_is_replaced_and_kill9_manager_still_restores(rt_bandwidt
             while policy_of(t) != os.SCHED_OTHER:
                 assert time.monotonic() < give_up, (t, policy_of(t))
                 time.sleep(0.02)
-        assert share(paused.pid, 0.5) > 0.5
+        assert runs(paused.pid)
         assert fifo.poll() is None and owner.poll() is None
         Helper().close()  # the next instance reconciles the leftover groups
     finally:

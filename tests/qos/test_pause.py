@@ -6,7 +6,8 @@ import time
 
 import kernel_helpers
 from kernel_helpers import (
-    ROOT, assert_no_test_cgroup_left, busy, cgroup_lines, place, share, thread_owner, wait_frozen)
+    ROOT, assert_no_test_cgroup_left, busy, cgroup_lines, place, runs, share, thread_owner,
+    wait_frozen)
 
 pytestmark = kernel_helpers.pytestmark  # root, or each test skipped with the reason
 
@@ -21,7 +22,7 @@ def test_pause_freezes_and_thaws(helper, procs):
     assert share(p.pid, 1.0) < 1e-4
     helper.ok("reserve stop policy=other")
     wait_frozen(v2, False, "still frozen after thaw")
-    assert share(p.pid, 0.5) > 0.2
+    assert runs(p.pid)
 
 
 def test_pause_reserve_freezes_the_members_after_it_was_empty(helper, procs):
@@ -38,7 +39,7 @@ def test_pause_reserve_freezes_the_members_after_it_was_empty(helper, procs):
     helper.ok("join stop %d" % b.pid)
     wait_frozen(v2, True, "the next member was never frozen")
     assert share(b.pid, 0.5) < 1e-4
-    assert share(a.pid, 0.5) > 0.2
+    assert runs(a.pid)
 
 
 def test_single_threads_cannot_be_paused(helper, procs):
@@ -84,7 +85,7 @@ def test_stranger_left_in_deleted_paused_group_is_released(helper, procs):
         helper.ok("sync")
         time.sleep(0.05)
     assert not any(ROOT in line for line in cgroup_lines(stranger.pid))
-    assert share(stranger.pid, 0.5) > 0.5, "the stranger should run again"
+    assert runs(stranger.pid), "the stranger should run again"
 
 
 def test_zz_no_test_cgroup_left():
