@@ -71,18 +71,88 @@ static bool parse_int(const char *s, long min, long max, long *out) {
 	return true;
 }
 
+/* getopt values of the long options without a short one. */
+enum {
+	OPT_SELECT = 256,
+	OPT_EDIT,
+	OPT_SET,
+	OPT_APPLY,
+	OPT_PNG,
+	OPT_SIZE,
+	OPT_SAMPLES,
+	OPT_LAYOUT,
+};
+
+/* Option c (with optarg) into opt: -1 to go on, else the exit status. */
+static int parse_option(int c, char *argv[], struct mon_options *opt) {
+	char err[160];
+	uint64_t us;
+	long n;
+	int w, h;
+	char tail;
+	switch (c) {
+	case 's':
+		opt->socket = optarg;
+		return -1;
+	case 'i':
+		if (!qos_parse_duration_us(optarg, &us) || us < 50000 || us > 10000000) {
+			return usage_error("bad --interval '%s': want a time from 50ms to 10s", optarg);
+		}
+		opt->interval_ms = (int)(us / 1000);
+		return -1;
+	case OPT_SELECT:
+	case OPT_EDIT:
+		if (!qos_name_valid(optarg, err, sizeof(err))) {
+			fprintf(stderr, "qosway-monitor: bad reserve name '%s': %s\n", optarg, err);
+			return 2;
+		}
+		*(c == OPT_EDIT ? &opt->edit : &opt->select) = optarg;
+		return -1;
+	case OPT_SET:
+		if (!strchr(optarg, '=')) {
+			return usage_error("bad --set '%s': want KEY=VALUE, e.g. slice=5ms", optarg);
+		}
+		if (opt->n_sets == MON_MAX_SETS) {
+			return usage_error("%s", "too many --set options");
+		}
+		opt->sets[opt->n_sets++] = optarg;
+		return -1;
+	case OPT_APPLY:
+		opt->apply = true;
+		return -1;
+	case OPT_PNG:
+		opt->png = optarg;
+		return -1;
+	case OPT_SIZE:
+		if (sscanf(optarg, "%dx%d%c", &w, &h, &tail) != 2 || w < 320 || h < 200 || w > 4096 ||
+				h > 4096) {
+			return usage_error("bad --size '%s': want WxH from 320x200 to 4096x4096", optarg);
+		}
+		opt->png_width = w;
+		opt->png_height = h;
+		return -1;
+	case OPT_SAMPLES:
+		if (!parse_int(optarg, 1, 1000, &n)) {
+			return usage_error("bad --samples '%s': want 1..1000", optarg);
+		}
+		opt->samples = (int)n;
+		return -1;
+	case OPT_LAYOUT:
+		opt->layout_json = optarg;
+		return -1;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	case ':':
+		snprintf(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
+		return usage_error("%s", err);
+	default:
+		return usage_error("unknown option '%s'", argv[optind - 1]);
+	}
+}
+
 /* Returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char *argv[], struct mon_options *opt) {
-	enum {
-		OPT_SELECT = 256,
-		OPT_EDIT,
-		OPT_SET,
-		OPT_APPLY,
-		OPT_PNG,
-		OPT_SIZE,
-		OPT_SAMPLES,
-		OPT_LAYOUT,
-	};
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -100,70 +170,10 @@ static int parse_options(int argc, char *argv[], struct mon_options *opt) {
 	*opt = (struct mon_options){ .interval_ms = 500, .samples = 1 };
 	opterr = 0;
 	int c;
-	char err[160];
 	while ((c = getopt_long(argc, argv, ":s:i:h", longopts, NULL)) != -1) {
-		uint64_t us;
-		long n;
-		int w, h;
-		char tail;
-		switch (c) {
-		case 's':
-			opt->socket = optarg;
-			break;
-		case 'i':
-			if (!qos_parse_duration_us(optarg, &us) || us < 50000 || us > 10000000) {
-				return usage_error("bad --interval '%s': want a time from 50ms to 10s", optarg);
-			}
-			opt->interval_ms = (int)(us / 1000);
-			break;
-		case OPT_SELECT:
-		case OPT_EDIT:
-			if (!qos_name_valid(optarg, err, sizeof(err))) {
-				fprintf(stderr, "qosway-monitor: bad reserve name '%s': %s\n", optarg, err);
-				return 2;
-			}
-			*(c == OPT_EDIT ? &opt->edit : &opt->select) = optarg;
-			break;
-		case OPT_SET:
-			if (!strchr(optarg, '=')) {
-				return usage_error("bad --set '%s': want KEY=VALUE, e.g. slice=5ms", optarg);
-			}
-			if (opt->n_sets == MON_MAX_SETS) {
-				return usage_error("%s", "too many --set options");
-			}
-			opt->sets[opt->n_sets++] = optarg;
-			break;
-		case OPT_APPLY:
-			opt->apply = true;
-			break;
-		case OPT_PNG:
-			opt->png = optarg;
-			break;
-		case OPT_SIZE:
-			if (sscanf(optarg, "%dx%d%c", &w, &h, &tail) != 2 || w < 320 || h < 200 || w > 4096 ||
-					h > 4096) {
-				return usage_error("bad --size '%s': want WxH from 320x200 to 4096x4096", optarg);
-			}
-			opt->png_width = w;
-			opt->png_height = h;
-			break;
-		case OPT_SAMPLES:
-			if (!parse_int(optarg, 1, 1000, &n)) {
-				return usage_error("bad --samples '%s': want 1..1000", optarg);
-			}
-			opt->samples = (int)n;
-			break;
-		case OPT_LAYOUT:
-			opt->layout_json = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case ':':
-			snprintf(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
-			return usage_error("%s", err);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		int status = parse_option(c, argv, opt);
+		if (status != -1) {
+			return status;
 		}
 	}
 	if (optind < argc) {

@@ -118,6 +118,117 @@ static bool class_known(const char *name) {
 	return false;
 }
 
+/*
+ * A task option (see usage) c into opt: false if c is none, else true
+ * with *status -1 to go on or the exit status of a bad value.
+ */
+static bool parse_task_option(int c, struct options *opt, int *status) {
+	long n;
+	char err[128];
+	*status = -1;
+	switch (c) {
+	case 'H':
+	case 'P':
+		if (!parse_count(optarg, MAX_TASKS, &n)) {
+			snprintf(err, sizeof(err), "bad %s count '%%s': want 0..%d",
+					c == 'H' ? "--hogs" : "--periodic", MAX_TASKS);
+			*status = usage_error(err, optarg);
+		} else {
+			*(c == 'H' ? &opt->hogs : &opt->periodic) = n;
+		}
+		return true;
+	case 'p':
+		if (!qos_parse_duration_us(optarg, &opt->period_us) || opt->period_us < 100) {
+			*status = usage_error("bad --period '%s': want a time of at least 100us, "
+								  "e.g. 20ms",
+					optarg);
+		}
+		return true;
+	case 'u':
+		if (!qos_parse_percent_ppm(optarg, &opt->util_ppm) || opt->util_ppm == 0 ||
+				opt->util_ppm > 1000000) {
+			*status = usage_error("bad --util '%s': want a share above 0%% and at most "
+								  "100%%, e.g. 25%%",
+					optarg);
+		}
+		return true;
+	case 'j':
+		if (!qos_parse_duration_us(optarg, &opt->jitter_us)) {
+			*status = usage_error("bad --jitter '%s': want a time, e.g. 2ms", optarg);
+		}
+		return true;
+	case 'S':
+		if (!parse_count(optarg, LONG_MAX, &n)) {
+			*status = usage_error("bad --seed '%s': want a whole number", optarg);
+		} else {
+			opt->seed = (unsigned long)n;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Any other option c into opt: -1 to go on, else the exit status. */
+static int parse_run_option(int c, char *argv[], struct options *opt) {
+	char err[128];
+	switch (c) {
+	case 'd':
+		if (!qos_parse_duration_us(optarg, &opt->duration_us) || opt->duration_us == 0) {
+			return usage_error("bad --duration '%s': want a time above 0, e.g. 5s", optarg);
+		}
+		return -1;
+	case 'r':
+		if (!qos_name_valid(optarg, err, sizeof(err))) {
+			fprintf(stderr, "qos-loadgen: bad --reserve '%s': %s\n", optarg, err);
+			return 2;
+		}
+		opt->reserve = optarg;
+		return -1;
+	case 'c':
+		if (!class_known(optarg)) {
+			return usage_error("bad --class '%s': want realtime, fifo, idle, nice, paused "
+							   "or normal",
+					optarg);
+		}
+		opt->class = optarg;
+		return -1;
+	case 's':
+		opt->socket = optarg;
+		return -1;
+	case 'q':
+		opt->quiet = true;
+		return -1;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	case ':':
+		snprintf(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
+		return usage_error("%s", err);
+	default:
+		return usage_error("unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+/* The options together: -1 if they make a run, else the exit status. */
+static int check_options(const struct options *opt) {
+	if (opt->hogs + opt->periodic == 0) {
+		return usage_error("%s", "no tasks: give --hogs N and/or --periodic N");
+	}
+	if (opt->hogs + opt->periodic > MAX_TASKS) {
+		char err[128];
+		snprintf(err, sizeof(err), "%%s: at most %d tasks in all", MAX_TASKS);
+		return usage_error(err, "too many tasks");
+	}
+	if (opt->reserve && opt->class) {
+		return usage_error("%s", "give --reserve or --class, not both: a reserve has a class");
+	}
+	if (opt->periodic > 0 && opt->jitter_us * 1000000 > opt->util_ppm * opt->period_us) {
+		return usage_error("%s", "--jitter is larger than a job's demand (--util x --period)");
+	}
+	return -1;
+}
+
 /* Returns -1 to go on, else the exit status (after -h or a bad argument). */
 static int parse_options(int argc, char *argv[], struct options *opt) {
 	static const struct option longopts[] = {
@@ -138,98 +249,19 @@ static int parse_options(int argc, char *argv[], struct options *opt) {
 	*opt = (struct options){ .period_us = 20000, .util_ppm = 250000, .seed = 1 };
 	opterr = 0;
 	int c;
-	char err[128];
 	while ((c = getopt_long(argc, argv, ":H:P:p:u:j:d:r:c:s:qh", longopts, NULL)) != -1) {
-		long n;
-		switch (c) {
-		case 'H':
-		case 'P':
-			if (!parse_count(optarg, MAX_TASKS, &n)) {
-				snprintf(err, sizeof(err), "bad %s count '%%s': want 0..%d",
-						c == 'H' ? "--hogs" : "--periodic", MAX_TASKS);
-				return usage_error(err, optarg);
-			}
-			*(c == 'H' ? &opt->hogs : &opt->periodic) = n;
-			break;
-		case 'p':
-			if (!qos_parse_duration_us(optarg, &opt->period_us) || opt->period_us < 100) {
-				return usage_error("bad --period '%s': want a time of at least 100us, "
-								   "e.g. 20ms",
-						optarg);
-			}
-			break;
-		case 'u':
-			if (!qos_parse_percent_ppm(optarg, &opt->util_ppm) || opt->util_ppm == 0 ||
-					opt->util_ppm > 1000000) {
-				return usage_error("bad --util '%s': want a share above 0%% and at most "
-								   "100%%, e.g. 25%%",
-						optarg);
-			}
-			break;
-		case 'j':
-			if (!qos_parse_duration_us(optarg, &opt->jitter_us)) {
-				return usage_error("bad --jitter '%s': want a time, e.g. 2ms", optarg);
-			}
-			break;
-		case 'S':
-			if (!parse_count(optarg, LONG_MAX, &n)) {
-				return usage_error("bad --seed '%s': want a whole number", optarg);
-			}
-			opt->seed = (unsigned long)n;
-			break;
-		case 'd':
-			if (!qos_parse_duration_us(optarg, &opt->duration_us) || opt->duration_us == 0) {
-				return usage_error("bad --duration '%s': want a time above 0, e.g. 5s", optarg);
-			}
-			break;
-		case 'r':
-			if (!qos_name_valid(optarg, err, sizeof(err))) {
-				fprintf(stderr, "qos-loadgen: bad --reserve '%s': %s\n", optarg, err);
-				return 2;
-			}
-			opt->reserve = optarg;
-			break;
-		case 'c':
-			if (!class_known(optarg)) {
-				return usage_error("bad --class '%s': want realtime, fifo, idle, nice, paused "
-								   "or normal",
-						optarg);
-			}
-			opt->class = optarg;
-			break;
-		case 's':
-			opt->socket = optarg;
-			break;
-		case 'q':
-			opt->quiet = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case ':':
-			snprintf(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
-			return usage_error("%s", err);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		int status;
+		if (!parse_task_option(c, opt, &status)) {
+			status = parse_run_option(c, argv, opt);
+		}
+		if (status != -1) {
+			return status;
 		}
 	}
 	if (optind < argc) {
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	}
-	if (opt->hogs + opt->periodic == 0) {
-		return usage_error("%s", "no tasks: give --hogs N and/or --periodic N");
-	}
-	if (opt->hogs + opt->periodic > MAX_TASKS) {
-		snprintf(err, sizeof(err), "%%s: at most %d tasks in all", MAX_TASKS);
-		return usage_error(err, "too many tasks");
-	}
-	if (opt->reserve && opt->class) {
-		return usage_error("%s", "give --reserve or --class, not both: a reserve has a class");
-	}
-	if (opt->periodic > 0 && opt->jitter_us * 1000000 > opt->util_ppm * opt->period_us) {
-		return usage_error("%s", "--jitter is larger than a job's demand (--util x --period)");
-	}
-	return -1;
+	return check_options(opt);
 }
 
 static double clock_s(clockid_t id) {

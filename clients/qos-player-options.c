@@ -221,8 +221,102 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code) {
+/* -r: the name becomes a cgroup directory of the compositor's. */
+static bool parse_reserve_name(const char *arg, struct options *opt) {
+	size_t len = strlen(arg);
+	bool ok = len >= 1 && len <= 63 && arg[0] != '.';
+	for (size_t i = 0; ok && i < len; i++) {
+		unsigned char ch = (unsigned char)arg[i];
+		ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
+	}
+	if (!ok) {
+		fprintf(stderr,
+				"qos-player: -r: a reserve name is 1 to 63 bytes, "
+				"not starting with '.', without '/' or control characters\n");
+		return false;
+	}
+	opt->reserve_name = arg;
+	return true;
+}
+
+/* getopt_long's complaint c (':' missing argument, else unknown option). */
+static void report_bad_option(int c, char *argv[]) {
+	if (c == ':') {
+		if (optopt >= OPT_ADAPT) {
+			fprintf(stderr, "qos-player: %s needs an argument\n", argv[optind - 1]);
+		} else {
+			fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
+		}
+	} else if (optopt) {
+		fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
+	} else {
+		fprintf(stderr, "qos-player: unknown option '%s'\n", argv[optind - 1]);
+	}
+}
+
+/* Option c (with optarg) into opt; false after saying what was wrong. */
+static bool parse_option(int c, char *argv[], struct options *opt) {
 	long v;
+	switch (c) {
+	case 'n':
+		if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
+			return false;
+		}
+		opt->frames_given = true;
+		return true;
+	case OPT_ADAPT:
+		return parse_adapt(optarg, opt);
+	case OPT_CPU_AUTO:
+		opt->cpu_auto = true;
+		return true;
+	case OPT_PERIOD:
+		if (strcmp(optarg, "vblank") != 0 && strcmp(optarg, "fixed") != 0) {
+			fprintf(stderr, "qos-player: --period: '%s' is not vblank or fixed\n", optarg);
+			return false;
+		}
+		opt->period_vblank = strcmp(optarg, "vblank") == 0;
+		return true;
+	case OPT_REPORT_WORK:
+		opt->report_work = true;
+		return true;
+	case OPT_WORK_STEPS:
+		return player_parse_work_steps(optarg, opt);
+	case 'W':
+		if (!parse_long(optarg, 'W', 1, MAX_DIMENSION, &v)) {
+			return false;
+		}
+		opt->width = (int)v;
+		return true;
+	case 'H':
+		if (!parse_long(optarg, 'H', 1, MAX_DIMENSION, &v)) {
+			return false;
+		}
+		opt->height = (int)v;
+		return true;
+	case 'V':
+		return parse_view_size(optarg, opt);
+	case 'u':
+		return parse_long(optarg, 'u', 0, MAX_WORK_USEC, &opt->work_usec);
+	case 't':
+		opt->title = optarg;
+		return true;
+	case 'a':
+		opt->app_id = optarg;
+		return true;
+	case 'p':
+		opt->presentation = true;
+		return true;
+	case 'r':
+		return parse_reserve_name(optarg, opt);
+	case 'q':
+		return parse_qos(optarg, opt);
+	default:
+		report_bad_option(c, argv);
+		return false;
+	}
+}
+
+bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit_code) {
 	int c;
 	*opt = (struct options){
 		.frames = 300,
@@ -234,105 +328,12 @@ bool player_parse_options(int argc, char *argv[], struct options *opt, int *exit
 		.presentation = false,
 	};
 	while ((c = getopt_long(argc, argv, ":n:W:H:V:u:t:a:pr:q:h", long_options, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (!parse_long(optarg, 'n', 0, LONG_MAX, &opt->frames)) {
-				goto bad;
-			}
-			opt->frames_given = true;
-			break;
-		case OPT_ADAPT:
-			if (!parse_adapt(optarg, opt)) {
-				goto bad;
-			}
-			break;
-		case OPT_CPU_AUTO:
-			opt->cpu_auto = true;
-			break;
-		case OPT_PERIOD:
-			if (strcmp(optarg, "vblank") != 0 && strcmp(optarg, "fixed") != 0) {
-				fprintf(stderr, "qos-player: --period: '%s' is not vblank or fixed\n", optarg);
-				goto bad;
-			}
-			opt->period_vblank = strcmp(optarg, "vblank") == 0;
-			break;
-		case OPT_REPORT_WORK:
-			opt->report_work = true;
-			break;
-		case OPT_WORK_STEPS:
-			if (!player_parse_work_steps(optarg, opt)) {
-				goto bad;
-			}
-			break;
-		case 'W':
-			if (!parse_long(optarg, 'W', 1, MAX_DIMENSION, &v)) {
-				goto bad;
-			}
-			opt->width = (int)v;
-			break;
-		case 'H':
-			if (!parse_long(optarg, 'H', 1, MAX_DIMENSION, &v)) {
-				goto bad;
-			}
-			opt->height = (int)v;
-			break;
-		case 'V':
-			if (!parse_view_size(optarg, opt)) {
-				goto bad;
-			}
-			break;
-		case 'u':
-			if (!parse_long(optarg, 'u', 0, MAX_WORK_USEC, &opt->work_usec)) {
-				goto bad;
-			}
-			break;
-		case 't':
-			opt->title = optarg;
-			break;
-		case 'a':
-			opt->app_id = optarg;
-			break;
-		case 'p':
-			opt->presentation = true;
-			break;
-		case 'r': {
-			size_t len = strlen(optarg);
-			bool ok = len >= 1 && len <= 63 && optarg[0] != '.';
-			for (size_t i = 0; ok && i < len; i++) {
-				unsigned char ch = (unsigned char)optarg[i];
-				ok = ch != '/' && ch >= 0x20 && ch != 0x7f;
-			}
-			if (!ok) {
-				fprintf(stderr,
-						"qos-player: -r: a reserve name is 1 to 63 bytes, "
-						"not starting with '.', without '/' or control characters\n");
-				goto bad;
-			}
-			opt->reserve_name = optarg;
-			break;
-		}
-		case 'q':
-			if (!parse_qos(optarg, opt)) {
-				goto bad;
-			}
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			*exit_code = EXIT_SUCCESS;
 			return false;
-		case ':':
-			if (optopt >= OPT_ADAPT) {
-				fprintf(stderr, "qos-player: %s needs an argument\n", argv[optind - 1]);
-			} else {
-				fprintf(stderr, "qos-player: -%c needs an argument\n", optopt);
-			}
-			goto bad;
-		default:
-			if (optopt) {
-				fprintf(stderr, "qos-player: unknown option -%c\n", optopt);
-			} else {
-				fprintf(stderr, "qos-player: unknown option '%s'\n", argv[optind - 1]);
-			}
+		}
+		if (!parse_option(c, argv, opt)) {
 			goto bad;
 		}
 	}

@@ -19,73 +19,35 @@
 
 #include "qos/params.h"
 
-/* Every command, in the order `qosctl help` lists them. */
-static const struct command_help {
+/* The options before COMMAND. */
+struct options {
+	const char *sock;
+	bool json;
+};
+
+/*
+ * One row per command: `qosctl help` lists the rows in order, and main()
+ * runs a command through its row alone, so a new command is a row and its
+ * builder (or runner).
+ */
+struct command {
 	const char *name;
 	const char *args;
 	const char *help; /* lines after the first start with '\n' */
-} commands[] = {
-	{ "windows", "", "list windows" },
-	{ "outputs", "", "list outputs" },
-	{ "inputs", "", "list input devices and the seat's capabilities" },
-	{ "focus", "ID", "focus a window" },
-	{ "close", "ID", "ask a window to close" },
-	{ "workspaces", "", "list each output's workspaces and their windows" },
-	{ "workspace", "N", "show workspace N (1-10) of the focused window's output" },
-	{ "move-to-workspace", "ID N", "move a window to workspace N of its output" },
-	{ "exec", "[-r RESERVE] -- CMD [ARG...]", "start a program in the session (in RESERVE)" },
-	{ "set", "TARGET CLASS", "CLASS: realtime, fifo, idle, nice, paused, normal" },
-	{ "join", "TARGET RESERVE", "move a window's process into a reserve" },
-	{ "reserve", "NAME KEY=VALUE...", "create or modify a reserve (qosrc keys)" },
-	{ "reserves", "", "list reserves" },
-	{ "capacity", "", "granted and total real-time capacity" },
-	{ "clients", "",
-			"Wayland clients: the compositor's CPU time spent\nfor each, and the part "
-			"billed to its reserve" },
-	{ "scheduler", "", "the compositor's scheduling state and CPU accounting" },
-	{ "reload", "", "reload output settings and the qosrc files" },
-	{ "top", "[-n COUNT]", "refreshing view of windows and reserves" },
-	{ "subscribe", "", "print window and QoS events as JSON lines" },
-	{ "version", "", "print the compositor's version" },
-	{ "exit", "", "end the session" },
-	{ "raw", "JSON", "send one raw request line" },
-	{ "help", "", "print this help" },
+	/* Adds the arguments after argv[0] (the name) to the request; false,
+	 * after saying why, on bad usage.  NULL: no request of its own. */
+	bool (*build)(struct json_object *req, int argc, char **argv);
+	/* Prints a successful reply (unless --json); NULL prints nothing. */
+	void (*print)(struct json_object *reply);
+	/* Runs a command that is more than one request and its reply; NULL
+	 * sends build's request and prints the reply with print. */
+	int (*run)(const struct command *cmd, const struct options *opts, int argc, char **argv);
+	/* How many words from argv[0] on travel as text; NULL: all. */
+	int (*text_words)(int argc, char **argv);
 };
 
-#define HELP_COLUMN 23
-
-static void print_usage(FILE *out) {
-	fputs("Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n\nCommands:\n", out);
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		const struct command_help *c = &commands[i];
-		int used = fprintf(out, "  %s%s%s", c->name, c->args[0] ? " " : "", c->args);
-		if (used >= HELP_COLUMN - 1) {
-			fprintf(out, "\n%*s", HELP_COLUMN, "");
-		} else {
-			fprintf(out, "%*s", HELP_COLUMN - used, "");
-		}
-		for (const char *p = c->help; *p; p++) {
-			fputc(*p, out);
-			if (*p == '\n') {
-				fprintf(out, "%*s", HELP_COLUMN, "");
-			}
-		}
-		fputc('\n', out);
-	}
-	fputs("\nTARGET is a window id (see 'windows'), pid:N, or tid:N for one thread\n"
-		  "(join tid:N RESERVE, and set tid:N normal to take it out).\n"
-		  "The socket defaults to $QOSWAY_SOCK.\n",
-			out);
-}
-
-static bool known_command(const char *name) {
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(commands[i].name, name) == 0) {
-			return true;
-		}
-	}
-	return false;
-}
+static void print_usage(FILE *out);
+static const struct command *find_command(const char *name);
 
 struct conn {
 	int fd;
@@ -472,6 +434,23 @@ static void print_inputs(struct json_object *reply) {
 	}
 }
 
+static void print_version(struct json_object *reply) {
+	printf("qosway %s\n", str_field(reply, "version"));
+}
+
+static void print_started(struct json_object *reply) {
+	printf("%d\n", int_field(reply, "pid"));
+	struct json_object *refused;
+	if (json_object_object_get_ex(reply, "refused", &refused)) {
+		fprintf(stderr, "qosctl: started without the reserve: %s\n",
+				shown(json_object_get_string(refused)));
+	}
+}
+
+static void print_class(struct json_object *reply) {
+	printf("pid %d: %s\n", int_field(reply, "pid"), str_field(reply, "class"));
+}
+
 static bool valid_target(const char *t) {
 	long long id;
 	if (strncmp(t, "pid:", 4) == 0 || strncmp(t, "tid:", 4) == 0) {
@@ -511,121 +490,134 @@ static void add_command(struct json_object *req, int argc, char **argv) {
 	}
 }
 
+/* "usage: qosctl NAME ARGS" from the command's row; always false. */
+static bool usage_error(const char *name) {
+	fprintf(stderr, "qosctl: usage: qosctl %s %s\n", name, find_command(name)->args);
+	return false;
+}
+
+static bool build_no_args(struct json_object *req, int argc, char **argv) {
+	if (argc != 1) {
+		fprintf(stderr, "qosctl: '%s' takes no arguments\n", argv[0]);
+		return false;
+	}
+	return true;
+}
+
+static bool add_window_id(struct json_object *req, const char *arg) {
+	long long id;
+	if (!parse_id(arg, &id)) {
+		fprintf(stderr, "qosctl: invalid window id '%s'\n", arg);
+		return false;
+	}
+	json_object_object_add(req, "id", json_object_new_int64(id));
+	return true;
+}
+
+static bool build_window(struct json_object *req, int argc, char **argv) {
+	if (argc != 2) {
+		return usage_error(argv[0]);
+	}
+	return add_window_id(req, argv[1]);
+}
+
+/* set and join: TARGET, then the class or reserve under key. */
+static bool build_target(struct json_object *req, int argc, char **argv, const char *key) {
+	if (argc != 3) {
+		return usage_error(argv[0]);
+	}
+	if (!valid_target(argv[1])) {
+		fprintf(stderr, "qosctl: invalid target '%s': want a window id, pid:N or tid:N\n", argv[1]);
+		return false;
+	}
+	json_object_object_add(req, "target", json_object_new_string(argv[1]));
+	json_object_object_add(req, key, json_object_new_string(argv[2]));
+	return true;
+}
+
+static bool build_set(struct json_object *req, int argc, char **argv) {
+	return build_target(req, argc, argv, "class");
+}
+
+static bool build_join(struct json_object *req, int argc, char **argv) {
+	return build_target(req, argc, argv, "reserve");
+}
+
+/* The KEY=VALUE words go as one string, the way a qosrc line holds them. */
+static bool build_reserve(struct json_object *req, int argc, char **argv) {
+	if (argc < 2) {
+		return usage_error(argv[0]);
+	}
+	char params[4096] = "";
+	size_t off = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strchr(argv[i], '=')) {
+			fprintf(stderr, "qosctl: '%s' is not KEY=VALUE\n", argv[i]);
+			return false;
+		}
+		int n = snprintf(params + off, sizeof(params) - off, "%s%s", i > 2 ? " " : "", argv[i]);
+		if (n < 0 || (size_t)n >= sizeof(params) - off) {
+			fprintf(stderr, "qosctl: parameters too long\n");
+			return false;
+		}
+		off += n;
+	}
+	json_object_object_add(req, "name", json_object_new_string(argv[1]));
+	json_object_object_add(req, "params", json_object_new_string(params));
+	return true;
+}
+
+static bool build_exec(struct json_object *req, int argc, char **argv) {
+	int first = exec_command_start(argc, argv);
+	if (first > 1 && strcmp(argv[1], "-r") == 0) {
+		json_object_object_add(req, "reserve", json_object_new_string(argv[2]));
+	}
+	if (first >= argc) {
+		fprintf(stderr, "qosctl: usage: qosctl exec -- CMD [ARGS...]\n");
+		return false;
+	}
+	add_command(req, argc - first, argv + first);
+	return true;
+}
+
+static bool add_workspace_number(struct json_object *req, const char *arg) {
+	long long number;
+	if (!parse_id(arg, &number)) {
+		fprintf(stderr, "qosctl: invalid workspace number '%s'\n", arg);
+		return false;
+	}
+	json_object_object_add(req, "number", json_object_new_int64(number));
+	return true;
+}
+
+static bool build_workspace(struct json_object *req, int argc, char **argv) {
+	if (argc != 2) {
+		return usage_error(argv[0]);
+	}
+	return add_workspace_number(req, argv[1]);
+}
+
+static bool build_move_to_workspace(struct json_object *req, int argc, char **argv) {
+	if (argc != 3) {
+		return usage_error(argv[0]);
+	}
+	return add_window_id(req, argv[1]) && add_workspace_number(req, argv[2]);
+}
+
 /* Build the request for argv; returns NULL (after printing why) on bad usage. */
 static struct json_object *build_request(int argc, char **argv) {
-	const char *cmd = argv[0];
+	const struct command *cmd = find_command(argv[0]);
+	if (!cmd || !cmd->build) {
+		fprintf(stderr, "qosctl: unknown command '%s'\n", argv[0]);
+		return NULL;
+	}
 	struct json_object *req = json_object_new_object();
-	json_object_object_add(req, "command", json_object_new_string(cmd));
-	bool no_args = strcmp(cmd, "windows") == 0 || strcmp(cmd, "outputs") == 0 ||
-			strcmp(cmd, "workspaces") == 0 || strcmp(cmd, "inputs") == 0 ||
-			strcmp(cmd, "exit") == 0 || strcmp(cmd, "version") == 0 ||
-			strcmp(cmd, "subscribe") == 0;
-	if (no_args) {
-		if (argc != 1) {
-			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
-			goto err;
-		}
-		return req;
+	json_object_object_add(req, "command", json_object_new_string(cmd->name));
+	if (!cmd->build(req, argc, argv)) {
+		json_object_put(req);
+		return NULL;
 	}
-	if (strcmp(cmd, "focus") == 0 || strcmp(cmd, "close") == 0) {
-		long long id;
-		if (argc != 2) {
-			fprintf(stderr, "qosctl: usage: qosctl %s ID\n", cmd);
-			goto err;
-		}
-		if (!parse_id(argv[1], &id)) {
-			fprintf(stderr, "qosctl: invalid window id '%s'\n", argv[1]);
-			goto err;
-		}
-		json_object_object_add(req, "id", json_object_new_int64(id));
-		return req;
-	}
-	bool no_args_qos = strcmp(cmd, "reserves") == 0 || strcmp(cmd, "capacity") == 0 ||
-			strcmp(cmd, "reload") == 0 || strcmp(cmd, "clients") == 0 ||
-			strcmp(cmd, "scheduler") == 0;
-	if (no_args_qos) {
-		if (argc != 1) {
-			fprintf(stderr, "qosctl: '%s' takes no arguments\n", cmd);
-			goto err;
-		}
-		return req;
-	}
-	if (strcmp(cmd, "set") == 0 || strcmp(cmd, "join") == 0) {
-		if (argc != 3) {
-			fprintf(stderr, "qosctl: usage: qosctl %s TARGET %s\n", cmd,
-					cmd[0] == 's' ? "CLASS" : "RESERVE");
-			goto err;
-		}
-		if (!valid_target(argv[1])) {
-			fprintf(stderr, "qosctl: invalid target '%s': want a window id, pid:N or tid:N\n",
-					argv[1]);
-			goto err;
-		}
-		json_object_object_add(req, "target", json_object_new_string(argv[1]));
-		json_object_object_add(req, cmd[0] == 's' ? "class" : "reserve",
-				json_object_new_string(argv[2]));
-		return req;
-	}
-	if (strcmp(cmd, "reserve") == 0) {
-		if (argc < 2) {
-			fprintf(stderr, "qosctl: usage: qosctl reserve NAME KEY=VALUE...\n");
-			goto err;
-		}
-		char params[4096] = "";
-		size_t off = 0;
-		for (int i = 2; i < argc; i++) {
-			if (!strchr(argv[i], '=')) {
-				fprintf(stderr, "qosctl: '%s' is not KEY=VALUE\n", argv[i]);
-				goto err;
-			}
-			int n = snprintf(params + off, sizeof(params) - off, "%s%s", i > 2 ? " " : "", argv[i]);
-			if (n < 0 || (size_t)n >= sizeof(params) - off) {
-				fprintf(stderr, "qosctl: parameters too long\n");
-				goto err;
-			}
-			off += n;
-		}
-		json_object_object_add(req, "name", json_object_new_string(argv[1]));
-		json_object_object_add(req, "params", json_object_new_string(params));
-		return req;
-	}
-	if (strcmp(cmd, "exec") == 0) {
-		int first = exec_command_start(argc, argv);
-		if (first > 1 && strcmp(argv[1], "-r") == 0) {
-			json_object_object_add(req, "reserve", json_object_new_string(argv[2]));
-		}
-		if (first >= argc) {
-			fprintf(stderr, "qosctl: usage: qosctl exec -- CMD [ARGS...]\n");
-			goto err;
-		}
-		add_command(req, argc - first, argv + first);
-		return req;
-	}
-	if (strcmp(cmd, "workspace") == 0 || strcmp(cmd, "move-to-workspace") == 0) {
-		bool move = cmd[0] == 'm';
-		long long id = 0, number;
-		if (argc != (move ? 3 : 2)) {
-			fprintf(stderr, "qosctl: usage: qosctl %s%s N\n", cmd, move ? " ID" : "");
-			goto err;
-		}
-		if (move && !parse_id(argv[1], &id)) {
-			fprintf(stderr, "qosctl: invalid window id '%s'\n", argv[1]);
-			goto err;
-		}
-		if (!parse_id(argv[argc - 1], &number)) {
-			fprintf(stderr, "qosctl: invalid workspace number '%s'\n", argv[argc - 1]);
-			goto err;
-		}
-		if (move) {
-			json_object_object_add(req, "id", json_object_new_int64(id));
-		}
-		json_object_object_add(req, "number", json_object_new_int64(number));
-		return req;
-	}
-	fprintf(stderr, "qosctl: unknown command '%s'\n", cmd);
-err:
-	json_object_put(req);
-	return NULL;
+	return req;
 }
 
 static int run_subscribe(struct conn *c) {
@@ -728,103 +720,51 @@ static int run_top(const char *sock, int iterations) {
 	return status;
 }
 
-int main(int argc, char **argv) {
-	/* Replies are UTF-8 whatever the user's locale; only cell widths need it. */
-	setlocale(LC_CTYPE, "C.UTF-8");
-	const char *sock = getenv("QOSWAY_SOCK");
-	bool json = false;
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
-			sock = argv[++i];
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			print_usage(stdout);
-			return 0;
-		} else {
-			return die_usage("unknown option '%s'", argv[i]);
-		}
-	}
-	if (i >= argc) {
-		return die_usage("%s", "missing command");
-	}
-	if (strcmp(argv[i], "help") == 0) {
-		print_usage(stdout);
-		return 0;
-	}
-	if (!known_command(argv[i])) {
-		return die_usage("unknown command '%s'", argv[i]);
-	}
-	/* Requests are JSON, which carries text only: the compositor refuses
-	 * other bytes, so name the argument here (a reserve name in another
-	 * encoding, say).  exec's command words are sent in base64 instead. */
-	int text_args = argc;
-	if (strcmp(argv[i], "exec") == 0) {
-		text_args = i + exec_command_start(argc - i, argv + i);
-	}
-	for (int k = i; k < text_args; k++) {
-		if (!qos_utf8_valid(argv[k])) {
-			fprintf(stderr,
-					"qosctl: argument %d is not valid UTF-8; requests carry text "
-					"only\n",
-					k);
-			return 2;
-		}
-	}
-	if (strcmp(argv[i], "top") == 0) {
-		int iterations = 0;
-		if (argc - i == 3 && strcmp(argv[i + 1], "-n") == 0) {
-			long long n;
-			if (!parse_id(argv[i + 2], &n)) {
-				return die_usage("bad count '%s'", argv[i + 2]);
-			}
-			iterations = (int)n;
-		} else if (argc - i != 1) {
-			return die_usage("%s", "usage: qosctl top [-n COUNT]");
-		}
-		if (!sock || !*sock) {
-			fprintf(stderr, "qosctl: QOSWAY_SOCK is not set and no -s SOCKET given\n");
-			return 3;
-		}
-		return run_top(sock, iterations);
-	}
-	char *line = NULL;
-	struct json_object *req = NULL;
-	if (strcmp(argv[i], "raw") == 0) {
-		if (argc - i != 2) {
-			return die_usage("%s", "usage: qosctl raw JSON");
-		}
-		line = strdup(argv[i + 1]);
-	} else {
-		req = build_request(argc - i, argv + i);
-		if (!req) {
-			return 2;
-		}
-		line = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
-		json_object_put(req);
-	}
-	if (!line) {
-		return 1;
-	}
-	if (!sock || !*sock) {
+/* Connects and sends line (which it frees); NULL after saying why. */
+static struct conn *connect_and_send(const struct options *opts, char *line) {
+	if (!opts->sock || !*opts->sock) {
 		fprintf(stderr, "qosctl: QOSWAY_SOCK is not set and no -s SOCKET given\n");
 		free(line);
-		return 3;
+		return NULL;
 	}
 	struct conn *c = calloc(1, sizeof(*c));
-	if (!c || !conn_open(c, sock) || !conn_send(c, line)) {
+	if (!c || !conn_open(c, opts->sock) || !conn_send(c, line)) {
 		free(line);
 		free(c);
-		return 3;
+		return NULL;
 	}
 	free(line);
-	int status;
-	if (strcmp(argv[i], "subscribe") == 0) {
-		status = run_subscribe(c);
-		close(c->fd);
-		free(c);
-		return status;
+	return c;
+}
+
+/* The reply as --json or print shows it; the exit status it gives. */
+static int print_reply(const struct options *opts, struct json_object *reply,
+		void (*print)(struct json_object *reply)) {
+	struct json_object *ok, *err;
+	json_object_object_get_ex(reply, "success", &ok);
+	bool success = json_object_get_boolean(ok);
+	if (opts->json) {
+		printf("%s\n",
+				json_object_to_json_string_ext(reply,
+						JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+								JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else if (success && print) {
+		print(reply);
+	}
+	if (!success) {
+		fprintf(stderr, "qosctl: %s\n",
+				json_object_object_get_ex(reply, "error", &err) ? shown(json_object_get_string(err))
+																: "request failed");
+	}
+	return success ? 0 : 1;
+}
+
+/* Sends line (which it frees), reads the one reply and prints it. */
+static int send_and_print(const struct options *opts, char *line,
+		void (*print)(struct json_object *reply)) {
+	struct conn *c = connect_and_send(opts, line);
+	if (!c) {
+		return 3;
 	}
 	char *reply_text = conn_read_line(c);
 	close(c->fd);
@@ -834,57 +774,226 @@ int main(int argc, char **argv) {
 		return 3;
 	}
 	struct json_object *reply = json_tokener_parse(reply_text);
-	struct json_object *ok, *err;
-	if (!reply || !json_object_object_get_ex(reply, "success", &ok)) {
+	int status = 3;
+	if (!reply || !json_object_object_get_ex(reply, "success", NULL)) {
 		fprintf(stderr, "qosctl: malformed reply: %s\n", shown(reply_text));
-		free(reply_text);
-		json_object_put(reply);
-		return 3;
+	} else {
+		status = print_reply(opts, reply, print);
 	}
-	bool success = json_object_get_boolean(ok);
-	if (json) {
-		printf("%s\n",
-				json_object_to_json_string_ext(reply,
-						JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-								JSON_C_TO_STRING_NOSLASHESCAPE));
-	} else if (success) {
-		const char *cmd = argv[i];
-		if (strcmp(cmd, "windows") == 0) {
-			print_windows(reply);
-		} else if (strcmp(cmd, "outputs") == 0) {
-			print_outputs(reply);
-		} else if (strcmp(cmd, "workspaces") == 0) {
-			print_workspaces(reply);
-		} else if (strcmp(cmd, "inputs") == 0) {
-			print_inputs(reply);
-		} else if (strcmp(cmd, "version") == 0) {
-			printf("qosway %s\n", str_field(reply, "version"));
-		} else if (strcmp(cmd, "exec") == 0) {
-			printf("%d\n", int_field(reply, "pid"));
-			struct json_object *refused;
-			if (json_object_object_get_ex(reply, "refused", &refused)) {
-				fprintf(stderr, "qosctl: started without the reserve: %s\n",
-						shown(json_object_get_string(refused)));
-			}
-		} else if (strcmp(cmd, "reserves") == 0) {
-			print_reserves(reply);
-		} else if (strcmp(cmd, "capacity") == 0) {
-			print_capacity(reply);
-		} else if (strcmp(cmd, "clients") == 0) {
-			print_clients(reply);
-		} else if (strcmp(cmd, "scheduler") == 0) {
-			print_scheduler(reply);
-		} else if (strcmp(cmd, "set") == 0) {
-			printf("pid %d: %s\n", int_field(reply, "pid"), str_field(reply, "class"));
-		}
-	}
-	if (!success) {
-		fprintf(stderr, "qosctl: %s\n",
-				json_object_object_get_ex(reply, "error", &err) ? shown(json_object_get_string(err))
-																: "request failed");
-	}
-	status = success ? 0 : 1;
 	json_object_put(reply);
 	free(reply_text);
 	return status;
+}
+
+/* argv's request as one line in *line; else the exit status (2 bad usage). */
+static int request_line(int argc, char **argv, char **line) {
+	struct json_object *req = build_request(argc, argv);
+	if (!req) {
+		return 2;
+	}
+	*line = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	return *line ? 0 : 1;
+}
+
+/* Most commands: one request built from the arguments, one reply printed. */
+static int run_request(const struct command *cmd, const struct options *opts, int argc,
+		char **argv) {
+	char *line = NULL;
+	int status = request_line(argc, argv, &line);
+	if (status != 0) {
+		return status;
+	}
+	return send_and_print(opts, line, cmd->print);
+}
+
+static int run_raw(const struct command *cmd, const struct options *opts, int argc, char **argv) {
+	if (argc != 2) {
+		return die_usage("%s", "usage: qosctl raw JSON");
+	}
+	char *line = strdup(argv[1]);
+	if (!line) {
+		return 1;
+	}
+	return send_and_print(opts, line, cmd->print);
+}
+
+static int run_subscribe_command(const struct command *cmd, const struct options *opts, int argc,
+		char **argv) {
+	char *line = NULL;
+	int status = request_line(argc, argv, &line);
+	if (status != 0) {
+		return status;
+	}
+	struct conn *c = connect_and_send(opts, line);
+	if (!c) {
+		return 3;
+	}
+	status = run_subscribe(c);
+	close(c->fd);
+	free(c);
+	return status;
+}
+
+static int run_top_command(const struct command *cmd, const struct options *opts, int argc,
+		char **argv) {
+	int iterations = 0;
+	if (argc == 3 && strcmp(argv[1], "-n") == 0) {
+		long long n;
+		if (!parse_id(argv[2], &n)) {
+			return die_usage("bad count '%s'", argv[2]);
+		}
+		iterations = (int)n;
+	} else if (argc != 1) {
+		return die_usage("%s", "usage: qosctl top [-n COUNT]");
+	}
+	if (!opts->sock || !*opts->sock) {
+		fprintf(stderr, "qosctl: QOSWAY_SOCK is not set and no -s SOCKET given\n");
+		return 3;
+	}
+	return run_top(opts->sock, iterations);
+}
+
+static int run_help(const struct command *cmd, const struct options *opts, int argc, char **argv) {
+	print_usage(stdout);
+	return 0;
+}
+
+/* help sends nothing, so whatever follows it may be any bytes. */
+static int no_text_words(int argc, char **argv) {
+	return 0;
+}
+
+/* Every command, in the order `qosctl help` lists them. */
+static const struct command commands[] = {
+	{ "windows", "", "list windows", build_no_args, print_windows },
+	{ "outputs", "", "list outputs", build_no_args, print_outputs },
+	{ "inputs", "", "list input devices and the seat's capabilities", build_no_args, print_inputs },
+	{ "focus", "ID", "focus a window", build_window },
+	{ "close", "ID", "ask a window to close", build_window },
+	{ "workspaces", "", "list each output's workspaces and their windows", build_no_args,
+			print_workspaces },
+	{ "workspace", "N", "show workspace N (1-10) of the focused window's output", build_workspace },
+	{ "move-to-workspace", "ID N", "move a window to workspace N of its output",
+			build_move_to_workspace },
+	{ "exec", "[-r RESERVE] -- CMD [ARG...]", "start a program in the session (in RESERVE)",
+			build_exec, print_started, .text_words = exec_command_start },
+	{ "set", "TARGET CLASS", "CLASS: realtime, fifo, idle, nice, paused, normal", build_set,
+			print_class },
+	{ "join", "TARGET RESERVE", "move a window's process into a reserve", build_join },
+	{ "reserve", "NAME KEY=VALUE...", "create or modify a reserve (qosrc keys)", build_reserve },
+	{ "reserves", "", "list reserves", build_no_args, print_reserves },
+	{ "capacity", "", "granted and total real-time capacity", build_no_args, print_capacity },
+	{ "clients", "",
+			"Wayland clients: the compositor's CPU time spent\nfor each, and the part "
+			"billed to its reserve",
+			build_no_args, print_clients },
+	{ "scheduler", "", "the compositor's scheduling state and CPU accounting", build_no_args,
+			print_scheduler },
+	{ "reload", "", "reload output settings and the qosrc files", build_no_args },
+	{ "top", "[-n COUNT]", "refreshing view of windows and reserves", .run = run_top_command },
+	{ "subscribe", "", "print window and QoS events as JSON lines", build_no_args,
+			.run = run_subscribe_command },
+	{ "version", "", "print the compositor's version", build_no_args, print_version },
+	{ "exit", "", "end the session", build_no_args },
+	{ "raw", "JSON", "send one raw request line", .run = run_raw },
+	{ "help", "", "print this help", .run = run_help, .text_words = no_text_words },
+};
+
+#define HELP_COLUMN 23
+
+static void print_usage(FILE *out) {
+	fputs("Usage: qosctl [-s SOCKET] [--json] COMMAND [ARGS...]\n\nCommands:\n", out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+		int used = fprintf(out, "  %s%s%s", c->name, c->args[0] ? " " : "", c->args);
+		if (used >= HELP_COLUMN - 1) {
+			fprintf(out, "\n%*s", HELP_COLUMN, "");
+		} else {
+			fprintf(out, "%*s", HELP_COLUMN - used, "");
+		}
+		for (const char *p = c->help; *p; p++) {
+			fputc(*p, out);
+			if (*p == '\n') {
+				fprintf(out, "%*s", HELP_COLUMN, "");
+			}
+		}
+		fputc('\n', out);
+	}
+	fputs("\nTARGET is a window id (see 'windows'), pid:N, or tid:N for one thread\n"
+		  "(join tid:N RESERVE, and set tid:N normal to take it out).\n"
+		  "The socket defaults to $QOSWAY_SOCK.\n",
+			out);
+}
+
+static const struct command *find_command(const char *name) {
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) == 0) {
+			return &commands[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The options before COMMAND into opts; returns COMMAND's index, or -1
+ * with the exit status in *status (after the usage, if asked for).
+ */
+static int parse_global_options(int argc, char **argv, struct options *opts, int *status) {
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0) {
+			opts->json = true;
+		} else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
+			opts->sock = argv[++i];
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			print_usage(stdout);
+			*status = 0;
+			return -1;
+		} else {
+			*status = die_usage("unknown option '%s'", argv[i]);
+			return -1;
+		}
+	}
+	if (i >= argc) {
+		*status = die_usage("%s", "missing command");
+		return -1;
+	}
+	return i;
+}
+
+/*
+ * Requests are JSON, which carries text only: the compositor refuses other
+ * bytes, so name the argument here (a reserve name in another encoding,
+ * say).  exec's command words are sent in base64 instead.
+ */
+static bool text_words_valid(const struct command *cmd, int argc, char **argv, int first) {
+	int end = cmd->text_words ? first + cmd->text_words(argc - first, argv + first) : argc;
+	for (int k = first; k < end; k++) {
+		if (!qos_utf8_valid(argv[k])) {
+			fprintf(stderr, "qosctl: argument %d is not valid UTF-8; requests carry text only\n",
+					k);
+			return false;
+		}
+	}
+	return true;
+}
+
+int main(int argc, char **argv) {
+	/* Replies are UTF-8 whatever the user's locale; only cell widths need it. */
+	setlocale(LC_CTYPE, "C.UTF-8");
+	struct options opts = { .sock = getenv("QOSWAY_SOCK") };
+	int status = 0;
+	int i = parse_global_options(argc, argv, &opts, &status);
+	if (i < 0) {
+		return status;
+	}
+	const struct command *cmd = find_command(argv[i]);
+	if (!cmd) {
+		return die_usage("unknown command '%s'", argv[i]);
+	}
+	if (!text_words_valid(cmd, argc, argv, i)) {
+		return 2;
+	}
+	return (cmd->run ? cmd->run : run_request)(cmd, &opts, argc - i, argv + i);
 }

@@ -50,3 +50,23 @@ def test_inputs_lists_devices_and_capabilities(qosway):
     assert lines[-1] == "seat capabilities: pointer keyboard", r.stdout
     assert sorted(l.split()[0] for l in lines[:-1]) == ["keyboard", "pointer"], r.stdout
     assert all(l.endswith("(virtual)") for l in lines[:-1]), r.stdout
+
+
+def test_wrong_arguments_are_refused_with_the_listed_synopsis():
+    # help lists each command's synopsis; a usage error quotes the same one
+    text = run("help").stdout.split("Commands:\n", 1)[1]
+    synopsis = dict(re.findall(r"^  ([a-z-]+)(?: (.*?))?(?: {2,}|$)", text, re.M))
+    assert list(synopsis) == COMMANDS
+    for name, args in synopsis.items():
+        if name == "help":
+            continue
+        wrong = ["x"] if not args or name == "top" else []
+        r = run(name, *wrong)
+        assert r.returncode == 2 and r.stdout == "", (name, r)
+        first = r.stderr.split("\n", 1)[0]
+        if name == "exec":
+            assert first == "qosctl: usage: qosctl exec -- CMD [ARGS...]"
+        elif args:
+            assert first == f"qosctl: usage: qosctl {name} {args}", first
+        else:
+            assert first == f"qosctl: '{name}' takes no arguments", first
