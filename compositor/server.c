@@ -165,36 +165,36 @@ bool server_create_scene(struct qw_server *server) {
 	}
 	/* Creation order is stacking order (see server.h). */
 	struct wlr_scene_node *root = &server->scene->node;
-	server->layer_trees[QW_LAYER_BACKGROUND] = wlr_scene_tree_create(root);
-	server->layer_trees[QW_LAYER_BOTTOM] = wlr_scene_tree_create(root);
-	server->view_tree = wlr_scene_tree_create(root);
-	server->layer_trees[QW_LAYER_TOP] = wlr_scene_tree_create(root);
-	server->fullscreen_tree = wlr_scene_tree_create(root);
-	server->unmanaged_tree = wlr_scene_tree_create(root);
-	server->layer_trees[QW_LAYER_OVERLAY] = wlr_scene_tree_create(root);
+	server->trees.layers[QW_LAYER_BACKGROUND] = wlr_scene_tree_create(root);
+	server->trees.layers[QW_LAYER_BOTTOM] = wlr_scene_tree_create(root);
+	server->trees.views = wlr_scene_tree_create(root);
+	server->trees.layers[QW_LAYER_TOP] = wlr_scene_tree_create(root);
+	server->trees.fullscreen = wlr_scene_tree_create(root);
+	server->trees.unmanaged = wlr_scene_tree_create(root);
+	server->trees.layers[QW_LAYER_OVERLAY] = wlr_scene_tree_create(root);
 	for (int i = 0; i < QW_LAYER_COUNT; i++) {
-		if (!server->layer_trees[i]) {
+		if (!server->trees.layers[i]) {
 			return false;
 		}
 	}
-	return server->view_tree && server->fullscreen_tree && server->unmanaged_tree;
+	return server->trees.views && server->trees.fullscreen && server->trees.unmanaged;
 }
 
 static bool create_protocols(struct qw_server *server) {
 	struct wl_display *display = server->wl_display;
 	server->compositor = wlr_compositor_create(display, server->renderer);
 	server->presentation = wlr_presentation_create(display, server->backend);
-	server->xdg_shell = wlr_xdg_shell_create(display);
-	server->layer_shell = wlr_layer_shell_v1_create(display);
-	server->xdg_decoration_manager = wlr_xdg_decoration_manager_v1_create(display);
-	server->server_decoration_manager = wlr_server_decoration_manager_create(display);
-	server->xdg_activation = wlr_xdg_activation_v1_create(display);
-	server->idle = wlr_idle_create(display);
-	server->idle_inhibit = wlr_idle_inhibit_v1_create(display);
-	if (!server->compositor || !server->presentation || !server->xdg_shell ||
-			!server->layer_shell || !server->xdg_decoration_manager ||
-			!server->server_decoration_manager || !server->xdg_activation || !server->idle ||
-			!server->idle_inhibit || !wlr_data_device_manager_create(display) ||
+	server->xdg.shell = wlr_xdg_shell_create(display);
+	server->layer_shell.manager = wlr_layer_shell_v1_create(display);
+	server->decorations.xdg_manager = wlr_xdg_decoration_manager_v1_create(display);
+	server->decorations.server_manager = wlr_server_decoration_manager_create(display);
+	server->activation.manager = wlr_xdg_activation_v1_create(display);
+	server->idle.manager = wlr_idle_create(display);
+	server->idle.inhibit_manager = wlr_idle_inhibit_v1_create(display);
+	if (!server->compositor || !server->presentation || !server->xdg.shell ||
+			!server->layer_shell.manager || !server->decorations.xdg_manager ||
+			!server->decorations.server_manager || !server->activation.manager || !server->idle.manager ||
+			!server->idle.inhibit_manager || !wlr_data_device_manager_create(display) ||
 			!wlr_primary_selection_v1_device_manager_create(display) ||
 			!wlr_screencopy_manager_v1_create(display) ||
 			!wlr_xdg_output_manager_v1_create(display, server->output_layout) ||
@@ -204,19 +204,19 @@ static bool create_protocols(struct qw_server *server) {
 		return false;
 	}
 	wlr_scene_set_presentation(server->scene, server->presentation);
-	wlr_server_decoration_manager_set_default_mode(server->server_decoration_manager,
+	wlr_server_decoration_manager_set_default_mode(server->decorations.server_manager,
 			WLR_SERVER_DECORATION_MANAGER_MODE_SERVER);
 
-	server->new_xdg_surface.notify = view_handle_new_xdg_surface;
-	wl_signal_add(&server->xdg_shell->events.new_surface, &server->new_xdg_surface);
-	server->new_layer_surface.notify = layer_shell_handle_new_surface;
-	wl_signal_add(&server->layer_shell->events.new_surface, &server->new_layer_surface);
-	server->new_toplevel_decoration.notify = xdg_decoration_handle_new;
-	wl_signal_add(&server->xdg_decoration_manager->events.new_toplevel_decoration,
-			&server->new_toplevel_decoration);
-	server->new_server_decoration.notify = xdg_decoration_handle_new_kde;
-	wl_signal_add(&server->server_decoration_manager->events.new_decoration,
-			&server->new_server_decoration);
+	server->xdg.new_surface.notify = view_handle_new_xdg_surface;
+	wl_signal_add(&server->xdg.shell->events.new_surface, &server->xdg.new_surface);
+	server->layer_shell.new_surface.notify = layer_shell_handle_new_surface;
+	wl_signal_add(&server->layer_shell.manager->events.new_surface, &server->layer_shell.new_surface);
+	server->decorations.new_toplevel_decoration.notify = xdg_decoration_handle_new;
+	wl_signal_add(&server->decorations.xdg_manager->events.new_toplevel_decoration,
+			&server->decorations.new_toplevel_decoration);
+	server->decorations.new_server_decoration.notify = xdg_decoration_handle_new_kde;
+	wl_signal_add(&server->decorations.server_manager->events.new_decoration,
+			&server->decorations.new_server_decoration);
 	activation_init(server);
 	return true;
 }
@@ -237,10 +237,10 @@ static bool start_ipc(struct qw_server *server) {
 }
 
 bool server_init(struct qw_server *server) {
-	server->proc_events_fd = -1;
+	server->proc_events.fd = -1;
 	wl_list_init(&server->outputs);
 	wl_list_init(&server->views);
-	wl_list_init(&server->keyboards);
+	wl_list_init(&server->input.keyboards);
 	server->wl_display = wl_display_create();
 	if (!server->wl_display) {
 		return false;
@@ -303,13 +303,13 @@ bool server_init(struct qw_server *server) {
 	if (!start_ipc(server)) {
 		return false;
 	}
-	server->sigint_source =
+	server->signals.sigint =
 			wl_event_loop_add_signal(server->event_loop, SIGINT, handle_terminate_signal, server);
-	server->sigterm_source =
+	server->signals.sigterm =
 			wl_event_loop_add_signal(server->event_loop, SIGTERM, handle_terminate_signal, server);
-	server->sigchld_source =
+	server->signals.sigchld =
 			wl_event_loop_add_signal(server->event_loop, SIGCHLD, handle_sigchld, server);
-	server->sighup_source =
+	server->signals.sighup =
 			wl_event_loop_add_signal(server->event_loop, SIGHUP, handle_sighup, server);
 	qos_link_create(server);
 	scheduler_weight_start(server->scheduler);
@@ -319,8 +319,8 @@ bool server_init(struct qw_server *server) {
 	if (!reserve_protocol_create(server)) {
 		wlr_log(WLR_ERROR, "failed to create the qosway-reserve-v1 global");
 	}
-	return server->sigint_source && server->sigterm_source && server->sigchld_source &&
-			server->sighup_source;
+	return server->signals.sigint && server->signals.sigterm && server->signals.sigchld &&
+			server->signals.sighup;
 }
 
 void server_finish(struct qw_server *server) {
@@ -347,23 +347,23 @@ void server_finish(struct qw_server *server) {
 	desktop_protocols_finish(server);
 	scheduler_destroy(server->scheduler);
 	server->scheduler = NULL;
-	if (server->sigint_source) {
-		wl_event_source_remove(server->sigint_source);
+	if (server->signals.sigint) {
+		wl_event_source_remove(server->signals.sigint);
 	}
-	if (server->sigterm_source) {
-		wl_event_source_remove(server->sigterm_source);
+	if (server->signals.sigterm) {
+		wl_event_source_remove(server->signals.sigterm);
 	}
-	if (server->sigchld_source) {
-		wl_event_source_remove(server->sigchld_source);
+	if (server->signals.sigchld) {
+		wl_event_source_remove(server->signals.sigchld);
 	}
-	if (server->sighup_source) {
-		wl_event_source_remove(server->sighup_source);
+	if (server->signals.sighup) {
+		wl_event_source_remove(server->signals.sighup);
 	}
-	if (server->new_xdg_surface.notify) {
-		wl_list_remove(&server->new_xdg_surface.link);
-		wl_list_remove(&server->new_layer_surface.link);
-		wl_list_remove(&server->new_toplevel_decoration.link);
-		wl_list_remove(&server->new_server_decoration.link);
+	if (server->xdg.new_surface.notify) {
+		wl_list_remove(&server->xdg.new_surface.link);
+		wl_list_remove(&server->layer_shell.new_surface.link);
+		wl_list_remove(&server->decorations.new_toplevel_decoration.link);
+		wl_list_remove(&server->decorations.new_server_decoration.link);
 		activation_finish(server);
 	}
 	idle_finish(server);

@@ -27,13 +27,13 @@ static void set_desc(struct qw_node_desc *desc, struct wlr_scene_node *node, enu
 /* The button that shows (and asks for) a class. */
 static int button_for_class(int class) {
 	switch (class) {
-	case QW_VIEW_CLASS_REALTIME:
-	case QW_VIEW_CLASS_FIFO:
+	case QW_CLASS_REALTIME:
+	case QW_CLASS_FIFO:
 		return QW_BUTTON_REALTIME;
-	case QW_VIEW_CLASS_IDLE:
-	case QW_VIEW_CLASS_NICE:
+	case QW_CLASS_IDLE:
+	case QW_CLASS_NICE:
 		return QW_BUTTON_IDLE;
-	case QW_VIEW_CLASS_PAUSED:
+	case QW_CLASS_PAUSED:
 		return QW_BUTTON_PAUSE;
 	default:
 		return -1;
@@ -267,7 +267,7 @@ void decoration_update_title(struct qw_decoration *deco, struct qw_view *view) {
 	char text[512];
 	if (deco->message) {
 		snprintf(text, sizeof(text), "%s", deco->message);
-	} else if (view->class == QW_VIEW_CLASS_PAUSED) {
+	} else if (view->class == QW_CLASS_PAUSED) {
 		snprintf(text, sizeof(text), "paused \u2014 %s", title);
 	} else {
 		snprintf(text, sizeof(text), "%s", title);
@@ -332,9 +332,9 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		if (!button->present) {
 			continue;
 		}
-		bool hover = server->hovered_view == view && server->hovered_button == k;
-		bool pressed = hover && server->cursor_mode == QW_CURSOR_BUTTON &&
-				server->grabbed_view == view && server->pressed_button == k;
+		bool hover = server->pointer.hovered_view == view && server->pointer.hovered_button == k;
+		bool pressed = hover && server->pointer.mode == QW_CURSOR_BUTTON &&
+				server->pointer.grabbed_view == view && server->pointer.pressed_button == k;
 		enum qw_button_state state = deco->refused_button == k
 				? QW_BUTTON_STATE_REFUSED
 				: theme_button_state(button_is_on(view, k), hover, pressed);
@@ -383,7 +383,7 @@ void decoration_show_refusal(struct qw_decoration *deco, struct qw_view *view, i
 
 void decoration_update_paused(struct qw_decoration *deco, struct qw_view *view) {
 	if (deco->dim) {
-		wlr_scene_node_set_enabled(&deco->dim->node, view->class == QW_VIEW_CLASS_PAUSED);
+		wlr_scene_node_set_enabled(&deco->dim->node, view->class == QW_CLASS_PAUSED);
 	}
 	decoration_update_title(deco, view);
 }

@@ -95,7 +95,7 @@ bool reserve_menu_open(struct qw_server *server, struct qw_view *view, int x, in
 	const struct qos_rules *rules = qos_link_rules(server);
 	char reason[300];
 	if (!qos_link_ready(server, reason, sizeof(reason))) {
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, reason);
+		decoration_show_refusal(&view->deco, view, QW_CLASS_REALTIME, reason);
 		return false;
 	}
 	struct qw_menu *menu = calloc(1, sizeof(*menu));
@@ -226,7 +226,7 @@ static bool in_path(const char *name) {
 /* qosway-monitor, with the window's reserve selected if it has one. */
 static void start_monitor(struct qw_server *server, struct qw_view *view) {
 	if (!in_path(MONITOR_COMMAND)) {
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
+		decoration_show_refusal(&view->deco, view, QW_CLASS_REALTIME,
 				MONITOR_COMMAND " is not in PATH");
 		return;
 	}
@@ -238,7 +238,7 @@ static void start_monitor(struct qw_server *server, struct qw_view *view) {
 	}
 	char *argv[] = { MONITOR_COMMAND, reserve[0] ? "--select" : NULL, reserve, NULL };
 	if (server_spawn_argv(server, argv) < 0) {
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME,
+		decoration_show_refusal(&view->deco, view, QW_CLASS_REALTIME,
 				"cannot start " MONITOR_COMMAND);
 	}
 }
@@ -268,9 +268,9 @@ void reserve_menu_press(struct qw_server *server, struct qw_node_desc *desc) {
 	pid_t pid = view_get_pid(view);
 	if (pid <= 0) {
 		snprintf(err, sizeof(err), "the window's process is gone");
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
+		decoration_show_refusal(&view->deco, view, QW_CLASS_REALTIME, err);
 	} else if (!qos_gate_join(server, &asker, reserve, pid, 0, NULL, NULL, err, sizeof(err))) {
-		decoration_show_refusal(&view->deco, view, QW_VIEW_CLASS_REALTIME, err);
+		decoration_show_refusal(&view->deco, view, QW_CLASS_REALTIME, err);
 	}
 	qos_link_schedule_refresh(server);
 }

@@ -69,7 +69,7 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 }
 
 void xdg_decoration_handle_new(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_toplevel_decoration);
+	struct qw_server *server = wl_container_of(listener, server, decorations.new_toplevel_decoration);
 	struct wlr_xdg_toplevel_decoration_v1 *decoration = data;
 	struct xdg_decoration *deco = calloc(1, sizeof(*deco));
 	if (!deco) {
@@ -119,13 +119,13 @@ void xdg_decoration_handle_new_kde(struct wl_listener *listener, void *data) {
 void xdg_decoration_map_default(struct qw_view *view) {
 	struct qw_server *server = view->server;
 	struct wlr_xdg_toplevel_decoration_v1 *xdg;
-	wl_list_for_each(xdg, &server->xdg_decoration_manager->decorations, link) {
+	wl_list_for_each(xdg, &server->decorations.xdg_manager->decorations, link) {
 		if (xdg->surface == view->xdg_surface) {
 			return;
 		}
 	}
 	struct wlr_server_decoration *kde;
-	wl_list_for_each(kde, &server->server_decoration_manager->decorations, link) {
+	wl_list_for_each(kde, &server->decorations.server_manager->decorations, link) {
 		if (kde->surface == view->xdg_surface->surface) {
 			/* GTK 4 asks before its surface is a toplevel, when there
 			 * was no view to tell: the mode applies from here. */

@@ -64,7 +64,7 @@ static const char *token_refusal(struct qw_server *server,
 }
 
 static void handle_request_activate(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_activate);
+	struct qw_server *server = wl_container_of(listener, server, activation.request_activate);
 	struct wlr_xdg_activation_v1_request_activate_event *event = data;
 	if (!wlr_surface_is_xdg_surface(event->surface)) {
 		return;
@@ -89,13 +89,13 @@ void activation_request_x11(struct qw_view *view) {
 }
 
 void activation_init(struct qw_server *server) {
-	server->request_activate.notify = handle_request_activate;
-	wl_signal_add(&server->xdg_activation->events.request_activate, &server->request_activate);
+	server->activation.request_activate.notify = handle_request_activate;
+	wl_signal_add(&server->activation.manager->events.request_activate, &server->activation.request_activate);
 }
 
 void activation_finish(struct qw_server *server) {
-	if (server->request_activate.notify) {
-		wl_list_remove(&server->request_activate.link);
-		server->request_activate.notify = NULL;
+	if (server->activation.request_activate.notify) {
+		wl_list_remove(&server->activation.request_activate.link);
+		server->activation.request_activate.notify = NULL;
 	}
 }

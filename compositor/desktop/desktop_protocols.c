@@ -12,7 +12,7 @@
 #include "server.h"
 
 static void handle_output_power_set_mode(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, output_power_set_mode);
+	struct qw_server *server = wl_container_of(listener, server, output_power.set_mode);
 	struct wlr_output_power_v1_set_mode_event *event = data;
 	bool on = event->mode == ZWLR_OUTPUT_POWER_V1_MODE_ON;
 	struct wlr_output *output = event->output;
@@ -48,13 +48,13 @@ bool desktop_protocols_init(struct qw_server *server) {
 		wlr_log(WLR_ERROR, "cannot create the wlr-gamma-control global");
 		return false;
 	}
-	server->output_power = wlr_output_power_manager_v1_create(display);
-	if (!server->output_power) {
+	server->output_power.manager = wlr_output_power_manager_v1_create(display);
+	if (!server->output_power.manager) {
 		wlr_log(WLR_ERROR, "cannot create the wlr-output-power-management global");
 		return false;
 	}
-	server->output_power_set_mode.notify = handle_output_power_set_mode;
-	wl_signal_add(&server->output_power->events.set_mode, &server->output_power_set_mode);
+	server->output_power.set_mode.notify = handle_output_power_set_mode;
+	wl_signal_add(&server->output_power.manager->events.set_mode, &server->output_power.set_mode);
 	struct wlr_xdg_foreign_registry *registry = wlr_xdg_foreign_registry_create(display);
 	if (!registry || !wlr_xdg_foreign_v1_create(display, registry) ||
 			!wlr_xdg_foreign_v2_create(display, registry)) {
@@ -65,8 +65,8 @@ bool desktop_protocols_init(struct qw_server *server) {
 }
 
 void desktop_protocols_finish(struct qw_server *server) {
-	if (server->output_power_set_mode.notify) {
-		wl_list_remove(&server->output_power_set_mode.link);
-		server->output_power_set_mode.notify = NULL;
+	if (server->output_power.set_mode.notify) {
+		wl_list_remove(&server->output_power.set_mode.link);
+		server->output_power.set_mode.notify = NULL;
 	}
 }

@@ -97,7 +97,7 @@ void foreign_toplevel_update_title(struct qw_view *view) {
 		return;
 	}
 	char text[1024];
-	snprintf(text, sizeof(text), "[%s] %s", view_class_name(view->class), title);
+	snprintf(text, sizeof(text), "[%s] %s", qos_class_name(view->class), title);
 	wlr_foreign_toplevel_handle_v1_set_title(view->ftl, text);
 }
 

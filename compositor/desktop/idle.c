@@ -15,7 +15,7 @@
 #include "desktop/view.h"
 
 struct qw_idle_inhibitor {
-	struct wl_list link; /* qw_server.idle_inhibitors */
+	struct wl_list link; /* qw_server.idle.inhibitors */
 	struct qw_server *server;
 	struct wlr_idle_inhibitor_v1 *inhibitor;
 	/* Mapping and unmapping happen on commit. */
@@ -25,7 +25,7 @@ struct qw_idle_inhibitor {
 
 /* Touch screens are not part of the pointer; their events still count. */
 struct qw_idle_touch {
-	struct wl_list link; /* qw_server.idle_touch_devices */
+	struct wl_list link; /* qw_server.idle.touch_devices */
 	struct qw_server *server;
 	struct wlr_input_device *device;
 	struct wl_listener down;
@@ -36,8 +36,8 @@ struct qw_idle_touch {
 };
 
 void idle_notify_activity(struct qw_server *server) {
-	if (server->idle && server->seat) {
-		wlr_idle_notify_activity(server->idle, server->seat);
+	if (server->idle.manager && server->seat) {
+		wlr_idle_notify_activity(server->idle.manager, server->seat);
 	}
 }
 
@@ -71,23 +71,23 @@ static bool surface_visible(struct wlr_surface *surface) {
 }
 
 void idle_update_inhibit(struct qw_server *server) {
-	if (!server->idle) {
+	if (!server->idle.manager) {
 		return;
 	}
 	bool inhibited = false;
 	struct qw_idle_inhibitor *inhibitor;
-	wl_list_for_each(inhibitor, &server->idle_inhibitors, link) {
+	wl_list_for_each(inhibitor, &server->idle.inhibitors, link) {
 		if (surface_visible(inhibitor->inhibitor->surface)) {
 			inhibited = true;
 			break;
 		}
 	}
-	if (inhibited != server->idle_inhibited) {
+	if (inhibited != server->idle.inhibited) {
 		wlr_log(WLR_DEBUG, "idle timers %s", inhibited ? "inhibited" : "running");
-		server->idle_inhibited = inhibited;
+		server->idle.inhibited = inhibited;
 	}
 	/* Re-enabling restarts every timer from zero, as activity would. */
-	wlr_idle_set_enabled(server->idle, server->seat, !inhibited);
+	wlr_idle_set_enabled(server->idle.manager, server->seat, !inhibited);
 }
 
 static void inhibitor_destroy(struct qw_idle_inhibitor *inhibitor) {
@@ -110,7 +110,7 @@ static void handle_inhibitor_surface_commit(struct wl_listener *listener, void *
 }
 
 static void handle_new_idle_inhibitor(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_idle_inhibitor);
+	struct qw_server *server = wl_container_of(listener, server, idle.new_inhibitor);
 	struct wlr_idle_inhibitor_v1 *wlr_inhibitor = data;
 	struct qw_idle_inhibitor *inhibitor = calloc(1, sizeof(*inhibitor));
 	if (!inhibitor) {
@@ -123,7 +123,7 @@ static void handle_new_idle_inhibitor(struct wl_listener *listener, void *data) 
 	wl_signal_add(&wlr_inhibitor->events.destroy, &inhibitor->destroy);
 	inhibitor->surface_commit.notify = handle_inhibitor_surface_commit;
 	wl_signal_add(&wlr_inhibitor->surface->events.commit, &inhibitor->surface_commit);
-	wl_list_insert(&server->idle_inhibitors, &inhibitor->link);
+	wl_list_insert(&server->idle.inhibitors, &inhibitor->link);
 	idle_update_inhibit(server);
 }
 
@@ -163,7 +163,7 @@ static void handle_touch_device_destroy(struct wl_listener *listener, void *data
 }
 
 static void handle_new_input(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, idle_new_input);
+	struct qw_server *server = wl_container_of(listener, server, idle.new_input);
 	struct wlr_input_device *device = data;
 	if (device->type != WLR_INPUT_DEVICE_TOUCH) {
 		return;
@@ -185,31 +185,31 @@ static void handle_new_input(struct wl_listener *listener, void *data) {
 	wl_signal_add(&device->touch->events.cancel, &touch->cancel);
 	touch->destroy.notify = handle_touch_device_destroy;
 	wl_signal_add(&device->events.destroy, &touch->destroy);
-	wl_list_insert(&server->idle_touch_devices, &touch->link);
+	wl_list_insert(&server->idle.touch_devices, &touch->link);
 }
 
 void idle_init(struct qw_server *server) {
-	wl_list_init(&server->idle_inhibitors);
-	wl_list_init(&server->idle_touch_devices);
-	server->new_idle_inhibitor.notify = handle_new_idle_inhibitor;
-	wl_signal_add(&server->idle_inhibit->events.new_inhibitor, &server->new_idle_inhibitor);
-	server->idle_new_input.notify = handle_new_input;
-	wl_signal_add(&server->backend->events.new_input, &server->idle_new_input);
+	wl_list_init(&server->idle.inhibitors);
+	wl_list_init(&server->idle.touch_devices);
+	server->idle.new_inhibitor.notify = handle_new_idle_inhibitor;
+	wl_signal_add(&server->idle.inhibit_manager->events.new_inhibitor, &server->idle.new_inhibitor);
+	server->idle.new_input.notify = handle_new_input;
+	wl_signal_add(&server->backend->events.new_input, &server->idle.new_input);
 }
 
 void idle_finish(struct qw_server *server) {
-	if (!server->new_idle_inhibitor.notify) {
+	if (!server->idle.new_inhibitor.notify) {
 		return;
 	}
 	struct qw_idle_inhibitor *inhibitor, *itmp;
-	wl_list_for_each_safe(inhibitor, itmp, &server->idle_inhibitors, link) {
+	wl_list_for_each_safe(inhibitor, itmp, &server->idle.inhibitors, link) {
 		inhibitor_destroy(inhibitor);
 	}
 	struct qw_idle_touch *touch, *ttmp;
-	wl_list_for_each_safe(touch, ttmp, &server->idle_touch_devices, link) {
+	wl_list_for_each_safe(touch, ttmp, &server->idle.touch_devices, link) {
 		touch_destroy(touch);
 	}
-	wl_list_remove(&server->new_idle_inhibitor.link);
-	wl_list_remove(&server->idle_new_input.link);
-	server->new_idle_inhibitor.notify = NULL;
+	wl_list_remove(&server->idle.new_inhibitor.link);
+	wl_list_remove(&server->idle.new_input.link);
+	server->idle.new_inhibitor.notify = NULL;
 }

@@ -21,7 +21,7 @@
 /* A process this module moved (or tried to), and what it had before. */
 struct inactive_move {
 	pid_t pid;
-	enum qw_view_class from, to;
+	enum qw_class from, to;
 	bool refused; /* the gate said no: nothing to undo, not asked again */
 };
 
@@ -100,7 +100,7 @@ static bool process_inactive(struct qw_server *server, pid_t pid) {
 }
 
 /* The compositor asks, by the user's inactive-class setting. */
-static bool set_class(struct qw_server *server, pid_t pid, enum qw_view_class class, char *err,
+static bool set_class(struct qw_server *server, pid_t pid, enum qw_class class, char *err,
 		size_t err_len) {
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1, .by_setting = true };
 	return qos_gate_set_class(server, &asker, pid, class, err, err_len);
@@ -110,38 +110,38 @@ static void restore(struct qw_inactive *inactive, struct inactive_move *move) {
 	struct qw_server *server = inactive->server;
 	pid_t pid = move->pid;
 	bool undo = !move->refused && qos_link_class_of(server, pid, NULL) == move->to;
-	enum qw_view_class from = move->from;
+	enum qw_class from = move->from;
 	forget_move(inactive, move);
 	char err[256];
 	if (undo && !set_class(server, pid, from, err, sizeof(err))) {
 		wlr_log(WLR_INFO, "pid %d active again, but its %s class was refused: %s", (int)pid,
-				view_class_name(from), err);
+				qos_class_name(from), err);
 	}
 }
 
 /* How much CPU a class gets, to only ever lower an inactive process's. */
-static int class_rank(enum qw_view_class class) {
+static int class_rank(enum qw_class class) {
 	switch (class) {
-	case QW_VIEW_CLASS_PAUSED:
+	case QW_CLASS_PAUSED:
 		return 0;
-	case QW_VIEW_CLASS_IDLE:
+	case QW_CLASS_IDLE:
 		return 1;
-	case QW_VIEW_CLASS_NICE:
+	case QW_CLASS_NICE:
 		return 2;
-	case QW_VIEW_CLASS_NORMAL:
+	case QW_CLASS_NORMAL:
 		return 3;
-	case QW_VIEW_CLASS_REALTIME:
-	case QW_VIEW_CLASS_FIFO:
-	case QW_VIEW_CLASS_COUNT:
+	case QW_CLASS_REALTIME:
+	case QW_CLASS_FIFO:
+	case QW_CLASS_COUNT:
 		break;
 	}
 	return 4;
 }
 
-static void move(struct qw_inactive *inactive, struct qw_view *view, enum qw_view_class to) {
+static void move(struct qw_inactive *inactive, struct qw_view *view, enum qw_class to) {
 	struct qw_server *server = inactive->server;
 	pid_t pid = view_get_pid(view);
-	enum qw_view_class from = qos_link_class_of(server, pid, NULL);
+	enum qw_class from = qos_link_class_of(server, pid, NULL);
 	if (pid <= 0 || class_rank(from) <= class_rank(to) || find_move(inactive, pid) ||
 			inactive->n_moved == INACTIVE_MAX_MOVED || user_placed(inactive, pid) ||
 			reserve_protocol_placed(server, pid) || !process_inactive(server, pid)) {
@@ -152,7 +152,7 @@ static void move(struct qw_inactive *inactive, struct qw_view *view, enum qw_vie
 	char err[256];
 	if (!set_class(server, pid, to, err, sizeof(err))) {
 		m->refused = true;
-		wlr_log(WLR_INFO, "inactive pid %d stays %s: %s", (int)pid, view_class_name(from), err);
+		wlr_log(WLR_INFO, "inactive pid %d stays %s: %s", (int)pid, qos_class_name(from), err);
 	}
 }
 
@@ -186,16 +186,16 @@ static void update_view(struct qw_server *server, struct qw_view *view, uint64_t
 	}
 }
 
-static enum qw_view_class target_class(const struct qw_config *config, bool *none) {
+static enum qw_class target_class(const struct qw_config *config, bool *none) {
 	*none = config->inactive_class == QW_INACTIVE_NONE;
-	return config->inactive_class == QW_INACTIVE_IDLE ? QW_VIEW_CLASS_IDLE : QW_VIEW_CLASS_NORMAL;
+	return config->inactive_class == QW_INACTIVE_IDLE ? QW_CLASS_IDLE : QW_CLASS_NORMAL;
 }
 
 /* Moves undone for processes that show again (or when moving is off). */
 static void apply_classes(struct qw_inactive *inactive) {
 	struct qw_server *server = inactive->server;
 	bool none;
-	enum qw_view_class to = target_class(&server->config, &none);
+	enum qw_class to = target_class(&server->config, &none);
 	for (size_t i = inactive->n_moved; i-- > 0;) {
 		struct inactive_move *m = &inactive->moved[i];
 		if (none || !process_inactive(server, m->pid)) {

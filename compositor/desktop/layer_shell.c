@@ -214,7 +214,7 @@ static void handle_commit(struct wl_listener *listener, void *data) {
 		l->layer = layer;
 		wl_list_remove(&l->link);
 		wl_list_insert(&l->output->layers[layer], &l->link);
-		wlr_scene_node_reparent(l->node, &l->server->layer_trees[layer]->node);
+		wlr_scene_node_reparent(l->node, &l->server->trees.layers[layer]->node);
 	}
 	/* Only state changes need a new layout; re-arranging on every frame
 	 * would answer each buffer commit with another configure. */
@@ -263,7 +263,7 @@ static void handle_new_popup(struct wl_listener *listener, void *data) {
 }
 
 void layer_shell_handle_new_surface(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_layer_surface);
+	struct qw_server *server = wl_container_of(listener, server, layer_shell.new_surface);
 	struct wlr_layer_surface_v1 *ls = data;
 	if (!ls->output) {
 		struct qw_output *o = output_at(server, server->cursor->x, server->cursor->y);
@@ -285,7 +285,7 @@ void layer_shell_handle_new_surface(struct wl_listener *listener, void *data) {
 	l->output = ls->output->data;
 	l->layer_surface = ls;
 	l->layer = layer_from_protocol(ls->pending.layer);
-	struct wlr_scene_tree *tree = wlr_scene_tree_create(&server->layer_trees[l->layer]->node);
+	struct wlr_scene_tree *tree = wlr_scene_tree_create(&server->trees.layers[l->layer]->node);
 	if (!tree || !wlr_scene_subsurface_tree_create(&tree->node, ls->surface)) {
 		if (tree) {
 			wlr_scene_node_destroy(&tree->node);

@@ -278,12 +278,12 @@ static void handle_layout_change(struct wl_listener *listener, void *data) {
 
 /* The compositor's own pointer modes end: the locker has the pointer. */
 static void reset_cursor_mode(struct qw_server *server) {
-	if (server->cursor_mode == QW_CURSOR_RESIZE && server->grabbed_view) {
-		view_set_resizing(server->grabbed_view, false);
+	if (server->pointer.mode == QW_CURSOR_RESIZE && server->pointer.grabbed_view) {
+		view_set_resizing(server->pointer.grabbed_view, false);
 	}
-	server->cursor_mode = QW_CURSOR_PASSTHROUGH;
-	server->grabbed_view = NULL;
-	server->swallowed_button = 0;
+	server->pointer.mode = QW_CURSOR_PASSTHROUGH;
+	server->pointer.grabbed_view = NULL;
+	server->pointer.swallowed_button = 0;
 }
 
 static void start_grabs(struct qw_screen_lock *lock) {
@@ -426,9 +426,9 @@ bool screen_lock_pointer_motion(struct qw_server *server, uint32_t time_msec) {
 		return true;
 	}
 	wlr_seat_pointer_notify_clear_focus(server->seat);
-	if (!server->cursor_image || strcmp(server->cursor_image, "left_ptr") != 0) {
+	if (!server->pointer.image || strcmp(server->pointer.image, "left_ptr") != 0) {
 		wlr_xcursor_manager_set_cursor_image(server->xcursor_manager, "left_ptr", server->cursor);
-		server->cursor_image = "left_ptr";
+		server->pointer.image = "left_ptr";
 	}
 	return true;
 }

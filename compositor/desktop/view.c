@@ -27,21 +27,21 @@
 #include "decoration/xdg_decoration.h"
 #include "desktop/xwayland.h"
 
-static const char *const class_names[QW_VIEW_CLASS_COUNT] = {
-	[QW_VIEW_CLASS_NORMAL] = "normal",
-	[QW_VIEW_CLASS_REALTIME] = "realtime",
-	[QW_VIEW_CLASS_IDLE] = "idle",
-	[QW_VIEW_CLASS_PAUSED] = "paused",
-	[QW_VIEW_CLASS_FIFO] = "fifo",
-	[QW_VIEW_CLASS_NICE] = "nice",
+static const char *const class_names[QW_CLASS_COUNT] = {
+	[QW_CLASS_NORMAL] = "normal",
+	[QW_CLASS_REALTIME] = "realtime",
+	[QW_CLASS_IDLE] = "idle",
+	[QW_CLASS_PAUSED] = "paused",
+	[QW_CLASS_FIFO] = "fifo",
+	[QW_CLASS_NICE] = "nice",
 };
 
-const char *view_class_name(enum qw_view_class class) {
-	return class < QW_VIEW_CLASS_COUNT ? class_names[class] : "?";
+const char *qos_class_name(enum qw_class class) {
+	return class < QW_CLASS_COUNT ? class_names[class] : "?";
 }
 
-bool view_class_from_name(const char *name, enum qw_view_class *class) {
-	for (int i = 0; i < QW_VIEW_CLASS_COUNT; i++) {
+bool qos_class_from_name(const char *name, enum qw_class *class) {
+	for (int i = 0; i < QW_CLASS_COUNT; i++) {
 		if (strcmp(name, class_names[i]) == 0) {
 			*class = i;
 			return true;
@@ -295,7 +295,7 @@ void view_set_geometry(struct qw_view *view, int x, int y, int width, int height
 }
 
 bool view_is_paused(const struct qw_view *view) {
-	return view->class == QW_VIEW_CLASS_PAUSED;
+	return view->class == QW_CLASS_PAUSED;
 }
 
 void view_send_configure(struct qw_view *view) {
@@ -372,12 +372,12 @@ void view_set_fullscreen(struct qw_view *view, bool fullscreen) {
 			view->saved = (struct wlr_box){ view->x, view->y, view->width, view->height };
 		}
 		decoration_set_visible(&view->deco, false);
-		wlr_scene_node_reparent(&view->tree->node, &server->fullscreen_tree->node);
+		wlr_scene_node_reparent(&view->tree->node, &server->trees.fullscreen->node);
 		struct wlr_box box = output_layout_box(output);
 		view_set_geometry(view, box.x, box.y, box.width, box.height);
 	} else {
 		decoration_set_visible(&view->deco, true);
-		wlr_scene_node_reparent(&view->tree->node, &server->view_tree->node);
+		wlr_scene_node_reparent(&view->tree->node, &server->trees.views->node);
 		if (view->maximized) {
 			view->maximized = false;
 			view_set_maximized(view, true);
@@ -401,12 +401,12 @@ void view_set_minimized(struct qw_view *view, bool minimized) {
 	bool was_focused = focused_view(server) == view;
 	view->minimized = true;
 	wlr_scene_node_set_enabled(&view->tree->node, false);
-	if (server->grabbed_view == view) {
-		server->grabbed_view = NULL;
-		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
+	if (server->pointer.grabbed_view == view) {
+		server->pointer.grabbed_view = NULL;
+		server->pointer.mode = QW_CURSOR_PASSTHROUGH;
 	}
-	if (server->hovered_view == view) {
-		server->hovered_view = NULL;
+	if (server->pointer.hovered_view == view) {
+		server->pointer.hovered_view = NULL;
 	}
 	if (was_focused) {
 		decoration_set_focused(&view->deco, server, false);
@@ -449,9 +449,9 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 		if (surface_is_view(seat->pointer_state.focused_surface, view)) {
 			wlr_seat_pointer_notify_clear_focus(seat);
 		}
-		if (server->grabbed_view == view && server->cursor_mode == QW_CURSOR_RESIZE) {
-			server->cursor_mode = QW_CURSOR_PASSTHROUGH;
-			server->grabbed_view = NULL;
+		if (server->pointer.grabbed_view == view && server->pointer.mode == QW_CURSOR_RESIZE) {
+			server->pointer.mode = QW_CURSOR_PASSTHROUGH;
+			server->pointer.grabbed_view = NULL;
 		}
 	} else if (!paused && was_paused) {
 		if (view->configure_held) {
@@ -467,7 +467,7 @@ static void update_paused(struct qw_view *view, bool was_paused) {
 	decoration_update_paused(&view->deco, view);
 }
 
-void view_set_class(struct qw_view *view, enum qw_view_class class) {
+void view_set_class(struct qw_view *view, enum qw_class class) {
 	if (view->class == class) {
 		return;
 	}
@@ -482,7 +482,7 @@ void view_set_class(struct qw_view *view, enum qw_view_class class) {
 	ipc_notify_window(view->server, view, "class");
 }
 
-bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len) {
+bool view_request_class(struct qw_view *view, enum qw_class class, char *err, size_t err_len) {
 	/* A button or a keybinding: the user, and no process, asks. */
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
 	if (qos_gate_set_class(view->server, &asker, view_get_pid(view), class, err, err_len)) {
@@ -538,15 +538,15 @@ void view_unmap(struct qw_view *view) {
 	view->minimized = false;
 	foreign_toplevel_unmap(view);
 	wlr_scene_node_set_enabled(&view->tree->node, false);
-	if (server->grabbed_view == view) {
-		server->grabbed_view = NULL;
-		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
+	if (server->pointer.grabbed_view == view) {
+		server->pointer.grabbed_view = NULL;
+		server->pointer.mode = QW_CURSOR_PASSTHROUGH;
 	}
-	if (server->hovered_view == view) {
-		server->hovered_view = NULL;
+	if (server->pointer.hovered_view == view) {
+		server->pointer.hovered_view = NULL;
 	}
-	if (server->last_titlebar_click_view == view) {
-		server->last_titlebar_click_view = NULL;
+	if (server->pointer.last_click_view == view) {
+		server->pointer.last_click_view = NULL;
 	}
 	decoration_set_focused(&view->deco, server, false);
 	if (was_focused) {
@@ -566,13 +566,13 @@ void view_update_size(struct qw_view *view, int width, int height) {
 		return;
 	}
 	struct qw_server *server = view->server;
-	if (server->cursor_mode == QW_CURSOR_RESIZE && server->grabbed_view == view) {
+	if (server->pointer.mode == QW_CURSOR_RESIZE && server->pointer.grabbed_view == view) {
 		/* Keep the edge opposite the one being dragged in place. */
-		if (server->resize_edges & WLR_EDGE_LEFT) {
-			view->x = server->grab_geobox.x + server->grab_geobox.width - width;
+		if (server->pointer.resize_edges & WLR_EDGE_LEFT) {
+			view->x = server->pointer.grab_geobox.x + server->pointer.grab_geobox.width - width;
 		}
-		if (server->resize_edges & WLR_EDGE_TOP) {
-			view->y = server->grab_geobox.y + server->grab_geobox.height - height;
+		if (server->pointer.resize_edges & WLR_EDGE_TOP) {
+			view->y = server->pointer.grab_geobox.y + server->pointer.grab_geobox.height - height;
 		}
 	}
 	view->width = width;
@@ -626,7 +626,7 @@ void view_finish(struct qw_view *view) {
 bool view_init(struct qw_view *view, struct qw_server *server) {
 	view->server = server;
 	view->id = ++server->next_view_id;
-	view->tree = wlr_scene_tree_create(&server->view_tree->node);
+	view->tree = wlr_scene_tree_create(&server->trees.views->node);
 	if (!view->tree) {
 		return false;
 	}
@@ -648,7 +648,7 @@ bool view_init(struct qw_view *view, struct qw_server *server) {
 
 /* Clients may start a move or resize only in answer to a press they got. */
 static bool client_grab_allowed(struct qw_view *view, uint32_t serial) {
-	return view->server->cursor_mode == QW_CURSOR_PASSTHROUGH &&
+	return view->server->pointer.mode == QW_CURSOR_PASSTHROUGH &&
 			wlr_seat_validate_pointer_grab_serial(view->server->seat, view->xdg_surface->surface,
 					serial);
 }
@@ -658,7 +658,7 @@ static void handle_request_move(struct wl_listener *listener, void *data) {
 	struct wlr_xdg_toplevel_move_event *event = data;
 	if (client_grab_allowed(view, event->serial)) {
 		view_begin_interactive(view, QW_CURSOR_MOVE, 0);
-		view->server->grab_forward_release = true;
+		view->server->pointer.grab_forward_release = true;
 	}
 }
 
@@ -667,7 +667,7 @@ static void handle_request_resize(struct wl_listener *listener, void *data) {
 	struct wlr_xdg_toplevel_resize_event *event = data;
 	if (client_grab_allowed(view, event->serial)) {
 		view_begin_interactive(view, QW_CURSOR_RESIZE, event->edges);
-		view->server->grab_forward_release = true;
+		view->server->pointer.grab_forward_release = true;
 	}
 }
 
@@ -754,7 +754,7 @@ static void add_popup(struct wlr_xdg_surface *xdg_surface) {
 }
 
 void view_handle_new_xdg_surface(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_xdg_surface);
+	struct qw_server *server = wl_container_of(listener, server, xdg.new_surface);
 	struct wlr_xdg_surface *xdg_surface = data;
 	if (xdg_surface->role == WLR_XDG_SURFACE_ROLE_POPUP) {
 		add_popup(xdg_surface);

@@ -20,14 +20,14 @@
  * The window's QoS class. It is the one field the titlebar buttons show;
  * view_request_class() is the single entry point for changing it.
  */
-enum qw_view_class {
-	QW_VIEW_CLASS_NORMAL,
-	QW_VIEW_CLASS_REALTIME, /* a guaranteed reserve (policy qos) */
-	QW_VIEW_CLASS_IDLE,
-	QW_VIEW_CLASS_PAUSED,
-	QW_VIEW_CLASS_FIFO, /* fifo/rr with a safety limit; shown as real-time */
-	QW_VIEW_CLASS_NICE, /* other at nice 10; shown as idle */
-	QW_VIEW_CLASS_COUNT,
+enum qw_class {
+	QW_CLASS_NORMAL,
+	QW_CLASS_REALTIME, /* a guaranteed reserve (policy qos) */
+	QW_CLASS_IDLE,
+	QW_CLASS_PAUSED,
+	QW_CLASS_FIFO, /* fifo/rr with a safety limit; shown as real-time */
+	QW_CLASS_NICE, /* other at nice 10; shown as idle */
+	QW_CLASS_COUNT,
 };
 
 struct wlr_surface;
@@ -56,7 +56,7 @@ struct qw_view {
 	struct wlr_box saved; /* content box before maximize/fullscreen */
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
-	enum qw_view_class class;
+	enum qw_class class;
 	/* Its workspace on the output showing most of it (workspace.h); 0 until mapped. */
 	int workspace;
 	/* Out of sight (inactive.h): since when (monotonic ms, 0 while
@@ -148,17 +148,17 @@ pid_t view_get_pid(const struct qw_view *view);
 struct client_identity *view_identity(const struct qw_view *view);
 /* The client is frozen: send it nothing that could fill its socket. */
 bool view_is_paused(const struct qw_view *view);
-const char *view_class_name(enum qw_view_class class);
+const char *qos_class_name(enum qw_class class);
 
 /*
  * A user (button, keybinding, IPC) asks for `class` for the window's process.
  * The QoS manager decides; only what it confirmed reaches view_set_class().
  * A refusal shows on the titlebar and returns false with the reason.
  */
-bool view_request_class(struct qw_view *view, enum qw_view_class class, char *err, size_t err_len);
-bool view_class_from_name(const char *name, enum qw_view_class *class);
+bool view_request_class(struct qw_view *view, enum qw_class class, char *err, size_t err_len);
+bool qos_class_from_name(const char *name, enum qw_class *class);
 /* Record a confirmed class and update every image that shows it. */
-void view_set_class(struct qw_view *view, enum qw_view_class class);
+void view_set_class(struct qw_view *view, enum qw_class class);
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id);
 struct qw_view *view_at(struct qw_server *server, double lx, double ly,

@@ -109,10 +109,10 @@ bool view_fully_covered(struct qw_view *view) {
 	bool on_output = pixman_region32_not_empty(&shown);
 	struct wlr_scene_node *node = &view->tree->node;
 	subtract_siblings_above(node, &shown);
-	if (node->parent == &server->view_tree->node) {
+	if (node->parent == &server->trees.views->node) {
 		/* Fullscreen windows are stacked above every other. */
 		struct wlr_scene_node *child;
-		wl_list_for_each(child, &server->fullscreen_tree->node.state.children, state.link) {
+		wl_list_for_each(child, &server->trees.fullscreen->node.state.children, state.link) {
 			subtract_window(child, &shown);
 		}
 	}

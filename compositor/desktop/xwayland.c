@@ -363,7 +363,7 @@ static void handle_request_configure(struct wl_listener *listener, void *data) {
 
 static void handle_request_move(struct wl_listener *listener, void *data) {
 	struct qw_xwayland_view *xv = wl_container_of(listener, xv, request_move);
-	if (xv->view.mapped && xv->view.server->cursor_mode == QW_CURSOR_PASSTHROUGH) {
+	if (xv->view.mapped && xv->view.server->pointer.mode == QW_CURSOR_PASSTHROUGH) {
 		view_begin_interactive(&xv->view, QW_CURSOR_MOVE, 0);
 	}
 }
@@ -371,7 +371,7 @@ static void handle_request_move(struct wl_listener *listener, void *data) {
 static void handle_request_resize(struct wl_listener *listener, void *data) {
 	struct qw_xwayland_view *xv = wl_container_of(listener, xv, request_resize);
 	struct wlr_xwayland_resize_event *event = data;
-	if (xv->view.mapped && xv->view.server->cursor_mode == QW_CURSOR_PASSTHROUGH) {
+	if (xv->view.mapped && xv->view.server->pointer.mode == QW_CURSOR_PASSTHROUGH) {
 		view_begin_interactive(&xv->view, QW_CURSOR_RESIZE, event->edges);
 	}
 }
@@ -570,7 +570,7 @@ static void handle_unmanaged_map(struct wl_listener *listener, void *data) {
 	struct qw_xwayland_unmanaged *u = wl_container_of(listener, u, map);
 	struct qw_server *server = u->xw->server;
 	struct wlr_xwayland_surface *xsurface = u->xsurface;
-	u->node = wlr_scene_subsurface_tree_create(&server->unmanaged_tree->node, xsurface->surface);
+	u->node = wlr_scene_subsurface_tree_create(&server->trees.unmanaged->node, xsurface->surface);
 	if (!u->node) {
 		wlr_log(WLR_ERROR, "xwayland: no scene node for an override-redirect window");
 		return;

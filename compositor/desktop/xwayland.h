@@ -10,7 +10,7 @@
  * client may set to anything, only when the server cannot say.
  *
  * Override-redirect windows (menus, tooltips) get no frame and are not
- * views: they sit in server->unmanaged_tree, above all windows, at the
+ * views: they sit in server->trees.unmanaged, above all windows, at the
  * position their X client chose, in layout coordinates.
  *
  * Xwayland itself is one Wayland client: the scheduler serves and bills the

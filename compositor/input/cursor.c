@@ -27,16 +27,16 @@
 #define DRAG_THRESHOLD 8
 
 static void set_cursor_image(struct qw_server *server, const char *name) {
-	if (server->cursor_image == name) {
+	if (server->pointer.image == name) {
 		return;
 	}
-	server->cursor_image = name;
+	server->pointer.image = name;
 	wlr_xcursor_manager_set_cursor_image(server->xcursor_manager, name, server->cursor);
 }
 
 static void notify_activity(struct qw_server *server) {
-	if (server->idle) {
-		wlr_idle_notify_activity(server->idle, server->seat);
+	if (server->idle.manager) {
+		wlr_idle_notify_activity(server->idle.manager, server->seat);
 	}
 }
 
@@ -93,44 +93,44 @@ void view_begin_interactive(struct qw_view *view, enum qw_cursor_mode mode, uint
 		return;
 	}
 	wlr_seat_pointer_notify_clear_focus(server->seat);
-	server->grab_forward_release = false;
-	server->grab_unmaximize_pending = view->maximized;
-	server->grab_start_x = server->cursor->x;
-	server->grab_start_y = server->cursor->y;
-	server->grabbed_view = view;
-	server->cursor_mode = mode;
+	server->pointer.grab_forward_release = false;
+	server->pointer.grab_unmaximize_pending = view->maximized;
+	server->pointer.grab_start_x = server->cursor->x;
+	server->pointer.grab_start_y = server->cursor->y;
+	server->pointer.grabbed_view = view;
+	server->pointer.mode = mode;
 	if (mode == QW_CURSOR_MOVE) {
-		server->grab_x = server->cursor->x - view->x;
-		server->grab_y = server->cursor->y - view->y;
+		server->pointer.grab_x = server->cursor->x - view->x;
+		server->pointer.grab_y = server->cursor->y - view->y;
 		set_cursor_image(server, "grabbing");
 	} else {
 		double edge_x = view->x + ((edges & WLR_EDGE_RIGHT) ? view->width : 0);
 		double edge_y = view->y + ((edges & WLR_EDGE_BOTTOM) ? view->height : 0);
-		server->grab_x = server->cursor->x - edge_x;
-		server->grab_y = server->cursor->y - edge_y;
-		server->grab_geobox = (struct wlr_box){ view->x, view->y, view->width, view->height };
-		server->resize_edges = edges;
+		server->pointer.grab_x = server->cursor->x - edge_x;
+		server->pointer.grab_y = server->cursor->y - edge_y;
+		server->pointer.grab_geobox = (struct wlr_box){ view->x, view->y, view->width, view->height };
+		server->pointer.resize_edges = edges;
 		view_set_resizing(view, true);
 		set_cursor_image(server, wlr_xcursor_get_resize_name(edges));
 	}
 }
 
 static void end_interactive(struct qw_server *server) {
-	struct qw_view *view = server->grabbed_view;
-	if (view && server->cursor_mode == QW_CURSOR_RESIZE) {
+	struct qw_view *view = server->pointer.grabbed_view;
+	if (view && server->pointer.mode == QW_CURSOR_RESIZE) {
 		view_set_resizing(view, false);
 	}
-	server->cursor_mode = QW_CURSOR_PASSTHROUGH;
-	server->grabbed_view = NULL;
+	server->pointer.mode = QW_CURSOR_PASSTHROUGH;
+	server->pointer.grabbed_view = NULL;
 }
 
 static void process_resize(struct qw_server *server) {
-	struct qw_view *view = server->grabbed_view;
-	struct wlr_box g = server->grab_geobox;
-	double bx = server->cursor->x - server->grab_x;
-	double by = server->cursor->y - server->grab_y;
+	struct qw_view *view = server->pointer.grabbed_view;
+	struct wlr_box g = server->pointer.grab_geobox;
+	double bx = server->cursor->x - server->pointer.grab_x;
+	double by = server->cursor->y - server->pointer.grab_y;
 	int left = g.x, right = g.x + g.width, top = g.y, bottom = g.y + g.height;
-	uint32_t edges = server->resize_edges;
+	uint32_t edges = server->pointer.resize_edges;
 	if (edges & WLR_EDGE_TOP) {
 		top = by < bottom - 1 ? (int)by : bottom - 1;
 	} else if (edges & WLR_EDGE_BOTTOM) {
@@ -149,12 +149,12 @@ static void process_resize(struct qw_server *server) {
 }
 
 static void set_hovered_button(struct qw_server *server, struct qw_view *view, int button) {
-	if (server->hovered_view == view && server->hovered_button == button) {
+	if (server->pointer.hovered_view == view && server->pointer.hovered_button == button) {
 		return;
 	}
-	struct qw_view *old = server->hovered_view;
-	server->hovered_view = view;
-	server->hovered_button = button;
+	struct qw_view *old = server->pointer.hovered_view;
+	server->pointer.hovered_view = view;
+	server->pointer.hovered_button = button;
 	if (old && old != view) {
 		decoration_update_buttons(&old->deco, old);
 	}
@@ -180,36 +180,36 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 	if (screen_lock_pointer_motion(server, time)) {
 		return;
 	}
-	if (server->cursor_mode == QW_CURSOR_MOVE) {
-		struct qw_view *view = server->grabbed_view;
-		if (server->grab_unmaximize_pending) {
-			double dx = server->cursor->x - server->grab_start_x;
-			double dy = server->cursor->y - server->grab_start_y;
+	if (server->pointer.mode == QW_CURSOR_MOVE) {
+		struct qw_view *view = server->pointer.grabbed_view;
+		if (server->pointer.grab_unmaximize_pending) {
+			double dx = server->cursor->x - server->pointer.grab_start_x;
+			double dy = server->cursor->y - server->pointer.grab_start_y;
 			if (dx * dx + dy * dy < DRAG_THRESHOLD * DRAG_THRESHOLD) {
 				return;
 			}
 			/* Restore under the cursor, keeping it at the same relative
 			 * spot of the titlebar. */
-			double rel = view->width > 0 ? (server->grab_start_x - view->x) / view->width : 0.5;
-			double off_y = server->grab_start_y - view->y;
+			double rel = view->width > 0 ? (server->pointer.grab_start_x - view->x) / view->width : 0.5;
+			double off_y = server->pointer.grab_start_y - view->y;
 			int restored_width = view->saved.width;
-			server->grab_unmaximize_pending = false;
+			server->pointer.grab_unmaximize_pending = false;
 			view_set_maximized(view, false);
-			server->grab_x = rel * restored_width;
-			server->grab_y = off_y;
+			server->pointer.grab_x = rel * restored_width;
+			server->pointer.grab_y = off_y;
 		}
-		view_move_to(view, server->cursor->x - server->grab_x, server->cursor->y - server->grab_y);
+		view_move_to(view, server->cursor->x - server->pointer.grab_x, server->cursor->y - server->pointer.grab_y);
 		return;
 	}
-	if (server->cursor_mode == QW_CURSOR_RESIZE) {
+	if (server->pointer.mode == QW_CURSOR_RESIZE) {
 		process_resize(server);
 		return;
 	}
 
-	if (server->cursor_mode == QW_CURSOR_PASSTHROUGH && held_by_client(server)) {
+	if (server->pointer.mode == QW_CURSOR_PASSTHROUGH && held_by_client(server)) {
 		wlr_seat_pointer_notify_motion(server->seat, time,
-				server->cursor->x - server->held_origin_x,
-				server->cursor->y - server->held_origin_y);
+				server->cursor->x - server->pointer.held_origin_x,
+				server->cursor->y - server->pointer.held_origin_y);
 		return;
 	}
 
@@ -222,10 +222,10 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 		surface = NULL; /* a frozen client gets no enter or motion */
 	}
 
-	if (server->cursor_mode == QW_CURSOR_BUTTON) {
+	if (server->pointer.mode == QW_CURSOR_BUTTON) {
 		/* While a button is held only that button may look hovered. */
-		bool over = desc && desc->type == QW_NODE_BUTTON && view == server->grabbed_view &&
-				desc->button == server->pressed_button;
+		bool over = desc && desc->type == QW_NODE_BUTTON && view == server->pointer.grabbed_view &&
+				desc->button == server->pointer.pressed_button;
 		set_hovered_button(server, over ? view : NULL, over ? desc->button : -1);
 		return;
 	}
@@ -251,13 +251,13 @@ static void process_motion(struct qw_server *server, uint32_t time) {
 }
 
 void cursor_rebase(struct qw_server *server, uint32_t time_msec) {
-	if (server->cursor_mode == QW_CURSOR_PASSTHROUGH) {
+	if (server->pointer.mode == QW_CURSOR_PASSTHROUGH) {
 		process_motion(server, time_msec);
 	}
 }
 
 static void handle_cursor_motion(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, cursor_motion);
+	struct qw_server *server = wl_container_of(listener, server, pointer.motion);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion *event = data;
 	double dx = event->delta_x, dy = event->delta_y;
@@ -272,7 +272,7 @@ static void handle_cursor_motion(struct wl_listener *listener, void *data) {
 }
 
 static void handle_cursor_motion_absolute(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, cursor_motion_absolute);
+	struct qw_server *server = wl_container_of(listener, server, pointer.motion_absolute);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_motion_absolute *event = data;
 	/* Absolute devices (tablets in mouse mode, virtual pointers) move by
@@ -291,14 +291,14 @@ static void handle_cursor_motion_absolute(struct wl_listener *listener, void *da
 }
 
 static void press_on_titlebar(struct qw_server *server, struct qw_view *view, uint32_t time) {
-	if (server->last_titlebar_click_view == view &&
-			time - server->last_titlebar_click_msec < DOUBLE_CLICK_MSEC) {
-		server->last_titlebar_click_view = NULL;
+	if (server->pointer.last_click_view == view &&
+			time - server->pointer.last_click_msec < DOUBLE_CLICK_MSEC) {
+		server->pointer.last_click_view = NULL;
 		view_set_maximized(view, !view->maximized);
 		return;
 	}
-	server->last_titlebar_click_view = view;
-	server->last_titlebar_click_msec = time;
+	server->pointer.last_click_view = view;
+	server->pointer.last_click_msec = time;
 	view_begin_interactive(view, QW_CURSOR_MOVE, 0);
 }
 
@@ -308,28 +308,28 @@ static bool shift_held(struct qw_server *server) {
 }
 
 static void click_button(struct qw_view *view, enum qw_button_kind kind, bool shift) {
-	enum qw_view_class want;
+	enum qw_class want;
 	switch (kind) {
 	case QW_BUTTON_CLOSE:
 		view_close(view);
 		return;
 	case QW_BUTTON_REALTIME:
 		/* Shift: fifo with the safety limit instead of a reserve. */
-		want = shift ? QW_VIEW_CLASS_FIFO : QW_VIEW_CLASS_REALTIME;
+		want = shift ? QW_CLASS_FIFO : QW_CLASS_REALTIME;
 		break;
 	case QW_BUTTON_IDLE:
 		/* Shift: nice 10 instead of the idle class. */
-		want = shift ? QW_VIEW_CLASS_NICE : QW_VIEW_CLASS_IDLE;
+		want = shift ? QW_CLASS_NICE : QW_CLASS_IDLE;
 		break;
 	case QW_BUTTON_PAUSE:
-		want = QW_VIEW_CLASS_PAUSED;
+		want = QW_CLASS_PAUSED;
 		break;
 	default:
 		return;
 	}
 	/* Each class button toggles between its class and normal. */
 	char err[256];
-	view_request_class(view, view->class == want ? QW_VIEW_CLASS_NORMAL : want, err, sizeof(err));
+	view_request_class(view, view->class == want ? QW_CLASS_NORMAL : want, err, sizeof(err));
 }
 
 void cursor_click_button(struct qw_view *view, int kind) {
@@ -344,8 +344,8 @@ static void notify_button(struct qw_server *server, struct wlr_event_pointer_but
 	bool first = state->button_count == 0;
 	wlr_seat_pointer_notify_button(server->seat, event->time_msec, event->button, event->state);
 	if (event->state == WLR_BUTTON_PRESSED && first) {
-		server->held_origin_x = server->cursor->x - state->sx;
-		server->held_origin_y = server->cursor->y - state->sy;
+		server->pointer.held_origin_x = server->cursor->x - state->sx;
+		server->pointer.held_origin_y = server->cursor->y - state->sy;
 	} else if (event->state == WLR_BUTTON_RELEASED && state->button_count == 0) {
 		process_motion(server, event->time_msec);
 	}
@@ -360,7 +360,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	if (reserve_menu_is_open(server)) {
 		/* The click picks an item or dismisses the menu; nothing else. */
 		reserve_menu_press(server, desc);
-		server->swallowed_button = event->button;
+		server->pointer.swallowed_button = event->button;
 		return;
 	}
 	if (view) {
@@ -369,7 +369,7 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	if (view && desc && desc->type == QW_NODE_BUTTON && event->button == BTN_RIGHT &&
 			desc->button != QW_BUTTON_CLOSE) {
 		reserve_menu_open(server, view, (int)server->cursor->x, (int)server->cursor->y);
-		server->swallowed_button = event->button;
+		server->pointer.swallowed_button = event->button;
 		return;
 	}
 	if (view && view_is_paused(view) && desc && desc->type == QW_NODE_VIEW) {
@@ -393,10 +393,10 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 	}
 	switch (desc->type) {
 	case QW_NODE_BUTTON:
-		server->cursor_mode = QW_CURSOR_BUTTON;
-		server->grabbed_view = view;
-		server->pressed_button = desc->button;
-		server->pressed_mouse_button = event->button;
+		server->pointer.mode = QW_CURSOR_BUTTON;
+		server->pointer.grabbed_view = view;
+		server->pointer.pressed_button = desc->button;
+		server->pointer.pressed_mouse_button = event->button;
 		set_hovered_button(server, view, desc->button);
 		decoration_update_buttons(&view->deco, view);
 		break;
@@ -417,17 +417,17 @@ static void handle_press(struct qw_server *server, struct wlr_event_pointer_butt
 }
 
 static void handle_release(struct qw_server *server, struct wlr_event_pointer_button *event) {
-	switch (server->cursor_mode) {
+	switch (server->pointer.mode) {
 	case QW_CURSOR_BUTTON: {
-		if (event->button != server->pressed_mouse_button) {
+		if (event->button != server->pointer.pressed_mouse_button) {
 			return;
 		}
-		struct qw_view *view = server->grabbed_view;
+		struct qw_view *view = server->pointer.grabbed_view;
 		bool over =
-				server->hovered_view == view && server->hovered_button == server->pressed_button;
-		enum qw_button_kind kind = server->pressed_button;
-		server->cursor_mode = QW_CURSOR_PASSTHROUGH;
-		server->grabbed_view = NULL;
+				server->pointer.hovered_view == view && server->pointer.hovered_button == server->pointer.pressed_button;
+		enum qw_button_kind kind = server->pointer.pressed_button;
+		server->pointer.mode = QW_CURSOR_PASSTHROUGH;
+		server->pointer.grabbed_view = NULL;
 		if (view) {
 			decoration_update_buttons(&view->deco, view);
 			if (over) {
@@ -438,16 +438,16 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 	}
 	case QW_CURSOR_MOVE:
 	case QW_CURSOR_RESIZE:
-		if (server->grab_forward_release) {
+		if (server->pointer.grab_forward_release) {
 			notify_button(server, event);
 		}
 		end_interactive(server);
 		process_motion(server, event->time_msec);
 		return;
 	case QW_CURSOR_PASSTHROUGH:
-		if (server->swallowed_button == event->button) {
+		if (server->pointer.swallowed_button == event->button) {
 			/* Its press went to the menu, not to the client. */
-			server->swallowed_button = 0;
+			server->pointer.swallowed_button = 0;
 			return;
 		}
 		notify_button(server, event);
@@ -456,7 +456,7 @@ static void handle_release(struct qw_server *server, struct wlr_event_pointer_bu
 }
 
 static void handle_cursor_button(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, cursor_button);
+	struct qw_server *server = wl_container_of(listener, server, pointer.button);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_button *event = data;
 	notify_activity(server);
@@ -464,7 +464,7 @@ static void handle_cursor_button(struct wl_listener *listener, void *data) {
 		return;
 	}
 	if (event->state == WLR_BUTTON_PRESSED) {
-		if (server->cursor_mode != QW_CURSOR_PASSTHROUGH) {
+		if (server->pointer.mode != QW_CURSOR_PASSTHROUGH) {
 			return; /* a second button during a grab */
 		}
 		handle_press(server, event);
@@ -474,7 +474,7 @@ static void handle_cursor_button(struct wl_listener *listener, void *data) {
 }
 
 static void handle_cursor_axis(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, cursor_axis);
+	struct qw_server *server = wl_container_of(listener, server, pointer.axis);
 	scheduler_own(server->scheduler);
 	struct wlr_event_pointer_axis *event = data;
 	notify_activity(server);
@@ -483,7 +483,7 @@ static void handle_cursor_axis(struct wl_listener *listener, void *data) {
 }
 
 static void handle_cursor_frame(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, cursor_frame);
+	struct qw_server *server = wl_container_of(listener, server, pointer.frame);
 	scheduler_own(server->scheduler);
 	wlr_seat_pointer_notify_frame(server->seat);
 }
@@ -499,17 +499,17 @@ bool cursor_init(struct qw_server *server) {
 		return false;
 	}
 	wlr_xcursor_manager_load(server->xcursor_manager, 1);
-	server->hovered_button = -1;
-	server->cursor_motion.notify = handle_cursor_motion;
-	wl_signal_add(&server->cursor->events.motion, &server->cursor_motion);
-	server->cursor_motion_absolute.notify = handle_cursor_motion_absolute;
-	wl_signal_add(&server->cursor->events.motion_absolute, &server->cursor_motion_absolute);
-	server->cursor_button.notify = handle_cursor_button;
-	wl_signal_add(&server->cursor->events.button, &server->cursor_button);
-	server->cursor_axis.notify = handle_cursor_axis;
-	wl_signal_add(&server->cursor->events.axis, &server->cursor_axis);
-	server->cursor_frame.notify = handle_cursor_frame;
-	wl_signal_add(&server->cursor->events.frame, &server->cursor_frame);
+	server->pointer.hovered_button = -1;
+	server->pointer.motion.notify = handle_cursor_motion;
+	wl_signal_add(&server->cursor->events.motion, &server->pointer.motion);
+	server->pointer.motion_absolute.notify = handle_cursor_motion_absolute;
+	wl_signal_add(&server->cursor->events.motion_absolute, &server->pointer.motion_absolute);
+	server->pointer.button.notify = handle_cursor_button;
+	wl_signal_add(&server->cursor->events.button, &server->pointer.button);
+	server->pointer.axis.notify = handle_cursor_axis;
+	wl_signal_add(&server->cursor->events.axis, &server->pointer.axis);
+	server->pointer.frame.notify = handle_cursor_frame;
+	wl_signal_add(&server->cursor->events.frame, &server->pointer.frame);
 	return true;
 }
 
@@ -517,12 +517,12 @@ void cursor_finish(struct qw_server *server) {
 	if (!server->cursor) {
 		return;
 	}
-	if (server->cursor_motion.notify) {
-		wl_list_remove(&server->cursor_motion.link);
-		wl_list_remove(&server->cursor_motion_absolute.link);
-		wl_list_remove(&server->cursor_button.link);
-		wl_list_remove(&server->cursor_axis.link);
-		wl_list_remove(&server->cursor_frame.link);
+	if (server->pointer.motion.notify) {
+		wl_list_remove(&server->pointer.motion.link);
+		wl_list_remove(&server->pointer.motion_absolute.link);
+		wl_list_remove(&server->pointer.button.link);
+		wl_list_remove(&server->pointer.axis.link);
+		wl_list_remove(&server->pointer.frame.link);
 	}
 	wlr_xcursor_manager_destroy(server->xcursor_manager);
 	wlr_cursor_destroy(server->cursor);

@@ -18,7 +18,7 @@
 #include "server.h"
 
 struct qw_input_device {
-	struct wl_list link; /* qw_server.input_devices */
+	struct wl_list link; /* qw_server.input.devices */
 	struct wlr_input_device *device;
 	uint32_t id; /* for the IPC: headless devices all share one name */
 	bool virtual_device;
@@ -39,15 +39,15 @@ static void handle_destroy(struct wl_listener *listener, void *data) {
 }
 
 void input_devices_init(struct qw_server *server) {
-	wl_list_init(&server->input_devices);
+	wl_list_init(&server->input.devices);
 }
 
 void input_devices_finish(struct qw_server *server) {
-	if (!server->input_devices.next) {
+	if (!server->input.devices.next) {
 		return;
 	}
 	struct qw_input_device *dev, *tmp;
-	wl_list_for_each_safe(dev, tmp, &server->input_devices, link) {
+	wl_list_for_each_safe(dev, tmp, &server->input.devices, link) {
 		device_free(dev);
 	}
 }
@@ -60,18 +60,18 @@ void input_devices_add(struct qw_server *server, struct wlr_input_device *device
 		return;
 	}
 	dev->device = device;
-	dev->id = server->next_input_device_id++;
+	dev->id = server->input.next_device_id++;
 	dev->virtual_device = virtual_device;
 	input_config_clear(&dev->applied);
 	input_apply(&server->config, device, virtual_device, &dev->applied);
 	dev->destroy.notify = handle_destroy;
 	wl_signal_add(&device->events.destroy, &dev->destroy);
-	wl_list_insert(server->input_devices.prev, &dev->link);
+	wl_list_insert(server->input.devices.prev, &dev->link);
 }
 
 struct wlr_input_device *input_devices_find(struct qw_server *server, uint32_t id) {
 	struct qw_input_device *dev;
-	wl_list_for_each(dev, &server->input_devices, link) {
+	wl_list_for_each(dev, &server->input.devices, link) {
 		if (dev->id == id) {
 			return dev->device;
 		}
@@ -82,7 +82,7 @@ struct wlr_input_device *input_devices_find(struct qw_server *server, uint32_t i
 size_t input_devices_count(struct qw_server *server, int type) {
 	size_t n = 0;
 	struct qw_input_device *dev;
-	wl_list_for_each(dev, &server->input_devices, link) {
+	wl_list_for_each(dev, &server->input.devices, link) {
 		n += (int)dev->device->type == type;
 	}
 	return n;
@@ -122,9 +122,9 @@ static struct json_object *seat_json(struct qw_server *server) {
 struct json_object *input_devices_json(struct qw_server *server) {
 	struct json_object *reply = json_object_new_object();
 	struct json_object *list = json_object_new_array();
-	if (server->input_devices.next) {
+	if (server->input.devices.next) {
 		struct qw_input_device *dev;
-		wl_list_for_each(dev, &server->input_devices, link) {
+		wl_list_for_each(dev, &server->input.devices, link) {
 			struct json_object *obj = json_object_new_object();
 			json_object_object_add(obj, "id", json_object_new_int64(dev->id));
 			json_object_object_add(obj, "name", ipc_json_text(dev->device->name));
@@ -173,7 +173,7 @@ bool input_devices_reload(struct qw_server *server, char *err, size_t err_len) {
 		fresh.inputs = old;
 		fresh.input_count = old_count;
 		struct qw_input_device *dev;
-		wl_list_for_each(dev, &server->input_devices, link) {
+		wl_list_for_each(dev, &server->input.devices, link) {
 			input_apply(&server->config, dev->device, dev->virtual_device, &dev->applied);
 		}
 	}
@@ -204,13 +204,13 @@ bool input_devices_add_headless(struct qw_server *server, const char *type, uint
 		if (strcmp(type, types[i].name) == 0) {
 			/* The backend announces the device at once, so it is the
 			 * last one tracked. */
-			uint32_t next = server->next_input_device_id;
+			uint32_t next = server->input.next_device_id;
 			if (!wlr_headless_add_input_device(server->headless_backend, types[i].type) ||
-					server->next_input_device_id == next) {
+					server->input.next_device_id == next) {
 				snprintf(err, err_len, "the headless backend could not add a %s", type);
 				return false;
 			}
-			*id = server->next_input_device_id - 1;
+			*id = server->input.next_device_id - 1;
 			return true;
 		}
 	}

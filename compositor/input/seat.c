@@ -32,7 +32,7 @@ static bool has_keymap(struct wlr_input_device *device) {
 /* A keyboard with a keymap other than `except`, or NULL. */
 static struct qw_keyboard *usable_keyboard(struct qw_server *server, struct qw_keyboard *except) {
 	struct qw_keyboard *keyboard;
-	wl_list_for_each(keyboard, &server->keyboards, link) {
+	wl_list_for_each(keyboard, &server->input.keyboards, link) {
 		if (keyboard != except && has_keymap(keyboard->device)) {
 			return keyboard;
 		}
@@ -255,34 +255,34 @@ static void keyboard_destroy(struct qw_keyboard *keyboard) {
  * references it; we free it from an idle callback, or at shutdown.
  */
 static void free_orphaned_keyboards(struct qw_server *server) {
-	for (size_t i = 0; i < server->orphaned_keyboard_count; i++) {
-		free(server->orphaned_keyboards[i]);
+	for (size_t i = 0; i < server->input.orphaned_keyboard_count; i++) {
+		free(server->input.orphaned_keyboards[i]);
 	}
-	free(server->orphaned_keyboards);
-	server->orphaned_keyboards = NULL;
-	server->orphaned_keyboard_count = 0;
-	if (server->orphan_idle) {
-		wl_event_source_remove(server->orphan_idle);
-		server->orphan_idle = NULL;
+	free(server->input.orphaned_keyboards);
+	server->input.orphaned_keyboards = NULL;
+	server->input.orphaned_keyboard_count = 0;
+	if (server->input.orphan_idle) {
+		wl_event_source_remove(server->input.orphan_idle);
+		server->input.orphan_idle = NULL;
 	}
 }
 
 static void handle_orphan_idle(void *data) {
 	struct qw_server *server = data;
-	server->orphan_idle = NULL; /* idle sources remove themselves */
+	server->input.orphan_idle = NULL; /* idle sources remove themselves */
 	free_orphaned_keyboards(server);
 }
 
 static void adopt_orphaned_keyboard(struct qw_server *server, struct wlr_keyboard *kb) {
-	struct wlr_keyboard **grown = realloc(server->orphaned_keyboards,
-			(server->orphaned_keyboard_count + 1) * sizeof(*grown));
+	struct wlr_keyboard **grown = realloc(server->input.orphaned_keyboards,
+			(server->input.orphaned_keyboard_count + 1) * sizeof(*grown));
 	if (!grown) {
 		return; /* leaking one keyboard beats crashing */
 	}
-	server->orphaned_keyboards = grown;
-	server->orphaned_keyboards[server->orphaned_keyboard_count++] = kb;
-	if (!server->orphan_idle) {
-		server->orphan_idle =
+	server->input.orphaned_keyboards = grown;
+	server->input.orphaned_keyboards[server->input.orphaned_keyboard_count++] = kb;
+	if (!server->input.orphan_idle) {
+		server->input.orphan_idle =
 				wl_event_loop_add_idle(server->event_loop, handle_orphan_idle, server);
 	}
 }
@@ -322,7 +322,7 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 	wl_signal_add(&device->keyboard->events.key, &keyboard->key);
 	keyboard->destroy.notify = handle_keyboard_destroy;
 	wl_signal_add(&device->events.destroy, &keyboard->destroy);
-	wl_list_insert(&server->keyboards, &keyboard->link);
+	wl_list_insert(&server->input.keyboards, &keyboard->link);
 	if (has_keymap(device) && !wlr_seat_get_keyboard(server->seat)) {
 		wlr_seat_set_keyboard(server->seat, device);
 		seat_update_capabilities(server);
@@ -330,7 +330,7 @@ static void add_keyboard(struct qw_server *server, struct wlr_input_device *devi
 }
 
 static void handle_new_input(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_input);
+	struct qw_server *server = wl_container_of(listener, server, input.new_input);
 	struct wlr_input_device *device = data;
 	switch (device->type) {
 	case WLR_INPUT_DEVICE_KEYBOARD:
@@ -356,13 +356,13 @@ static void handle_new_input(struct wl_listener *listener, void *data) {
 }
 
 static void handle_new_virtual_keyboard(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_virtual_keyboard);
+	struct qw_server *server = wl_container_of(listener, server, input.new_virtual_keyboard);
 	struct wlr_virtual_keyboard_v1 *keyboard = data;
 	add_keyboard(server, &keyboard->input_device, true);
 }
 
 static void handle_new_virtual_pointer(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, new_virtual_pointer);
+	struct qw_server *server = wl_container_of(listener, server, input.new_virtual_pointer);
 	struct wlr_virtual_pointer_v1_new_pointer_event *event = data;
 	struct wlr_input_device *device = &event->new_pointer->input_device;
 	wlr_cursor_attach_input_device(server->cursor, device);
@@ -373,70 +373,70 @@ static void handle_new_virtual_pointer(struct wl_listener *listener, void *data)
 }
 
 static void handle_request_set_cursor(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_set_cursor);
+	struct qw_server *server = wl_container_of(listener, server, input.request_set_cursor);
 	struct wlr_seat_pointer_request_set_cursor_event *event = data;
 	/* Only the client with pointer focus may set the image. */
 	if (event->seat_client == server->seat->pointer_state.focused_client) {
 		wlr_cursor_set_surface(server->cursor, event->surface, event->hotspot_x, event->hotspot_y);
-		server->cursor_image = NULL;
+		server->pointer.image = NULL;
 	}
 }
 
 static void handle_request_set_selection(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_set_selection);
+	struct qw_server *server = wl_container_of(listener, server, input.request_set_selection);
 	struct wlr_seat_request_set_selection_event *event = data;
 	wlr_seat_set_selection(server->seat, event->source, event->serial);
 }
 
 static void handle_request_set_primary_selection(struct wl_listener *listener, void *data) {
-	struct qw_server *server = wl_container_of(listener, server, request_set_primary_selection);
+	struct qw_server *server = wl_container_of(listener, server, input.request_set_primary_selection);
 	struct wlr_seat_request_set_primary_selection_event *event = data;
 	wlr_seat_set_primary_selection(server->seat, event->source, event->serial);
 }
 
 bool seat_init(struct qw_server *server) {
-	wl_list_init(&server->keyboards);
+	wl_list_init(&server->input.keyboards);
 	input_devices_init(server);
 	server->seat = wlr_seat_create(server->wl_display, "seat0");
-	server->virtual_pointer = wlr_virtual_pointer_manager_v1_create(server->wl_display);
-	server->virtual_keyboard = wlr_virtual_keyboard_manager_v1_create(server->wl_display);
-	if (!server->seat || !server->virtual_pointer || !server->virtual_keyboard) {
+	server->input.virtual_pointer = wlr_virtual_pointer_manager_v1_create(server->wl_display);
+	server->input.virtual_keyboard = wlr_virtual_keyboard_manager_v1_create(server->wl_display);
+	if (!server->seat || !server->input.virtual_pointer || !server->input.virtual_keyboard) {
 		wlr_log(WLR_ERROR, "failed to create the seat or virtual input managers");
 		return false;
 	}
-	server->new_input.notify = handle_new_input;
-	wl_signal_add(&server->backend->events.new_input, &server->new_input);
-	server->new_virtual_pointer.notify = handle_new_virtual_pointer;
-	wl_signal_add(&server->virtual_pointer->events.new_virtual_pointer,
-			&server->new_virtual_pointer);
-	server->new_virtual_keyboard.notify = handle_new_virtual_keyboard;
-	wl_signal_add(&server->virtual_keyboard->events.new_virtual_keyboard,
-			&server->new_virtual_keyboard);
-	server->request_set_cursor.notify = handle_request_set_cursor;
-	wl_signal_add(&server->seat->events.request_set_cursor, &server->request_set_cursor);
-	server->request_set_selection.notify = handle_request_set_selection;
-	wl_signal_add(&server->seat->events.request_set_selection, &server->request_set_selection);
-	server->request_set_primary_selection.notify = handle_request_set_primary_selection;
+	server->input.new_input.notify = handle_new_input;
+	wl_signal_add(&server->backend->events.new_input, &server->input.new_input);
+	server->input.new_virtual_pointer.notify = handle_new_virtual_pointer;
+	wl_signal_add(&server->input.virtual_pointer->events.new_virtual_pointer,
+			&server->input.new_virtual_pointer);
+	server->input.new_virtual_keyboard.notify = handle_new_virtual_keyboard;
+	wl_signal_add(&server->input.virtual_keyboard->events.new_virtual_keyboard,
+			&server->input.new_virtual_keyboard);
+	server->input.request_set_cursor.notify = handle_request_set_cursor;
+	wl_signal_add(&server->seat->events.request_set_cursor, &server->input.request_set_cursor);
+	server->input.request_set_selection.notify = handle_request_set_selection;
+	wl_signal_add(&server->seat->events.request_set_selection, &server->input.request_set_selection);
+	server->input.request_set_primary_selection.notify = handle_request_set_primary_selection;
 	wl_signal_add(&server->seat->events.request_set_primary_selection,
-			&server->request_set_primary_selection);
+			&server->input.request_set_primary_selection);
 	seat_update_capabilities(server);
 	return true;
 }
 
 void seat_finish(struct qw_server *server) {
-	if (!server->new_input.notify) {
+	if (!server->input.new_input.notify) {
 		return;
 	}
 	struct qw_keyboard *keyboard, *tmp;
-	wl_list_for_each_safe(keyboard, tmp, &server->keyboards, link) {
+	wl_list_for_each_safe(keyboard, tmp, &server->input.keyboards, link) {
 		keyboard_destroy(keyboard);
 	}
 	free_orphaned_keyboards(server);
 	input_devices_finish(server);
-	wl_list_remove(&server->new_input.link);
-	wl_list_remove(&server->new_virtual_pointer.link);
-	wl_list_remove(&server->new_virtual_keyboard.link);
-	wl_list_remove(&server->request_set_cursor.link);
-	wl_list_remove(&server->request_set_selection.link);
-	wl_list_remove(&server->request_set_primary_selection.link);
+	wl_list_remove(&server->input.new_input.link);
+	wl_list_remove(&server->input.new_virtual_pointer.link);
+	wl_list_remove(&server->input.new_virtual_keyboard.link);
+	wl_list_remove(&server->input.request_set_cursor.link);
+	wl_list_remove(&server->input.request_set_selection.link);
+	wl_list_remove(&server->input.request_set_primary_selection.link);
 }

@@ -8,7 +8,7 @@
 #include "server.h"
 
 struct qw_keyboard {
-	struct wl_list link; /* qw_server.keyboards */
+	struct wl_list link; /* qw_server.input.keyboards */
 	struct qw_server *server;
 	struct wlr_input_device *device;
 	bool virtual_device;

@@ -86,7 +86,7 @@ static void place_popup(struct qw_im_popup *p) {
 		return;
 	}
 	struct surface_search search = { .surface = ti->input->focused_surface };
-	wlr_scene_node_for_each_surface(&relay->server->view_tree->node, find_surface_iter, &search);
+	wlr_scene_node_for_each_surface(&relay->server->trees.views->node, find_surface_iter, &search);
 	if (!search.found) {
 		wlr_scene_node_set_enabled(p->node, false);
 		return;
@@ -425,7 +425,7 @@ bool text_input_init(struct qw_server *server) {
 	relay->server = server;
 	relay->text_input_manager = wlr_text_input_manager_v3_create(server->wl_display);
 	relay->input_method_manager = wlr_input_method_manager_v2_create(server->wl_display);
-	relay->popup_tree = wlr_scene_tree_create(&server->layer_trees[QW_LAYER_OVERLAY]->node);
+	relay->popup_tree = wlr_scene_tree_create(&server->trees.layers[QW_LAYER_OVERLAY]->node);
 	if (!relay->text_input_manager || !relay->input_method_manager || !relay->popup_tree) {
 		wlr_log(WLR_ERROR, "cannot create the text-input or input-method global");
 		free(relay);

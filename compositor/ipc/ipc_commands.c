@@ -67,7 +67,7 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "app_id", ipc_json_text(view_app_id(view)));
 	json_object_object_add(obj, "title", ipc_json_text(view_title(view)));
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
-	json_object_object_add(obj, "class", json_object_new_string(view_class_name(view->class)));
+	json_object_object_add(obj, "class", json_object_new_string(qos_class_name(view->class)));
 	const char *reserve = NULL;
 	qos_link_class_of(view->server, view_get_pid(view), &reserve);
 	json_object_object_add(obj, "reserve", ipc_json_text(reserve));
@@ -153,8 +153,8 @@ static struct json_object *cmd_windows(struct ipc_call *call) {
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
 	/* Stacking order, bottom first, as the scene draws them. */
-	add_windows_of(list, server->view_tree);
-	add_windows_of(list, server->fullscreen_tree);
+	add_windows_of(list, server->trees.views);
+	add_windows_of(list, server->trees.fullscreen);
 	json_object_object_add(reply, "windows", list);
 	return reply;
 }
@@ -315,15 +315,15 @@ static struct json_object *cmd_set(struct ipc_call *call) {
 		return error;
 	}
 	const char *name = get_string(req, "class");
-	enum qw_view_class class;
-	if (!name || !view_class_from_name(name, &class)) {
+	enum qw_class class;
+	if (!name || !qos_class_from_name(name, &class)) {
 		return ipc_reply_error("bad class '%.32s': want realtime, fifo, idle, nice, paused "
 							   "or normal",
 				name ? name : "");
 	}
 	char err[256];
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = call->peer_pid };
-	if (tid && class != QW_VIEW_CLASS_NORMAL) {
+	if (tid && class != QW_CLASS_NORMAL) {
 		return ipc_reply_error("a thread takes a class by joining a reserve (join tid:N "
 							   "RESERVE); set tid:N normal takes it out");
 	}
@@ -342,7 +342,7 @@ static struct json_object *cmd_set(struct ipc_call *call) {
 	struct json_object *reply = reply_ok();
 	json_object_object_add(reply, "pid", json_object_new_int(pid));
 	json_object_object_add(reply, "class",
-			json_object_new_string(view_class_name(qos_link_class_of(server, pid, NULL))));
+			json_object_new_string(qos_class_name(qos_link_class_of(server, pid, NULL))));
 	return reply;
 }
 

@@ -132,25 +132,25 @@ bool proc_events_init(struct qw_server *server) {
 		close(fd);
 		return false;
 	}
-	server->proc_events_fd = fd;
-	server->proc_events_source = wl_event_loop_add_fd(server->event_loop, fd, WL_EVENT_READABLE,
+	server->proc_events.fd = fd;
+	server->proc_events.source = wl_event_loop_add_fd(server->event_loop, fd, WL_EVENT_READABLE,
 			handle_readable, server);
-	if (!server->proc_events_source) {
+	if (!server->proc_events.source) {
 		close(fd);
-		server->proc_events_fd = -1;
+		server->proc_events.fd = -1;
 		return false;
 	}
 	return true;
 }
 
 void proc_events_finish(struct qw_server *server) {
-	if (server->proc_events_source) {
-		wl_event_source_remove(server->proc_events_source);
-		server->proc_events_source = NULL;
+	if (server->proc_events.source) {
+		wl_event_source_remove(server->proc_events.source);
+		server->proc_events.source = NULL;
 	}
-	if (server->proc_events_fd >= 0) {
-		send_listen(server->proc_events_fd, PROC_CN_MCAST_IGNORE, false);
-		close(server->proc_events_fd);
-		server->proc_events_fd = -1;
+	if (server->proc_events.fd >= 0) {
+		send_listen(server->proc_events.fd, PROC_CN_MCAST_IGNORE, false);
+		close(server->proc_events.fd);
+		server->proc_events.fd = -1;
 	}
 }

@@ -777,7 +777,7 @@ static void realtime_params(const struct qw_config *config, struct qos_params *p
 }
 
 bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
-		enum qw_view_class class, char *err, size_t err_len) {
+		enum qw_class class, char *err, size_t err_len) {
 	struct qos_manager *qos = manager_for(server, asker, err, err_len);
 	if (!qos) {
 		return false;
@@ -786,7 +786,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 		snprintf(err, err_len, "the window's process is unknown");
 		return false;
 	}
-	if (!may_change(server, pid, asker->pid, class == QW_VIEW_CLASS_PAUSED, err, err_len)) {
+	if (!may_change(server, pid, asker->pid, class == QW_CLASS_PAUSED, err, err_len)) {
 		return false;
 	}
 	struct qos_params params;
@@ -794,13 +794,13 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 	const struct qw_config *config = &server->config;
 	bool ok;
 	switch (class) {
-	case QW_VIEW_CLASS_NORMAL:
+	case QW_CLASS_NORMAL:
 		if (qos_manager_reserve_of(qos, pid, 0)) {
 			qos_manager_leave(qos, pid, 0);
 		}
 		ok = true;
 		break;
-	case QW_VIEW_CLASS_REALTIME: {
+	case QW_CLASS_REALTIME: {
 		const char *reserve = rule_realtime_reserve(server, pid, qos_link_app_id_of(server, pid));
 		if (reserve) {
 			ok = reserve_may_raise(server, reserve, pid, err, err_len) &&
@@ -813,7 +813,7 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
 	}
-	case QW_VIEW_CLASS_FIFO:
+	case QW_CLASS_FIFO:
 		/* No limit given: normalisation applies the safety limit. */
 		params.policy = QOS_POLICY_FIFO;
 		params.priority = 10;
@@ -821,15 +821,15 @@ bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *a
 				qos_gate_may_raise(&params, pid, err, err_len) &&
 				qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
-	case QW_VIEW_CLASS_IDLE:
+	case QW_CLASS_IDLE:
 		params.policy = QOS_POLICY_IDLE;
 		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
-	case QW_VIEW_CLASS_NICE:
+	case QW_CLASS_NICE:
 		params.nice = 10;
 		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;
-	case QW_VIEW_CLASS_PAUSED:
+	case QW_CLASS_PAUSED:
 		params.policy = QOS_POLICY_PAUSE;
 		ok = qos_manager_set_class(qos, pid, &params, err, err_len);
 		break;

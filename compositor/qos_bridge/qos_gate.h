@@ -64,7 +64,7 @@ enum qos_gate_refusal {
  * target). False with the reason for the user in err.
  */
 bool qos_gate_set_class(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid,
-		enum qw_view_class class, char *err, size_t err_len);
+		enum qw_class class, char *err, size_t err_len);
 
 /*
  * Whether asker may define (or redefine) reserve `name` with params, which

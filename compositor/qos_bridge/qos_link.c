@@ -105,35 +105,35 @@ bool qos_link_reload(struct qw_server *server, char *err, size_t err_len) {
 	return qos_link_ready(server, err, err_len) && reload(server->qos_link, err, err_len);
 }
 
-static enum qw_view_class class_of_params(const struct qos_params *p) {
+static enum qw_class class_of_params(const struct qos_params *p) {
 	switch (p->policy) {
 	case QOS_POLICY_QOS:
-		return QW_VIEW_CLASS_REALTIME;
+		return QW_CLASS_REALTIME;
 	case QOS_POLICY_FIFO:
 	case QOS_POLICY_RR:
-		return QW_VIEW_CLASS_FIFO;
+		return QW_CLASS_FIFO;
 	case QOS_POLICY_IDLE:
-		return QW_VIEW_CLASS_IDLE;
+		return QW_CLASS_IDLE;
 	case QOS_POLICY_PAUSE:
-		return QW_VIEW_CLASS_PAUSED;
+		return QW_CLASS_PAUSED;
 	case QOS_POLICY_OTHER:
-		return p->nice > 0 ? QW_VIEW_CLASS_NICE : QW_VIEW_CLASS_NORMAL;
+		return p->nice > 0 ? QW_CLASS_NICE : QW_CLASS_NORMAL;
 	}
-	return QW_VIEW_CLASS_NORMAL;
+	return QW_CLASS_NORMAL;
 }
 
-enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve) {
+enum qw_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve) {
 	if (reserve) {
 		*reserve = NULL;
 	}
 	struct qos_manager *qos = qos_link_manager(server);
 	if (!qos || pid <= 0) {
-		return QW_VIEW_CLASS_NORMAL;
+		return QW_CLASS_NORMAL;
 	}
 	const char *name = qos_manager_reserve_of(qos, pid, 0);
 	struct qos_reserve_info info;
 	if (!name || !qos_manager_reserve_info(qos, name, &info)) {
-		return QW_VIEW_CLASS_NORMAL;
+		return QW_CLASS_NORMAL;
 	}
 	if (reserve) {
 		*reserve = name;

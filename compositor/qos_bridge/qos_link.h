@@ -51,7 +51,7 @@ bool qos_link_reload(struct qw_server *server, char *err, size_t err_len);
 void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_id);
 
 /* The class the manager has confirmed for pid, and its reserve (or NULL). */
-enum qw_view_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve);
+enum qw_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve);
 
 /* The reserve pid is a member of, or NULL (also without a manager). */
 const char *qos_link_reserve_of(struct qw_server *server, pid_t pid);

@@ -34,10 +34,10 @@ struct qw_server *dry_server_get(void) {
 	server.config.scheduling.bill = false;
 	server.config.scheduling.boost = false;
 	server.dry_run = true;
-	server.proc_events_fd = -1;
+	server.proc_events.fd = -1;
 	wl_list_init(&server.outputs);
 	wl_list_init(&server.views);
-	wl_list_init(&server.keyboards);
+	wl_list_init(&server.input.keyboards);
 	server.wl_display = wl_display_create();
 	if (!server.wl_display) {
 		fprintf(stderr, "dry server: no wl_display\n");
