@@ -41,7 +41,8 @@ def _now_ticks():
 def _stat(pid):
     """(parent, start time in ticks, name) of a process, or None."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
+        # A process may name itself with any bytes, not only UTF-8.
+        with open("/proc/%d/stat" % pid, errors="replace") as f:
             head, rest = f.read().rsplit(")", 1)
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             if not f.read(1):

@@ -574,38 +574,356 @@ static bool apply_output(struct qw_config *config, char **cursor, char *msg, siz
 	return apply_output_words(config, name, what, cursor, msg, size);
 }
 
-static bool apply_inactive(struct qw_config *config, const char *key, char **cursor, char *msg,
-		size_t size) {
-	char *value = next_word(cursor);
-	bool extra = value && next_word(cursor);
-	if (strcmp(key, "inactive-timeout") == 0) {
-		char *end = NULL;
-		unsigned long s = value ? strtoul(value, &end, 10) : 0;
-		if (!value || !isdigit((unsigned char)value[0]) || *end || s < 1 || s > 86400 || extra) {
-			return fail(msg, size, "inactive-timeout wants whole seconds from 1 to 86400, e.g. 10");
+/*
+ * The handlers of the settings, one per key (config_keys below). Each reads
+ * the rest of its line into local values and stores them only once the
+ * whole line proved good, so a refused line changes nothing.
+ */
+
+/* "scheduling on|off", "scheduling KEY VALUE" or "scheduling {". */
+static bool key_scheduling(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *what = next_word(cursor);
+	if (!what) {
+		return fail(msg, size, "scheduling wants on, off, '{' or a setting");
+	}
+	if (strcmp(what, "{") == 0) {
+		if (next_word(cursor)) {
+			return fail(msg, size, "text after '{' (settings go on the lines that follow)");
 		}
-		config->inactive_timeout_s = (unsigned int)s;
+		config->in_scheduling_block = true;
 		return true;
 	}
+	return apply_scheduling(config, what, cursor, msg, size);
+}
+
+static bool key_output_mode(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	int width, height, mhz;
+	char *mode = next_word(cursor);
+	if (!config_parse_mode(mode, &width, &height, &mhz) || next_word(cursor)) {
+		return fail(msg, size, "output-mode wants WIDTHxHEIGHT[@HZ], e.g. 1920x1080@60");
+	}
+	config->output_width = width;
+	config->output_height = height;
+	config->output_refresh_mhz = mhz;
+	return true;
+}
+
+/* The rest of the line, blanks inside kept, as a string setting. */
+static bool store_text(char **field, const char *key, char **cursor, char *msg, size_t size) {
+	char *value = rest_of_line(cursor);
+	if (!value) {
+		return fail(msg, size, "%s needs a value", key);
+	}
+	return replace_string(field, value, msg, size);
+}
+
+static bool key_terminal(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	return store_text(&config->terminal, "terminal", cursor, msg, size);
+}
+
+static bool key_font(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	return store_text(&config->font, "font", cursor, msg, size);
+}
+
+/* One integer from min to max, and nothing after it. */
+static bool store_int(int *field, const char *key, int min, int max, char **cursor, char *msg,
+		size_t size) {
+	int value;
+	if (!parse_int(next_word(cursor), min, max, &value) || next_word(cursor)) {
+		return fail(msg, size, "%s wants an integer from %d to %d", key, min, max);
+	}
+	*field = value;
+	return true;
+}
+
+static bool key_titlebar_height(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	return store_int(&config->titlebar_height, "titlebar-height", 12, 128, cursor, msg, size);
+}
+
+static bool key_border_width(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	return store_int(&config->border_width, "border-width", 0, 32, cursor, msg, size);
+}
+
+static bool key_cascade_step(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	return store_int(&config->cascade_step, "cascade-step", 0, 512, cursor, msg, size);
+}
+
+static bool key_buttons(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	enum qw_button_kind order[QW_BUTTON_KIND_COUNT];
+	size_t n = 0;
+	bool seen[QW_BUTTON_KIND_COUNT] = { 0 };
+	char *word;
+	while ((word = next_word(cursor))) {
+		enum qw_button_kind kind;
+		if (!config_parse_button(word, &kind)) {
+			return fail(msg, size, "unknown button '%s' (realtime, idle, pause, close)", word);
+		}
+		if (seen[kind]) {
+			return fail(msg, size, "button '%s' listed twice", word);
+		}
+		seen[kind] = true;
+		order[n++] = kind;
+	}
+	memcpy(config->buttons, order, sizeof(order[0]) * n);
+	config->button_count = n;
+	return true;
+}
+
+/* One word of names, and nothing after it: its index in *index. */
+static bool parse_choice(char **cursor, const char *const *names, size_t count, size_t *index) {
+	char *value = next_word(cursor);
+	for (size_t i = 0; value && i < count; i++) {
+		if (strcmp(value, names[i]) == 0) {
+			*index = i;
+			return !next_word(cursor);
+		}
+	}
+	return false;
+}
+
+static bool key_csd_buttons(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	static const char *const names[] = {
+		[QW_CSD_BUTTONS_STRIP] = "strip",
+		[QW_CSD_BUTTONS_TITLEBAR] = "titlebar",
+		[QW_CSD_BUTTONS_NONE] = "none",
+	};
+	size_t i;
+	if (!parse_choice(cursor, names, sizeof(names) / sizeof(names[0]), &i)) {
+		return fail(msg, size, "csd-buttons wants strip, titlebar or none");
+	}
+	config->csd_buttons = (enum qw_csd_buttons)i;
+	return true;
+}
+
+static bool key_xwayland(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	static const char *const names[] = {
+		[QW_XWAYLAND_LAZY] = "lazy",
+		[QW_XWAYLAND_ENABLE] = "enable",
+		[QW_XWAYLAND_DISABLE] = "disable",
+	};
+	size_t i;
+	if (!parse_choice(cursor, names, sizeof(names) / sizeof(names[0]), &i)) {
+		return fail(msg, size, "xwayland wants enable, disable or lazy");
+	}
+	config->xwayland = (enum qw_xwayland_mode)i;
+	return true;
+}
+
+/* "on" or "off", and nothing after it. */
+static bool store_switch(bool *field, char **cursor) {
+	bool on;
+	if (!parse_switch(next_word(cursor), &on) || next_word(cursor)) {
+		return false;
+	}
+	*field = on;
+	return true;
+}
+
+static bool key_taskbar_class(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	if (!store_switch(&config->taskbar_class, cursor)) {
+		return fail(msg, size, "taskbar-class wants on or off");
+	}
+	return true;
+}
+
+static bool key_qos_other_users(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	if (!store_switch(&config->qos_other_users, cursor)) {
+		return fail(msg, size, "qos-other-users wants on or off");
+	}
+	return true;
+}
+
+static bool key_color(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *name = next_word(cursor);
+	char *value = next_word(cursor);
+	if (!name || !value || next_word(cursor)) {
+		return fail(msg, size, "usage: color NAME #RRGGBB[AA]");
+	}
+	for (int i = 0; i < QW_COLOR_COUNT; i++) {
+		if (strcmp(name, color_names[i]) != 0) {
+			continue;
+		}
+		float rgba[4];
+		if (!parse_color(value, rgba)) {
+			return fail(msg, size, "bad colour '%s' (want #RRGGBB or #RRGGBBAA)", value);
+		}
+		memcpy(config->colors[i], rgba, sizeof(rgba));
+		return true;
+	}
+	return fail(msg, size, "unknown colour name '%s'", name);
+}
+
+static bool key_realtime_cpu(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *value = next_word(cursor);
+	uint64_t ppm = 0;
+	if (!value ||
+			(strcmp(value, "auto") != 0 &&
+					(!qos_parse_percent_ppm(value, &ppm) || ppm == 0 || ppm > 1000000)) ||
+			next_word(cursor)) {
+		return fail(msg, size, "realtime-cpu wants auto or a share of one CPU, e.g. 25%%");
+	}
+	config->realtime_cpu_ppm = ppm;
+	return true;
+}
+
+static bool key_realtime_idle_release(struct qw_config *config, char **cursor, char *msg,
+		size_t size) {
+	char *value = next_word(cursor);
+	char *end = NULL;
+	unsigned long n = value ? strtoul(value, &end, 10) : 0;
+	if (!value || !isdigit((unsigned char)value[0]) || *end || n > 100000 || next_word(cursor)) {
+		return fail(msg, size,
+				"realtime-idle-release wants a number of idle periods, 0 (never) to 100000");
+	}
+	config->realtime_idle_release = (uint32_t)n;
+	return true;
+}
+
+static bool key_qos_reserved(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *value = next_word(cursor);
+	uint64_t ppm;
+	if (!value || !qos_parse_percent_ppm(value, &ppm) || ppm < 50000 || ppm > 1000000 ||
+			next_word(cursor)) {
+		return fail(msg, size, "qos-reserved wants 5%% to 100%% of each CPU, e.g. 10%%");
+	}
+	config->qos_reserved_ppm = ppm;
+	return true;
+}
+
+static bool key_realtime_period(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *value = next_word(cursor);
+	uint64_t us = 0;
+	/* The manager's own bounds for a period (qos_params_normalize). */
+	if (!value ||
+			(strcmp(value, "vblank") != 0 &&
+					(!qos_parse_duration_us(value, &us) || us < 1000 || us > 10000000)) ||
+			next_word(cursor)) {
+		return fail(msg, size, "realtime-period wants vblank or 1ms to 10s, e.g. 20ms");
+	}
+	config->realtime_period_us = us;
+	return true;
+}
+
+static bool key_realtime_fallback(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *value = next_word(cursor);
+	enum qos_policy policy;
+	if (!value || !qos_policy_from_name(value, &policy) || next_word(cursor) ||
+			policy == QOS_POLICY_QOS || qos_policy_is_rt(policy)) {
+		return fail(msg, size, "realtime-fallback wants other, idle or pause");
+	}
+	config->realtime_fallback = policy;
+	return true;
+}
+
+static bool key_inactive_timeout(struct qw_config *config, char **cursor, char *msg, size_t size) {
+	char *value = next_word(cursor);
+	bool extra = value && next_word(cursor);
+	char *end = NULL;
+	unsigned long s = value ? strtoul(value, &end, 10) : 0;
+	if (!value || !isdigit((unsigned char)value[0]) || *end || s < 1 || s > 86400 || extra) {
+		return fail(msg, size, "inactive-timeout wants whole seconds from 1 to 86400, e.g. 10");
+	}
+	config->inactive_timeout_s = (unsigned int)s;
+	return true;
+}
+
+static bool key_inactive_class(struct qw_config *config, char **cursor, char *msg, size_t size) {
 	static const char *const names[] = {
 		[QW_INACTIVE_NONE] = "none",
 		[QW_INACTIVE_IDLE] = "idle",
 		[QW_INACTIVE_NORMAL] = "normal",
 	};
-	for (size_t i = 0; value && !extra && i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(value, names[i]) == 0) {
-			config->inactive_class = (enum qw_inactive_class)i;
-			return true;
-		}
+	size_t i;
+	if (!parse_choice(cursor, names, sizeof(names) / sizeof(names[0]), &i)) {
+		return fail(msg, size, "inactive-class wants idle, normal or none");
 	}
-	return fail(msg, size, "inactive-class wants idle, normal or none");
+	config->inactive_class = (enum qw_inactive_class)i;
+	return true;
 }
 
 /*
- * One line, applied to `config` (the draft of config_apply_line). A branch
- * may store a value before it has read every word of the line; a refusal
- * then drops the draft. Owned memory (strings, bindings, outputs) changes
- * only as a branch's last step, once the line is known to be good.
+ * Every key a line may start with, outside a block. A new setting is one
+ * row here and its handler, which gets the words after the key.
+ */
+static const struct {
+	const char *key;
+	bool (*apply)(struct qw_config *config, char **cursor, char *msg, size_t size);
+} config_keys[] = {
+	{ "output", apply_output },
+	{ "input", apply_input },
+	{ "scheduling", key_scheduling },
+	{ "output-mode", key_output_mode },
+	{ "terminal", key_terminal },
+	{ "font", key_font },
+	{ "titlebar-height", key_titlebar_height },
+	{ "border-width", key_border_width },
+	{ "cascade-step", key_cascade_step },
+	{ "buttons", key_buttons },
+	{ "csd-buttons", key_csd_buttons },
+	{ "xwayland", key_xwayland },
+	{ "taskbar-class", key_taskbar_class },
+	{ "color", key_color },
+	{ "bind", apply_bind },
+	{ "realtime-cpu", key_realtime_cpu },
+	{ "realtime-idle-release", key_realtime_idle_release },
+	{ "qos-reserved", key_qos_reserved },
+	{ "qos-other-users", key_qos_other_users },
+	{ "realtime-period", key_realtime_period },
+	{ "inactive-timeout", key_inactive_timeout },
+	{ "inactive-class", key_inactive_class },
+	{ "realtime-fallback", key_realtime_fallback },
+};
+
+/*
+ * A line inside an open block: "}" closes it, any other line is one of its
+ * settings, without the block's key and identifier.
+ */
+static bool apply_in_block(struct qw_config *config, char *key, char **cursor, char *msg,
+		size_t size) {
+	if (strcmp(key, "}") == 0) {
+		if (next_word(cursor)) {
+			return fail(msg, size, "text after '}'");
+		}
+		if (config->in_scheduling_block) {
+			config->in_scheduling_block = false;
+		} else if (config->output_block) {
+			free(config->output_block);
+			config->output_block = NULL;
+		} else {
+			free(config->input_block);
+			config->input_block = NULL;
+		}
+		return true;
+	}
+	if (config->in_scheduling_block) {
+		return apply_scheduling(config, key, cursor, msg, size);
+	}
+	if (config->output_block) {
+		return apply_output_words(config, config->output_block, key, cursor, msg, size);
+	}
+	return apply_input_words(config, config->input_block, key, cursor, msg, size);
+}
+
+/*
+ * Comments: a line starting with '#', or " # ..." after a setting.
+ * A colour value ("#rrggbb") never has a blank after its '#'.
+ */
+static void strip_comment(char *buf) {
+	for (char *p = buf; (p = strchr(p, '#')); p++) {
+		bool at_word_start = p == buf || isspace((unsigned char)p[-1]);
+		bool first_word = strspn(buf, " \t") == (size_t)(p - buf);
+		if (at_word_start && (first_word || p[1] == '\0' || isspace((unsigned char)p[1]))) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+/*
+ * One line, applied to `config` (the draft of config_apply_line): its first
+ * word is looked up in config_keys, or belongs to the open block. Owned
+ * memory (strings, bindings, outputs) changes only as a handler's last
+ * step, once the line is known to be good.
  */
 static bool apply_line(struct qw_config *config, const char *line_in, char *msg, size_t size) {
 	char buf[4096];
@@ -613,246 +931,19 @@ static bool apply_line(struct qw_config *config, const char *line_in, char *msg,
 		return fail(msg, size, "line too long");
 	}
 	strcpy(buf, line_in);
-	/* Comments: a line starting with '#', or " # ..." after a setting.
-	 * A colour value ("#rrggbb") never has a blank after its '#'. */
-	for (char *p = buf; (p = strchr(p, '#')); p++) {
-		bool at_word_start = p == buf || isspace((unsigned char)p[-1]);
-		bool first_word = strspn(buf, " \t") == (size_t)(p - buf);
-		if (at_word_start && (first_word || p[1] == '\0' || isspace((unsigned char)p[1]))) {
-			*p = '\0';
-			break;
-		}
-	}
+	strip_comment(buf);
 	char *cursor = buf;
 	char *key = next_word(&cursor);
 	if (!key) {
 		return true; /* blank or comment */
 	}
-	if (config->in_scheduling_block) {
-		if (strcmp(key, "}") == 0) {
-			if (next_word(&cursor)) {
-				return fail(msg, size, "text after '}'");
-			}
-			config->in_scheduling_block = false;
-			return true;
+	if (config->in_scheduling_block || config->output_block || config->input_block) {
+		return apply_in_block(config, key, &cursor, msg, size);
+	}
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++) {
+		if (strcmp(key, config_keys[i].key) == 0) {
+			return config_keys[i].apply(config, &cursor, msg, size);
 		}
-		return apply_scheduling(config, key, &cursor, msg, size);
-	}
-	if (config->output_block) {
-		if (strcmp(key, "}") == 0) {
-			if (next_word(&cursor)) {
-				return fail(msg, size, "text after '}'");
-			}
-			free(config->output_block);
-			config->output_block = NULL;
-			return true;
-		}
-		return apply_output_words(config, config->output_block, key, &cursor, msg, size);
-	}
-	if (config->input_block) {
-		if (strcmp(key, "}") == 0) {
-			if (next_word(&cursor)) {
-				return fail(msg, size, "text after '}'");
-			}
-			free(config->input_block);
-			config->input_block = NULL;
-			return true;
-		}
-		return apply_input_words(config, config->input_block, key, &cursor, msg, size);
-	}
-	if (strcmp(key, "output") == 0) {
-		return apply_output(config, &cursor, msg, size);
-	}
-	if (strcmp(key, "input") == 0) {
-		return apply_input(config, &cursor, msg, size);
-	}
-	if (strcmp(key, "scheduling") == 0) {
-		char *what = next_word(&cursor);
-		if (!what) {
-			return fail(msg, size, "scheduling wants on, off, '{' or a setting");
-		}
-		if (strcmp(what, "{") == 0) {
-			if (next_word(&cursor)) {
-				return fail(msg, size,
-						"text after '{' (settings go on the lines "
-						"that follow)");
-			}
-			config->in_scheduling_block = true;
-			return true;
-		}
-		return apply_scheduling(config, what, &cursor, msg, size);
-	}
-	if (strcmp(key, "output-mode") == 0) {
-		char *mode = next_word(&cursor);
-		if (!config_parse_mode(mode, &config->output_width, &config->output_height,
-					&config->output_refresh_mhz) ||
-				next_word(&cursor)) {
-			return fail(msg, size,
-					"output-mode wants WIDTHxHEIGHT[@HZ], "
-					"e.g. 1920x1080@60");
-		}
-		return true;
-	}
-	if (strcmp(key, "terminal") == 0 || strcmp(key, "font") == 0) {
-		char *value = rest_of_line(&cursor);
-		if (!value) {
-			return fail(msg, size, "%s needs a value", key);
-		}
-		return replace_string(key[0] == 't' ? &config->terminal : &config->font, value, msg, size);
-	}
-	if (strcmp(key, "titlebar-height") == 0 || strcmp(key, "border-width") == 0 ||
-			strcmp(key, "cascade-step") == 0) {
-		int *field = key[0] == 't' ? &config->titlebar_height
-				: key[0] == 'b'    ? &config->border_width
-								   : &config->cascade_step;
-		int min = key[0] == 't' ? 12 : 0;
-		int max = key[0] == 't' ? 128 : key[0] == 'b' ? 32 : 512;
-		char *value = next_word(&cursor);
-		if (!parse_int(value, min, max, field) || next_word(&cursor)) {
-			return fail(msg, size, "%s wants an integer from %d to %d", key, min, max);
-		}
-		return true;
-	}
-	if (strcmp(key, "buttons") == 0) {
-		enum qw_button_kind order[QW_BUTTON_KIND_COUNT];
-		size_t n = 0;
-		bool seen[QW_BUTTON_KIND_COUNT] = { 0 };
-		char *word;
-		while ((word = next_word(&cursor))) {
-			enum qw_button_kind kind;
-			if (!config_parse_button(word, &kind)) {
-				return fail(msg, size,
-						"unknown button '%s' (realtime, idle, "
-						"pause, close)",
-						word);
-			}
-			if (seen[kind]) {
-				return fail(msg, size, "button '%s' listed twice", word);
-			}
-			seen[kind] = true;
-			order[n++] = kind;
-		}
-		memcpy(config->buttons, order, sizeof(order[0]) * n);
-		config->button_count = n;
-		return true;
-	}
-	if (strcmp(key, "csd-buttons") == 0) {
-		char *value = next_word(&cursor);
-		static const char *const names[] = { "strip", "titlebar", "none" };
-		for (size_t i = 0; value && i < sizeof(names) / sizeof(names[0]); i++) {
-			if (strcmp(value, names[i]) == 0 && !next_word(&cursor)) {
-				config->csd_buttons = (enum qw_csd_buttons)i;
-				return true;
-			}
-		}
-		return fail(msg, size, "csd-buttons wants strip, titlebar or none");
-	}
-	if (strcmp(key, "xwayland") == 0) {
-		char *value = next_word(&cursor);
-		static const char *const names[] = { "lazy", "enable", "disable" };
-		for (size_t i = 0; value && i < sizeof(names) / sizeof(names[0]); i++) {
-			if (strcmp(value, names[i]) == 0 && !next_word(&cursor)) {
-				config->xwayland = (enum qw_xwayland_mode)i;
-				return true;
-			}
-		}
-		return fail(msg, size, "xwayland wants enable, disable or lazy");
-	}
-	if (strcmp(key, "taskbar-class") == 0) {
-		char *value = next_word(&cursor);
-		if (!parse_switch(value, &config->taskbar_class) || next_word(&cursor)) {
-			return fail(msg, size, "taskbar-class wants on or off");
-		}
-		return true;
-	}
-	if (strcmp(key, "color") == 0) {
-		char *name = next_word(&cursor);
-		char *value = next_word(&cursor);
-		if (!name || !value || next_word(&cursor)) {
-			return fail(msg, size, "usage: color NAME #RRGGBB[AA]");
-		}
-		for (int i = 0; i < QW_COLOR_COUNT; i++) {
-			if (strcmp(name, color_names[i]) == 0) {
-				if (!parse_color(value, config->colors[i])) {
-					return fail(msg, size,
-							"bad colour '%s' (want #RRGGBB or "
-							"#RRGGBBAA)",
-							value);
-				}
-				return true;
-			}
-		}
-		return fail(msg, size, "unknown colour name '%s'", name);
-	}
-	if (strcmp(key, "bind") == 0) {
-		return apply_bind(config, &cursor, msg, size);
-	}
-	if (strcmp(key, "realtime-cpu") == 0) {
-		char *value = next_word(&cursor);
-		uint64_t ppm = 0;
-		if (!value ||
-				(strcmp(value, "auto") != 0 &&
-						(!qos_parse_percent_ppm(value, &ppm) || ppm == 0 || ppm > 1000000)) ||
-				next_word(&cursor)) {
-			return fail(msg, size, "realtime-cpu wants auto or a share of one CPU, e.g. 25%%");
-		}
-		config->realtime_cpu_ppm = ppm;
-		return true;
-	}
-	if (strcmp(key, "realtime-idle-release") == 0) {
-		char *value = next_word(&cursor);
-		char *end = NULL;
-		unsigned long n = value ? strtoul(value, &end, 10) : 0;
-		if (!value || !isdigit((unsigned char)value[0]) || *end || n > 100000 ||
-				next_word(&cursor)) {
-			return fail(msg, size,
-					"realtime-idle-release wants a number of idle periods, 0 (never) to 100000");
-		}
-		config->realtime_idle_release = (uint32_t)n;
-		return true;
-	}
-	if (strcmp(key, "qos-reserved") == 0) {
-		char *value = next_word(&cursor);
-		uint64_t ppm;
-		if (!value || !qos_parse_percent_ppm(value, &ppm) || ppm < 50000 || ppm > 1000000 ||
-				next_word(&cursor)) {
-			return fail(msg, size, "qos-reserved wants 5%% to 100%% of each CPU, e.g. 10%%");
-		}
-		config->qos_reserved_ppm = ppm;
-		return true;
-	}
-	if (strcmp(key, "qos-other-users") == 0) {
-		char *value = next_word(&cursor);
-		if (!parse_switch(value, &config->qos_other_users) || next_word(&cursor)) {
-			return fail(msg, size, "qos-other-users wants on or off");
-		}
-		return true;
-	}
-	if (strcmp(key, "realtime-period") == 0) {
-		char *value = next_word(&cursor);
-		uint64_t us = 0;
-		/* The manager's own bounds for a period (qos_params_normalize). */
-		if (!value ||
-				(strcmp(value, "vblank") != 0 &&
-						(!qos_parse_duration_us(value, &us) || us < 1000 || us > 10000000)) ||
-				next_word(&cursor)) {
-			return fail(msg, size, "realtime-period wants vblank or 1ms to 10s, e.g. 20ms");
-		}
-		config->realtime_period_us = us;
-		return true;
-	}
-	if (strcmp(key, "inactive-timeout") == 0 || strcmp(key, "inactive-class") == 0) {
-		return apply_inactive(config, key, &cursor, msg, size);
-	}
-	if (strcmp(key, "realtime-fallback") == 0) {
-		char *value = next_word(&cursor);
-		enum qos_policy policy;
-		if (!value || !qos_policy_from_name(value, &policy) || next_word(&cursor) ||
-				policy == QOS_POLICY_QOS || qos_policy_is_rt(policy)) {
-			return fail(msg, size, "realtime-fallback wants other, idle or pause");
-		}
-		config->realtime_fallback = policy;
-		return true;
 	}
 	return fail(msg, size, "unknown setting '%s'", key);
 }

@@ -125,6 +125,19 @@ struct json_object *ipc_reply_error(const char *fmt, ...) {
 	return obj;
 }
 
+/*
+ * One request on its way to its command's handler (ipc_commands below).
+ * A handler answers with its reply; subscribe and terminate ask the caller
+ * to act once the reply is queued.
+ */
+struct ipc_call {
+	struct qw_server *server;
+	pid_t peer_pid; /* -1 when unknown */
+	const char *command;
+	struct json_object *req;
+	bool subscribe, terminate;
+};
+
 static void add_windows_of(struct json_object *list, struct wlr_scene_tree *tree) {
 	struct wlr_scene_node *node;
 	wl_list_for_each(node, &tree->node.state.children, state.link) {
@@ -135,7 +148,8 @@ static void add_windows_of(struct json_object *list, struct wlr_scene_tree *tree
 	}
 }
 
-static struct json_object *cmd_windows(struct qw_server *server) {
+static struct json_object *cmd_windows(struct ipc_call *call) {
+	struct qw_server *server = call->server;
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
 	/* Stacking order, bottom first, as the scene draws them. */
@@ -145,7 +159,8 @@ static struct json_object *cmd_windows(struct qw_server *server) {
 	return reply;
 }
 
-static struct json_object *cmd_outputs(struct qw_server *server) {
+static struct json_object *cmd_outputs(struct ipc_call *call) {
+	struct qw_server *server = call->server;
 	struct json_object *reply = reply_ok();
 	struct json_object *list = json_object_new_array();
 	struct qw_output *output;
@@ -174,36 +189,37 @@ static struct json_object *cmd_outputs(struct qw_server *server) {
 	return reply;
 }
 
-/* {"command": "output-add", "width": W, "height": H} or
- * {"command": "output-remove", "name": NAME}: headless outputs only. */
-static struct json_object *cmd_output_plug(struct qw_server *server, struct json_object *req,
-		bool add) {
+/* {"command": "output-add", "width": W, "height": H}: a headless output. */
+static struct json_object *cmd_output_add(struct ipc_call *call) {
 	char err[256], name[64];
-	struct json_object *arg;
-	if (add) {
-		struct json_object *h;
-		if (!json_object_object_get_ex(req, "width", &arg) ||
-				!json_object_object_get_ex(req, "height", &h) ||
-				!json_object_is_type(arg, json_type_int) ||
-				!json_object_is_type(h, json_type_int)) {
-			return ipc_reply_error("output-add wants integer 'width' and 'height'");
-		}
-		int64_t w = json_object_get_int64(arg), hh = json_object_get_int64(h);
-		if (w > 16384 || hh > 16384 || w < 0 || hh < 0) {
-			return ipc_reply_error("output size wants 64 to 16384 pixels each way");
-		}
-		if (!output_headless_add(server, (int)w, (int)hh, name, sizeof(name), err, sizeof(err))) {
-			return ipc_reply_error("%s", err);
-		}
-		struct json_object *reply = reply_ok();
-		json_object_object_add(reply, "name", ipc_json_text(name));
-		return reply;
+	struct json_object *w_obj, *h_obj;
+	if (!json_object_object_get_ex(call->req, "width", &w_obj) ||
+			!json_object_object_get_ex(call->req, "height", &h_obj) ||
+			!json_object_is_type(w_obj, json_type_int) ||
+			!json_object_is_type(h_obj, json_type_int)) {
+		return ipc_reply_error("output-add wants integer 'width' and 'height'");
 	}
-	if (!json_object_object_get_ex(req, "name", &arg) ||
+	int64_t w = json_object_get_int64(w_obj), h = json_object_get_int64(h_obj);
+	if (w > 16384 || h > 16384 || w < 0 || h < 0) {
+		return ipc_reply_error("output size wants 64 to 16384 pixels each way");
+	}
+	if (!output_headless_add(call->server, (int)w, (int)h, name, sizeof(name), err, sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "name", ipc_json_text(name));
+	return reply;
+}
+
+/* {"command": "output-remove", "name": NAME}: headless outputs only. */
+static struct json_object *cmd_output_remove(struct ipc_call *call) {
+	char err[256];
+	struct json_object *arg;
+	if (!json_object_object_get_ex(call->req, "name", &arg) ||
 			!json_object_is_type(arg, json_type_string)) {
 		return ipc_reply_error("output-remove wants a string 'name'");
 	}
-	if (!output_headless_remove(server, json_object_get_string(arg), err, sizeof(err))) {
+	if (!output_headless_remove(call->server, json_object_get_string(arg), err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
 	return reply_ok();
@@ -289,8 +305,9 @@ static pid_t resolve_target(struct qw_server *server, struct json_object *req, p
 	return pid;
 }
 
-static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
-		struct json_object *req) {
+static struct json_object *cmd_set(struct ipc_call *call) {
+	struct qw_server *server = call->server;
+	struct json_object *req = call->req;
 	struct json_object *error = NULL;
 	pid_t tid;
 	pid_t pid = resolve_target(server, req, &tid, &error);
@@ -305,7 +322,7 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 				name ? name : "");
 	}
 	char err[256];
-	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = call->peer_pid };
 	if (tid && class != QW_CLASS_NORMAL) {
 		return ipc_reply_error("a thread takes a class by joining a reserve (join tid:N "
 							   "RESERVE); set tid:N normal takes it out");
@@ -329,8 +346,9 @@ static struct json_object *cmd_set(struct qw_server *server, pid_t peer_pid,
 	return reply;
 }
 
-static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
-		struct json_object *req) {
+static struct json_object *cmd_join(struct ipc_call *call) {
+	struct qw_server *server = call->server;
+	struct json_object *req = call->req;
 	struct json_object *error = NULL;
 	pid_t tid;
 	pid_t pid = resolve_target(server, req, &tid, &error);
@@ -342,7 +360,7 @@ static struct json_object *cmd_join(struct qw_server *server, pid_t peer_pid,
 	if (!reserve || !qos_name_valid(reserve, err, sizeof(err))) {
 		return ipc_reply_error("bad reserve name: %s", reserve ? err : "missing 'reserve'");
 	}
-	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = call->peer_pid };
 	if (!qos_gate_join(server, &asker, reserve, pid, tid, NULL, NULL, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
 	}
@@ -360,8 +378,9 @@ static void keep_first_diag(void *data, const char *message) {
 	}
 }
 
-static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
-		struct json_object *req) {
+static struct json_object *cmd_reserve(struct ipc_call *call) {
+	struct qw_server *server = call->server;
+	struct json_object *req = call->req;
 	const char *name = get_string(req, "name");
 	const char *params = get_string(req, "params");
 	char err[256];
@@ -379,7 +398,7 @@ static struct json_object *cmd_reserve(struct qw_server *server, pid_t peer_pid,
 	int bad = parsed ? qos_rules_parse_string(parsed, "request", line, keep_first_diag, &diag) : -1;
 	free(line);
 	struct json_object *reply;
-	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = peer_pid };
+	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = call->peer_pid };
 	if (bad != 0 || parsed->n_reserves != 1) {
 		reply = ipc_reply_error("bad parameters: %s", diag.text[0] ? diag.text : "unparsable");
 	} else if (!qos_gate_define(server, &asker, name, &parsed->reserves[0].params, NULL, err,
@@ -431,7 +450,8 @@ static struct json_object *threads_of(struct qos_manager *qos, const char *name)
 	return list;
 }
 
-static struct json_object *cmd_reserves(struct qw_server *server) {
+static struct json_object *cmd_reserves(struct ipc_call *call) {
+	struct qw_server *server = call->server;
 	struct qos_manager *qos = qos_link_manager(server);
 	char err[256];
 	if (!qos_link_ready(server, err, sizeof(err))) {
@@ -485,7 +505,8 @@ static struct json_object *cmd_reserves(struct qw_server *server) {
 	return reply;
 }
 
-static struct json_object *cmd_capacity(struct qw_server *server) {
+static struct json_object *cmd_capacity(struct ipc_call *call) {
+	struct qw_server *server = call->server;
 	char err[256];
 	if (!qos_link_ready(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
@@ -509,7 +530,8 @@ static struct json_object *cmd_capacity(struct qw_server *server) {
 	return reply;
 }
 
-static struct json_object *cmd_reload(struct qw_server *server) {
+static struct json_object *cmd_reload(struct ipc_call *call) {
+	struct qw_server *server = call->server;
 	char err[256] = "";
 	if (!output_config_reload(server, err, sizeof(err))) {
 		return ipc_reply_error("%s", err);
@@ -567,7 +589,9 @@ static void free_args(char **argv, size_t n, bool owned) {
  * argv (text) or argv_base64 (any bytes but NUL: file names and arguments
  * in another encoding, which a JSON string cannot carry as they are).
  */
-static struct json_object *cmd_exec(struct qw_server *server, struct json_object *req) {
+static struct json_object *cmd_exec(struct ipc_call *call) {
+	struct qw_server *server = call->server;
+	struct json_object *req = call->req;
 	struct json_object *text_obj = NULL, *b64_obj = NULL;
 	json_object_object_get_ex(req, "argv", &text_obj);
 	json_object_object_get_ex(req, "argv_base64", &b64_obj);
@@ -693,124 +717,194 @@ static bool find_nul_in_request(struct json_object *req, char *where, size_t len
 	return false;
 }
 
+static struct json_object *cmd_version(struct ipc_call *call) {
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "version", json_object_new_string(QOSWAY_VERSION));
+	return reply;
+}
+
+/* workspaces, workspace, move-to-workspace (workspace.h) */
+static struct json_object *cmd_workspace(struct ipc_call *call) {
+	return workspace_ipc_command(call->server, call->command, call->req);
+}
+
+/* The fields of an object, added to a reply (which takes references). */
+static void add_fields(struct json_object *reply, struct json_object *fields) {
+	json_object_object_foreach(fields, key, value) {
+		json_object_object_add(reply, key, json_object_get(value));
+	}
+	json_object_put(fields);
+}
+
+static struct json_object *cmd_inputs(struct ipc_call *call) {
+	struct json_object *reply = reply_ok();
+	add_fields(reply, input_devices_json(call->server));
+	return reply;
+}
+
+/* {"command": "input-add", "type": TYPE}: a headless device, for tests. */
+static struct json_object *cmd_input_add(struct ipc_call *call) {
+	struct json_object *type;
+	char err[160];
+	uint32_t id = 0;
+	if (!json_object_object_get_ex(call->req, "type", &type) ||
+			!json_object_is_type(type, json_type_string)) {
+		return ipc_reply_error("input-add wants a string 'type'");
+	}
+	if (!input_devices_add_headless(call->server, json_object_get_string(type), &id, err,
+				sizeof(err))) {
+		return ipc_reply_error("%s", err);
+	}
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "id", json_object_new_int64(id));
+	return reply;
+}
+
+/* input-touch, input-gesture, input-tablet: events from a headless device. */
+static struct json_object *cmd_input_emit(struct ipc_call *call) {
+	char err[160];
+	if (!input_emit(call->server, call->command + strlen("input-"), call->req, err, sizeof(err))) {
+		return ipc_reply_error("%s: %s", call->command, err);
+	}
+	return reply_ok();
+}
+
+static struct json_object *cmd_ping(struct ipc_call *call) {
+	struct json_object *reply = NULL;
+	struct qw_view *view = lookup_view(call->server, call->req, &reply);
+	if (!view) {
+		return reply;
+	}
+	if (view_is_paused(view)) {
+		/* It could not answer; the ping would only pile up. */
+		return ipc_reply_error("window %u is paused", view->id);
+	}
+	view_ping(view);
+	return reply_ok();
+}
+
+static struct json_object *cmd_focus(struct ipc_call *call) {
+	struct json_object *reply = NULL;
+	struct qw_view *view = lookup_view(call->server, call->req, &reply);
+	if (!view) {
+		return reply;
+	}
+	view_focus(view);
+	return reply_ok();
+}
+
+static struct json_object *cmd_close(struct ipc_call *call) {
+	struct json_object *reply = NULL;
+	struct qw_view *view = lookup_view(call->server, call->req, &reply);
+	if (!view) {
+		return reply;
+	}
+	view_close(view);
+	return reply_ok();
+}
+
+static struct json_object *cmd_clients(struct ipc_call *call) {
+	struct json_object *reply = reply_ok();
+	json_object_object_add(reply, "clients", scheduler_json_clients(call->server->scheduler));
+	return reply;
+}
+
+static struct json_object *cmd_scheduler(struct ipc_call *call) {
+	struct json_object *reply = reply_ok();
+	add_fields(reply, scheduler_json(call->server->scheduler));
+	return reply;
+}
+
+static struct json_object *cmd_subscribe(struct ipc_call *call) {
+	call->subscribe = true;
+	return reply_ok();
+}
+
+static struct json_object *cmd_exit(struct ipc_call *call) {
+	call->terminate = true;
+	return reply_ok();
+}
+
+/*
+ * Every command a request may name (docs/ipc.md). A new command is one row
+ * here and its handler, which gets the request once it passed the checks
+ * common to all (ipc_command_handle).
+ */
+static const struct {
+	const char *name;
+	struct json_object *(*handle)(struct ipc_call *call);
+} ipc_commands[] = {
+	{ "version", cmd_version },
+	{ "windows", cmd_windows },
+	{ "outputs", cmd_outputs },
+	{ "output-add", cmd_output_add },
+	{ "output-remove", cmd_output_remove },
+	{ "workspaces", cmd_workspace },
+	{ "workspace", cmd_workspace },
+	{ "move-to-workspace", cmd_workspace },
+	{ "inputs", cmd_inputs },
+	{ "input-add", cmd_input_add },
+	{ "input-touch", cmd_input_emit },
+	{ "input-gesture", cmd_input_emit },
+	{ "input-tablet", cmd_input_emit },
+	{ "ping", cmd_ping },
+	{ "focus", cmd_focus },
+	{ "close", cmd_close },
+	{ "exec", cmd_exec },
+	{ "set", cmd_set },
+	{ "join", cmd_join },
+	{ "reserve", cmd_reserve },
+	{ "reserves", cmd_reserves },
+	{ "capacity", cmd_capacity },
+	{ "clients", cmd_clients },
+	{ "scheduler", cmd_scheduler },
+	{ "reload", cmd_reload },
+	{ "subscribe", cmd_subscribe },
+	{ "exit", cmd_exit },
+};
+
+static struct json_object *dispatch(struct ipc_call *call) {
+	for (size_t i = 0; i < sizeof(ipc_commands) / sizeof(ipc_commands[0]); i++) {
+		if (strcmp(call->command, ipc_commands[i].name) == 0) {
+			return ipc_commands[i].handle(call);
+		}
+	}
+	return ipc_reply_error("unknown command '%.64s'", call->command);
+}
+
 struct json_object *ipc_command_handle(struct qw_server *server, pid_t peer_pid, const char *line,
 		bool *subscribe, bool *terminate) {
 	/* json-c takes any bytes inside a string; names and targets must be text. */
 	bool text = g_utf8_validate(line, -1, NULL);
-	struct json_object *req = text ? parse_whole(line) : NULL;
-	struct json_object *reply = NULL;
-	const char *command = NULL;
-	struct json_object *cmd_obj;
+	struct ipc_call call = {
+		.server = server,
+		.peer_pid = peer_pid,
+		.req = text ? parse_whole(line) : NULL,
+	};
+	struct json_object *reply, *cmd_obj;
 	char where[160];
 	if (!text) {
 		reply = ipc_reply_error("request is not valid UTF-8");
-	} else if (!req) {
+	} else if (!call.req) {
 		reply = ipc_reply_error("malformed JSON: the line must be exactly one JSON object");
-	} else if (!json_object_is_type(req, json_type_object) ||
-			!json_object_object_get_ex(req, "command", &cmd_obj) ||
+	} else if (!json_object_is_type(call.req, json_type_object) ||
+			!json_object_object_get_ex(call.req, "command", &cmd_obj) ||
 			!json_object_is_type(cmd_obj, json_type_string)) {
 		reply = ipc_reply_error("request must be an object with a string 'command'");
-	} else if (find_nul_in_request(req, where, sizeof(where))) {
+	} else if (find_nul_in_request(call.req, where, sizeof(where))) {
 		reply = ipc_reply_error("%s holds a NUL byte (\\u0000), which no argument, name or "
 								"target may contain",
 				where);
 	} else {
-		command = json_object_get_string(cmd_obj);
+		call.command = json_object_get_string(cmd_obj);
+		reply = dispatch(&call);
 	}
-	if (!command) {
-		/* reply already set */
-	} else if (strcmp(command, "version") == 0) {
-		reply = reply_ok();
-		json_object_object_add(reply, "version", json_object_new_string(QOSWAY_VERSION));
-	} else if (strcmp(command, "windows") == 0) {
-		reply = cmd_windows(server);
-	} else if (strcmp(command, "outputs") == 0) {
-		reply = cmd_outputs(server);
-	} else if (strcmp(command, "output-add") == 0 || strcmp(command, "output-remove") == 0) {
-		reply = cmd_output_plug(server, req, command[7] == 'a');
-	} else if ((reply = workspace_ipc_command(server, command, req))) {
-		/* workspaces, workspace, move-to-workspace (workspace.h) */
-	} else if (strcmp(command, "inputs") == 0) {
-		reply = reply_ok();
-		struct json_object *inputs = input_devices_json(server);
-		json_object_object_foreach(inputs, key, value) {
-			json_object_object_add(reply, key, json_object_get(value));
-		}
-		json_object_put(inputs);
-	} else if (strcmp(command, "input-add") == 0) {
-		struct json_object *type;
-		char err[160];
-		uint32_t id = 0;
-		if (!json_object_object_get_ex(req, "type", &type) ||
-				!json_object_is_type(type, json_type_string)) {
-			reply = ipc_reply_error("input-add wants a string 'type'");
-		} else if (!input_devices_add_headless(server, json_object_get_string(type), &id, err,
-						   sizeof(err))) {
-			reply = ipc_reply_error("%s", err);
-		} else {
-			reply = reply_ok();
-			json_object_object_add(reply, "id", json_object_new_int64(id));
-		}
-	} else if (strcmp(command, "input-touch") == 0 || strcmp(command, "input-gesture") == 0 ||
-			strcmp(command, "input-tablet") == 0) {
-		char err[160];
-		if (input_emit(server, command + strlen("input-"), req, err, sizeof(err))) {
-			reply = reply_ok();
-		} else {
-			reply = ipc_reply_error("%s: %s", command, err);
-		}
-	} else if (strcmp(command, "ping") == 0) {
-		struct qw_view *view = lookup_view(server, req, &reply);
-		if (view && view_is_paused(view)) {
-			/* It could not answer; the ping would only pile up. */
-			reply = ipc_reply_error("window %u is paused", view->id);
-		} else if (view) {
-			view_ping(view);
-			reply = reply_ok();
-		}
-	} else if (strcmp(command, "focus") == 0 || strcmp(command, "close") == 0) {
-		struct qw_view *view = lookup_view(server, req, &reply);
-		if (view) {
-			if (command[0] == 'f') {
-				view_focus(view);
-			} else {
-				view_close(view);
-			}
-			reply = reply_ok();
-		}
-	} else if (strcmp(command, "exec") == 0) {
-		reply = cmd_exec(server, req);
-	} else if (strcmp(command, "set") == 0) {
-		reply = cmd_set(server, peer_pid, req);
-	} else if (strcmp(command, "join") == 0) {
-		reply = cmd_join(server, peer_pid, req);
-	} else if (strcmp(command, "reserve") == 0) {
-		reply = cmd_reserve(server, peer_pid, req);
-	} else if (strcmp(command, "reserves") == 0) {
-		reply = cmd_reserves(server);
-	} else if (strcmp(command, "capacity") == 0) {
-		reply = cmd_capacity(server);
-	} else if (strcmp(command, "clients") == 0) {
-		reply = reply_ok();
-		json_object_object_add(reply, "clients", scheduler_json_clients(server->scheduler));
-	} else if (strcmp(command, "scheduler") == 0) {
-		reply = reply_ok();
-		struct json_object *state = scheduler_json(server->scheduler);
-		json_object_object_foreach(state, key, value) {
-			json_object_object_add(reply, key, json_object_get(value));
-		}
-		json_object_put(state);
-	} else if (strcmp(command, "reload") == 0) {
-		reply = cmd_reload(server);
-	} else if (strcmp(command, "subscribe") == 0) {
+	if (call.subscribe) {
 		*subscribe = true;
-		reply = reply_ok();
-	} else if (strcmp(command, "exit") == 0) {
-		reply = reply_ok();
-		*terminate = true;
-	} else {
-		reply = ipc_reply_error("unknown command '%.64s'", command);
 	}
-	json_object_put(req);
+	if (call.terminate) {
+		*terminate = true;
+	}
+	json_object_put(call.req);
 	return reply;
 }

@@ -2,6 +2,7 @@
 the compositor still starts, and the good lines around it still apply
 (output size, titlebar height and colours)."""
 
+import os
 import re
 
 import harness
@@ -89,3 +90,27 @@ def test_startup_command_gets_environment(start_qosway, tmp_path):
     env = dict(l.split("=", 1) for l in text.splitlines() if "=" in l)
     assert env["WAYLAND_DISPLAY"] == comp.wayland_display
     assert env["QOSWAY_SOCK"] == comp.sock
+
+
+def documented_keys():
+    """Every key qosway(5) starts a setting with: the bold words that open
+    its entries, not the pages named as *page*(N)."""
+    keys = set()
+    with open(os.path.join(harness.REPO, "docs", "man", "qosway.5.scd")) as f:
+        for line in f:
+            if line.startswith("*"):
+                keys.update(re.findall(r"\*([a-z][a-z-]*)\*(?!\()", line))
+    return sorted(keys)
+
+
+def test_every_documented_key_is_known(start_qosway):
+    """Each key of qosway(5), given a value it cannot take, is refused by
+    its own handler, never as an unknown setting; the one made-up key is."""
+    keys = documented_keys()
+    assert {"output-mode", "realtime-idle-release", "scheduling", "input", "bind"} <= set(keys)
+    lines = ["%s @@ @@" % key for key in keys] + ["frobnicate @@ @@"]
+    comp = start_qosway(config="\n".join(lines) + "\n")
+    log = comp.log_text()
+    unknown = re.findall(r"unknown setting '([^']*)'", log)
+    assert unknown == ["frobnicate"], log[-4000:]
+    assert comp.ipc({"command": "version"})["success"] is True

@@ -6,7 +6,7 @@ devices already there, or changes nothing when any line is bad."""
 
 import re
 
-from harness import test_config, wait_for
+from harness import test_config as config_text, wait_for
 
 GOOD = """input type:keyboard {
     xkb-layout de
@@ -37,7 +37,7 @@ def add_input(comp, type_):
 
 
 def test_keyboard_layout_and_repeat_reach_clients(start_qosway):
-    comp = start_qosway(config=test_config(GOOD))
+    comp = start_qosway(config=config_text(GOOD))
     c, w = comp.open_window("Layout")
     kb = add_input(comp, "keyboard")
     assert kb["settings"] == {"xkb_layout": "de", "xkb_variant": "nodeadkeys",
@@ -66,9 +66,9 @@ input type:keyboard {
 input
 input type:keyboard {
 """
-    comp = start_qosway(config=test_config(bad))
+    comp = start_qosway(config=config_text(bad))
     log = comp.log_text()
-    base = len(test_config("").splitlines())
+    base = len(config_text("").splitlines())
 
     def at(n, text):
         pattern = r"qosway\.config:%d: .*%s" % (base + n, re.escape(text))
@@ -87,13 +87,13 @@ input type:keyboard {
 
 
 def test_reload_applies_to_present_devices_or_changes_nothing(start_qosway):
-    comp = start_qosway(config=test_config(GOOD))
+    comp = start_qosway(config=config_text(GOOD))
     c, w = comp.open_window("Reload")
     add_input(comp, "keyboard")
     c.wait_event("repeat_info", lambda d: d["rate"] == 40)
     m = c.mark()
     with open(comp.config_path, "w") as fh:
-        fh.write(test_config("input type:keyboard {\n xkb-layout fr\n repeat-rate 20\n}\n"))
+        fh.write(config_text("input type:keyboard {\n xkb-layout fr\n repeat-rate 20\n}\n"))
     r = comp.ipc({"command": "reload"})
     assert r["success"], r
     keymap = c.wait_event("keymap", start=m)
@@ -105,10 +105,10 @@ def test_reload_applies_to_present_devices_or_changes_nothing(start_qosway):
     m = c.mark()
     good_then_bad = "input type:keyboard xkb-layout us\ninput * dwt sometimes\n"
     with open(comp.config_path, "w") as fh:
-        fh.write(test_config(good_then_bad))
+        fh.write(config_text(good_then_bad))
     r = comp.ipc({"command": "reload"})
     assert not r["success"]
-    line = len(test_config("").splitlines()) + 2
+    line = len(config_text("").splitlines()) + 2
     assert re.search(r"qosway\.config:%d: dwt wants on or off, not 'sometimes'" % line,
                      r["error"]), r
     assert headless(comp, "keyboard")["settings"]["xkb_layout"] == "fr"

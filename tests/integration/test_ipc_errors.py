@@ -4,6 +4,8 @@ and leaves the compositor unaffected; a client that never reads its replies
 is dropped without blocking the compositor."""
 
 import json
+import os
+import re
 import socket
 import subprocess
 import time
@@ -74,6 +76,27 @@ def test_nul_in_a_string_is_refused(qosway, request_bytes, where):
     assert reply.get("success") is False, reply
     assert "pid" not in reply, reply
     assert where + " holds a NUL byte" in reply["error"], reply
+    assert_unaffected(qosway)
+
+
+def documented_commands():
+    """Every command name docs/ipc.md gives a request for."""
+    with open(os.path.join(harness.REPO, "docs", "ipc.md")) as f:
+        return sorted(set(re.findall(r'\{"command":"([a-z-]+)"', f.read())))
+
+
+def test_every_documented_command_is_known(qosway):
+    """Each command of docs/ipc.md is one the compositor knows: asked with
+    no arguments it answers or names what is missing, never "unknown
+    command". exit is left out: it would end the compositor."""
+    names = documented_commands()
+    assert {"version", "subscribe", "input-touch", "workspace", "exit"} <= set(names), names
+    for name in names:
+        if name == "exit":
+            continue
+        reply = qosway.ipc({"command": name})
+        assert not reply.get("error", "").startswith("unknown command"), (name, reply)
+    assert qosway.ipc({"command": "frobnicate"})["error"] == "unknown command 'frobnicate'"
     assert_unaffected(qosway)
 
 

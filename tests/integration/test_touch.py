@@ -90,6 +90,9 @@ def test_touch_on_another_window_goes_there(qosway):
     a, wa = spawn_input_client(qosway, "left one", width=300, height=200)
     b, wb = spawn_input_client(qosway, "right one", width=300, height=200)
     dev = add_device(qosway, "touch")
+    # a touch that comes before a client has its wl_touch reaches nobody
+    a.wait_event("touch_bound")
+    b.wait_event("touch_bound")
     ga, gb = wa["geometry"], wb["geometry"]
     # a touch raises and focuses its window: each point is picked where no
     # other window covers it at that moment
