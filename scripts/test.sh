@@ -3,10 +3,10 @@
 #   format      clang-format for C, .editorconfig for the rest
 #   layers      the qos/ layers calling only downward (scripts/check-layers.py)
 #   build       warning-free builds (werror): build/ and the ASan+UBSan build-asan/
-#   unit        C unit tests (meson test) of the plain build
+#   unit        C unit tests (tests/unit, meson test) of the plain build
 #   unit-asan   the same under ASan+UBSan: memory errors such as a thread
 #               cancelled at shutdown show only there
-#   kernel      QoS kernel tests (tests/qos, real cgroups and scheduling
+#   kernel      QoS kernel tests (tests/kernel, real cgroups and scheduling
 #               classes) and the install tests (tests/install), one at a time
 #   integration the integration tests against the ASan+UBSan compositor, two
 #               at a time (pytest-xdist); then those marked serial, alone
@@ -95,7 +95,7 @@ pytest_run() { # report name, pytest arguments...
 }
 
 kernel() {
-	pytest_run pytest-kernel tests/qos tests/install
+	pytest_run pytest-kernel tests/kernel tests/install
 }
 
 integration() {

@@ -131,7 +131,7 @@ def pytest_terminal_summary(terminalreporter):
 #
 # Linux keeps a deadline task's bandwidth in its root domain's books for good
 # when the task leaves the class asleep with no inactive timer armed
-# (tests/qos/test_deadline_books.py reproduces it without qosway).  The
+# (tests/kernel/test_deadline_books.py reproduces it without qosway).  The
 # manager shrinks a sleeping thread's reservation before it leaves
 # (qos_sys_release_deadline), but the books are the whole machine's: what
 # another session's or benchmark's deadline tasks leave behind would fail

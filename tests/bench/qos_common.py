@@ -1,8 +1,8 @@
 """Shared plumbing for the qos benchmarks (tests/bench/qos_*.py).
 
-They drive the QoS manager through tests/qos/qos-helper (one manager per
+They drive the QoS manager through tests/kernel/qos-helper (one manager per
 run, its own cgroup root "qosway-bench-<pid>") and run their workloads with
-tests/qos/qos-bench.  Everything they start is stopped, and the cgroup root
+tests/bench/qos-bench.  Everything they start is stopped, and the cgroup root
 removed, on normal exit, failure, Ctrl-C and SIGTERM.
 """
 import glob
@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tests", "qos"))
+sys.path.insert(0, os.path.join(REPO, "tests", "kernel"))
 from qos_helper_driver import QosHelper, force_cleanup  # noqa: E402
 
 ROOT = "qosway-bench-%d" % os.getpid()
@@ -23,20 +23,24 @@ PROBE = ROOT + "-probe"
 _started = []
 
 
+# Where the build directory keeps the manager and the workloads.
+HELPER_PATH = os.path.join("tests", "kernel", "qos-helper")
+BENCH_PATH = os.path.join("tests", "bench", "qos-bench")
+
+
 def find_build(explicit=None):
-    """The build directory holding tests/qos/qos-helper and qos-bench."""
+    """The build directory holding tests/kernel/qos-helper and tests/bench/qos-bench."""
     candidates = [explicit] if explicit else [
         os.environ.get("QOSWAY_BUILD_DIR"), "build", "build-qos2", "build-qos", "build-bench"]
     for c in candidates:
         if not c:
             continue
         d = c if os.path.isabs(c) else os.path.join(REPO, c)
-        if all(os.path.exists(os.path.join(d, "tests", "qos", b))
-               for b in ("qos-helper", "qos-bench")):
+        if all(os.path.exists(os.path.join(d, b)) for b in (HELPER_PATH, BENCH_PATH)):
             return d
     if explicit:
-        sys.exit("%s has no tests/qos/qos-helper and qos-bench (meson compile -C %s "
-                 "qos-helper qos-bench)" % (explicit, explicit))
+        sys.exit("%s has no %s and %s (meson compile -C %s qos-helper qos-bench)"
+                 % (explicit, HELPER_PATH, BENCH_PATH, explicit))
     sys.exit("qos-helper/qos-bench not built (meson compile -C build qos-helper qos-bench), "
              "or pass --build DIR")
 
@@ -103,7 +107,7 @@ class Manager(QosHelper):
     """One qos-helper process: a QoS manager taking commands on stdin."""
 
     def __init__(self, build, extra=()):
-        super().__init__(os.path.join(build, "tests", "qos", "qos-helper"), ROOT,
+        super().__init__(os.path.join(build, HELPER_PATH), ROOT,
                          extra=extra, close_timeout=10)
         _started.append(self)
 

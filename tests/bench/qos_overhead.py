@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Manager overhead: CPU time per second with 50 reserves at 10 ms periods.
 
-The manager (tests/qos/qos-helper, events counted, not printed) holds N
+The manager (tests/kernel/qos-helper, events counted, not printed) holds N
 reserves (default 50), each with a 10 ms period and one member process; its
 own CPU time (every thread, from schedstat) is measured over a window and
 given as a share of one CPU.  Scenarios, measured one after another in one
@@ -123,7 +123,7 @@ def switch_op_us(bench, mgr, name):
 
 
 def run(args, build, name, params, busy, with_floor=True):
-    bench = os.path.join(build, "tests", "qos", "qos-bench")
+    bench = os.path.join(build, qc.BENCH_PATH)
     mgr = qc.Manager(build, ["--quiet"])
     members = []
     try:
@@ -310,7 +310,7 @@ def compare(args, build, old, wanted, out, stamp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", help="build dir with tests/qos/qos-helper and qos-bench")
+    ap.add_argument("--build", help="build dir with qos-helper and qos-bench built")
     ap.add_argument("--out", help="output dir (default BUILD/bench)")
     ap.add_argument("--reserves", type=int, default=50)
     ap.add_argument("--warmup", type=float, default=2.0)
@@ -394,7 +394,7 @@ def main():
                 label + ":", "met" if worst["cpu_share"] <= 0.005 else "NOT met",
                 worst["scenario"], worst["cpu_share"] * 100))
     ceiling = at_most_switching(results, args.reserves)
-    reclaim = reclaim_probe(os.path.join(build, "tests", "qos", "qos-bench"))
+    reclaim = reclaim_probe(os.path.join(build, qc.BENCH_PATH))
     print("elapsed %.0f s" % elapsed)
     data = {"machine": qc.machine_note(), "reserves": args.reserves, "window_s": args.window,
             "elapsed_s": elapsed, "results": results, "most_switching": ceiling,

@@ -86,7 +86,7 @@ def run_cell(args, build, mgr, policy, util, margin_us, log):
 
     An attempt whose miss follows a job the host held up (host_disturbed) is
     repeated, at most args.repeats times per period, and logged as such."""
-    bench = os.path.join(build, "tests", "qos", "qos-bench")
+    bench = os.path.join(build, qc.BENCH_PATH)
     argv = [bench, "periodic", str(util * 10000), str(args.seconds)] + \
         [str(p * 1000) for p in PERIODS_MS]
     if policy == "other":
@@ -152,7 +152,7 @@ def fmt(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", help="build dir with tests/qos/qos-helper and qos-bench")
+    ap.add_argument("--build", help="build dir with qos-helper and qos-bench built")
     ap.add_argument("--out", help="output dir (default BUILD/bench)")
     ap.add_argument("--seconds", type=float, default=5.0, help="length of a run (thesis: 5)")
     ap.add_argument("--utils", default="20,40,60,80")
@@ -199,7 +199,7 @@ def main():
                 if load:
                     # One busy loop on every CPU: whichever CPU the task runs on
                     # (a deadline task may not be pinned), it shares it with one.
-                    loads = [qc.spin(os.path.join(build, "tests", "qos", "qos-bench"), c)
+                    loads = [qc.spin(os.path.join(build, qc.BENCH_PATH), c)
                              for c in range(os.cpu_count())]
                     time.sleep(0.2)
                 for row, policy, margin_us in rows:

@@ -39,7 +39,7 @@ QS = (0.90, 0.95, 0.99)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", help="build dir with tests/qos/qos-helper and qos-bench")
+    ap.add_argument("--build", help="build dir with qos-helper and qos-bench built")
     ap.add_argument("--out", help="output dir (default BUILD/bench)")
     ap.add_argument("--count", type=int, default=500, help="alarms per process (paper: 500)")
     ap.add_argument("--loops", type=int, default=8, help="busy loops per CPU (default 8)")
@@ -56,7 +56,7 @@ def main():
     build = qc.find_build(args.build)
     out = qc.out_dir(args.out, build)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    bench = os.path.join(build, "tests", "qos", "qos-bench")
+    bench = os.path.join(build, qc.BENCH_PATH)
     qc.install_handlers()
     print("%d alarms of 1..%d ms per process, %d busy loops per CPU on %d CPUs; about %.0f s"
           % (args.count, args.max_ms, args.loops, os.cpu_count(),

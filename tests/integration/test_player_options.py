@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from test_protocol_player import player  # noqa: F401  (fixture)
+from test_reserve_protocol_player import player  # noqa: F401  (fixture)
 
 
 def run(player, *args):

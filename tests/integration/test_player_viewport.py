@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from test_protocol_player import player  # noqa: F401  (fixture)
+from test_reserve_protocol_player import player  # noqa: F401  (fixture)
 
 
 FRAMES = 120

@@ -215,7 +215,7 @@ def test_member_fork_adopted_through_the_connector(qcomp, tmp_path):
 
 
 # Starts a sleeping thread per line read and prints its tid.
-THREADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos",
+THREADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernel",
                         "thread_on_demand.py")
 
 

@@ -16,7 +16,7 @@ import harness
 from harness import wait_for
 from test_qos_buttons import Win, qcomp, no_frozen_leftovers  # noqa: F401
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "qos"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernel"))
 from qos_helper_driver import force_cleanup  # noqa: E402
 
 COUNTER = "i=0; while :; do i=$((i+1)); echo $i > %s; sleep 0.05; done"

@@ -22,7 +22,7 @@ def reserve(comp, name):
 
 
 def test_reserves_list_each_threads_runtime_and_use(qcomp):
-    workload = os.path.join(harness.build_dir(), "tests", "qos", "split-workload")
+    workload = os.path.join(harness.build_dir(), "tests", "kernel", "split-workload")
     w = subprocess.Popen([workload, "12", "20", "4", "1"], stdout=subprocess.PIPE, text=True)
     try:
         tids = {}

@@ -2,7 +2,7 @@
 (reserve_client.py, pywayland, bindings generated from our XML): the kernel
 state of the process and its threads and the events received.
 
-Also holds the helpers the other test_protocol_* modules use."""
+Also holds the helpers the other test_reserve_protocol_* modules use."""
 
 import json
 import os

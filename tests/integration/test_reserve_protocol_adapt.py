@@ -14,10 +14,10 @@ import pytest
 import harness
 from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import (
+from test_reserve_protocol import (
     RClient, grant_auto, request_granted, reserves, member_pids, QOS)
-from test_protocol_errors import others, expect_error  # noqa: F401  (fixture)
-from test_protocol_player import run_player
+from test_reserve_protocol_errors import others, expect_error  # noqa: F401  (fixture)
+from test_reserve_protocol_player import run_player
 
 RESERVE = "qosway_reserve_v1"
 INVALID_PARAMS, INVALID_ADAPT, INVALID_WORK = 0, 3, 4

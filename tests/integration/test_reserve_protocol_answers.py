@@ -3,7 +3,7 @@ refused, as the protocol's set_params request says, also before the
 reserve has members."""
 
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import RClient
+from test_reserve_protocol import RClient
 
 
 def assert_new_reserve_answers_set_params(comp, name):

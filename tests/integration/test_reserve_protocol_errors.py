@@ -9,7 +9,7 @@ import pytest
 
 import harness
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import (
+from test_reserve_protocol import (
     RClient, bystander, frames_keep_coming, grant_auto, assert_released,
     reserves, member_pids)
 

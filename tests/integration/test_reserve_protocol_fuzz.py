@@ -20,7 +20,7 @@ import random
 import time
 
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import RClient, bystander, frames_keep_coming, reserves
+from test_reserve_protocol import RClient, bystander, frames_keep_coming, reserves
 
 RESERVE = "qosway_reserve_v1"
 INVALID_PARAMS, INVALID_TID = 0, 1

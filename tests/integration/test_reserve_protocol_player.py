@@ -11,7 +11,7 @@ import pytest
 import harness
 from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import reserves, reserves_holding, reload_user_qosrc
+from test_reserve_protocol import reserves, reserves_holding, reload_user_qosrc
 
 
 def player_bin():

@@ -11,7 +11,7 @@ import harness
 from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
 from test_qos_refusal import sleepers, fill_capacity, capacity  # noqa: F401
-from test_protocol_reserve import (
+from test_reserve_protocol import (
     RClient, reserves, reserves_holding, assert_other, assert_released, member_pids,
     request_granted, grant_auto, reload_user_qosrc, CAPACITY, FORBIDDEN, RATE_LIMITED, QOS)
 

@@ -7,7 +7,7 @@ SCHED_OTHER in its own cgroups."""
 import harness
 from harness import wait_for
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
-from test_protocol_reserve import RClient, grant_auto, assert_released, OTHER
+from test_reserve_protocol import RClient, grant_auto, assert_released, OTHER
 
 
 def test_params_event_on_qosctl_set_normal(qcomp):

@@ -14,7 +14,7 @@ import pytest
 
 import harness
 from harness import wait_for
-from test_protocol_reserve import RClient, grant_auto, request_granted, reserves
+from test_reserve_protocol import RClient, grant_auto, request_granted, reserves
 from test_qos_buttons import qcomp, no_frozen_leftovers  # noqa: F401  (fixtures)
 from vinput import KEY_A, KEY_LEFTMETA, VirtualInput
 

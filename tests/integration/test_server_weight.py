@@ -11,7 +11,7 @@ import pytest
 
 import harness
 from harness import wait_for
-from test_protocol_reserve import RClient, grant_auto
+from test_reserve_protocol import RClient, grant_auto
 from test_qos_buttons import no_frozen_leftovers  # noqa: F401  (fixture)
 
 LEAF = ".server"

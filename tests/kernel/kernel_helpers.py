@@ -1,4 +1,4 @@
-"""Shared parts of the kernel tests in tests/qos: qos-helper from the build
+"""Shared parts of the kernel tests in tests/kernel: qos-helper from the build
 directory ($QOSWAY_BUILD_DIR, default build), the skip when not root or without
 the cgroup layout CI has, the fixtures, and helpers to measure, wait and crash."""
 import contextlib
@@ -15,7 +15,7 @@ import pytest
 from qos_helper_driver import CG, QosHelper, force_cleanup, groups_below
 
 BUILD = os.environ.get("QOSWAY_BUILD_DIR", "build")
-HELPER = os.path.join(BUILD, "tests", "qos", "qos-helper")
+HELPER = os.path.join(BUILD, "tests", "kernel", "qos-helper")
 ROOT = "qosway-test-%d" % os.getpid()
 
 

@@ -1,6 +1,6 @@
 /*
  * qos-helper: runs one QoS manager and takes commands on stdin, one per line,
- * so the kernel tests (tests/qos/test_*.py) can drive real processes through it.
+ * so the kernel tests (tests/kernel/test_*.py) can drive real processes through it.
  *
  *   reserve NAME key=value...   create or modify (keys as in qosrc)
  *   class PID key=value...      automatic reserve for PID

@@ -1,6 +1,6 @@
-"""Driver for tests/qos/qos-helper: one QoS manager taking commands on stdin.
+"""Driver for tests/kernel/qos-helper: one QoS manager taking commands on stdin.
 
-Shared by the kernel tests (tests/qos/kernel_helpers.py, test_cgroup_files.py)
+Shared by the kernel tests (tests/kernel/kernel_helpers.py, test_cgroup_files.py)
 and the qos benchmarks (tests/bench/qos_common.py).  The helper answers each
 command with one line ("ok ..." or "err ..."); lines starting with "event "
 may come at any time and are collected in `events`.

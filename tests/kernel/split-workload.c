@@ -1,6 +1,6 @@
 /*
  * split-workload: a multi-threaded member for the tests of a qos slice
- * divided among threads by use (tests/qos/test_split.py).
+ * divided among threads by use (tests/kernel/test_split.py).
  *
  *   split-workload THREADS PERIOD_MS BUSY_MS WAKE_MS
  *

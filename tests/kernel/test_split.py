@@ -15,7 +15,7 @@ from kernel_helpers import BUILD, place, pytestmark, wait_for
 
 assert pytestmark  # skipped with kernel_helpers' printed reason when not root
 
-WORKLOAD = os.path.join(BUILD, "tests", "qos", "split-workload")
+WORKLOAD = os.path.join(BUILD, "tests", "kernel", "split-workload")
 SYS_SCHED_GETATTR = 315
 SCHED_DEADLINE = 6
 MS = 1_000_000

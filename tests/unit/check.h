@@ -1,4 +1,4 @@
-/* Minimal assertion helpers shared by the C unit tests (tests/qos, tests/unit). */
+/* Minimal assertion helpers shared by the C unit tests (tests/unit). */
 #ifndef QOS_TEST_CHECK_H
 #define QOS_TEST_CHECK_H
 

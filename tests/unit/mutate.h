@@ -1,6 +1,6 @@
 /*
- * Seeded input mutation shared by the C fuzz tests (tests/qos/test_fuzz.c,
- * tests/unit/test_config.c): a deterministic generator, edits drawn from a
+ * Seeded input mutation shared by the C fuzz tests (tests/unit/qos/test_fuzz.c,
+ * tests/unit/compositor/test_config.c): a deterministic generator, edits drawn from a
  * dictionary of the tokens our parsers treat specially, and a way to print
  * the input that broke something.
  */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "qos_bridge/client_identity.h"
-#include "../qos/check.h"
+#include "check.h"
 
 int main(void) {
 	int sv[2];

@@ -7,8 +7,8 @@
 
 #include "config/config.h"
 #include "config/output_config.h"
-#include "../qos/check.h"
-#include "../qos/mutate.h"
+#include "check.h"
+#include "mutate.h"
 #include "qos/params.h"
 
 static bool apply(struct qw_config *c, const char *line, char *msg) {

@@ -1,6 +1,6 @@
 /*
  * A thread that only waits, for the C tests that look at a live thread of
- * their own (tests/qos/test_sys.c, test_proc.c): start_thread() returns its
+ * their own (tests/unit/qos/test_sys.c, test_proc.c): start_thread() returns its
  * tid once it runs, stop_thread() ends and joins it.  One at a time.
  */
 #ifndef QOS_TEST_WAITING_THREAD_H
