@@ -38,6 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -329,20 +330,15 @@ def report(results, args):
           f"hogs; median of {args.runs} run(s)")
     print(format_table(summary, args.steps))
     print(f"Goal: {GOAL}: {text}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     os.makedirs(args.out, exist_ok=True)
-    data_path = os.path.join(args.out, f"adaptation-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": text,
+    benchlib.save(args.out, "adaptation",
+                  {"goal": GOAL, "verdict": text,
                    "settings": {"runs": args.runs, "steps": args.steps, "hogs": args.hogs,
                                 "period_us": PERIOD_US, "fixed_slice_us": FIXED_SLICE_US},
-                   "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(results, summary, args.steps,
-                        os.path.join(args.out, f"adaptation-{stamp}.png"),
-                        f"60 Hz player, {args.hogs} hogs, median of {args.runs}")
-    if chart:
-        print(f"chart: {chart}")
+                   "summary": summary, "results": results},
+                  lambda path: write_chart(results, summary, args.steps, path,
+                                           f"60 Hz player, {args.hogs} hogs, "
+                                           f"median of {args.runs}"))
     return 0
 
 
@@ -376,17 +372,14 @@ def run(args):
     print(f"qos-player: {player}; {args.hogs} hogs; schedule {steps_arg(args.steps)}; "
           f"{len(comps)} cases x {args.runs} runs of {total:g} s")
     results = {case: [] for case in comps}
-    for rep in range(args.runs):
-        for case in list(comps):
-            tag = f"adaptation-{case}-r{rep}"
-            r = peers.attempt(comps, case, tag, lambda: measure(
-                comps[case], case, player, loadgen, logdir, tag, args))
-            if r is None:
-                continue
-            results[case].append(r)
-            steps = ", ".join(f"{s.get('missed')}" for s in r["steps"])
-            print(f"{tag}: {r['report'].get('frames')} frames, missed {r['report'].get('missed')}"
-                  f" (per step {steps}), periods to follow {r['follow'][1:]}", flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda case, _, rep: f"adaptation-{case}-r{rep}",
+        lambda case, _, tag: measure(comps[case], case, player, loadgen, logdir, tag, args))
+    for case, _, tag, r in runs:
+        results[case].append(r)
+        steps = ", ".join(f"{s.get('missed')}" for s in r["steps"])
+        print(f"{tag}: {r['report'].get('frames')} frames, missed {r['report'].get('missed')}"
+              f" (per step {steps}), periods to follow {r['follow'][1:]}", flush=True)
     results = {c: v for c, v in results.items() if v}
     if not results:
         print("no case produced numbers")

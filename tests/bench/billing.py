@@ -40,7 +40,6 @@ produced numbers. See tests/bench/README.md.
 """
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -49,6 +48,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -216,11 +216,6 @@ def measure(comp, player, n, logdir, tag, args):
     return r
 
 
-def median_of(runs, key):
-    values = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
-    return statistics.median(values) if values else None
-
-
 def summarise(results, setups, counts):
     summary = {}
     for s in setups:
@@ -228,7 +223,7 @@ def summarise(results, setups, counts):
         for n in counts:
             runs = results[s].get(n, [])
             if runs:
-                summary[s][n] = {k: median_of(runs, k) for k in (
+                summary[s][n] = {k: benchlib.median_of(runs, k) for k in (
                     "ratio_all", "ratio_main", "ratio_sched", "clients_share",
                     "sched_vs_main", "cpu_ms_per_frame", "cpu_util", "client_fps_mean",
                     "machine_busy", "books_share", "bills_share", "qos_share",
@@ -393,28 +388,22 @@ def run(args):
           f"{args.width}x{args.height} with {args.work_us} us of CPU per frame")
     results = {s: {n: [] for n in args.clients} for s in comps}
     notes = {}
-    # Repetition-major, setups interleaved: slow drift on the machine then
-    # hits every setup alike.
-    for rep in range(args.runs):
-        for n in args.clients:
-            for s in list(comps):
-                tag = f"billing-{s}-n{n}-r{rep}"
-                r = peers.attempt(comps, s, tag, lambda: measure(
-                    comps[s], player, n, logdir, tag, args))
-                if r is None:
-                    continue
-                results[s][n].append(r)
-                for key in ("config_complaints", "clients_missing", "scheduler_missing"):
-                    v = r.get(key)
-                    if v and (s, key) not in notes:
-                        notes[(s, key)] = v[0] if isinstance(v, list) else v
-                ratio = ("ratio -" if r.get("ratio_all") is None else
-                         f"ratio {r['ratio_all']:.3f} (main {fmt(r.get('ratio_main'))}, "
-                         f"sched {fmt(r.get('ratio_sched'))})")
-                print(f"{tag}: {ratio}, {r['cpu_ms_per_frame']:.3f} ms/frame, "
-                      f"{r['frames']} frames, compositor {r['cpu_util'] * 100:.0f}% "
-                      f"(main thread {r['main_thread_us'] / 1e4 / r['wall_s']:.0f}%), "
-                      f"machine busy {r['machine_busy'] * 100:.0f}%", flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda s, n, rep: f"billing-{s}-n{n}-r{rep}",
+        lambda s, n, tag: measure(comps[s], player, n, logdir, tag, args), args.clients)
+    for s, n, tag, r in runs:
+        results[s][n].append(r)
+        for key in ("config_complaints", "clients_missing", "scheduler_missing"):
+            v = r.get(key)
+            if v and (s, key) not in notes:
+                notes[(s, key)] = v[0] if isinstance(v, list) else v
+        ratio = ("ratio -" if r.get("ratio_all") is None else
+                 f"ratio {r['ratio_all']:.3f} (main {fmt(r.get('ratio_main'))}, "
+                 f"sched {fmt(r.get('ratio_sched'))})")
+        print(f"{tag}: {ratio}, {r['cpu_ms_per_frame']:.3f} ms/frame, "
+              f"{r['frames']} frames, compositor {r['cpu_util'] * 100:.0f}% "
+              f"(main thread {r['main_thread_us'] / 1e4 / r['wall_s']:.0f}%), "
+              f"machine busy {r['machine_busy'] * 100:.0f}%", flush=True)
 
     setups = [s for s in args.setups if any(results.get(s, {}).values())]
     if not setups:
@@ -445,22 +434,17 @@ def run(args):
     print(f"Goal: billing ratio >= {RATIO_GOAL:.2f} at every N: {ratio_verdict}")
     print(f"Goal: accounting <= {COST_GOAL:.0%} of the compositor's CPU: {cost_verdict}")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"billing-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": {"ratio": ratio_verdict, "cost": cost_verdict},
+    missing = notes.get(("on", "clients_missing"))
+    benchlib.save(args.out, "billing",
+                  {"goal": GOAL, "verdict": {"ratio": ratio_verdict, "cost": cost_verdict},
                    "settings": {k: getattr(args, k) for k in (
                        "runs", "warmup", "measure", "work_us", "width", "height")},
                    "notes": {f"{s} {k}": v for (s, k), v in notes.items()},
-                   "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    missing = notes.get(("on", "clients_missing"))
-    chart = write_chart(summary, setups, args.clients,
-                        os.path.join(args.out, f"billing-{stamp}.png"),
-                        f"{args.width}x{args.height} clients, {args.work_us / 1000:g} ms "
-                        f"CPU/frame, median of {args.runs}", missing)
-    if chart:
-        print(f"chart: {chart}")
+                   "summary": summary, "results": results},
+                  lambda path: write_chart(summary, setups, args.clients, path,
+                                           f"{args.width}x{args.height} clients, "
+                                           f"{args.work_us / 1000:g} ms CPU/frame, "
+                                           f"median of {args.runs}", missing))
     return 0
 
 

@@ -24,7 +24,6 @@ verdict beside the table. See tests/bench/README.md.
 """
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -33,6 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import OUTPUT_MODE, RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -118,10 +118,6 @@ def measure(comp, player, n_clients, logdir, tag, args):
     }
 
 
-def median_of(runs, key):
-    return statistics.median(r[key] for r in runs) if runs else None
-
-
 def summarise(results, names, counts):
     """results[name][n] -> list of runs; returns summary[name][n] -> medians."""
     summary = {}
@@ -131,7 +127,7 @@ def summarise(results, names, counts):
             runs = results.get(name, {}).get(n, [])
             if runs:
                 summary[name][n] = {
-                    key: median_of(runs, key)
+                    key: benchlib.median_of(runs, key)
                     for key in ("cpu_ms_per_frame", "ticks_ms_per_frame", "client_fps_mean", "client_fps_min",
                                 "cpu_util", "worst_gap_ms")
                 }
@@ -256,22 +252,16 @@ def run(args):
     print(f"{len(comps)} compositors x N={args.clients} x {args.runs} runs = {total} "
           f"measurements of {args.warmup:g} s warm-up + {args.measure:g} s window")
     results = {name: {n: [] for n in args.clients} for name in comps}
-    # Repetition-major, compositors interleaved: slow drift on the machine
-    # then hits every compositor alike instead of biasing one of them.
-    for rep in range(args.runs):
-        for n in args.clients:
-            for name in list(comps):
-                tag = f"{name}-n{n}-r{rep}"
-                r = peers.attempt(comps, name, tag, lambda: measure(
-                    comps[name], player, n, logdir, tag, args))
-                if r is None:
-                    continue
-                results[name][n].append(r)
-                print(f"{tag}: {r['cpu_ms_per_frame']:.3f} ms/frame, "
-                      f"{r['frames']} frames, cpu {r['cpu_s']:.2f} s "
-                      f"({r['cpu_util'] * 100:.0f}%), fps mean {r['client_fps_mean']:.1f} "
-                      f"min {r['client_fps_min']:.1f}, machine busy "
-                      f"{r['machine_busy'] * 100:.0f}%", flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda name, n, rep: f"{name}-n{n}-r{rep}",
+        lambda name, n, tag: measure(comps[name], player, n, logdir, tag, args), args.clients)
+    for name, n, tag, r in runs:
+        results[name][n].append(r)
+        print(f"{tag}: {r['cpu_ms_per_frame']:.3f} ms/frame, "
+              f"{r['frames']} frames, cpu {r['cpu_s']:.2f} s "
+              f"({r['cpu_util'] * 100:.0f}%), fps mean {r['client_fps_mean']:.1f} "
+              f"min {r['client_fps_min']:.1f}, machine busy "
+              f"{r['machine_busy'] * 100:.0f}%", flush=True)
 
     names = [n for n in args.compositors if any(results.get(n, {}).values())]
     if not names:
@@ -290,19 +280,13 @@ def run(args):
     print(table)
     print(f"Goal: {GOAL}: {verdict}")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"compositor_frame_cpu-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": verdict, "runs": args.runs,
+    benchlib.save(args.out, "compositor_frame_cpu",
+                  {"goal": GOAL, "verdict": verdict, "runs": args.runs,
                    "warmup_s": args.warmup, "measure_s": args.measure,
-                   "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(summary, names, args.clients,
-                        os.path.join(args.out, f"compositor_frame_cpu-{stamp}.png"),
-                        f"headless pixman {w}x{h}@{hz}, {cw}x{ch} full-damage clients, "
-                        f"median of {args.runs}")
-    if chart:
-        print(f"chart: {chart}")
+                   "summary": summary, "results": results},
+                  lambda path: write_chart(summary, names, args.clients, path,
+                                           f"headless pixman {w}x{h}@{hz}, {cw}x{ch} "
+                                           f"full-damage clients, median of {args.runs}"))
     return 0
 
 

@@ -33,7 +33,6 @@ produced numbers. See tests/bench/README.md.
 
 import argparse
 import fcntl
-import json
 import os
 import shutil
 import signal
@@ -43,6 +42,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -299,21 +299,18 @@ def run(args):
           f"{args.width}x{args.height} (-u {args.work_us}); {args.seconds:g} s window, "
           f"{args.runs} run(s)")
     results = {name: [] for name in comps}
-    # Repetition-major, setups interleaved: drift hits every setup alike.
-    for rep in range(args.runs):
-        for name in list(comps):
-            tag = f"hundred-{name}-r{rep}"
-            r = peers.attempt(comps, name, tag, lambda: locked(args.lock, lambda: measure(
-                comps[name], name, player, logdir, tag, args)))
-            if r is None:
-                continue
-            results[name].append(r)
-            cls = f" ({r['rt_class']})" if "rt_class" in r else ""
-            print(f"{tag}: real-time player{cls} {r['rt_fps']:.1f} fps, worst gap "
-                  f"{r['rt_worst_gap_ms']:.1f} ms, missed {r['rt_missed']}; others "
-                  f"{r['others_fps']:.1f} fps (min {r['others_fps_min']:.1f}); compositor "
-                  f"{r['compositor_cpu'] * 100:.0f}% CPU; machine busy "
-                  f"{r['machine_busy'] * 100:.0f}%", flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda name, _, rep: f"hundred-{name}-r{rep}",
+        lambda name, _, tag: locked(args.lock, lambda: measure(
+            comps[name], name, player, logdir, tag, args)))
+    for name, _, tag, r in runs:
+        results[name].append(r)
+        cls = f" ({r['rt_class']})" if "rt_class" in r else ""
+        print(f"{tag}: real-time player{cls} {r['rt_fps']:.1f} fps, worst gap "
+              f"{r['rt_worst_gap_ms']:.1f} ms, missed {r['rt_missed']}; others "
+              f"{r['others_fps']:.1f} fps (min {r['others_fps_min']:.1f}); compositor "
+              f"{r['compositor_cpu'] * 100:.0f}% CPU; machine busy "
+              f"{r['machine_busy'] * 100:.0f}%", flush=True)
     summary = summarise(results)
     if not summary:
         print("no setup produced numbers")
@@ -325,23 +322,20 @@ def run(args):
           "min/max in brackets)")
     print(table)
     print(f"Goal: {GOAL}: {text}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"hundred_windows-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": text,
+    benchlib.save(args.out, "hundred_windows",
+                  {"goal": GOAL, "verdict": text,
                    "settings": {k: getattr(args, k) for k in (
                        "runs", "others", "small_width", "small_height",
                        "small_work_us", "work_us", "width", "height", "seconds", "warmup",
                        "fifo_priority", "qosway_config")},
-                   "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(summary, results, os.path.join(args.out, f"hundred_windows-{stamp}.png"),
-                        f"{args.others} players {args.small_width}x{args.small_height} "
-                        f"(-u {args.small_work_us}) + one "
-                        f"{args.width}x{args.height} at {args.work_us / 1000:g} ms a frame, "
-                        f"median of {args.runs}")
-    if chart:
-        print(f"chart: {chart}")
+                   "summary": summary, "results": results},
+                  lambda path: write_chart(summary, results, path,
+                                           f"{args.others} players "
+                                           f"{args.small_width}x{args.small_height} "
+                                           f"(-u {args.small_work_us}) + one "
+                                           f"{args.width}x{args.height} at "
+                                           f"{args.work_us / 1000:g} ms a frame, "
+                                           f"median of {args.runs}"))
     return 0
 
 

@@ -45,6 +45,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -770,22 +771,17 @@ def run(args):
     for v in verdicts:
         print(f"  {v}")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"real_programs-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdicts": verdicts, "anchor": ANCHOR,
+    benchlib.save(args.out, "real_programs",
+                  {"goal": GOAL, "verdicts": verdicts, "anchor": ANCHOR,
                    "anchor_total": ANCHOR_TOTAL, "machine": machine,
                    "date": time.strftime("%Y-%m-%d %H:%M %Z"),
                    "settings": {k: getattr(args, k) for k in (
                        "repeat", "seconds", "hogs", "gtk_shapes", "fifo_priority")},
                    "clip": clip, "failures": failures, "summary": summary,
-                   "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(summary, programs, setups,
-                        os.path.join(args.out, f"real_programs-{stamp}.png"),
-                        f"{args.seconds:g} s, {machine}, median of {args.repeat}")
-    if chart:
-        print(f"chart: {chart}")
+                   "results": results},
+                  lambda path: write_chart(summary, programs, setups, path,
+                                           f"{args.seconds:g} s, {machine}, "
+                                           f"median of {args.repeat}"))
     return 0
 
 

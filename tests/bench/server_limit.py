@@ -24,15 +24,14 @@ numbers. See tests/bench/README.md.
 """
 
 import argparse
-import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -292,16 +291,11 @@ def measure(comp, case, player, logdir, tag, args):
     return r
 
 
-def median_of(runs, key):
-    values = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
-    return statistics.median(values) if values else None
-
-
 def summarise(results):
     summary = {}
     for case, runs in results.items():
         if runs:
-            summary[case] = {k: median_of(runs, k) for k in (
+            summary[case] = {k: benchlib.median_of(runs, k) for k in (
                 "own_pct", "server_pct", "total_pct", "billed_pct", "compositor_pct", "fps",
                 "machine_busy")}
             summary[case]["runs"] = len(runs)
@@ -429,32 +423,28 @@ def run(args):
           f"{args.work_us} us of CPU a frame, shown at {args.view}")
     results = {case: [] for case in comps}
     notes = {}
-    # Repetition-major, cases interleaved: slow drift hits every case alike.
-    for rep in range(args.runs):
-        for case in list(comps):
-            tag = f"server_limit-{case}-r{rep}"
-            r = peers.attempt(comps, case, tag, lambda: measure(
-                comps[case], case, player, logdir, tag, args))
-            if r is None:
-                continue
-            results[case].append(r)
-            for key in ("config_complaints", "client_missing"):
-                v = r.get(key)
-                if v:
-                    notes.setdefault(v[0] if isinstance(v, list) else v, []).append(case)
-            if not r["scaled"]:
-                notes.setdefault("qosway lacks wp_viewporter: the player was not scaled",
-                                 []).append(case)
-            extra = ""
-            if r["reserve_delta"] is not None:
-                extra = f", reserve overruns {r['reserve_delta'].get('overruns', '-')}"
-            if r["cgroup_delta"] is not None:
-                extra = (f", throttled {r['cgroup_delta'].get('nr_throttled', 0)} of "
-                         f"{r['cgroup_delta'].get('nr_periods', 0)} periods")
-            print(f"{tag}: own {r['own_pct']:.1f}%, server {pct(r.get('server_pct'))}%, "
-                  f"total {pct(r.get('total_pct'))}%, compositor {r['compositor_pct']:.1f}%, "
-                  f"{r['fps']:.1f} fps{extra}, machine busy {r['machine_busy'] * 100:.0f}%",
-                  flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda case, _, rep: f"server_limit-{case}-r{rep}",
+        lambda case, _, tag: measure(comps[case], case, player, logdir, tag, args))
+    for case, _, tag, r in runs:
+        results[case].append(r)
+        for key in ("config_complaints", "client_missing"):
+            v = r.get(key)
+            if v:
+                notes.setdefault(v[0] if isinstance(v, list) else v, []).append(case)
+        if not r["scaled"]:
+            notes.setdefault("qosway lacks wp_viewporter: the player was not scaled",
+                             []).append(case)
+        extra = ""
+        if r["reserve_delta"] is not None:
+            extra = f", reserve overruns {r['reserve_delta'].get('overruns', '-')}"
+        if r["cgroup_delta"] is not None:
+            extra = (f", throttled {r['cgroup_delta'].get('nr_throttled', 0)} of "
+                     f"{r['cgroup_delta'].get('nr_periods', 0)} periods")
+        print(f"{tag}: own {r['own_pct']:.1f}%, server {pct(r.get('server_pct'))}%, "
+              f"total {pct(r.get('total_pct'))}%, compositor {r['compositor_pct']:.1f}%, "
+              f"{r['fps']:.1f} fps{extra}, machine busy {r['machine_busy'] * 100:.0f}%",
+              flush=True)
 
     summary = summarise({c: results[c] for c in results if results[c]})
     if not summary:
@@ -472,22 +462,17 @@ def run(args):
         print(f"note: {', '.join(dict.fromkeys(cases))}: {why}")
     print(f"Goal: {GOAL}: {text}")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"server_limit-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": text, "anchor": ANCHOR,
+    missing = next((w for w in notes if "clients" in w or "server_cpu_us" in w), None)
+    benchlib.save(args.out, "server_limit",
+                  {"goal": GOAL, "verdict": text, "anchor": ANCHOR,
                    "settings": {k: getattr(args, k) for k in (
                        "runs", "warmup", "measure", "work_us", "width", "height", "view",
                        "reserve", "quota_us", "period_us")},
-                   "notes": notes, "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    missing = next((w for w in notes if "clients" in w or "server_cpu_us" in w), None)
-    chart = write_chart(summary, os.path.join(args.out, f"server_limit-{stamp}.png"),
-                        f"{args.width}x{args.height} shown at {args.view}, "
-                        f"{args.work_us / 1000:g} ms own CPU/frame, median of {args.runs}",
-                        missing)
-    if chart:
-        print(f"chart: {chart}")
+                   "notes": notes, "summary": summary, "results": results},
+                  lambda path: write_chart(summary, path,
+                                           f"{args.width}x{args.height} shown at {args.view}, "
+                                           f"{args.work_us / 1000:g} ms own CPU/frame, "
+                                           f"median of {args.runs}", missing))
     return 0
 
 

@@ -26,7 +26,6 @@ tests/bench/README.md.
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -35,6 +34,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 import peers  # noqa: E402
 from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 
@@ -178,24 +178,19 @@ def scheduling_note(comp, result):
         "serve_by_reserve", "bill", "boost", "boost_available"))
 
 
-def median_of(runs, key):
-    values = [r[key] for r in runs if r.get(key) is not None]
-    return statistics.median(values) if values else None
-
-
 def summarise(results, setups, counts):
     """summary[setup][n]: medians and ratios to the setup's solo time."""
     summary = {}
     for s in setups:
         summary[s] = {}
         solo_runs = results[s].get(1, [])
-        solo = median_of(solo_runs, "prio_elapsed_s")
+        solo = benchlib.median_of(solo_runs, "prio_elapsed_s")
         for n in counts:
             runs = results[s].get(n, [])
             if not runs:
                 continue
-            prio = median_of(runs, "prio_elapsed_s")
-            others = median_of(runs, "others_elapsed_s")
+            prio = benchlib.median_of(runs, "prio_elapsed_s")
+            others = benchlib.median_of(runs, "others_elapsed_s")
             summary[s][n] = {
                 "runs": len(runs),
                 "prio_elapsed_s": prio,
@@ -203,10 +198,10 @@ def summarise(results, setups, counts):
                 "solo_elapsed_s": solo,
                 "prio_ratio": prio / solo if solo and prio else None,
                 "others_ratio": others / solo if solo and others else None,
-                "compositor_cpu_s": median_of(runs, "compositor_cpu_s"),
+                "compositor_cpu_s": benchlib.median_of(runs, "compositor_cpu_s"),
                 "compositor_cpu_util": statistics.median(
                     r["compositor_cpu_s"] / r["wall_s"] for r in runs),
-                "machine_busy": median_of(runs, "machine_busy"),
+                "machine_busy": benchlib.median_of(runs, "machine_busy"),
             }
     return summary
 
@@ -380,26 +375,21 @@ def run(args):
           f"with {args.work_us} us of CPU per frame")
     results = {name: {n: [] for n in args.clients} for name in comps}
     notes = {}
-    # Repetition-major, setups interleaved: slow drift on the machine then
-    # hits every setup alike instead of biasing one of them.
-    for rep in range(args.runs):
-        for n in args.clients:
-            for name in list(comps):
-                tag = f"table53-{name}-n{n}-r{rep}"
-                r = peers.attempt(comps, name, tag, lambda: measure(
-                    comps[name], name, player, n, logdir, tag, args))
-                if r is None:
-                    continue
-                if name.startswith("qosway") and name not in notes:
-                    notes[name] = scheduling_note(comps[name], r)
-                results[name][n].append(r)
-                others = ("-" if r["others_elapsed_s"] is None
-                          else f"{r['others_elapsed_s']:.2f} s")
-                slot = f", slot {r['prio_slot']}" if r.get("prio_slot") is not None else ""
-                print(f"{tag}: prioritised {r['prio_elapsed_s']:.2f} s "
-                      f"({r['prio_policy']}{slot}), others mean {others}, "
-                      f"compositor CPU {r['compositor_cpu_s']:.2f} s, "
-                      f"machine busy {r['machine_busy'] * 100:.0f}%", flush=True)
+    runs = benchlib.interleaved(
+        comps, args.runs, lambda name, n, rep: f"table53-{name}-n{n}-r{rep}",
+        lambda name, n, tag: measure(comps[name], name, player, n, logdir, tag, args),
+        args.clients)
+    for name, n, tag, r in runs:
+        if name.startswith("qosway") and name not in notes:
+            notes[name] = scheduling_note(comps[name], r)
+        results[name][n].append(r)
+        others = ("-" if r["others_elapsed_s"] is None
+                  else f"{r['others_elapsed_s']:.2f} s")
+        slot = f", slot {r['prio_slot']}" if r.get("prio_slot") is not None else ""
+        print(f"{tag}: prioritised {r['prio_elapsed_s']:.2f} s "
+              f"({r['prio_policy']}{slot}), others mean {others}, "
+              f"compositor CPU {r['compositor_cpu_s']:.2f} s, "
+              f"machine busy {r['machine_busy'] * 100:.0f}%", flush=True)
 
     names = [n for n in args.setups if any(results.get(n, {}).values())]
     if not names:
@@ -423,21 +413,16 @@ def run(args):
         text += " [this qosway has no scheduler: qosway-on ran its old behaviour]"
     print(f"Goal: {GOAL}: {text}")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data_path = os.path.join(args.out, f"table53-{stamp}.json")
-    with open(data_path, "w") as f:
-        json.dump({"goal": GOAL, "verdict": text, "thesis_seconds": THESIS,
+    benchlib.save(args.out, "table53",
+                  {"goal": GOAL, "verdict": text, "thesis_seconds": THESIS,
                    "settings": {k: getattr(args, k) for k in (
                        "runs", "frames", "work_us", "width", "height", "reserve",
                        "fifo_priority", "sway_titlebars", "weston_repaint_window")},
-                   "notes": notes, "summary": summary, "results": results}, f, indent=1)
-    print(f"results: {data_path}")
-    chart = write_chart(summary, names, args.clients,
-                        os.path.join(args.out, f"table53-{stamp}.png"),
-                        f"{args.frames} frames {args.width}x{args.height}, "
-                        f"{args.work_us / 1000:g} ms CPU/frame, median of {args.runs}")
-    if chart:
-        print(f"chart: {chart}")
+                   "notes": notes, "summary": summary, "results": results},
+                  lambda path: write_chart(summary, names, args.clients, path,
+                                           f"{args.frames} frames {args.width}x{args.height}, "
+                                           f"{args.work_us / 1000:g} ms CPU/frame, "
+                                           f"median of {args.runs}"))
     return 0
 
 
