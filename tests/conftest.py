@@ -155,7 +155,7 @@ def _deadline_task_alive():
             continue
         for t in tids:
             try:
-                with open("/proc/%s/task/%s/stat" % (d, t)) as f:
+                with open("/proc/%s/task/%s/stat" % (d, t), errors="replace") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
