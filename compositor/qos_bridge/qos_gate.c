@@ -14,7 +14,8 @@
 #include "qos_bridge/qos_link.h"
 #include "qos_bridge/reserve_protocol.h"
 
-/* What the user chose for a process, the inactive-window moves respect. */
+/* Remembers a class the user chose for pid, so that hiding or showing its
+ * windows (inactive.c) leaves it alone. */
 static void user_chose(struct qw_server *server, const struct qos_gate_asker *asker, pid_t pid) {
 	if (asker->who == QOS_GATE_USER && !asker->by_setting) {
 		inactive_user_placed(server, pid);

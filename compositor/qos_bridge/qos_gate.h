@@ -48,8 +48,9 @@ struct qos_gate_asker {
 	/* The process asking: qosctl's peer, or the application; -1 for none
 	 * (a button, the menu, a reload). */
 	pid_t pid;
-	/* The compositor acts by a setting of the user's (inactive-class):
-	 * the user's rules hold, but it is no choice of theirs to respect. */
+	/* The compositor acts on its own, following a setting (inactive-class):
+	 * the user's rules apply as for a click, but the change is not
+	 * remembered as the user's choice for the process. */
 	bool by_setting;
 };
 

@@ -296,7 +296,8 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 		errno = ENOSPC;
 		return false;
 	}
-	/* Counted as sent either way when off: the guardian checks start times. */
+	/* A member that left is uncounted even if the record below is lost: the
+	 * guardian checks each thread's start time before it touches it. */
 	if (!on && mgr->guardian.n_outside_root) {
 		mgr->guardian.n_outside_root--;
 	}
@@ -325,7 +326,8 @@ bool qos_guardian_track(struct qos_manager *mgr, const struct qos_member *m, boo
 
 bool qos_guardian_start(struct qos_manager *mgr) {
 	int p[2], pidfd = -1, e;
-	/* Records keep their boundaries, and the end is seen as with a pipe. */
+	/* A seqpacket socket keeps each record whole, and its reader sees the
+	 * manager's end close as it would with a pipe. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0) {
 		return false;
 	}
@@ -370,7 +372,8 @@ bool qos_guardian_start(struct qos_manager *mgr) {
 	mgr->guardian.pid = pid;
 	mgr->guardian.fd = p[1];
 	mgr->guardian.pidfd = pidfd;
-	/* Still a guardian against the manager's own death where this fails. */
+	/* If the move fails it stays where it is: it still guards against the
+	 * manager's own death, only not against its cgroup being killed. */
 	int moved = qos_cgroup_attach_guardian(&mgr->cg, pid);
 	if (moved < 0) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ERROR, NULL, 0, 0, 0,

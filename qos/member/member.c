@@ -887,7 +887,8 @@ static bool adopt(struct qos_reserve *r, pid_t pid, const struct qos_member *ori
 		member_free(m);
 		return false;
 	}
-	/* Its own record: the ancestor's may be gone (with it) by a crash. */
+	/* The child gets an origin record of its own: its ancestor's may be gone
+	 * (with the ancestor) by the time a crash is cleaned up. */
 	journal_origin(r, m);
 	qos_member_bound_rttime(m);
 	qos_event_emit(&mgr->events, QOS_EVENT_MEMBER_JOINED, r->name, pid, 0, 0, "inherited from %d",
