@@ -55,19 +55,23 @@ def assert_counting(path, desc):
              desc="%s counter to advance past %d (still running?)" % (desc, a))
 
 
-def test_sigterm_restores_every_member(qcomp, procs, tmp_path):
+def test_sigterm_restores_every_member(start_qosway, procs, tmp_path):
+    # a fixed real-time reserve: the default one is sized by use, and a
+    # member past its slice runs at the fallback until the next period
+    comp = start_qosway(config=harness.qos_test_config(
+        "realtime-cpu 20%\nrealtime-period 20ms\nrealtime-idle-release 0\n"))
     classes = ("realtime", "idle", "nice", "paused")
     members = {}
     for cls in classes:
         out = str(tmp_path / cls)
         p = procs(["sh", "-c", COUNTER % out])
         orig = harness.proc_cgroups(p.pid)
-        r = qcomp.qosctl("set", "pid:%d" % p.pid, cls)
+        r = comp.qosctl("set", "pid:%d" % p.pid, cls)
         assert r.returncode == 0, "set %s: %s%s" % (cls, r.stdout, r.stderr)
         members[cls] = (p, orig, out)
     # and a window, paused
-    win = Win(qcomp, "Term Paused")
-    assert qcomp.qosctl("set", str(win.id), "paused").returncode == 0
+    win = Win(comp, "Term Paused")
+    assert comp.qosctl("set", str(win.id), "paused").returncode == 0
     st = {cls: harness.qos_state(p.pid) for cls, (p, _, _) in members.items()}
     print("before SIGTERM: %r" % st)
     assert st["realtime"]["policy"] == harness.SCHED_DEADLINE
@@ -78,8 +82,8 @@ def test_sigterm_restores_every_member(qcomp, procs, tmp_path):
     for cls, (p, orig, _) in members.items():
         assert harness.proc_cgroups(p.pid) != orig, "%s did not move: %r" % (cls, orig)
 
-    root = qcomp.qos_root()
-    rc = qcomp.terminate(signal.SIGTERM)
+    root = comp.qos_root()
+    rc = comp.terminate(signal.SIGTERM)
     assert rc == 0, "qosway exited %d on SIGTERM" % rc
     for cls, (p, orig, out) in members.items():
         s = harness.qos_state(p.pid)

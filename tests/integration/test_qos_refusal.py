@@ -15,7 +15,7 @@ import pytest
 import harness
 from harness import wait_for
 from test_qos_buttons import (  # noqa: F401  (fixtures)
-    Win, park, click_button, expect_buttons, assert_restored, check_refusal_shown,
+    Win, in_deadline, park, click_button, expect_buttons, assert_restored, check_refusal_shown,
     qcomp, no_frozen_leftovers)
 
 # The kernel's deadline bandwidth is shared by every compositor on the machine:
@@ -151,7 +151,7 @@ def test_qosctl_set_realtime_refused_with_reason(qcomp, sleepers):
     assert r.returncode == 0, "realtime still refused after capacity was freed: %s%s" % (
         r.stdout, r.stderr)
     win.wait_class("realtime")
-    assert harness.qos_state(win.pid)["policy"] == harness.SCHED_DEADLINE
+    in_deadline(win)
     r = qcomp.qosctl("set", str(win.id), "normal")
     assert r.returncode == 0
     wait_for(lambda: harness.proc_cgroups(win.pid) == win.orig_cgroups, desc="cgroups back")
