@@ -49,6 +49,13 @@ def start_fuzzel(comp):
     return fz
 
 
+def assert_chose(fz, typed, match):
+    """fuzzel printed the entry the typed text matched, or (a busy machine:
+    Enter came before it filtered the list) the typed text itself; either
+    way every key reached it."""
+    assert fz.lines in ([match], [typed]), fz.lines
+
+
 @fuzzel_missing
 def test_fuzzel_starts_without_a_keyboard_and_gets_one_later(qosway):
     assert capabilities(qosway) == ["pointer"]
@@ -63,7 +70,7 @@ def test_fuzzel_starts_without_a_keyboard_and_gets_one_later(qosway):
         vi.type_text("bet")
         vi.key(KEY_ENTER)
         assert fz.wait(10) == 0, fz.stderr_tail()
-    assert fz.lines == ["beta"]
+    assert_chose(fz, "bet", "beta")
 
 
 @fuzzel_missing
@@ -82,7 +89,7 @@ def test_second_keyboard_keeps_fuzzels_focus(qosway):
     trace = wire(fz)
     assert count(r"wl_keyboard@\d+\.leave\(", trace) == 0, trace[-3000:]
     assert count(r"wl_keyboard@\d+\.enter\(", trace) == 1
-    assert fz.lines == ["alpha"]
+    assert_chose(fz, "alp", "alpha")
 
 
 def test_keyboard_capability_follows_the_keyboards(qosway):
