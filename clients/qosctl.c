@@ -316,11 +316,15 @@ static void print_windows(struct json_object *reply) {
 		char geometry[64];
 		snprintf(geometry, sizeof(geometry), "%dx%d+%d+%d", int_field(geo, "width"),
 				int_field(geo, "height"), int_field(geo, "x"), int_field(geo, "y"));
-		printf("%-5d %-9s %s %6.1f %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"),
-				str_field(w, "class"), cell(str_field(w, "reserve"), 16),
-				double_field(w, "cpu_percent"), double_field(w, "server_cpu_percent"),
-				bool_field(w, "focused") ? "*" : "", int_field(w, "pid"),
-				cell(str_field(w, "app_id"), 20), geometry, str_field(w, "title"));
+		/* "!": real-time given back while idle and refused on waking. */
+		char class[16];
+		snprintf(class, sizeof(class), "%s%s", str_field(w, "class"),
+				bool_field(w, "held_back") ? "!" : "");
+		printf("%-5d %-9s %s %6.1f %6.1f %-3s %-8d %s %-20s %s\n", int_field(w, "id"), class,
+				cell(str_field(w, "reserve"), 16), double_field(w, "cpu_percent"),
+				double_field(w, "server_cpu_percent"), bool_field(w, "focused") ? "*" : "",
+				int_field(w, "pid"), cell(str_field(w, "app_id"), 20), geometry,
+				str_field(w, "title"));
 	}
 }
 

@@ -361,6 +361,8 @@ struct qos_reserve_info {
 	uint64_t periods, overruns;
 	bool released; /* idle: its admitted capacity given back (params.idle_periods);
 	                * params are still its own, members run at the fallback */
+	bool return_refused; /* released, its members ran, and admission refused the
+	                      * capacity back: no guarantee until it fits again */
 	uint64_t adapt_slice_us; /* the slice adaptation last asked for (granted or
 	                          * not), else params.slice_us; 0: not adaptive */
 };

@@ -335,7 +335,8 @@ void decoration_update_buttons(struct qw_decoration *deco, struct qw_view *view)
 		bool hover = server->pointer.hovered_view == view && server->pointer.hovered_button == k;
 		bool pressed = hover && server->pointer.mode == QW_CURSOR_BUTTON &&
 				server->pointer.grabbed_view == view && server->pointer.pressed_button == k;
-		enum qw_button_state state = deco->refused_button == k
+		bool refused = deco->refused_button == k || (view->held_back && button_is_on(view, k));
+		enum qw_button_state state = refused
 				? QW_BUTTON_STATE_REFUSED
 				: theme_button_state(button_is_on(view, k), hover, pressed);
 		if (state == button->shown) {

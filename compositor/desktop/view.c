@@ -411,6 +411,20 @@ void view_set_class(struct qw_view *view, enum qw_class class) {
 	ipc_notify_window(view->server, view, "class");
 }
 
+void view_set_held_back(struct qw_view *view, bool held_back) {
+	if (view->held_back == held_back) {
+		return;
+	}
+	view->held_back = held_back;
+	if (held_back) {
+		/* Its threads run as normal ones now: the user asked for more. */
+		decoration_show_refusal(&view->deco, view, view->class,
+				"no capacity to give real-time back; runs as normal until there is");
+	}
+	decoration_update_buttons(&view->deco, view);
+	ipc_notify_window(view->server, view, "class");
+}
+
 bool view_request_class(struct qw_view *view, enum qw_class class, char *err, size_t err_len) {
 	/* A button or a keybinding: the user, and no process, asks. */
 	struct qos_gate_asker asker = { .who = QOS_GATE_USER, .pid = -1 };
@@ -429,6 +443,7 @@ void view_apply_rules(struct qw_view *view) {
 		qos_link_apply_rules(view->server, pid, view_app_id(view));
 	}
 	view_set_class(view, qos_link_class_of(view->server, pid, NULL));
+	view_set_held_back(view, qos_link_held_back(view->server, pid));
 }
 
 void view_map(struct qw_view *view, bool fullscreen, bool maximized) {

@@ -76,6 +76,9 @@ struct qw_view {
 	int want_width, want_height; /* size last asked of the client, 0: its own */
 	bool configure_held; /* state changed while paused, not yet sent */
 	enum qw_class class;
+	/* Real-time was granted, given back while idle, and refused on waking:
+	 * the button says so until the capacity fits again. */
+	bool held_back;
 	/* Its workspace on the output showing most of it (workspace.h); 0 until mapped. */
 	int workspace;
 	/* Out of sight (inactive.h): since when (monotonic ms, 0 while
@@ -175,6 +178,8 @@ bool view_request_class(struct qw_view *view, enum qw_class class, char *err, si
 bool qos_class_from_name(const char *name, enum qw_class *class);
 /* Record a confirmed class and update every image that shows it. */
 void view_set_class(struct qw_view *view, enum qw_class class);
+/* Record whether its reserve is held back (qos_link_held_back). */
+void view_set_held_back(struct qw_view *view, bool held_back);
 
 struct qw_view *view_from_id(struct qw_server *server, uint32_t id);
 struct qw_view *view_at(struct qw_server *server, double lx, double ly,

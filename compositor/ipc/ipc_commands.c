@@ -68,6 +68,7 @@ struct json_object *ipc_json_window(struct qw_view *view) {
 	json_object_object_add(obj, "title", ipc_json_text(view_title(view)));
 	json_object_object_add(obj, "pid", json_object_new_int(view_get_pid(view)));
 	json_object_object_add(obj, "class", json_object_new_string(qos_class_name(view->class)));
+	json_object_object_add(obj, "held_back", json_object_new_boolean(view->held_back));
 	const char *reserve = NULL;
 	qos_link_class_of(view->server, view_get_pid(view), &reserve);
 	json_object_object_add(obj, "reserve", ipc_json_text(reserve));
@@ -429,6 +430,7 @@ static void add_adapt_fields(struct json_object *obj, const struct qos_reserve_i
 			json_object_new_boolean(info->params.period_vblank));
 	json_object_object_add(obj, "idle_periods", json_object_new_int64(info->params.idle_periods));
 	json_object_object_add(obj, "released", json_object_new_boolean(info->released));
+	json_object_object_add(obj, "return_refused", json_object_new_boolean(info->return_refused));
 }
 
 /* A qos slice divided among the members' threads by use: each one's share. */

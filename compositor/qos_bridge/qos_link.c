@@ -141,6 +141,13 @@ enum qw_class qos_link_class_of(struct qw_server *server, pid_t pid, const char 
 	return class_of_params(&info.params);
 }
 
+bool qos_link_held_back(struct qw_server *server, pid_t pid) {
+	struct qos_manager *qos = qos_link_manager(server);
+	const char *name = qos && pid > 0 ? qos_manager_reserve_of(qos, pid, 0) : NULL;
+	struct qos_reserve_info info;
+	return name && qos_manager_reserve_info(qos, name, &info) && info.return_refused;
+}
+
 const char *qos_link_reserve_of(struct qw_server *server, pid_t pid) {
 	struct qos_manager *qos = qos_link_manager(server);
 	return qos && pid > 0 ? qos_manager_reserve_of(qos, pid, 0) : NULL;
@@ -154,6 +161,7 @@ static void refresh_views(void *data) {
 	wl_list_for_each(view, &server->views, link) {
 		pid_t pid = view_get_pid(view);
 		view_set_class(view, qos_link_class_of(server, pid, NULL));
+		view_set_held_back(view, qos_link_held_back(server, pid));
 	}
 }
 

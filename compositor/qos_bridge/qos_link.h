@@ -53,6 +53,10 @@ void qos_link_apply_rules(struct qw_server *server, pid_t pid, const char *app_i
 /* The class the manager has confirmed for pid, and its reserve (or NULL). */
 enum qw_class qos_link_class_of(struct qw_server *server, pid_t pid, const char **reserve);
 
+/* pid's reserve gave its capacity back while idle, and admission refused it
+ * back when pid ran again: no guarantee, its threads at the fallback. */
+bool qos_link_held_back(struct qw_server *server, pid_t pid);
+
 /* The reserve pid is a member of, or NULL (also without a manager). */
 const char *qos_link_reserve_of(struct qw_server *server, pid_t pid);
 

@@ -22,6 +22,7 @@ void qos_adjust_info(const struct qos_reserve *r, struct qos_reserve_info *out) 
 	const struct qos_params *own = qos_adjust_own_params(r);
 	out->params = *own;
 	out->released = r->adapt.released;
+	out->return_refused = r->adapt.released && r->adapt.refusal_told;
 	out->adapt_slice_us = !qos_params_adaptive(own) ? 0
 			: r->adapt.want_us                      ? r->adapt.want_us
 													: own->slice_us;

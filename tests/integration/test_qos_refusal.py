@@ -13,10 +13,11 @@ import time
 import pytest
 
 import harness
+import pixels
 from harness import wait_for
 from test_qos_buttons import (  # noqa: F401  (fixtures)
     Win, in_deadline, park, click_button, expect_buttons, assert_restored, check_refusal_shown,
-    qcomp, no_frozen_leftovers)
+    refused_px, qcomp, no_frozen_leftovers)
 
 # The kernel's deadline bandwidth is shared by every compositor on the machine:
 # filling a manager's capacity beside another test's would measure both.
@@ -157,3 +158,61 @@ def test_qosctl_set_realtime_refused_with_reason(qcomp, sleepers):
     wait_for(lambda: harness.proc_cgroups(win.pid) == win.orig_cgroups, desc="cgroups back")
     assert_restored(win)
     assert os.getpriority(os.PRIO_PROCESS, win.pid) == 0
+
+
+def test_realtime_return_refused_shows_until_capacity_fits(start_qosway, sleepers):
+    """A real-time window whose reserve gave its capacity back while idle,
+    and finds it taken when the program draws again: the button shows the
+    refusal for as long as it lasts (not for two seconds only), the window
+    is listed as held back, its threads run at normal scheduling and the
+    class stays realtime; once the capacity fits, drawing again gets the
+    guarantee back and the button shows 'on'."""
+    comp = start_qosway(config=harness.qos_test_config(
+        "realtime-cpu 30%\nrealtime-period 20ms\nrealtime-idle-release 10\n"))
+    win = Win(comp, "Held Back")
+    r = comp.qosctl("set", str(win.id), "realtime")
+    assert r.returncode == 0, r.stdout + r.stderr
+    win.wait_class("realtime")
+    reserve = win.w()["reserve"]
+    wait_for(lambda: reserves(comp)[reserve].get("released"), timeout=15,
+             desc="the idle window's reserve released")
+    fill_capacity(comp, sleepers)
+    from vinput import VirtualInput
+    with VirtualInput(comp.client_env(), keyboard=False) as vi:
+        park(vi, win)
+    win.client.send("present 2")
+    w = wait_for(lambda: (lambda x: x if x["held_back"] else None)(win.w()), timeout=15,
+                 desc="window held back after drawing with its capacity taken")
+    assert w["class"] == "realtime", w
+    res = reserves(comp)[reserve]
+    assert res["released"] and res["return_refused"] and not res["granted"], res
+    st = win.state()
+    assert set(st["thread_policies"].values()) == {harness.SCHED_OTHER}, st
+    out = comp.qosctl("windows").stdout
+    assert any(ln.split()[:2] == [str(win.id), "realtime!"] for ln in out.splitlines()), out
+
+    def refused(img):
+        b = win.w()["buttons"]["realtime"]
+        n = refused_px(img, b)
+        if n < b["width"] * b["height"] // 8:
+            return "realtime button not drawn 'refused': %d px; %s" % (
+                n, pixels.describe(img, b))
+        return None
+    comp.wait_screenshot(refused, timeout=5, name="held-back")
+    # the two-second title message is gone; the button still says it
+    time.sleep(2.5)
+    comp.wait_screenshot(refused, timeout=1, name="still-held-back")
+
+    for name in ("hogA", "hogB"):
+        r = comp.qosctl("reserve", name, "policy=qos", "period=10ms", "cpu=1%")
+        assert r.returncode == 0, r.stdout + r.stderr
+    win.client.wait_event("presentation", timeout=15)
+    win.client.send("present 2")
+    wait_for(lambda: not win.w()["held_back"] and reserves(comp)[reserve]["granted"],
+             timeout=15, desc="the guarantee back once the capacity fits")
+    comp.wait_screenshot(expect_buttons(win, "realtime"), timeout=5, name="granted-again")
+    r = comp.qosctl("set", str(win.id), "normal")
+    assert r.returncode == 0, r.stdout + r.stderr
+    win.wait_class("normal")
+    wait_for(lambda: harness.proc_cgroups(win.pid) == win.orig_cgroups, desc="cgroups back")
+    assert_restored(win)
