@@ -150,6 +150,15 @@ static void adapt_step(struct qos_reserve *r) {
 	p.slice_us = slice;
 	bool ok = qos_params_normalize(&p, err, sizeof(err)) &&
 			qos_configure_change(mgr, r, &p, QOS_EVENT_PARAMS_CHANGED, why, err, sizeof(err));
+	if (!ok && r->adapt.modest_us) {
+		/* The jump did not fit: the plain step may. */
+		char why2[400];
+		snprintf(why2, sizeof(why2), "adapted: slice grown to %.1fms (%.1fms refused: %s)",
+				r->adapt.modest_us / 1e3, slice / 1e3, err);
+		p.slice_us = slice = r->adapt.modest_us;
+		ok = qos_params_normalize(&p, err, sizeof(err)) &&
+				qos_configure_change(mgr, r, &p, QOS_EVENT_PARAMS_CHANGED, why2, err, sizeof(err));
+	}
 	qos_adapt_changed(&r->adapt, slice);
 	if (!ok) {
 		qos_event_emit(&mgr->events, QOS_EVENT_ADMISSION_REFUSED, r->name, 0, 0, 0,

@@ -57,25 +57,34 @@ bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_u
 	return true;
 }
 
-uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, unsigned pct) {
+/* The percentile of the newest n figures that are at least floor; *kept: how many were. */
+static uint64_t percentile_from(const struct qos_adapt_ring *ring, unsigned n, unsigned pct,
+		uint64_t floor, unsigned *kept) {
 	uint64_t sorted[QOS_ADAPT_RING];
-	if (n > ring->n) {
-		n = ring->n;
-	}
-	if (n == 0) {
-		return 0;
-	}
-	for (unsigned i = 0; i < n; i++) {
+	unsigned k = 0;
+	for (unsigned i = 0; i < n && i < ring->n; i++) {
 		uint64_t v = ring->v[slot(ring, i)];
-		unsigned j = i;
+		if (v < floor) {
+			continue;
+		}
+		unsigned j = k++;
 		for (; j > 0 && sorted[j - 1] > v; j--) {
 			sorted[j] = sorted[j - 1];
 		}
 		sorted[j] = v;
 	}
+	*kept = k;
+	if (k == 0) {
+		return 0;
+	}
 	/* Nearest rank: the smallest figure at least pct% of them do not exceed. */
-	unsigned rank = (n * pct + 99) / 100;
+	unsigned rank = (k * pct + 99) / 100;
 	return sorted[rank ? rank - 1 : 0];
+}
+
+uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, unsigned pct) {
+	unsigned kept;
+	return percentile_from(ring, n, pct, 0, &kept);
 }
 
 void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi) {
@@ -128,17 +137,26 @@ static void describe(char *why, size_t len, const char *verb, uint64_t slice_us,
 }
 
 /*
- * What a period needs: the percentile of measured use, or of the reported
- * work while reports are fresh when that is more.  A report covers only
- * the work the application timed (not its drawing or protocol traffic), so
- * alone it would size the slice below what the members run and keep them
- * overrunning; measured use alone cannot see past a slice the kernel holds
- * them to.  *reported says which one decided.
+ * What a period needs: the percentile of measured use in the periods the
+ * members worked, or of the reported work while reports are fresh when
+ * that is more.  Periods used under 1% of the slice count as idle and are
+ * left out: the slice is sized for the program at work, and an idle one
+ * gives its capacity back by idle release (adjust.c) instead, so that a
+ * paused video or a window waiting for input finds its slice there when
+ * it works again.  A report covers only the work the application timed
+ * (not its drawing or protocol traffic), so alone it would size the slice
+ * below what the members run and keep them overrunning; measured use
+ * alone cannot see past a slice the kernel holds them to.  *reported says
+ * which one decided, *worked how many of the n periods were not idle.
  */
-static uint64_t demand(const struct qos_adapt *a, unsigned n, bool *reported) {
-	uint64_t used = qos_adapt_percentile(&a->used, n, 95);
+static uint64_t demand(const struct qos_adapt *a, unsigned n, uint64_t slice_us, bool *reported,
+		unsigned *worked) {
+	uint64_t used = percentile_from(&a->used, n, 95, (slice_us + 99) / 100, worked);
 	uint64_t work = reports_fresh(a) ? qos_adapt_percentile(&a->work, n, 95) : 0;
 	*reported = work > used;
+	if (*reported) {
+		*worked = n;
+	}
 	return work > used ? work : used;
 }
 
@@ -155,30 +173,55 @@ static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint
 	if (a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_INITIAL_PERIODS) {
 		return false;
 	}
-	a->settled = true;
 	bool reported;
-	uint64_t p95 = demand(a, QOS_ADAPT_INITIAL_PERIODS, &reported);
+	unsigned worked;
+	uint64_t p95 = demand(a, QOS_ADAPT_INITIAL_PERIODS, p->slice_us, &reported, &worked);
+	/* Mostly idle so far: nothing to size it by yet.  Without idle release
+	 * it settles on what a whole ring of periods showed, idle or not. */
+	if (worked * 2 < QOS_ADAPT_INITIAL_PERIODS) {
+		if (p->idle_periods || a->since_change < QOS_ADAPT_WARMUP + QOS_ADAPT_RING) {
+			return false;
+		}
+		p95 = qos_adapt_percentile(&a->used, QOS_ADAPT_RING, 95);
+	}
+	a->settled = true;
 	*slice_us = clamp(p, with_margin(p95));
 	describe(why, why_len, "settled at", *slice_us, p95, reported);
 	return *slice_us != p->slice_us;
 }
 
-/* adapt=yes: grow after repeated overruns, shrink after sustained under-use. */
+/*
+ * adapt=yes: grow after repeated overruns, shrink after sustained under-use.
+ * A cpu=auto slice below its first guess grows straight back to it: a
+ * program that idled (a paused video, a window waiting for input) and
+ * works again would otherwise wait a quarter more every few periods at the
+ * fallback, frames lost all along; the shrink rule fits the slice to what
+ * it runs once QOS_ADAPT_WINDOW periods show it.  a->modest_us keeps the
+ * plain step for when admission refuses the jump.
+ */
 static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, uint64_t *slice_us,
 		char *why, size_t why_len) {
 	uint64_t cur = p->slice_us;
 	bool reported;
-	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, &reported);
+	unsigned worked;
+	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, cur, &reported, &worked);
+	a->modest_us = 0;
 	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
 		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
-		uint64_t target = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
+		uint64_t modest = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
+		uint64_t guess = p->adapt.auto_slice ? clamp(p, qos_adapt_first_guess_us(p)) : 0;
+		uint64_t target = guess > modest ? guess : modest;
 		if (target > cur) {
 			*slice_us = target;
-			describe(why, why_len, "grown to", target, p95, reported);
+			a->modest_us = modest > cur && modest < target ? modest : 0;
+			describe(why, why_len, guess > modest ? "back to its first guess," : "grown to", target,
+					p95, reported);
 			return true;
 		}
 	}
-	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW) {
+	/* Idle more often than not: idle release's business, not a shrink. */
+	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW ||
+			worked * 2 < QOS_ADAPT_WINDOW) {
 		return false;
 	}
 	if (a->thread_share_us && a->thread_share_us < cur &&

@@ -5,15 +5,22 @@
  * per completed period and applies what it decides through admission.
  *
  * Rules (docs/qos-design.md, "Adaptation"):
- *  - cpu=auto: after QOS_ADAPT_INITIAL_PERIODS samples the slice becomes
- *    their 95th percentile plus QOS_ADAPT_MARGIN_PCT, within the bounds.
+ *  - Periods the members used under 1% of the slice are idle and left out
+ *    of the percentiles: the slice is sized for the program at work, idle
+ *    release gives an idle one's capacity back.
+ *  - cpu=auto: after QOS_ADAPT_INITIAL_PERIODS samples, half of them not
+ *    idle, the slice becomes their 95th percentile plus
+ *    QOS_ADAPT_MARGIN_PCT, within the bounds (a reserve without idle
+ *    release settles after a ring of samples, idle or not).
  *    The first QOS_ADAPT_WARMUP periods are not among them: the period a
  *    member joined in is partial, and a task changing class runs what it
  *    fell behind on.
  *  - adapt=yes: the slice grows by a quarter (or to the percentile plus
  *    margin, if more) when at least 2 of the last 4 periods used it up,
- *    and shrinks to the percentile plus margin of the last 16 periods when
- *    that is below the slice by more than QOS_ADAPT_BAND_PCT.  A change
+ *    a cpu=auto slice at once to its first guess if that is more, and
+ *    shrinks to the percentile plus margin of the last 16 periods when
+ *    that is below the slice by more than QOS_ADAPT_BAND_PCT and half of
+ *    them were not idle.  A change
  *    starts the count afresh, so each rule sees only periods run with the
  *    slice it judges.  No shrink while a thread may have been throttled at
  *    its share of a split slice (thread_share_us).
@@ -44,6 +51,11 @@
 /* No slice below this: the deadline class and the timers want some room. */
 #define QOS_ADAPT_MIN_SLICE_US 100u
 
+/* cpu=auto's slice before anything is measured: half the period. */
+static inline uint64_t qos_adapt_first_guess_us(const struct qos_params *p) {
+	return p->period_us / 2;
+}
+
 /* A ring of per-period figures, newest at head - 1. */
 struct qos_adapt_ring {
 	uint64_t v[QOS_ADAPT_RING];
@@ -60,6 +72,9 @@ struct qos_adapt {
 	unsigned since_change; /* samples since the slice last changed */
 	bool settled; /* cpu=auto's first measurement is done */
 	uint64_t want_us; /* the slice last decided (granted or not); 0: none yet */
+	/* Set by a decision to grow past the plain step: that step, for the
+	 * caller to ask for when admission refuses the decision; else 0. */
+	uint64_t modest_us;
 	/*
 	 * Set by the caller before deciding: the share of the slice each member
 	 * thread's deadline runtime holds (the slice split over the threads),

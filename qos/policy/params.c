@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "qos/policy/adapt.h"
+
 static const char *const policy_names[] = {
 	[QOS_POLICY_OTHER] = "other",
 	[QOS_POLICY_IDLE] = "idle",
@@ -108,7 +110,7 @@ static void fill_provisional(struct qos_params *p) {
 	if (!p->adapt.auto_slice || p->slice_us || !p->period_us) {
 		return;
 	}
-	p->slice_us = p->period_us / 2;
+	p->slice_us = qos_adapt_first_guess_us(p);
 	uint64_t max = ppm_of_period(p->adapt.max_ppm, p->period_us);
 	if (p->adapt.max_ppm && max < p->slice_us) {
 		p->slice_us = max;

@@ -90,6 +90,73 @@ static void test_grow(void) {
 	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
 }
 
+/* A cpu=auto slice settled small (an idle program) that works again. */
+static void test_auto_grows_back_to_first_guess(void) {
+	struct qos_adapt a = { .settled = true };
+	struct qos_params p = adaptive(true, true, 100);
+	uint64_t slice;
+	char why[160];
+	for (int i = 0; i < 4; i++) {
+		qos_adapt_sample(&a, 100, true);
+	}
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 5000); /* half the 10 ms period at once */
+	CHECK_EQ_U(a.modest_us, 125); /* the plain step, if that is refused */
+	CHECK(strstr(why, "first guess") != NULL);
+	/* Within the bounds. */
+	p.adapt.max_ppm = 300000;
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 3000);
+	/* At or past the first guess, and for adapt=yes alone: a quarter more. */
+	struct qos_adapt b = { .settled = true };
+	struct qos_params q = adaptive(true, true, 6000);
+	for (int i = 0; i < 4; i++) {
+		qos_adapt_sample(&b, 6000, true);
+	}
+	CHECK(qos_adapt_decide(&b, &q, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 7500);
+	CHECK_EQ_U(b.modest_us, 0);
+	q = adaptive(false, true, 100);
+	CHECK(qos_adapt_decide(&a, &q, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 125);
+	CHECK(strstr(why, "grown to") != NULL);
+}
+
+/* A paused video: idle periods size nothing, and idle release handles them. */
+static void test_idle_periods_left_out(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(true, true, 5000);
+	p.idle_periods = 120;
+	uint64_t slice;
+	char why[160];
+	feed(&a, QOS_ADAPT_WARMUP + QOS_ADAPT_RING + 10, 10, 5);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* nothing to settle on */
+	feed(&a, QOS_ADAPT_INITIAL_PERIODS / 2 - 1, 3000, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	feed(&a, 1, 3000, 0);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 3450); /* the working periods' figure, not the idle ones' */
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	/* Paused again: no shrink, however long. */
+	feed(&a, 3 * QOS_ADAPT_RING, 0, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	/* Working at a third of it, one period in two: down to that. */
+	for (unsigned i = 0; i < QOS_ADAPT_WINDOW; i++) {
+		qos_adapt_sample(&a, i % 2 ? 1000 : 0, false);
+	}
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 1150);
+	/* Without idle release a ring of idle periods settles it after all. */
+	struct qos_adapt b = { 0 };
+	struct qos_params q = adaptive(true, false, 5000);
+	feed(&b, QOS_ADAPT_WARMUP + QOS_ADAPT_RING - 1, 10, 0);
+	CHECK(!qos_adapt_decide(&b, &q, &slice, why, sizeof(why)));
+	feed(&b, 1, 10, 0);
+	CHECK(qos_adapt_decide(&b, &q, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, QOS_ADAPT_MIN_SLICE_US);
+}
+
 static void test_shrink_and_band(void) {
 	struct qos_adapt a = { 0 };
 	struct qos_params p = adaptive(false, true, 4000);
@@ -200,6 +267,8 @@ static void test_percentile(void) {
 int main(void) {
 	test_initial();
 	test_grow();
+	test_auto_grows_back_to_first_guess();
+	test_idle_periods_left_out();
 	test_shrink_and_band();
 	test_split_slice_holds();
 	test_reports_preferred();
