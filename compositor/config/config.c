@@ -472,7 +472,6 @@ static bool apply_scheduling(struct qw_config *config, char *key, char **cursor,
 			return fail(msg, size, "scheduling server-weight wants 1 to 10000 or off");
 		}
 		config->scheduling.server_weight = (unsigned int)weight;
-		config->scheduling.server_weight_set = true;
 		return true;
 	}
 	return fail(msg, size,

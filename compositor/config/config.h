@@ -130,7 +130,6 @@ struct qw_config {
 		bool boost;
 		unsigned int hidden_frame_rate; /* Hz, for covered or off-screen windows */
 		unsigned int server_weight; /* the compositor's cgroup CPU weight (v2 scale); 0: off */
-		bool server_weight_set; /* given in the file, not the default */
 	} scheduling;
 	/* Per-output settings by connector name (output_config.h). */
 	struct qw_output_config *outputs;

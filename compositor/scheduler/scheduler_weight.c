@@ -38,17 +38,11 @@ void scheduler_weight_start(struct qw_scheduler *sched) {
 		return;
 	}
 	/* Where the cpu tree has real-time group scheduling, the leaf takes no
-	 * SCHED_FIFO thread: the default keeps the boost, a weight given in
-	 * the configuration gives the boost up. */
+	 * SCHED_FIFO thread and the weight costs the boost.  Measured at 100
+	 * windows the weight is worth more (docs/qos-benchmarks.md), so it
+	 * stays the default; `server-weight off` keeps the boost instead. */
 	bool leaf_rt = qos_manager_server_leaf_rt(qos);
 	bool boost = sched->boost.available;
-	if (!leaf_rt && boost && !sched->server->config.scheduling.server_weight_set) {
-		snprintf(sched->weight_note, sizeof(sched->weight_note),
-				"off by default here: the cpu hierarchy has real-time group scheduling, "
-				"and the boost needs the compositor outside the leaf");
-		wlr_log(WLR_INFO, "scheduling: no server weight: %s", sched->weight_note);
-		return;
-	}
 	char err[200];
 	if (!qos_manager_set_server_weight(qos, getpid(), weight, err, sizeof(err))) {
 		snprintf(sched->weight_note, sizeof(sched->weight_note), "%s", err);

@@ -21,6 +21,13 @@ from vinput import KEY_A, KEY_LEFTMETA, VirtualInput
 KEY_M = 50
 
 
+@pytest.fixture
+def boost_comp(start_qosway):
+    """A compositor that keeps the boost: where the cpu tree has real-time
+    groups (v1), its own cgroup (server-weight) would take it."""
+    return start_qosway(config=harness.qos_test_config("scheduling server-weight off\n"))
+
+
 def clients(comp):
     r = comp.qosctl("--json", "clients")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -221,7 +228,8 @@ def test_covered_and_offscreen_windows_get_callbacks_at_the_hidden_rate(start_qo
     assert 2 <= hidden and hidden * 4 < shown, (hidden, shown)
 
 
-def test_boost_only_while_serving_realtime_clients(qcomp):
+def test_boost_only_while_serving_realtime_clients(boost_comp):
+    qcomp = boost_comp
     s = scheduler(qcomp)
     if os.geteuid() != 0:
         pytest.skip("the boost needs CAP_SYS_NICE; run as root")
@@ -397,9 +405,10 @@ def test_best_effort_is_paced_and_held_while_a_realtime_client_draws(start_qoswa
     assert animate(be, 2) / 2 > 2 * paced / 4  # over twice the paced rate
 
 
-def test_sigxcpu_takes_the_boost_back_and_the_compositor_lives(qcomp):
+def test_sigxcpu_takes_the_boost_back_and_the_compositor_lives(boost_comp):
     """What the kernel sends at the RLIMIT_RTTIME soft limit: the handler
     demotes the boosted thread, which is not boosted again for a while."""
+    qcomp = boost_comp
     if not scheduler(qcomp)["boost_available"]:
         pytest.skip("no boost here (needs CAP_SYS_NICE)")
     rc = RClient(qcomp, window="Player")
@@ -454,7 +463,7 @@ def test_the_watchdogs_canary_is_not_the_boosted_loop(start_qosway):
     compositor boosted raises no starvation alarm."""
     if os.geteuid() != 0:
         pytest.skip("the boost needs CAP_SYS_NICE; run as root")
-    comp = start_qosway(config=harness.qos_test_config())
+    comp = start_qosway(config=harness.qos_test_config("scheduling server-weight off\n"))
     assert scheduler(comp)["boost_available"]
     assert len(harness.thread_ids(comp.pid)) == 2  # the loop and the canary
     rc = RClient(comp, window="Player")
