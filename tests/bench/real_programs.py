@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -370,11 +371,70 @@ def apply_setup(setup, comp, proc, window, args):
     return info
 
 
+class Subscription:
+    """`qosctl subscribe` in the background: its JSON lines with the time
+    (seconds on the monotonic clock) each arrived."""
+
+    def __init__(self, comp):
+        self.lines = []
+        argv = [comp.qosctl_bin, "-s", comp.ipc_sock, "subscribe"]
+        self.proc = peers.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        self.thread.start()
+
+    def read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    self.lines.append((time.monotonic(), json.loads(line)))
+                except ValueError:
+                    pass
+
+    def close(self):
+        if self.proc is not None:
+            peers.stop_group(self.proc)
+            self.proc = None
+            self.thread.join(timeout=2)
+
+
+def trace_until_eof(ipc, comp, sub, limit, proc, describe, t0):
+    """Waits for the end of the clip like wait_until, recording every 100 ms
+    mpv's drop counts and, on qosway, the program's reserve and the QoS
+    events (sub, from before the click): where in the run the frames are
+    lost, and what the reserve did."""
+    samples, reserves = [], []
+    deadline = time.monotonic() + limit
+    n = 0
+    while True:
+        if proc.poll() is not None:
+            raise RunFailed(f"the program exited ({proc.returncode}) before the end of "
+                            f"the clip; stderr:\n{describe()}")
+        if ipc.get("eof-reached"):
+            break
+        if time.monotonic() > deadline:
+            raise RunFailed(f"no end of the clip within {limit:g} s")
+        now = time.monotonic() - t0
+        samples.append([round(now, 3), ipc.get("frame-drop-count") or 0,
+                        ipc.get("decoder-frame-drop-count") or 0,
+                        ipc.get("vo-delayed-frame-count") or 0])
+        if sub is not None and n % 5 == 0:
+            reply, _ = comp.query("reserves")
+            for r in (reply or {}).get("reserves", []):
+                if str(r.get("name", "")).startswith("auto-"):
+                    reserves.append([round(now, 3), r])
+        n += 1
+        time.sleep(0.1)
+    events = [[round(t - t0, 3), e] for t, e in (list(sub.lines) if sub else [])]
+    return {"samples": samples, "reserves": reserves, "events": events}
+
+
 def measure(program, setup, args, ctx, logdir, tag):
     comp = make_compositor(setup, args)
     comp.check()
     comp.start(logdir, tag)
-    hogs, proc, display, ipc, undo_x = [], None, None, None, None
+    hogs, proc, display, ipc, undo_x, sub = [], None, None, None, None, None
     err_path = os.path.join(logdir, f"{tag}.program.err")
 
     def describe():
@@ -411,6 +471,8 @@ def measure(program, setup, args, ctx, logdir, tag):
         else:
             # Its first frames are drawn and its signal handlers set up.
             time.sleep(1.0)
+        if args.trace and isinstance(comp, Qosway):
+            sub = Subscription(comp)
         info = apply_setup(setup, comp, proc, window, args)
 
         prog0 = peers.proc_runtime_s(proc.pid)
@@ -427,7 +489,11 @@ def measure(program, setup, args, ctx, logdir, tag):
         info["policies_playing"] = thread_policies(proc.pid)
         limit = 4 * args.seconds + 30
         if ipc:
-            wait_until("end of the clip", lambda: ipc.get("eof-reached"), limit, proc, describe)
+            if args.trace:
+                result_trace = trace_until_eof(ipc, comp, sub, limit, proc, describe, t0)
+            else:
+                wait_until("end of the clip", lambda: ipc.get("eof-reached"), limit, proc,
+                           describe)
             t1 = time.monotonic()
             counts = {k: ipc.get(k) for k in (
                 "frame-drop-count", "decoder-frame-drop-count", "vo-delayed-frame-count",
@@ -441,6 +507,8 @@ def measure(program, setup, args, ctx, logdir, tag):
                       "total": counts["estimated-frame-count"]
                       or int(round(args.seconds * CLIP_FPS)),
                       "elapsed_s": t1 - t0, "worst_gap_ms": None}
+            if args.trace:
+                result["trace"] = result_trace
         else:
             try:
                 out, _ = proc.communicate(timeout=limit)
@@ -468,6 +536,8 @@ def measure(program, setup, args, ctx, logdir, tag):
                        "machine_busy": (busy1 - busy0) / max(total1 - total0, 1)})
         return result
     finally:
+        if sub is not None:
+            sub.close()
         if ipc:
             ipc.close()
         if proc is not None:
@@ -672,6 +742,9 @@ def parse_args(argv):
                         "/var/tmp/qosway-bench)")
     p.add_argument("--lock", help="hold an exclusive flock on this file while measuring "
                                   "(not while making the clip)")
+    p.add_argument("--trace", action="store_true",
+                   help="record mpv's drops every 100 ms and, on qosway, its reserve and "
+                        "the QoS events, in the results JSON (costs some CPU)")
     p.add_argument("--start-timeout", type=float, default=15.0,
                    help="seconds to wait for a compositor's sockets and a program's window")
     args = p.parse_args(argv)
