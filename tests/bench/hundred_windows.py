@@ -16,10 +16,10 @@ Setups, each with a fresh compositor:
 
   qosway-rt     qosway, the player given the real-time button
                 (`qosctl set pid:P realtime`) once its window is up
-  qosway-rt-weight  the same with `scheduling server-weight 10000` given
-                (where the cpu tree has real-time group scheduling the
-                default leaves the compositor's weight off and keeps the
-                boost; given, the weight replaces the boost)
+  qosway-rt-boost  the same with `scheduling server-weight off`: the
+                compositor keeps no cgroup of its own (where the cpu tree
+                has real-time group scheduling the default weight's leaf
+                costs the boost; this keeps the boost instead)
   qosway-plain  qosway, no button
   sway          sway 1.7, nothing
   sway-fifo     sway 1.7, the player started under `chrt -f 10`
@@ -49,16 +49,16 @@ from peers import RunFailed, SkipCompositor, tail  # noqa: E402
 FPS_GOAL = 59.0
 GAP_GOAL_MS = 20.0
 GOAL = f"the real-time player on qosway: >= {FPS_GOAL:g} fps, worst gap <= {GAP_GOAL_MS:g} ms"
-SETUPS = ("qosway-rt", "qosway-rt-weight", "qosway-plain", "sway", "sway-fifo")
+SETUPS = ("qosway-rt", "qosway-rt-boost", "qosway-plain", "sway", "sway-fifo")
 CASCADE = 10
-COLORS = {"qosway-rt": peers.COLORS["qosway"], "qosway-rt-weight": "#1b4f7a",
+COLORS = {"qosway-rt": peers.COLORS["qosway"], "qosway-rt-boost": "#1b4f7a",
           "qosway-plain": "#8fb8dc",
           "sway": "#f3c27f", "sway-fifo": peers.COLORS["sway"]}
 
 
 def make_setup(name, args):
     if name.startswith("qosway"):
-        weight = ["scheduling server-weight 10000"] if name.endswith("-weight") else []
+        weight = ["scheduling server-weight off"] if name.endswith("-boost") else []
         return peers.Qosway(args.qosway, args.start_timeout, qosctl=args.qosctl,
                             extra_config=[f"cascade-step {CASCADE}"] + weight
                             + args.qosway_config)
@@ -200,7 +200,7 @@ def format_table(summary):
 
 def verdict(summary):
     parts = []
-    for name in ("qosway-rt", "qosway-rt-weight"):
+    for name in ("qosway-rt", "qosway-rt-boost"):
         q = summary.get(name)
         if q is None:
             continue

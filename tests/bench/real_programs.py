@@ -16,6 +16,11 @@ each in five setups measured in the same run:
   qosway       qosway, nothing clicked
   qosway-rt    qosway, the real-time button (`qosctl set ID realtime`)
   qosway-fifo  qosway, Shift+real-time (`qosctl set ID fifo`)
+  qosway-cgroup  qosway, the program by hand in a cgroup of CPU weight
+               10000 and a limit of --cgroup-cpu of each 16.7 ms (cpu.weight
+               and cpu.max on cgroup v2, cpu.shares and the CFS quota on
+               v1): one budget all its threads share, the mechanism
+               weighed against the button's divided deadline slice
   sway         sway 1.7, nothing done
   sway-chrt    sway 1.7, `chrt -a -f -p 10 PID` on the program
 
@@ -64,6 +69,7 @@ SETUPS = {
     "qosway": "qosway, no button",
     "qosway-rt": "qosway, real-time button",
     "qosway-fifo": "qosway, Shift+real-time (fifo)",
+    "qosway-cgroup": "qosway, cgroup weight + limit",
     "sway": "sway 1.7, nothing",
     "sway-chrt": "sway 1.7, chrt -a -f -p 10",
 }
@@ -281,6 +287,69 @@ class MpvIpc:
 
 # -- one measurement -------------------------------------------------------------
 
+CGROUP_PERIOD_US = 16667
+
+
+class CpuGroup:
+    """A cgroup of high CPU weight with a CPU limit, holding a process and
+    its threads; moved back out and removed at cleanup."""
+
+    def __init__(self, weight, period_us, quota_us):
+        v1 = "/sys/fs/cgroup/cpu"
+        self.v2 = not os.path.exists(os.path.join(v1, "cpu.shares"))
+        self.base = "/sys/fs/cgroup" if self.v2 else v1
+        self.dir = os.path.join(self.base, "qosbench-cpu-%d" % os.getpid())
+        self.settings = {}
+        try:
+            os.mkdir(self.dir)
+        except OSError as e:
+            raise RunFailed(f"cannot create {self.dir}: {e}")
+        self.undo = peers.on_cleanup(self.remove)
+        if self.v2:
+            self.put("cpu.weight", weight)
+            self.put("cpu.max", f"{quota_us} {period_us}")
+        else:
+            self.put("cpu.shares", weight * 1024 // 100)
+            self.put("cpu.cfs_period_us", period_us)
+            self.put("cpu.cfs_quota_us", quota_us)
+
+    def put(self, name, value):
+        try:
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(str(value))
+        except OSError as e:
+            raise RunFailed(f"cannot set {name} of {self.dir} to {value}: {e}")
+        self.settings[name] = value
+
+    def add(self, pid):
+        self.put("cgroup.procs", pid)
+
+    def describe(self):
+        return " ".join(f"{k}={v}" for k, v in self.settings.items() if k != "cgroup.procs")
+
+    def remove(self):
+        try:
+            with open(os.path.join(self.dir, "cgroup.procs")) as f:
+                pids = f.read().split()
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                with open(os.path.join(self.base, "cgroup.procs"), "w") as f:
+                    f.write(pid)
+            except OSError:
+                pass
+        for _ in range(50):
+            try:
+                os.rmdir(self.dir)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+        peers.forget_cleanup(self.undo)
+
+
 def thread_policies(pid):
     """{policy: number of threads} of pid right now."""
     counts = {}
@@ -343,8 +412,9 @@ def wait_until(what, check, timeout, proc, describe):
         time.sleep(0.1)
 
 
-def apply_setup(setup, comp, proc, window, args):
-    """Clicks the button (qosctl) or runs chrt; what became of it."""
+def apply_setup(setup, comp, proc, window, args, groups):
+    """Clicks the button (qosctl), runs chrt or puts the program in a
+    cgroup (appended to groups); what became of it."""
     info = {}
     if setup in ("qosway-rt", "qosway-fifo"):
         cls = "realtime" if setup == "qosway-rt" else "fifo"
@@ -359,6 +429,12 @@ def apply_setup(setup, comp, proc, window, args):
             info["refused"] = (r.stderr or r.stdout).strip()
         elif w.get("class") != cls:
             info["refused"] = f"asked {cls}, window class is {w.get('class')}"
+    elif setup == "qosway-cgroup":
+        group = CpuGroup(args.cgroup_weight, CGROUP_PERIOD_US,
+                         CGROUP_PERIOD_US * args.cgroup_cpu // 100)
+        groups.append(group)
+        group.add(proc.pid)
+        info["cgroup"] = group.describe()
     elif setup == "sway-chrt":
         r = subprocess.run(["chrt", "-a", "-f", "-p", str(args.fifo_priority), str(proc.pid)],
                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -435,6 +511,7 @@ def measure(program, setup, args, ctx, logdir, tag):
     comp.check()
     comp.start(logdir, tag)
     hogs, proc, display, ipc, undo_x, sub = [], None, None, None, None, None
+    groups = []
     err_path = os.path.join(logdir, f"{tag}.program.err")
 
     def describe():
@@ -473,7 +550,7 @@ def measure(program, setup, args, ctx, logdir, tag):
             time.sleep(1.0)
         if args.trace and isinstance(comp, Qosway):
             sub = Subscription(comp)
-        info = apply_setup(setup, comp, proc, window, args)
+        info = apply_setup(setup, comp, proc, window, args, groups)
 
         prog0 = peers.proc_runtime_s(proc.pid)
         comp0 = peers.proc_runtime_s(comp.proc.pid)
@@ -542,6 +619,8 @@ def measure(program, setup, args, ctx, logdir, tag):
             ipc.close()
         if proc is not None:
             peers.stop_group(proc)
+        for g in groups:
+            g.remove()
         for h in hogs:
             peers.stop_group(h)
         comp.stop()
@@ -642,7 +721,7 @@ def write_chart(summary, programs, setups, path, subtitle):
     if plt is None:
         return None
     colors = {"qosway": "#8fb8dc", "qosway-rt": peers.COLORS["qosway"],
-              "qosway-fifo": "#1b4f7a", "sway": "#f3c27f", "sway-chrt": peers.COLORS["sway"]}
+              "qosway-fifo": "#1b4f7a", "qosway-cgroup": "#5d8aa8", "sway": "#f3c27f", "sway-chrt": peers.COLORS["sway"]}
     fig, axes = plt.subplots(1, len(programs), figsize=(5 * len(programs), 4.6), squeeze=False)
     for ax, prog in zip(axes[0], programs):
         xs = list(range(len(setups)))
@@ -735,6 +814,10 @@ def parse_args(argv):
                    help="circles gtk_frames.py draws per frame (default 20)")
     p.add_argument("--gtk-size", default="800x450",
                    help="window size of gtk_frames.py, WxH (default 800x450)")
+    p.add_argument("--cgroup-cpu", type=int, default=100,
+                   help="qosway-cgroup: the limit, %% of one CPU (default 100)")
+    p.add_argument("--cgroup-weight", type=int, default=10000,
+                   help="qosway-cgroup: the weight, 1-10000 (default 10000)")
     p.add_argument("--fifo-priority", type=int, default=10,
                    help="SCHED_FIFO priority of sway-chrt (default 10)")
     p.add_argument("--cache-dir", default="/var/tmp/qosway-bench",
@@ -753,6 +836,8 @@ def parse_args(argv):
     args.gtk_width, args.gtk_height = peers.parse_size(p, args.gtk_size, "--gtk-size")
     if args.repeat < 1 or args.seconds <= 0 or args.hogs < 0 or args.gtk_shapes < 0:
         p.error("--repeat must be >= 1, --seconds > 0, --hogs and --gtk-shapes >= 0")
+    if not 1 <= args.cgroup_cpu <= 200 or not 1 <= args.cgroup_weight <= 10000:
+        p.error("--cgroup-cpu must be 1 to 200, --cgroup-weight 1 to 10000")
     if not 1 <= args.fifo_priority <= 99:
         p.error("--fifo-priority must be 1 to 99")
     return args
