@@ -28,9 +28,8 @@ void qos_adjust_info(const struct qos_reserve *r, struct qos_reserve_info *out) 
 													: own->slice_us;
 }
 
-/* Whether a period's use counts as none: under 1% of the slice. */
 static bool idle_use(const struct qos_reserve *r, uint64_t used_us) {
-	return used_us * 100 < qos_adjust_own_params(r)->slice_us;
+	return qos_adapt_idle_use(used_us, qos_adjust_own_params(r)->slice_us);
 }
 
 /*

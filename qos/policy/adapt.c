@@ -57,14 +57,15 @@ bool qos_adapt_report(struct qos_adapt *a, uint64_t target_us, uint64_t actual_u
 	return true;
 }
 
-/* The percentile of the newest n figures that are at least floor; *kept: how many were. */
+/* The percentile of the newest n figures that are not idle against a slice
+ * of slice_us (0: all count); *kept: how many were. */
 static uint64_t percentile_from(const struct qos_adapt_ring *ring, unsigned n, unsigned pct,
-		uint64_t floor, unsigned *kept) {
+		uint64_t slice_us, unsigned *kept) {
 	uint64_t sorted[QOS_ADAPT_RING];
 	unsigned k = 0;
 	for (unsigned i = 0; i < n && i < ring->n; i++) {
 		uint64_t v = ring->v[slot(ring, i)];
-		if (v < floor) {
+		if (qos_adapt_idle_use(v, slice_us)) {
 			continue;
 		}
 		unsigned j = k++;
@@ -151,7 +152,7 @@ static void describe(char *why, size_t len, const char *verb, uint64_t slice_us,
  */
 static uint64_t demand(const struct qos_adapt *a, unsigned n, uint64_t slice_us, bool *reported,
 		unsigned *worked) {
-	uint64_t used = percentile_from(&a->used, n, 95, (slice_us + 99) / 100, worked);
+	uint64_t used = percentile_from(&a->used, n, 95, slice_us, worked);
 	uint64_t work = reports_fresh(a) ? qos_adapt_percentile(&a->work, n, 95) : 0;
 	*reported = work > used;
 	if (*reported) {

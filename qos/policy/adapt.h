@@ -56,6 +56,12 @@ static inline uint64_t qos_adapt_first_guess_us(const struct qos_params *p) {
 	return p->period_us / 2;
 }
 
+/* A period's use that counts as none: under 1% of the slice.  Adaptation
+ * sizes nothing by such periods, idle release counts them. */
+static inline bool qos_adapt_idle_use(uint64_t used_us, uint64_t slice_us) {
+	return used_us * 100 < slice_us;
+}
+
 /* A ring of per-period figures, newest at head - 1. */
 struct qos_adapt_ring {
 	uint64_t v[QOS_ADAPT_RING];
