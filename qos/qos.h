@@ -412,6 +412,7 @@ struct qos_thread_info {
 	uint64_t used_ns; /* CPU time it ran in the last period */
 	bool parked; /* idle and asleep: outside the reservation until it runs */
 	bool throttled; /* it ran out of its runtime in the last period */
+	uint64_t ran_on; /* times it went on in the fallback class after running out */
 };
 
 /*

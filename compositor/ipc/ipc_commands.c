@@ -447,6 +447,7 @@ static struct json_object *threads_of(struct qos_manager *qos, const char *name)
 		json_object_object_add(t, "use_ns", json_object_new_int64((int64_t)threads[i].used_ns));
 		json_object_object_add(t, "parked", json_object_new_boolean(threads[i].parked));
 		json_object_object_add(t, "throttled", json_object_new_boolean(threads[i].throttled));
+		json_object_object_add(t, "ran_on", json_object_new_int64((int64_t)threads[i].ran_on));
 		json_object_array_add(list, t);
 	}
 	return list;

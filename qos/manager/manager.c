@@ -308,6 +308,9 @@ static void run_timers(struct qos_manager *mgr) {
 		if (r->split.next_us && r->split.next_us <= now) {
 			qos_split_pass(r, now);
 		}
+		if (r->split.check_us && r->split.check_us <= now) {
+			qos_split_check(r, now);
+		}
 	}
 	if (housekeeping) {
 		for (struct qos_reserve *r = mgr->reserves; r; r = r->next) {
@@ -581,7 +584,8 @@ ssize_t qos_manager_reserve_threads(struct qos_manager *mgr, const char *name,
 			.runtime_ns = t->runtime_ns,
 			.used_ns = t->last_used_ns,
 			.parked = t->parked,
-			.throttled = t->throttled };
+			.throttled = t->throttled,
+			.ran_on = t->ran_on };
 	}
 	return (ssize_t)s->n;
 }

@@ -37,6 +37,8 @@
 #define QOS_SPLIT_THROTTLED_PCT 50u
 #define QOS_SPLIT_PARK_PERIODS 8u
 #define QOS_SPLIT_CHANGE_PCT 10u
+/* Looks a period for threads throttled at their share (split.c). */
+#define QOS_SPLIT_CHECKS 4u
 /* Less than this in a period is not running (ns). */
 #define QOS_SPLIT_RAN_NS 1000u
 /* The kernel's smallest deadline runtime (ns). */
@@ -54,6 +56,7 @@ struct qos_split_thread {
 	bool parked;
 	bool throttled; /* it ran out of its runtime in the last period */
 	bool seen; /* listed in the last sample (split.c) */
+	uint64_t ran_on; /* times it ran on in the fallback class after running out (split.c) */
 };
 
 struct qos_split {
@@ -63,6 +66,7 @@ struct qos_split {
 	uint64_t slice_ns, period_ns; /* what the plan divided */
 	uint64_t last_us; /* the last sample, CLOCK_MONOTONIC */
 	uint64_t next_us; /* the next one; UINT64_MAX none */
+	uint64_t check_us; /* the next run-on look (split.c); 0 none */
 	uint64_t starved; /* periods whose demand did not fit the slice (for adaptation) */
 };
 

@@ -34,6 +34,7 @@ struct fb_thread {
 	uint64_t back_at_us; /* may return to SCHED_DEADLINE from then; 0: it is back */
 	uint64_t verify_at_us;
 	bool risky; /* it may have left throttled: check it after its return */
+	uint64_t ran_ns; /* its CPU time at the last run-on look (qos_optimistic_run_on) */
 	bool seen; /* listed in this housekeeping pass */
 	struct qos_thread_files files;
 };
@@ -156,8 +157,11 @@ void qos_optimistic_forget(struct qos_reserve *r, pid_t pid, pid_t tid) {
 static uint64_t zero_lag_us(struct qos_reserve *r, pid_t tid, int64_t runtime_ns,
 		int64_t deadline_ns) {
 	struct qos_manager *mgr = r->mgr;
+	/* The kernel reckons it with the runtime it holds, not the plan's. */
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
-	qos_split_runtime(r, tid, &q);
+	if (!qos_split_held(r, tid, &q)) {
+		qos_split_runtime(r, tid, &q);
+	}
 	uint64_t debt = runtime_ns < 0 ? (uint64_t)-runtime_ns : 0;
 	int64_t z = deadline_ns - mgr->dl.clock_offset_ns +
 			(int64_t)(debt * (r->params.period_us * 1000u) / q);
@@ -307,7 +311,7 @@ static bool stuck(struct qos_reserve *r, struct fb_thread *t, pid_t tid, int64_t
 
 /* Takes a stuck thread out of SCHED_DEADLINE until its 0-lag time. */
 static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
-		int64_t runtime, int64_t deadline) {
+		int64_t runtime, int64_t deadline, const char *found) {
 	to_fallback(r, tid);
 	if (!t) {
 		t = add(r, pid, tid);
@@ -318,8 +322,8 @@ static void repair(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t 
 		t->risky = true;
 	}
 	qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, pid, tid, 0,
-			"thread %d was stuck throttled in SCHED_DEADLINE; %s until its 0-lag time", tid,
-			r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
+			"thread %d was stuck throttled in SCHED_DEADLINE (found %s); %s until its 0-lag time",
+			tid, found, r->params.fallback == QOS_POLICY_IDLE ? "idle" : "other");
 }
 
 /*
@@ -339,7 +343,7 @@ static bool check_entry(struct qos_reserve *r, struct fb_thread *t, pid_t pid, p
 	if (!stuck(r, t, tid, runtime, deadline)) {
 		return true;
 	}
-	repair(r, t, pid, tid, runtime, deadline);
+	repair(r, t, pid, tid, runtime, deadline, "on entry");
 	return false;
 }
 
@@ -416,15 +420,41 @@ void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid) {
 }
 
 /* Undoes a return that left the thread throttled without a timer. */
-static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid) {
+static bool unstick(struct qos_reserve *r, struct fb_thread *t, pid_t pid, pid_t tid,
+		const char *found) {
 	int64_t runtime, deadline;
 	bool known = t ? qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL)
 				   : qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL);
 	if (!known || !stuck(r, t, tid, runtime, deadline)) {
 		return false;
 	}
-	repair(r, t, pid, tid, runtime, deadline);
+	repair(r, t, pid, tid, runtime, deadline, found);
 	return true;
+}
+
+bool qos_optimistic_run_on(struct qos_reserve *r, pid_t pid, pid_t tid, uint64_t now_us) {
+	struct fb_thread *t = add(r, pid, tid);
+	uint64_t cpu;
+	if (!t || busy_entry(t) || !qos_thread_files_cpu_ns(&t->files, &cpu)) {
+		return false;
+	}
+	/* One that has not run since the last look cannot have run out since:
+	 * its deadline state (the costlier read) is left alone. */
+	bool ran = cpu != t->ran_ns;
+	t->ran_ns = cpu;
+	int64_t runtime, deadline;
+	if (!ran || !qos_thread_files_dl_state(&t->files, &runtime, &deadline, NULL) || runtime > 0 ||
+			qos_thread_files_state(&t->files) != 'R') {
+		return false;
+	}
+	struct leave_ctx c = { .r = r, .pid = pid, .period_end_us = now_us };
+	leave_one(tid, &c);
+	return t->back_at_us != 0;
+}
+
+bool qos_optimistic_unstick(struct qos_reserve *r, pid_t pid, pid_t tid) {
+	struct fb_thread *t = find(r, tid);
+	return unstick(r, t && t->pid == pid ? t : NULL, pid, tid, "idle in a period");
 }
 
 uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fallback) {
@@ -442,7 +472,7 @@ uint64_t qos_optimistic_run(struct qos_reserve *r, uint64_t now_us, bool in_fall
 		if (t->verify_at_us && now_us >= t->verify_at_us) {
 			t->verify_at_us = 0;
 			if (qos_sys_thread_in_process(t->pid, t->tid)) {
-				unstick(r, t, t->pid, t->tid);
+				unstick(r, t, t->pid, t->tid, "after entry");
 			}
 		}
 		if (!busy_entry(t)) {
@@ -475,7 +505,7 @@ static void scan_one(pid_t tid, void *data) {
 		t->seen = true;
 	}
 	if (!t || !busy_entry(t)) {
-		unstick(c->r, t, c->pid, tid);
+		unstick(c->r, t, c->pid, tid, "by the 1 s pass");
 	}
 }
 

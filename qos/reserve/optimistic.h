@@ -25,6 +25,21 @@ void qos_optimistic_housekeeping(struct qos_reserve *r);
 /* A thread just put into SCHED_DEADLINE: checked now, and a moment later
  * when that cannot tell whether the kernel left it stuck. */
 void qos_optimistic_watch(struct qos_reserve *r, pid_t pid, pid_t tid);
+/*
+ * Run-on: a member thread of a divided reserve (split.h) found throttled,
+ * its share used up while the reserve may still have slice left, goes on
+ * in the fallback class until it may safely return (its 0-lag time), as
+ * every thread does once the reserve's whole slice is used.  Only a thread
+ * that ran since the last look has its deadline state read.  True when it
+ * was moved; it returns through qos_optimistic_run.
+ */
+bool qos_optimistic_run_on(struct qos_reserve *r, pid_t pid, pid_t tid, uint64_t now_us);
+/*
+ * A member thread seen runnable without running for a whole period: taken
+ * out of SCHED_DEADLINE until its 0-lag time if the kernel left it stuck.
+ * True when it was.
+ */
+bool qos_optimistic_unstick(struct qos_reserve *r, pid_t pid, pid_t tid);
 /* Whether any thread still waits in the fallback. */
 bool qos_optimistic_any_waiting(const struct qos_reserve *r);
 /* Whether tid sits in the fallback waiting for its return time. */

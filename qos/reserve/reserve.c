@@ -81,6 +81,9 @@ void qos_reserve_rearm(struct qos_manager *mgr) {
 		if (r->split.next_us && r->split.next_us < next) {
 			next = r->split.next_us;
 		}
+		if (r->split.check_us && r->split.check_us < next) {
+			next = r->split.check_us;
+		}
 	}
 	if (next == mgr->armed_us) {
 		return;

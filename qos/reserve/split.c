@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "qos/policy/core.h"
+#include "qos/reserve/fallback.h"
 #include "qos/reserve/optimistic.h"
 #include "qos/reserve/split.h"
 #include "qos/kernel/sys.h"
@@ -39,6 +40,7 @@ struct sample_ctx {
 	struct qos_reserve *r;
 	pid_t pid;
 	uint64_t interval_us;
+	bool in_fallback; /* every thread waits in the reserve's fallback */
 	bool failed;
 };
 
@@ -79,12 +81,24 @@ static void sample_one(pid_t tid, void *data) {
 		return;
 	}
 	uint64_t used = ran * c->r->params.period_us / c->interval_us;
-	/* The state is read only for a thread that may park. */
-	bool asleep = false;
-	if (!t->parked && t->idle + 1 >= QOS_SPLIT_PARK_PERIODS && used < QOS_SPLIT_RAN_NS) {
-		char st = qos_sys_thread_state(tid);
-		asleep = st == 'S' || st == 'D' || st == 'I';
+	/* The state is read only for a thread that ran nothing: it may park, or
+	 * be stuck. */
+	bool may_park = t->idle + 1 >= QOS_SPLIT_PARK_PERIODS;
+	bool held = t->runtime_ns && !c->in_fallback && !qos_optimistic_waiting(c->r, tid);
+	char st = 0;
+	if (!t->parked && used < QOS_SPLIT_RAN_NS && (may_park || held)) {
+		st = qos_sys_thread_state(tid);
 	}
+	/*
+	 * Runnable in its reservation for a whole period without running: a
+	 * thread whose replenishment the kernel lost (docs/qos-design.md).
+	 * Housekeeping would find it within a second; a decoder stalled that
+	 * long drops frames, so it is looked at now.
+	 */
+	if (st == 'R' && held && qos_optimistic_unstick(c->r, c->pid, tid)) {
+		t->runtime_ns = 0;
+	}
+	bool asleep = may_park && (st == 'S' || st == 'D' || st == 'I');
 	qos_split_rules_sample(t, used, asleep);
 }
 
@@ -148,7 +162,9 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 		qos_split_clear(r); /* histories are per period: start afresh */
 	}
 	s->next_us = now_us + r->params.period_us;
-	struct sample_ctx c = { .r = r, .interval_us = s->last_us ? now_us - s->last_us : 0 };
+	struct sample_ctx c = { .r = r,
+		.interval_us = s->last_us ? now_us - s->last_us : 0,
+		.in_fallback = r->police.in_fallback && r->fb.applied };
 	s->last_us = now_us;
 	for (size_t i = 0; i < s->n; i++) {
 		s->t[i].seen = false;
@@ -170,6 +186,9 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 	}
 	bool first = !s->built;
 	s->built = true;
+	if (!s->check_us && qos_fallback_optimistic(r)) {
+		s->check_us = now_us + r->params.period_us / QOS_SPLIT_CHECKS;
+	}
 	s->period_ns = period_ns;
 	s->slice_ns = r->params.slice_us * 1000u;
 	if (first || !c.interval_us || c.failed) {
@@ -188,6 +207,31 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 		return;
 	}
 	apply(r);
+}
+
+void qos_split_check(struct qos_reserve *r, uint64_t now_us) {
+	struct qos_split *s = &r->split;
+	s->check_us = 0;
+	if (!s->built || !enabled(r) || !qos_fallback_optimistic(r)) {
+		return;
+	}
+	s->check_us = now_us + r->params.period_us / QOS_SPLIT_CHECKS;
+	/* The whole reserve waits in its fallback: nothing runs on from it. */
+	if (r->police.in_fallback && r->fb.applied) {
+		return;
+	}
+	bool moved = false;
+	for (size_t i = 0; i < s->n; i++) {
+		struct qos_split_thread *t = &s->t[i];
+		if (!t->parked && t->runtime_ns && qos_optimistic_run_on(r, t->pid, t->tid, now_us)) {
+			t->ran_on++;
+			moved = true;
+		}
+	}
+	/* Its use counts in the slice from now on, and its return needs a wake-up. */
+	if (moved) {
+		qos_fallback_check(r, now_us);
+	}
 }
 
 void qos_split_replan(struct qos_reserve *r) {
@@ -228,6 +272,17 @@ void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns) {
 	if (t) {
 		t->runtime_ns = runtime_ns;
 	}
+}
+
+bool qos_split_held(const struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {
+	const struct qos_split *s = &r->split;
+	for (size_t i = 0; s->built && i < s->n; i++) {
+		if (s->t[i].tid == tid && s->t[i].runtime_ns) {
+			*runtime_ns = s->t[i].runtime_ns;
+			return true;
+		}
+	}
+	return false;
 }
 
 uint64_t qos_split_take_starved(struct qos_reserve *r) {

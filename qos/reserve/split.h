@@ -28,6 +28,18 @@ bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
 
 /* Thread tid of r was given runtime_ns (outside a pass). */
 void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns);
+/*
+ * The runtime the kernel holds for tid, as last given (the plan may have
+ * moved since): what its 0-lag time is reckoned with.  False when the
+ * division does not know it (one thread, or not given one yet).
+ */
+bool qos_split_held(const struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
+
+/*
+ * Looks for threads throttled at their share (qos_optimistic_run_on),
+ * QOS_SPLIT_CHECKS times a period; called when r->split.check_us is due.
+ */
+void qos_split_check(struct qos_reserve *r, uint64_t now_us);
 
 /* The division for r's current slice (after a change of parameters). */
 void qos_split_replan(struct qos_reserve *r);

@@ -8,7 +8,7 @@
  *   forked PARENT CHILD         as the process-event connector reports a fork
  *   thread PID TID              ... or a new thread
  *   bill NAME USEC  |  info NAME  |  path NAME  |  sync  |  quit
- *   threads NAME                the slice's division: TID:RUNTIME_NS:USED_NS:PARKED...
+ *   threads NAME                the slice's division: TID:RUNTIME_NS:USED_NS:PARKED:RAN_ON...
  *   bill-pid PID USEC           bill the reserve PID is in as a whole process
  *   watch NAME on|off           per-period overrun events (qos_manager_watch_overruns)
  *   feed                        canary heartbeat (--external-canary)
@@ -205,8 +205,9 @@ static void command(struct qos_manager *mgr, char *line, bool *quit) {
 		}
 		printf("ok");
 		for (ssize_t i = 0; i < n && i < 256; i++) {
-			printf(" %d:%llu:%llu:%d", (int)th[i].tid, (unsigned long long)th[i].runtime_ns,
-					(unsigned long long)th[i].used_ns, th[i].parked);
+			printf(" %d:%llu:%llu:%d:%llu", (int)th[i].tid, (unsigned long long)th[i].runtime_ns,
+					(unsigned long long)th[i].used_ns, th[i].parked,
+					(unsigned long long)th[i].ran_on);
 		}
 		printf("\n");
 		fflush(stdout);

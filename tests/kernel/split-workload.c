@@ -2,11 +2,12 @@
  * split-workload: a multi-threaded member for the tests of a qos slice
  * divided among threads by use (tests/kernel/test_split.py).
  *
- *   split-workload THREADS PERIOD_MS BUSY_MS WAKE_MS
+ *   split-workload THREADS PERIOD_MS BUSY_MS WAKE_MS [EVERY]
  *
  * Starts THREADS threads (the main thread among them).  One runs BUSY_MS of
- * its own CPU time in every PERIOD_MS (a late job skips the boundaries it
- * missed); the rest sleep.  SIGUSR1 wakes one sleeper, which from then on
+ * its own CPU time in every PERIOD_MS, or in one period of every EVERY (a
+ * burst, as a video decoder's threads take turns with frames; a late job
+ * skips the boundaries it missed); the rest sleep.  SIGUSR1 wakes one sleeper, which from then on
  * runs WAKE_MS in every period; the others sleep for good.  Prints
  * "busy TID", "waker TID", "ready".
  */
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 static long period_ns;
+static long every = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t woken = PTHREAD_COND_INITIALIZER;
 static int wake;
@@ -29,15 +31,15 @@ static int64_t ns_of(clockid_t clock) {
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Runs work_ns of this thread's CPU time each period, for good. */
-static void periodic(int64_t work_ns) {
+/* Runs work_ns of this thread's CPU time each `each` periods, for good. */
+static void periodic(int64_t work_ns, long each) {
 	int64_t start = ns_of(CLOCK_MONOTONIC);
 	for (;;) {
 		int64_t end = ns_of(CLOCK_THREAD_CPUTIME_ID) + work_ns;
 		while (ns_of(CLOCK_THREAD_CPUTIME_ID) < end) {
 		}
 		int64_t now = ns_of(CLOCK_MONOTONIC);
-		int64_t next = start + ((now - start) / period_ns + 1) * period_ns;
+		int64_t next = start + ((now - start) / period_ns + each) * period_ns;
 		struct timespec ts = { .tv_sec = next / 1000000000, .tv_nsec = next % 1000000000 };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
@@ -46,7 +48,7 @@ static void periodic(int64_t work_ns) {
 static void *busy(void *arg) {
 	printf("busy %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);
-	periodic((int64_t)(intptr_t)arg);
+	periodic((int64_t)(intptr_t)arg, every);
 	return NULL;
 }
 
@@ -65,20 +67,23 @@ static void *waker(void *arg) {
 		pthread_cond_wait(&woken, &lock);
 	}
 	pthread_mutex_unlock(&lock);
-	periodic((int64_t)(intptr_t)arg);
+	periodic((int64_t)(intptr_t)arg, 1);
 	return NULL;
 }
 
 int main(int argc, char **argv) {
-	if (argc != 5) {
-		fprintf(stderr, "usage: split-workload THREADS PERIOD_MS BUSY_MS WAKE_MS\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: split-workload THREADS PERIOD_MS BUSY_MS WAKE_MS [EVERY]\n");
 		return 2;
 	}
 	int n = atoi(argv[1]);
 	period_ns = atol(argv[2]) * 1000000L;
 	int64_t busy_ns = (int64_t)(atof(argv[3]) * 1e6);
 	int64_t wake_ns = (int64_t)(atof(argv[4]) * 1e6);
-	if (n < 3 || period_ns <= 0 || busy_ns <= 0 || wake_ns <= 0) {
+	if (argc == 6) {
+		every = atol(argv[5]);
+	}
+	if (n < 3 || period_ns <= 0 || busy_ns <= 0 || wake_ns <= 0 || every < 1) {
 		fprintf(stderr, "split-workload: bad arguments\n");
 		return 2;
 	}

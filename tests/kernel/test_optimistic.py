@@ -349,7 +349,7 @@ def test_rejoin_after_throttled_leave_keeps_running(helper, procs):
 def parked_by_division(helper, name, tid):
     """Whether the manager's division of name's slice has tid parked."""
     for item in helper.ok("threads " + name).split()[1:]:
-        t, _, _, parked = item.split(":")
+        t, _, _, parked, _ = item.split(":")
         if int(t) == tid:
             return parked == "1"
     return False

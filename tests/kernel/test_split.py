@@ -60,8 +60,8 @@ class Totals:
         return rt
 
 
-def start(procs):
-    w = procs([WORKLOAD, str(THREADS), str(PERIOD_MS), str(BUSY_MS), str(WAKE_MS)],
+def start(procs, busy_ms=BUSY_MS, wake_ms=WAKE_MS, every=1):
+    w = procs([WORKLOAD, str(THREADS), str(PERIOD_MS), str(busy_ms), str(wake_ms), str(every)],
               stdout=subprocess.PIPE, text=True)
     tids = {}
     for line in w.stdout:
@@ -75,11 +75,11 @@ def start(procs):
 
 
 def division(helper, name):
-    """The manager's view: {tid: (runtime_ns, used_ns, parked)}."""
+    """The manager's view: {tid: (runtime_ns, used_ns, parked, ran_on)}."""
     out = {}
     for item in helper.ok("threads " + name).split()[1:]:
-        tid, rt, used, parked = item.split(":")
-        out[int(tid)] = (int(rt), int(used), parked == "1")
+        tid, rt, used, parked, ran_on = item.split(":")
+        out[int(tid)] = (int(rt), int(used), parked == "1", int(ran_on))
     return out
 
 
@@ -143,3 +143,40 @@ def test_single_thread_holds_the_whole_slice(helper, procs):
     helper.ok("sync")
     time.sleep(0.2)  # several periods: still nothing divided
     assert division(helper, "one") == {}
+
+
+def test_thread_out_of_its_share_runs_on_while_the_slice_has_room(helper, procs):
+    """A decoder-like thread bursts 6 ms in one period of every 6, beside a
+    steady one running 3 ms a period, in a 10 ms slice: its share, sized by
+    its mean use, runs out in the middle of a burst while the reserve has
+    slice to spare.  Instead of waiting throttled for its next period it
+    goes on at the fallback class (run-on): the manager counts it, and the
+    kernel shows the thread at SCHED_OTHER while the division has it in the
+    reservation.  The steady thread, whose share covers its use once the
+    division has followed it, and the sleepers never run on, and the
+    runtimes the kernel holds never sum past the slice."""
+    w, burst, steady = start(procs, busy_ms=6, wake_ms=3, every=6)
+    os.kill(w.pid, signal.SIGUSR1)  # the steady thread starts its 3 ms a period
+    place(helper, "burst policy=qos period=%dms cpu=50%% fallback=other" % PERIOD_MS, w.pid)
+    slice_ns = 10 * MS
+    # The division has followed their use: the steady thread holds its 3 ms.
+    wait_for(helper, lambda: division(helper, "burst").get(steady, (0,))[0] >= 3 * MS, 20,
+             "the steady thread's runtime never covered its work")
+    before = division(helper, "burst")
+    seen_other = False
+    deadline = time.monotonic() + 20
+    d = before
+    while time.monotonic() < deadline and not (seen_other and d[burst][3] > before[burst][3]):
+        rt = runtimes(w.pid)
+        assert sum(rt.values()) <= slice_ns, "runtimes %s sum past the slice" % rt
+        d = division(helper, "burst")
+        seen_other |= rt[burst] == 0 and not d[burst][2]
+        time.sleep(0.002)
+    print("division %r" % d)
+    assert d[burst][3] > before[burst][3], "the burst thread never ran on: %r" % d
+    assert seen_other, "the burst thread was never seen outside its reservation"
+    assert d[steady][3] == before[steady][3], (before, d)
+    sleepers = [t for t in d if t not in (burst, steady)]
+    assert all(d[t][3] == 0 for t in sleepers), d
+    assert helper.ok("leave %d" % w.pid)
+    assert all(v == 0 for v in runtimes(w.pid).values())
