@@ -267,9 +267,9 @@ def test_qos_other_periodic_job_within_its_slice_stays_reserved(helper, procs):
 
 def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     """qos -> idle: past the slice the member only gets idle time.  With a
-    normal busy loop on every CPU that is its reservation, within 3%
-    (before the manager timed the switch to the slice's end, it left at the
-    tick before: 20% at HZ=250); on free CPU time it runs on, as far as an
+    normal busy loop on every CPU that is its reservation, 0.30 (before the
+    manager timed the switch to the slice's end, it left at the tick
+    before: 0.20 at HZ=250); on free CPU time it runs on, as far as an
     idle-class control beside it does."""
     p = busy(procs)
     helper.ok("reserve cut policy=qos period=20ms cpu=30% fallback=idle")
@@ -293,7 +293,11 @@ def test_qos_idle_fallback_runs_on_free_cpu_only(helper, procs):
     time.sleep(0.3)
     loaded, flat = progress(p.pid, 3.0)
     print("loaded: share %.3f, flat windows %d, %s" % (loaded, flat, overruns(helper, "cut")[1]))
-    assert 0.27 <= loaded <= 0.4, loaded
+    # The manager is a normal process here: with more busy loops than CPUs
+    # beside the suite its return at each period's start comes late, and
+    # the member waits at the idle class meanwhile (0.264 seen in a loaded
+    # CI run).  Leaving a tick early gives 0.20; running on, over 0.4.
+    assert 0.24 <= loaded <= 0.4, loaded
     assert flat == 0
     # SCHED_IDLE threads alone would still get the group's share: the
     # fallback makes the reserve's group idle too (cpu.idle = 1).
