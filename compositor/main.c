@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wayland-server-core.h>
 #include <wlr/util/log.h>
 
@@ -83,8 +84,14 @@ int main(int argc, char *argv[]) {
 	}
 	scheduler_run(server.scheduler);
 	wlr_log(WLR_INFO, "exiting");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	server_finish(&server);
 	config_finish(&server.config);
 	free(server.config_path);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* What is left of an exit that takes long is the process's own teardown. */
+	wlr_log(WLR_INFO, "shut down in %ld ms",
+			(long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
 	return server.exit_code;
 }

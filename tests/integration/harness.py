@@ -380,6 +380,26 @@ class Compositor:
         text = self.log_text()
         return [p for p in SANITIZER_PATTERNS if p in text]
 
+    def where(self):
+        """What a compositor that does not exit is doing: each thread's state
+        and, as root, its kernel stack (seen once under load, not
+        understood: the shutdown had logged its end)."""
+        out = []
+        task = "/proc/%d/task" % self.proc.pid
+        try:
+            tids = sorted(os.listdir(task))
+        except OSError as e:
+            return "no /proc entry: %s" % e
+        for tid in tids:
+            for name in ("stat", "wchan", "stack"):
+                try:
+                    with open(os.path.join(task, tid, name)) as f:
+                        text = f.read().strip()
+                except OSError as e:
+                    text = "(%s)" % e.strerror
+                out.append("thread %s %s: %s" % (tid, name, text))
+        return "\n".join(out)
+
     def terminate(self, sig=signal.SIGTERM, timeout=20.0):
         """Send sig and wait for exit; return the exit code."""
         if self.proc.poll() is None:
@@ -387,8 +407,8 @@ class Compositor:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                raise AssertionError("qosway did not exit within %.0fs of signal %d:\n%s"
-                                     % (timeout, sig, self.log_tail()))
+                raise AssertionError("qosway did not exit within %.0fs of signal %d:\n%s\n%s"
+                                     % (timeout, sig, self.log_tail(), self.where()))
         self.returncode = self.proc.returncode
         return self.returncode
 
