@@ -21,6 +21,11 @@ static bool enabled(const struct qos_reserve *r) {
 	return r->params.policy == QOS_POLICY_QOS && r->n_members && r->params.period_us;
 }
 
+/* The whole reserve waits in its fallback until the period ends. */
+static bool held_in_fallback(const struct qos_reserve *r) {
+	return r->police.in_fallback && r->fb.applied;
+}
+
 static struct qos_split_thread *find(struct qos_split *s, pid_t tid) {
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->t[i].tid == tid) {
@@ -164,7 +169,7 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 	s->next_us = now_us + r->params.period_us;
 	struct sample_ctx c = { .r = r,
 		.interval_us = s->last_us ? now_us - s->last_us : 0,
-		.in_fallback = r->police.in_fallback && r->fb.applied };
+		.in_fallback = held_in_fallback(r) };
 	s->last_us = now_us;
 	for (size_t i = 0; i < s->n; i++) {
 		s->t[i].seen = false;
@@ -203,7 +208,7 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us) {
 		s->starved++;
 	}
 	/* The reserve-wide fallback holds every thread until the period ends. */
-	if (r->police.in_fallback && r->fb.applied) {
+	if (held_in_fallback(r)) {
 		return;
 	}
 	apply(r);
@@ -217,7 +222,7 @@ void qos_split_check(struct qos_reserve *r, uint64_t now_us) {
 	}
 	s->check_us = now_us + r->params.period_us / QOS_SPLIT_CHECKS;
 	/* The whole reserve waits in its fallback: nothing runs on from it. */
-	if (r->police.in_fallback && r->fb.applied) {
+	if (held_in_fallback(r)) {
 		return;
 	}
 	bool moved = false;
