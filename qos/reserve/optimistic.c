@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "qos/policy/core.h"
+#include "qos/policy/split_rules.h"
 #include "qos/reserve/optimistic.h"
 #include "qos/reserve/reserve.h"
 #include "qos/reserve/split.h"
@@ -354,7 +355,13 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 		return false;
 	}
 	uint64_t q = qos_reserve_dl_runtime_ns(r);
-	if (!qos_split_runtime(r, t->tid, &q)) {
+	/* Shrinking others takes no entry here (no add), so t stays valid. */
+	enum qos_split_grant g = qos_split_grant(r, t->tid, &q);
+	if (g == QOS_SPLIT_FULL) {
+		t->back_at_us = now_us + r->params.period_us / QOS_SPLIT_CHECKS;
+		return true;
+	}
+	if (g == QOS_SPLIT_OUTSIDE) {
 		/* Parked by the division meanwhile: it waits outside until it runs. */
 		t->back_at_us = 0;
 		t->verify_at_us = 0;
@@ -364,7 +371,7 @@ static bool go_back(struct qos_reserve *r, struct fb_thread *t, uint64_t now_us)
 	int64_t before = qos_sys_now_ns();
 	int e = qos_sys_set_thread_policy(t->tid, QOS_POLICY_QOS, r->params.nice, 0, q, period_ns);
 	if (e == 0) {
-		qos_split_given(r, t->tid, q);
+		qos_split_given(r, t->pid, t->tid, q);
 	}
 	t->back_at_us = 0;
 	t->verify_at_us = 0;

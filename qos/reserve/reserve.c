@@ -188,8 +188,8 @@ static void set_one(pid_t tid, void *data) {
 	bool entering_dl = false;
 	uint64_t runtime_ns = c->dl_runtime_ns;
 	/* Divided by use: a thread waiting outside keeps its class. */
-	if (c->policy == QOS_POLICY_QOS && !qos_split_runtime(c->r, tid, &runtime_ns)) {
-		return;
+	if (c->policy == QOS_POLICY_QOS && qos_split_grant(c->r, tid, &runtime_ns) != QOS_SPLIT_GIVE) {
+		return; /* a thread that does not fit gets its runtime at the next plan */
 	}
 	if (c->policy == QOS_POLICY_QOS) {
 		/* Each housekeeping pass comes here for every thread: most have
@@ -213,7 +213,7 @@ static void set_one(pid_t tid, void *data) {
 		qos_optimistic_watch(c->r, c->pid, tid); /* it may have left the class throttled */
 	}
 	if (e == 0 && policy == QOS_POLICY_QOS) {
-		qos_split_given(c->r, tid, runtime_ns);
+		qos_split_given(c->r, c->pid, tid, runtime_ns);
 	}
 	if (e < 0 && e != -ESRCH && !c->err) {
 		c->err = e;

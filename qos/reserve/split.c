@@ -136,6 +136,15 @@ static int give(struct qos_reserve *r, struct qos_split_thread *t) {
 	return e;
 }
 
+static void give_or_say(struct qos_reserve *r, struct qos_split_thread *t, uint64_t want) {
+	int e = give(r, t);
+	if (e < 0 && e != -ESRCH) {
+		qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
+				"cannot give thread %d a runtime of %.2fms: %s", t->tid, want / 1e6,
+				qos_reserve_policy_error(QOS_POLICY_QOS, e));
+	}
+}
+
 /* Shrinks first, then grows: the sum the kernel admits never passes the slice. */
 static void apply(struct qos_reserve *r) {
 	struct qos_split *s = &r->split;
@@ -146,12 +155,7 @@ static void apply(struct qos_reserve *r) {
 			if (want == t->runtime_ns || (want > t->runtime_ns) != (bool)grow) {
 				continue;
 			}
-			int e = give(r, t);
-			if (e < 0 && e != -ESRCH) {
-				qos_event_emit(&r->mgr->events, QOS_EVENT_ERROR, r->name, t->pid, t->tid, 0,
-						"cannot give thread %d a runtime of %.2fms: %s", t->tid, want / 1e6,
-						qos_reserve_policy_error(QOS_POLICY_QOS, e));
-			}
+			give_or_say(r, t, want);
 		}
 	}
 }
@@ -272,11 +276,58 @@ bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {
 	return true;
 }
 
-void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns) {
-	struct qos_split_thread *t = r->split.built ? find(&r->split, tid) : NULL;
-	if (t) {
-		t->runtime_ns = runtime_ns;
+enum qos_split_grant qos_split_grant(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {
+	struct qos_split *s = &r->split;
+	if (!qos_split_runtime(r, tid, runtime_ns)) {
+		return QOS_SPLIT_OUTSIDE;
 	}
+	if (!s->built) {
+		return QOS_SPLIT_GIVE; /* every thread holds the even split */
+	}
+	/*
+	 * The plan may have moved while the others kept what they hold: one
+	 * made while the whole reserve waited in its fallback is applied as
+	 * its threads come back one by one.  Those holding more than the plan
+	 * give it back first; what still does not fit waits.
+	 */
+	uint64_t held = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct qos_split_thread *t = &s->t[i];
+		if (t->tid == tid || !t->runtime_ns || qos_optimistic_waiting(r, t->tid)) {
+			continue;
+		}
+		uint64_t want = t->parked ? 0 : t->want_ns;
+		if ((want || t->parked) && want < t->runtime_ns) {
+			give_or_say(r, t, want);
+		}
+		held += t->runtime_ns;
+	}
+	uint64_t room = s->slice_ns > held ? s->slice_ns - held : 0;
+	if (*runtime_ns > room) {
+		*runtime_ns = room;
+	}
+	return *runtime_ns < QOS_SPLIT_MIN_NS ? QOS_SPLIT_FULL : QOS_SPLIT_GIVE;
+}
+
+void qos_split_given(struct qos_reserve *r, pid_t pid, pid_t tid, uint64_t runtime_ns) {
+	struct qos_split *s = &r->split;
+	if (!s->built) {
+		return;
+	}
+	struct qos_split_thread *t = find(s, tid);
+	if (!t) {
+		/* Started since the last sample: counted from now, as what it holds
+		 * is what the next grant leaves room for. */
+		uint64_t cpu;
+		struct qos_split_thread *grown = qos_array_room(s->t, &s->cap, s->n, sizeof(*grown));
+		if (!grown || !qos_sys_thread_cpu_ns(tid, &cpu)) {
+			return;
+		}
+		s->t = grown;
+		t = &s->t[s->n++];
+		*t = (struct qos_split_thread){ .pid = pid, .tid = tid, .cpu_ns = cpu, .seen = true };
+	}
+	t->runtime_ns = runtime_ns;
 }
 
 bool qos_split_held(const struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns) {

@@ -26,8 +26,25 @@ void qos_split_pass(struct qos_reserve *r, uint64_t now_us);
  */
 bool qos_split_runtime(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
 
-/* Thread tid of r was given runtime_ns (outside a pass). */
-void qos_split_given(struct qos_reserve *r, pid_t tid, uint64_t runtime_ns);
+enum qos_split_grant {
+	QOS_SPLIT_GIVE, /* give it *runtime_ns now */
+	QOS_SPLIT_OUTSIDE, /* parked: it keeps the class it has until it runs */
+	QOS_SPLIT_FULL, /* the others hold the slice: try again later */
+};
+
+/*
+ * What thread tid of r may be given now that it enters its reservation
+ * outside a pass (a return from the fallback, housekeeping, a new thread):
+ * the plan's runtime (the even split, *runtime_ns on entry, before the
+ * first plan or for a thread started since the last sample), less what
+ * the others hold past the slice once those holding more than the plan
+ * have shrunk.  So the runtimes the kernel holds never sum past the slice,
+ * whatever order threads come back in.
+ */
+enum qos_split_grant qos_split_grant(struct qos_reserve *r, pid_t tid, uint64_t *runtime_ns);
+
+/* Thread tid (of member pid) of r was given runtime_ns outside a pass. */
+void qos_split_given(struct qos_reserve *r, pid_t pid, pid_t tid, uint64_t runtime_ns);
 /*
  * The runtime the kernel holds for tid, as last given (the plan may have
  * moved since): what its 0-lag time is reckoned with.  False when the

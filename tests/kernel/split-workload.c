@@ -8,8 +8,9 @@
  * its own CPU time in every PERIOD_MS, or in one period of every EVERY (a
  * burst, as a video decoder's threads take turns with frames; a late job
  * skips the boundaries it missed); the rest sleep.  SIGUSR1 wakes one sleeper, which from then on
- * runs WAKE_MS in every period; the others sleep for good.  Prints
- * "busy TID", "waker TID", "ready".
+ * runs WAKE_MS in every period; the others sleep for good.  SIGUSR2 starts
+ * one more sleeper and prints "new TID".  Prints "busy TID", "waker TID",
+ * "ready".
  */
 #include <pthread.h>
 #include <signal.h>
@@ -53,6 +54,10 @@ static void *busy(void *arg) {
 }
 
 static void *sleeper(void *arg) {
+	if (arg) {
+		printf("new %ld\n", (long)syscall(SYS_gettid));
+		fflush(stdout);
+	}
 	for (;;) {
 		sleep(1000);
 	}
@@ -90,6 +95,7 @@ int main(int argc, char **argv) {
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* the threads inherit the mask */
 	pthread_t t;
 	if (pthread_create(&t, NULL, busy, (void *)(intptr_t)busy_ns) ||
@@ -106,6 +112,12 @@ int main(int argc, char **argv) {
 	fflush(stdout);
 	int sig;
 	while (sigwait(&set, &sig) == 0) {
+		if (sig == SIGUSR2) {
+			if (pthread_create(&t, NULL, sleeper, &period_ns)) {
+				return 1;
+			}
+			continue;
+		}
 		pthread_mutex_lock(&lock);
 		wake = 1;
 		pthread_mutex_unlock(&lock);

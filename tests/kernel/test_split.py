@@ -49,13 +49,14 @@ def runtimes(pid):
 class Totals:
     """Every reading of the runtimes, each checked against the slice."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, slice_ns=SLICE):
         self.pid = pid
+        self.slice_ns = slice_ns
         self.readings = 0
 
     def read(self):
         rt = runtimes(self.pid)
-        assert sum(rt.values()) <= SLICE, "runtimes %s sum past the slice" % rt
+        assert sum(rt.values()) <= self.slice_ns, "runtimes %s sum past the slice" % rt
         self.readings += 1
         return rt
 
@@ -106,6 +107,31 @@ def test_busy_thread_gets_its_use_and_a_waking_one_gets_runtime(helper, procs):
              "the woken thread never got a runtime covering its work")
     assert totals.read()[busy] >= BUSY_MS * MS
     assert totals.readings > 3
+    assert helper.ok("leave %d" % w.pid)
+    assert all(v == 0 for v in runtimes(w.pid).values())
+
+
+def test_a_new_thread_enters_only_with_room_in_the_slice(helper, procs):
+    """The plan hands all of the slice out (its spare goes where the use
+    is), so a thread started since has no room: the even split the
+    manager would give it when told of it waits for the next plan, which
+    counts it.  A 100 ms period
+    keeps a wrong sum in the kernel long enough for the readings to see."""
+    w, busy, _ = start(procs)
+    place(helper, "late policy=qos period=100ms cpu=40% fallback=other", w.pid)
+    totals = Totals(w.pid, slice_ns=40 * MS)
+    wait_for(helper, lambda: totals.read()[busy] >= 5 * BUSY_MS * MS, 20,
+             "the busy thread's runtime never covered its work")
+    os.kill(w.pid, signal.SIGUSR2)
+    word = w.stdout.readline().split()
+    assert word[0] == "new", word
+    new = int(word[1])
+    helper.ok("thread %d %d" % (w.pid, new))  # as the process-event connector says
+    deadline = time.monotonic() + 20
+    while totals.read().get(new, 0) == 0:
+        assert time.monotonic() < deadline, "the new thread never got a runtime"
+        time.sleep(0.002)
+    assert new in division(helper, "late")
     assert helper.ok("leave %d" % w.pid)
     assert all(v == 0 for v in runtimes(w.pid).values())
 
