@@ -141,6 +141,7 @@ static void adapt_step(struct qos_reserve *r) {
 	uint64_t slice;
 	char why[160], err[256];
 	r->adapt.thread_share_us = r->params.policy == QOS_POLICY_QOS ? r->dl_runtime_ns / 1000u : 0;
+	r->adapt.cpus = r->params.policy == QOS_POLICY_QOS && r->split.built ? r->police.parallel : 1;
 	if (!qos_adapt_decide(&r->adapt, &r->params, &slice, why, sizeof(why))) {
 		return;
 	}

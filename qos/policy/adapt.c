@@ -88,10 +88,15 @@ uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, uns
 	return percentile_from(ring, n, pct, 0, &kept);
 }
 
-void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi) {
+void qos_adapt_bounds(const struct qos_adapt *a, const struct qos_params *p, uint64_t *lo,
+		uint64_t *hi) {
 	bool rt_static = p->policy == QOS_POLICY_FIFO || p->policy == QOS_POLICY_RR;
 	/* fifo/rr must stay below the whole period (params.c): 95% of it. */
 	*hi = rt_static ? p->period_us - p->period_us / 20 : p->period_us;
+	/* A divided slice holds as many CPUs as its threads run on at once. */
+	if (p->policy == QOS_POLICY_QOS && a->cpus > 1) {
+		*hi = p->period_us * a->cpus;
+	}
 	if (p->adapt.max_ppm) {
 		*hi = (p->period_us * p->adapt.max_ppm + 500000u) / 1000000u;
 	}
@@ -107,9 +112,9 @@ void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi) {
 	}
 }
 
-static uint64_t clamp(const struct qos_params *p, uint64_t v) {
+static uint64_t clamp(const struct qos_adapt *a, const struct qos_params *p, uint64_t v) {
 	uint64_t lo, hi;
-	qos_adapt_bounds(p, &lo, &hi);
+	qos_adapt_bounds(a, p, &lo, &hi);
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
@@ -186,7 +191,7 @@ static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint
 		p95 = qos_adapt_percentile(&a->used, QOS_ADAPT_RING, 95);
 	}
 	a->settled = true;
-	*slice_us = clamp(p, with_margin(p95));
+	*slice_us = clamp(a, p, with_margin(p95));
 	describe(why, why_len, "settled at", *slice_us, p95, reported);
 	return *slice_us != p->slice_us;
 }
@@ -209,8 +214,8 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 	a->modest_us = 0;
 	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
 		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
-		uint64_t modest = clamp(p, step > with_margin(p95) ? step : with_margin(p95));
-		uint64_t guess = p->adapt.auto_slice ? clamp(p, qos_adapt_first_guess_us(p)) : 0;
+		uint64_t modest = clamp(a, p, step > with_margin(p95) ? step : with_margin(p95));
+		uint64_t guess = p->adapt.auto_slice ? clamp(a, p, qos_adapt_first_guess_us(p)) : 0;
 		uint64_t target = guess > modest ? guess : modest;
 		if (target > cur) {
 			*slice_us = target;
@@ -229,7 +234,7 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 			qos_adapt_percentile(&a->used, QOS_ADAPT_WINDOW, 100) >= a->thread_share_us) {
 		return false;
 	}
-	uint64_t target = clamp(p, with_margin(p95));
+	uint64_t target = clamp(a, p, with_margin(p95));
 	/* Inside the band a jittery use changes nothing. */
 	if (target >= cur || (cur - target) * 100 <= cur * QOS_ADAPT_BAND_PCT) {
 		return false;

@@ -89,6 +89,13 @@ struct qos_adapt {
 	 * may have been cut short: no shrink then.
 	 */
 	uint64_t thread_share_us;
+	/*
+	 * Set by the caller before deciding: the CPUs a qos reserve's threads
+	 * can run on at once while its slice is divided among them (each
+	 * thread's runtime still fits one period).  The slice may grow to that
+	 * many periods; 0 or 1: one CPU, the period.
+	 */
+	unsigned cpus;
 	/* Kept by adjust.c: the police counters last seen, and idle release. */
 	uint64_t seen_periods, seen_overruns;
 	uint32_t idle_run; /* consecutive periods without use */
@@ -139,8 +146,9 @@ bool qos_adapt_decide(struct qos_adapt *a, const struct qos_params *p, uint64_t 
  */
 void qos_adapt_changed(struct qos_adapt *a, uint64_t slice_us);
 
-/* The slice bounds for p: [*lo, *hi] microseconds. */
-void qos_adapt_bounds(const struct qos_params *p, uint64_t *lo, uint64_t *hi);
+/* The slice bounds for p with a->cpus: [*lo, *hi] microseconds. */
+void qos_adapt_bounds(const struct qos_adapt *a, const struct qos_params *p, uint64_t *lo,
+		uint64_t *hi);
 
 /* The p-th percentile (0..100) of the last n figures of the ring (n <= its count). */
 uint64_t qos_adapt_percentile(const struct qos_adapt_ring *ring, unsigned n, unsigned pct);

@@ -9,7 +9,8 @@
  *    use plus QOS_SPLIT_MARGIN_PCT, plus QOS_SPLIT_HEADROOM_PPM of the
  *    period.  A thread that ran QOS_SPLIT_FULL_PCT of its runtime ran out:
  *    its use says only what it was allowed, so it asks for
- *    QOS_SPLIT_THROTTLED_PCT more than its runtime.
+ *    QOS_SPLIT_THROTTLED_PCT more than its runtime.  No thread asks for
+ *    more than the period (a slice may span several CPUs; a thread not).
  *  - A thread that has not run for QOS_SPLIT_PARK_PERIODS periods and is
  *    asleep (and did not run out) is parked: it waits at the fallback
  *    class with no runtime.  Once it runs there it is unparked and asks for

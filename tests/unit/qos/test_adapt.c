@@ -197,6 +197,29 @@ static void test_split_slice_holds(void) {
 	CHECK_EQ_U(slice, 1150);
 }
 
+/*
+ * A slice divided among threads that run on two CPUs at once grows past
+ * the period, up to two periods; undivided it stops at the period.
+ */
+static void test_divided_slice_grows_past_the_period(void) {
+	for (unsigned cpus = 0; cpus <= 2; cpus++) {
+		struct qos_adapt a = { .cpus = cpus };
+		struct qos_params p = adaptive(false, true, 9000);
+		uint64_t slice = p.slice_us;
+		char why[160];
+		for (int step = 0; step < 6; step++) {
+			for (int i = 0; i < 4; i++) {
+				qos_adapt_sample(&a, 18000, true);
+			}
+			if (qos_adapt_decide(&a, &p, &slice, why, sizeof(why))) {
+				qos_adapt_changed(&a, slice);
+				p.slice_us = slice;
+			}
+		}
+		CHECK_EQ_U(p.slice_us, cpus == 2 ? 20000 : 10000);
+	}
+}
+
 static void test_reports_preferred(void) {
 	struct qos_adapt a = { 0 };
 	struct qos_params p = adaptive(false, true, 4000);
@@ -271,6 +294,7 @@ int main(void) {
 	test_idle_periods_left_out();
 	test_shrink_and_band();
 	test_split_slice_holds();
+	test_divided_slice_grows_past_the_period();
 	test_reports_preferred();
 	test_batched_periods();
 	test_percentile();

@@ -128,6 +128,28 @@ static void test_tiny_slice(void) {
 	CHECK(qos_split_rules_planned(t, 4) <= 3000);
 }
 
+/* A slice of two CPUs and a bit for two threads that use a CPU each: each
+ * gets a period, no more, whatever spare the slice has. */
+static void test_slice_past_the_period(void) {
+	struct qos_split_thread t[3];
+	for (size_t i = 0; i < 3; i++) {
+		t[i] = (struct qos_split_thread){ .tid = (pid_t)(100 + i), .runtime_ns = PERIOD / 2 };
+	}
+	for (int k = 0; k < 6; k++) {
+		for (size_t i = 0; i < 3; i++) {
+			qos_split_rules_sample(&t[i], i ? PERIOD : 0, false);
+		}
+		CHECK(!qos_split_rules_plan(t, 3, 2 * PERIOD + 2 * MS, PERIOD));
+		CHECK(qos_split_rules_planned(t, 3) <= 2 * PERIOD + 2 * MS);
+		for (size_t i = 0; i < 3; i++) {
+			CHECK(t[i].want_ns <= PERIOD);
+			t[i].runtime_ns = t[i].want_ns;
+		}
+	}
+	CHECK_EQ_U(t[1].runtime_ns, PERIOD);
+	CHECK_EQ_U(t[2].runtime_ns, PERIOD);
+}
+
 int main(void) {
 	test_busy_grows_idle_shrink();
 	test_sleepers_park_and_wake();
@@ -135,5 +157,6 @@ int main(void) {
 	test_overload_is_max_min_fair();
 	test_small_moves_are_kept();
 	test_tiny_slice();
+	test_slice_past_the_period();
 	return check_report("test_split");
 }
