@@ -313,9 +313,11 @@ def test_cut_to_idle_job_within_its_limit_is_never_cut(helper, procs):
     print("missed %d of %d, last uses %s, %s" % (missed, n, lasts, info))
     assert n == 150
     assert not over and " overruns=0 " in info, (over, info)
-    # 4 ms of CPU a period: a job may straddle a boundary (say 6.5 ms in one
-    # period and 1.5 in the next), never more than two jobs in one.
-    assert max(lasts) <= 8600 and 2000 <= sum(lasts) / len(lasts) <= 6000, lasts
+    # 4 ms of CPU a period on average.  A job may straddle a boundary, and
+    # one the loops held back runs on into the next job, so a period may
+    # hold parts of three (9.1 ms seen with two more loops on the machine);
+    # never the 10 ms limit, where it would have been cut.
+    assert max(lasts) < 10000 and 2000 <= sum(lasts) / len(lasts) <= 6000, lasts
 
 
 def test_zz_no_test_cgroup_left():
