@@ -46,12 +46,12 @@ static uint64_t take_periods(struct qos_reserve *r) {
 		a->seen_overruns = pol->overruns;
 	}
 	uint64_t n = pol->periods - a->seen_periods;
+	if (!n) {
+		return 0; /* an overrun in the running period counts when it ends */
+	}
 	uint64_t over = pol->overruns - a->seen_overruns;
 	a->seen_periods = pol->periods;
 	a->seen_overruns = pol->overruns;
-	if (!n) {
-		return 0;
-	}
 	/* A period whose threads ran out with the whole slice divided among them
 	 * is an overrun the reserve's books do not show (split.c). */
 	over += qos_split_take_starved(r);
