@@ -25,6 +25,10 @@ static unsigned slot(const struct qos_adapt_ring *ring, unsigned i) {
 void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
 	push(&a->used, used_us, overran);
 	a->periods++;
+	if (overran) {
+		a->overran = true;
+		a->over_period = a->periods;
+	}
 	if (a->since_change < UINT32_MAX) {
 		a->since_change++;
 	}
@@ -166,11 +170,22 @@ static uint64_t demand(const struct qos_adapt *a, unsigned n, uint64_t slice_us,
 	return work > used ? work : used;
 }
 
-/* Of the last 4 periods, how many ran out: by measurement, or by reports. */
+/*
+ * Of the last QOS_ADAPT_GROW_SPAN periods (at least 4 seen), how many ran
+ * out: by measurement, or by reports.
+ */
 static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
-	unsigned used = a->used.n >= 4 ? overs(&a->used, 4, slice_us) : 0;
-	unsigned work = reports_fresh(a) && a->work.n >= 4 ? overs(&a->work, 4, slice_us) : 0;
+	/* Only periods run with this slice judge it. */
+	unsigned span = a->since_change < QOS_ADAPT_GROW_SPAN ? a->since_change : QOS_ADAPT_GROW_SPAN;
+	unsigned used = a->used.n >= 4 ? overs(&a->used, span, slice_us) : 0;
+	unsigned work = reports_fresh(a) && a->work.n >= 4 ? overs(&a->work, span, slice_us) : 0;
 	return used > work ? used : work;
+}
+
+/* The grow rule's target from cur: a quarter more, or p95 plus the margin. */
+static uint64_t grow_step(uint64_t cur, uint64_t p95) {
+	uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
+	return step > with_margin(p95) ? step : with_margin(p95);
 }
 
 /* cpu=auto's first measurement: the percentile of it plus the margin. */
@@ -191,7 +206,10 @@ static bool decide_initial(struct qos_adapt *a, const struct qos_params *p, uint
 		p95 = qos_adapt_percentile(&a->used, QOS_ADAPT_RING, 95);
 	}
 	a->settled = true;
-	*slice_us = clamp(a, p, with_margin(p95));
+	/* Periods cut short at the provisional slice read as the slice: the
+	 * use was more, so settle no lower than growth would take it. */
+	bool cut = recent_overs(a, p->slice_us) >= QOS_ADAPT_GROW_OVERS;
+	*slice_us = clamp(a, p, cut ? grow_step(p->slice_us, p95) : with_margin(p95));
 	describe(why, why_len, "settled at", *slice_us, p95, reported);
 	return *slice_us != p->slice_us;
 }
@@ -213,8 +231,7 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, cur, &reported, &worked);
 	a->modest_us = 0;
 	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
-		uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
-		uint64_t modest = clamp(a, p, step > with_margin(p95) ? step : with_margin(p95));
+		uint64_t modest = clamp(a, p, grow_step(cur, p95));
 		uint64_t guess = p->adapt.auto_slice ? clamp(a, p, qos_adapt_first_guess_us(p)) : 0;
 		uint64_t target = guess > modest ? guess : modest;
 		if (target > cur) {
@@ -228,6 +245,10 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 	/* Idle more often than not: idle release's business, not a shrink. */
 	if (a->since_change < QOS_ADAPT_WINDOW || a->used.n < QOS_ADAPT_WINDOW ||
 			worked * 2 < QOS_ADAPT_WINDOW) {
+		return false;
+	}
+	/* Peaks seconds apart (a video's key frames) fall outside the window. */
+	if (a->overran && a->periods - a->over_period < QOS_ADAPT_CALM) {
 		return false;
 	}
 	if (a->thread_share_us && a->thread_share_us < cur &&

@@ -16,11 +16,14 @@
  *    member joined in is partial, and a task changing class runs what it
  *    fell behind on.
  *  - adapt=yes: the slice grows by a quarter (or to the percentile plus
- *    margin, if more) when at least 2 of the last 4 periods used it up,
+ *    margin, if more) when at least 2 of the last 16 periods used it up,
  *    a cpu=auto slice at once to its first guess if that is more, and
  *    shrinks to the percentile plus margin of the last 16 periods when
- *    that is below the slice by more than QOS_ADAPT_BAND_PCT and half of
- *    them were not idle.  A change
+ *    that is below the slice by more than QOS_ADAPT_BAND_PCT, half of
+ *    them were not idle and none used the slice up for QOS_ADAPT_CALM
+ *    periods.  cpu=auto's measurement cut short by the provisional slice
+ *    (2 of the last 16 periods used it up) settles no lower than the
+ *    grow rule's step.  A change
  *    starts the count afresh, so each rule sees only periods run with the
  *    slice it judges.  No shrink while a thread may have been throttled at
  *    its share of a split slice (thread_share_us).
@@ -46,7 +49,11 @@
 #define QOS_ADAPT_MARGIN_PCT 15u
 #define QOS_ADAPT_BAND_PCT 25u
 #define QOS_ADAPT_GROW_PCT 25u
-#define QOS_ADAPT_GROW_OVERS 2u /* of the last 4 periods */
+#define QOS_ADAPT_GROW_OVERS 2u /* of the last QOS_ADAPT_GROW_SPAN periods */
+#define QOS_ADAPT_GROW_SPAN 16u
+/* No shrink until this many periods passed without one used up (about 2 s
+ * at 60 Hz): a video's key frames, seconds apart, need the slice back. */
+#define QOS_ADAPT_CALM 128u
 #define QOS_ADAPT_REPORT_FRESH 8u
 /* No slice below this: the deadline class and the timers want some room. */
 #define QOS_ADAPT_MIN_SLICE_US 100u
@@ -99,6 +106,8 @@ struct qos_adapt {
 	/* Kept by adjust.c: the police counters last seen, and idle release. */
 	uint64_t seen_periods, seen_overruns;
 	uint32_t idle_run; /* consecutive periods without use */
+	bool overran; /* a period used the slice up since the reset ... */
+	uint64_t over_period; /* ... the last one, in a->periods */
 	uint32_t vblank_off; /* consecutive vblanks out of phase (period=vblank) */
 	bool released;
 	bool refusal_told; /* a refused re-admission was reported for this wake */

@@ -116,6 +116,40 @@ def test_adaptive_reserve_grows_after_overruns_and_shrinks_after_under_use(procs
         assert 100 <= int(f["slice_us"]) <= 20000, f
 
 
+# A task that runs BASE ms of CPU at each PERIOD boundary and BURST ms at
+# every EVERY-th (a video's key frames), like DUTY otherwise.
+BURSTY = r"""
+import sys, time
+period, base, burst = (float(a) / 1000 for a in sys.argv[1:4])
+every = int(sys.argv[4])
+print("ready", flush=True)
+start = time.monotonic()
+while True:
+    k = int((time.monotonic() - start) / period)
+    end = time.thread_time() + (burst if k % every == 0 else base)
+    while time.thread_time() < end:
+        pass
+    now = time.monotonic()
+    time.sleep(max(0.0, start + (int((now - start) / period) + 1) * period - now))
+"""
+
+
+def test_overruns_a_few_periods_apart_grow_the_slice(procs):
+    """Most periods fit the slice, one in six bursts past it (a video's key
+    frames): 2 overruns in 16 periods grow the slice until it holds a
+    burst, and it is not shrunk back between bursts, which the window of
+    16 periods the shrink rule looks at mostly misses."""
+    with running_helper() as h:
+        w = procs([sys.executable, "-c", BURSTY, "20", "1", "8", "6"],
+                  stdout=subprocess.PIPE, text=True)
+        assert w.stdout.readline().strip() == "ready"
+        place(h, "bursty policy=qos period=20ms slice=3ms adapt=yes fallback=other", w.pid)
+        wait_for(h, lambda: int(info_fields(h, "bursty")["slice_us"]) >= 8000, 20,
+                 "never grew to hold its bursts: %s" % events_of(h, "params", "bursty"))
+        time.sleep(3)  # 150 periods, 25 bursts: held, never shrunk below one
+        assert int(info_fields(h, "bursty")["slice_us"]) >= 8000, events_of(h, "params", "bursty")
+
+
 def test_growth_admission_refuses_keeps_the_slice(procs):
     """Adaptation never takes another reserve's grant: refused growth keeps
     the slice and says why."""

@@ -220,6 +220,54 @@ static void test_divided_slice_grows_past_the_period(void) {
 	}
 }
 
+/* Overruns a few periods apart (a video's heavy frames) grow the slice. */
+static void test_sparse_overruns_grow(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 4000);
+	uint64_t slice;
+	char why[160];
+	feed(&a, 8, 3000, 0);
+	qos_adapt_sample(&a, 4000, true);
+	feed(&a, 9, 3000, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* one in 16 */
+	qos_adapt_sample(&a, 4000, true);
+	feed(&a, 3, 3000, 0);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why))); /* two, 13 apart */
+	CHECK_EQ_U(slice, 5000);
+}
+
+/* A slice grown for peaks stays until QOS_ADAPT_CALM periods pass without one. */
+static void test_no_shrink_soon_after_an_overrun(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 8000);
+	uint64_t slice;
+	char why[160];
+	qos_adapt_sample(&a, 8000, true);
+	unsigned n = 0;
+	for (; n < 4 * QOS_ADAPT_CALM; n++) {
+		qos_adapt_sample(&a, 2000, false);
+		if (qos_adapt_decide(&a, &p, &slice, why, sizeof(why))) {
+			break;
+		}
+	}
+	CHECK_EQ_U(n + 1, QOS_ADAPT_CALM);
+	CHECK_EQ_U(slice, 2300);
+}
+
+/* cpu=auto measured at a provisional slice that cut it short settles above it. */
+static void test_cut_short_measurement_settles_above(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(true, true, 5000);
+	uint64_t slice;
+	char why[160];
+	feed(&a, QOS_ADAPT_WARMUP, 5000, 0);
+	for (unsigned i = 0; i < QOS_ADAPT_INITIAL_PERIODS; i++) {
+		qos_adapt_sample(&a, i % 3 ? 4000 : 5000, i % 3 == 0);
+	}
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 6250);
+}
+
 static void test_reports_preferred(void) {
 	struct qos_adapt a = { 0 };
 	struct qos_params p = adaptive(false, true, 4000);
@@ -295,6 +343,9 @@ int main(void) {
 	test_shrink_and_band();
 	test_split_slice_holds();
 	test_divided_slice_grows_past_the_period();
+	test_sparse_overruns_grow();
+	test_no_shrink_soon_after_an_overrun();
+	test_cut_short_measurement_settles_above();
 	test_reports_preferred();
 	test_batched_periods();
 	test_percentile();
