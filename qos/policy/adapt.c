@@ -26,6 +26,7 @@ void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
 	push(&a->used, used_us, overran);
 	a->periods++;
 	if (overran) {
+		a->prev_over_period = a->overran ? a->over_period : 0;
 		a->overran = true;
 		a->over_period = a->periods;
 	}
@@ -182,6 +183,17 @@ static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
 	return used > work ? used : work;
 }
 
+/*
+ * The newest period used the slice up, and so did another run with it
+ * less than QOS_ADAPT_CALM periods before: peaks a second or so apart,
+ * each cut short, too far apart for the 16 periods recent_overs reads.
+ */
+static bool recurring_over(const struct qos_adapt *a) {
+	uint64_t changed = a->periods - a->since_change;
+	return a->overran && a->over_period == a->periods && a->prev_over_period > changed &&
+			a->over_period - a->prev_over_period < QOS_ADAPT_CALM;
+}
+
 /* The grow rule's target from cur: a quarter more, or p95 plus the margin. */
 static uint64_t grow_step(uint64_t cur, uint64_t p95) {
 	uint64_t step = cur + cur * QOS_ADAPT_GROW_PCT / 100;
@@ -230,7 +242,8 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 	unsigned worked;
 	uint64_t p95 = demand(a, QOS_ADAPT_WINDOW, cur, &reported, &worked);
 	a->modest_us = 0;
-	if (a->since_change >= 4 && recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS) {
+	if (a->since_change >= 4 &&
+			(recent_overs(a, cur) >= QOS_ADAPT_GROW_OVERS || recurring_over(a))) {
 		uint64_t modest = clamp(a, p, grow_step(cur, p95));
 		uint64_t guess = p->adapt.auto_slice ? clamp(a, p, qos_adapt_first_guess_us(p)) : 0;
 		uint64_t target = guess > modest ? guess : modest;

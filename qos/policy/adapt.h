@@ -17,6 +17,7 @@
  *    fell behind on.
  *  - adapt=yes: the slice grows by a quarter (or to the percentile plus
  *    margin, if more) when at least 2 of the last 16 periods used it up,
+ *    or one did and another had less than QOS_ADAPT_CALM periods before,
  *    a cpu=auto slice at once to its first guess if that is more, and
  *    shrinks to the percentile plus margin of the last 16 periods when
  *    that is below the slice by more than QOS_ADAPT_BAND_PCT, half of
@@ -108,6 +109,7 @@ struct qos_adapt {
 	uint32_t idle_run; /* consecutive periods without use */
 	bool overran; /* a period used the slice up since the reset ... */
 	uint64_t over_period; /* ... the last one, in a->periods */
+	uint64_t prev_over_period; /* ... the one before it; 0: none */
 	uint32_t vblank_off; /* consecutive vblanks out of phase (period=vblank) */
 	bool released;
 	bool refusal_told; /* a refused re-admission was reported for this wake */

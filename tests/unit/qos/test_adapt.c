@@ -236,6 +236,31 @@ static void test_sparse_overruns_grow(void) {
 	CHECK_EQ_U(slice, 5000);
 }
 
+/* Overruns a second apart, never two in 16 periods, grow it at the second. */
+static void test_recurring_overruns_grow(void) {
+	struct qos_adapt a = { 0 };
+	struct qos_params p = adaptive(false, true, 4000);
+	uint64_t slice;
+	char why[160];
+	feed(&a, 20, 3000, 0);
+	qos_adapt_sample(&a, 3000, true);
+	feed(&a, 60, 3000, 0);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	qos_adapt_sample(&a, 3000, true);
+	CHECK(qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	CHECK_EQ_U(slice, 5000);
+	qos_adapt_changed(&a, slice);
+	p.slice_us = slice;
+	/* One before the change and one after do not judge the new slice. */
+	feed(&a, 10, 3000, 0);
+	qos_adapt_sample(&a, 3000, true);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+	/* Further apart than the calm: noise. */
+	feed(&a, QOS_ADAPT_CALM, 3000, 0);
+	qos_adapt_sample(&a, 3000, true);
+	CHECK(!qos_adapt_decide(&a, &p, &slice, why, sizeof(why)));
+}
+
 /* A slice grown for peaks stays until QOS_ADAPT_CALM periods pass without one. */
 static void test_no_shrink_soon_after_an_overrun(void) {
 	struct qos_adapt a = { 0 };
@@ -344,6 +369,7 @@ int main(void) {
 	test_split_slice_holds();
 	test_divided_slice_grows_past_the_period();
 	test_sparse_overruns_grow();
+	test_recurring_overruns_grow();
 	test_no_shrink_soon_after_an_overrun();
 	test_cut_short_measurement_settles_above();
 	test_reports_preferred();
