@@ -492,6 +492,27 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out) {
 	return true;
 }
 
+/*
+ * Linux (6.1 and 6.18 here) admits SCHED_DEADLINE for a thread that has
+ * already died, a zombie waiting to be reaped (a process's main thread
+ * stays one while its other threads run), and never gives that bandwidth
+ * back: the exit path that would has run (tests/kernel/test_deadline_books.py).
+ * A deadline-to-deadline change is accounted at once even there, so a
+ * thread found dead once it holds a reservation is shrunk to the least
+ * one.  A thread that dies after the check leaves the class on its way
+ * out, as any other.
+ */
+static int given_to_the_living(pid_t tid, struct qos_sched_attr *a) {
+	char state = qos_proc_state(tid);
+	if (state != 'Z' && state != 'X' && state != 'x') {
+		return 0;
+	}
+	a->sched_runtime = 1024;
+	a->sched_deadline = a->sched_period = 1000000000ull;
+	syscall(SYS_sched_setattr, tid, a, 0);
+	return -ESRCH;
+}
+
 int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int priority,
 		uint64_t dl_runtime_ns, uint64_t dl_period_ns) {
 	struct qos_sched_attr a = { .size = sizeof(a) };
@@ -520,7 +541,7 @@ int qos_sys_set_thread_policy(pid_t tid, enum qos_policy policy, int nice, int p
 		break;
 	}
 	if (syscall(SYS_sched_setattr, tid, &a, 0) == 0) {
-		return 0;
+		return policy == QOS_POLICY_QOS ? given_to_the_living(tid, &a) : 0;
 	}
 	int e = errno;
 	/*
