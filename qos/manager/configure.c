@@ -149,12 +149,18 @@ static bool change_apply(struct change *c, char *err, size_t err_len) {
 	const char *name = r->name;
 	bool leaving_rt = qos_policy_is_rt(c->old.policy) && c->old.policy != QOS_POLICY_QOS &&
 			!(qos_policy_is_rt(p->policy) && p->policy != QOS_POLICY_QOS);
-	c->gerr = leaving_rt ? 0 : qos_reserve_apply_group(r);
-	c->perr = c->gerr ? 0 : qos_reserve_apply_threads(r, p->policy);
-	if (leaving_rt) {
-		qos_reserve_apply_group(r);
-	}
 	bool pausing = p->policy == QOS_POLICY_PAUSE;
+	/* Pausing, deadline threads leave their class before the freeze wakes
+	 * them into the freezer (see release_rt_before_move in member.c). */
+	bool threads_first = leaving_rt || (pausing && c->old.policy == QOS_POLICY_QOS);
+	c->gerr = threads_first ? 0 : qos_reserve_apply_group(r);
+	c->perr = c->gerr ? 0 : qos_reserve_apply_threads(r, p->policy);
+	if (threads_first) {
+		int ge = qos_reserve_apply_group(r);
+		if (pausing) {
+			c->gerr = ge; /* a pause that did not happen is refused */
+		}
+	}
 	if (!(c->gerr || c->perr) || !(qos_policy_is_rt(p->policy) || pausing) || c->reverting) {
 		return true;
 	}

@@ -440,13 +440,21 @@ static void set_thread_orig(struct qos_member *m, pid_t tid, const struct qos_sc
 
 struct release_ctx {
 	const struct qos_member *m;
+	bool deadline; /* deadline threads leave too */
 	bool any;
 };
 
 static void release_rt_one(pid_t tid, void *data) {
 	struct release_ctx *c = data;
 	struct qos_sched now;
-	if (!qos_sys_get_sched(tid, &now) || !qos_sys_sched_is_rt(&now)) {
+	if (!qos_sys_get_sched(tid, &now)) {
+		return;
+	}
+	bool dl = c->deadline && now.policy == 6; /* SCHED_DEADLINE */
+	if (!qos_sys_sched_is_rt(&now) && !dl) {
+		return;
+	}
+	if (dl && !qos_sys_release_deadline(tid)) {
 		return;
 	}
 	qos_sys_set_thread_policy(tid, QOS_POLICY_OTHER, qos_member_orig_of(c->m, tid, NULL)->nice, 0,
@@ -457,15 +465,20 @@ static void release_rt_one(pid_t tid, void *data) {
 /*
  * A fifo/rr task cannot enter a group without real-time runtime (the
  * kernel says EINVAL): joining anything but a fifo/rr reserve, it goes to
- * time-sharing first, which the reserve's class replaces at once.  True when
- * some thread was released (a failed join gives them their class back).
+ * time-sharing first, which the reserve's class replaces at once.  A
+ * deadline thread joining anything but a qos reserve leaves its class here
+ * too, while its state says whether it sleeps (qos_sys_release_deadline):
+ * moved into a frozen group first, it is woken to enter the freezer and
+ * read as running just before it sleeps there, and the kernel then keeps
+ * its bandwidth for good.  True when some thread was released (a failed
+ * join gives them their class back).
  */
 static bool release_rt_before_move(struct qos_reserve *r, const struct qos_member *m) {
 	enum qos_policy p = r->params.policy;
 	if (p == QOS_POLICY_FIFO || p == QOS_POLICY_RR) {
 		return false;
 	}
-	struct release_ctx c = { .m = m };
+	struct release_ctx c = { .m = m, .deadline = p != QOS_POLICY_QOS };
 	if (m->tid) {
 		release_rt_one(m->tid, &c);
 	} else {

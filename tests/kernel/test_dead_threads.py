@@ -59,3 +59,28 @@ def test_a_dead_main_thread_is_left_no_deadline_bandwidth(helper, procs):
     time.sleep(0.3)  # past the 0-lag time of the worker's inactive timer
     kept = (total_bw() - before) / 2**20
     assert kept < 0.001, "%.3f of a CPU stayed booked" % kept
+
+
+def test_deadline_threads_moved_to_a_paused_reserve_leave_no_bandwidth(helper, procs):
+    """A sleeping deadline member moved into a paused (frozen) reserve: the
+    freeze wakes it into the freezer, where it sleeps again a moment later.
+    Read as running in that moment and switched out once asleep, the kernel
+    keeps its bandwidth for good; the manager takes it out of its class
+    before the move.  Many moves, each a chance for that moment."""
+    if not os.path.exists(SCHED_DEBUG):
+        pytest.skip("%s is not there (mount -t debugfs none /sys/kernel/debug)" % SCHED_DEBUG)
+    helper.ok("reserve rt policy=qos period=20ms cpu=40% fallback=other")
+    helper.ok("reserve frozen policy=pause")
+    before = total_bw()
+    for _ in range(20):
+        p = procs(["sleep", "60"])
+        time.sleep(0.05)
+        helper.ok("join rt %d" % p.pid)
+        time.sleep(0.05)  # past its 0-lag time, asleep
+        helper.ok("join frozen %d" % p.pid)
+        helper.ok("leave %d" % p.pid)
+        p.kill()
+        p.wait()
+    time.sleep(0.3)
+    kept = (total_bw() - before) / 2**20
+    assert kept < 0.001, "%.3f of a CPU stayed booked" % kept
