@@ -26,8 +26,7 @@ void qos_adapt_sample(struct qos_adapt *a, uint64_t used_us, bool overran) {
 	push(&a->used, used_us, overran);
 	a->periods++;
 	if (overran) {
-		a->prev_over_period = a->overran ? a->over_period : 0;
-		a->overran = true;
+		a->prev_over_period = a->over_period;
 		a->over_period = a->periods;
 	}
 	if (a->since_change < UINT32_MAX) {
@@ -190,7 +189,7 @@ static unsigned recent_overs(const struct qos_adapt *a, uint64_t slice_us) {
  */
 static bool recurring_over(const struct qos_adapt *a) {
 	uint64_t changed = a->periods - a->since_change;
-	return a->overran && a->over_period == a->periods && a->prev_over_period > changed &&
+	return a->over_period == a->periods && a->prev_over_period > changed &&
 			a->over_period - a->prev_over_period < QOS_ADAPT_CALM;
 }
 
@@ -261,7 +260,7 @@ static bool decide_continuous(struct qos_adapt *a, const struct qos_params *p, u
 		return false;
 	}
 	/* Peaks seconds apart (a video's key frames) fall outside the window. */
-	if (a->overran && a->periods - a->over_period < QOS_ADAPT_CALM) {
+	if (a->over_period && a->periods - a->over_period < QOS_ADAPT_CALM) {
 		return false;
 	}
 	if (a->thread_share_us && a->thread_share_us < cur &&

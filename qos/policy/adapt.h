@@ -107,9 +107,9 @@ struct qos_adapt {
 	/* Kept by adjust.c: the police counters last seen, and idle release. */
 	uint64_t seen_periods, seen_overruns;
 	uint32_t idle_run; /* consecutive periods without use */
-	bool overran; /* a period used the slice up since the reset ... */
-	uint64_t over_period; /* ... the last one, in a->periods */
-	uint64_t prev_over_period; /* ... the one before it; 0: none */
+	/* The last period that used the slice up, and the one before, in
+	 * a->periods since the reset (which counts from 1); 0: none. */
+	uint64_t over_period, prev_over_period;
 	uint32_t vblank_off; /* consecutive vblanks out of phase (period=vblank) */
 	bool released;
 	bool refusal_told; /* a refused re-admission was reported for this wake */

@@ -111,13 +111,11 @@ bool qos_split_rules_plan(struct qos_split_thread *t, size_t n, uint64_t slice_n
 		uint64_t spare = slice_ns - total;
 		for (size_t i = 0; i < n; i++) {
 			t[i].want_ns += (uint64_t)((double)spare * (double)t[i].want_ns / (double)total);
-		}
-	}
-	/* A slice of more than a period (several CPUs) still gives no thread
-	 * more than one: the kernel takes no runtime past the period. */
-	for (size_t i = 0; i < n; i++) {
-		if (t[i].want_ns > period_ns) {
-			t[i].want_ns = period_ns;
+			/* A slice of several CPUs still gives no thread more than
+			 * one: the kernel takes no runtime past the period. */
+			if (t[i].want_ns > period_ns) {
+				t[i].want_ns = period_ns;
+			}
 		}
 	}
 	/* Hysteresis: keep a runtime the plan moves only a little, unless the
