@@ -493,13 +493,21 @@ bool qos_sys_process_clock_us(pid_t pid, uint64_t *out) {
 }
 
 /*
+ * The shrink qos_sys_release_deadline explains: a reservation whose
+ * bandwidth, runtime << 20 / period in the kernel's fixed point, rounds to
+ * zero (1024 ns is the least runtime, 4.19 s the longest default period).
+ */
+#define RELEASE_RUNTIME_NS 1024ull
+#define RELEASE_PERIOD_NS 2000000000ull
+
+/*
  * Linux (6.1 and 6.18 here) admits SCHED_DEADLINE for a thread that has
  * already died, a zombie waiting to be reaped (a process's main thread
  * stays one while its other threads run), and never gives that bandwidth
  * back: the exit path that would has run (tests/kernel/test_deadline_books.py).
  * A deadline-to-deadline change is accounted at once even there, so a
- * thread found dead once it holds a reservation is shrunk to the least
- * one.  A thread that dies after the check leaves the class on its way
+ * thread found dead once it holds a reservation is shrunk to one of no
+ * bandwidth.  A thread that dies after the check leaves the class on its way
  * out, as any other.
  */
 static int given_to_the_living(pid_t tid, struct qos_sched_attr *a) {
@@ -507,8 +515,8 @@ static int given_to_the_living(pid_t tid, struct qos_sched_attr *a) {
 	if (state != 'Z' && state != 'X' && state != 'x') {
 		return 0;
 	}
-	a->sched_runtime = 1024;
-	a->sched_deadline = a->sched_period = 1000000000ull;
+	a->sched_runtime = RELEASE_RUNTIME_NS;
+	a->sched_deadline = a->sched_period = RELEASE_PERIOD_NS;
 	syscall(SYS_sched_setattr, tid, a, 0);
 	return -ESRCH;
 }
@@ -620,46 +628,48 @@ char qos_sys_thread_state(pid_t tid) {
 	return qos_proc_state(tid);
 }
 
-/* The shrink qos_sys_release_deadline explains, for a thread in this state. */
 static bool release_in(pid_t tid, char state, uint64_t flags) {
 	if (state == 'Z' || state == 'X' || state == 'x') {
 		return false;
 	}
-	/*
-	 * Queued, or a state that could not be read (out of descriptors): the
-	 * thread still leaves, through the normal path.  Skipping it would
-	 * leave it in SCHED_DEADLINE with its admission already released.
-	 */
-	if (state == 'R' || state == 0) {
-		return true;
+	int64_t runtime, deadline;
+	if ((state == 'R' || state == 0) &&
+			(!qos_sys_thread_dl_state(tid, &runtime, &deadline, NULL) || runtime <= 0)) {
+		return true; /* throttled (or unread): its inactive timer gives it back */
 	}
-	struct qos_sched_attr tiny = {
-		.size = sizeof(tiny),
+	struct qos_sched_attr zero = {
+		.size = sizeof(zero),
 		.sched_policy = SCHED_DEADLINE,
 		.sched_flags = flags,
-		.sched_runtime = 1024,
-		.sched_deadline = 1000000000ull,
-		.sched_period = 1000000000ull,
+		.sched_runtime = RELEASE_RUNTIME_NS,
+		.sched_deadline = RELEASE_PERIOD_NS,
+		.sched_period = RELEASE_PERIOD_NS,
 	};
-	syscall(SYS_sched_setattr, tid, &tiny, 0);
+	syscall(SYS_sched_setattr, tid, &zero, 0);
 	return true;
 }
 
 bool qos_sys_release_deadline(pid_t tid) {
 	/*
-	 * Two kernel behaviours (seen on 6.18) decide how a deadline thread
-	 * may leave the class:
-	 *  - a thread that sleeps past its 0-lag time and is then switched to
-	 *    another class keeps its bandwidth in the root domain's total for
-	 *    good.  Shrinking the reservation first (a deadline-to-deadline
-	 *    change is accounted at once) makes that leak round to nothing.
-	 *  - but a thread that *runs* with the tiny reservation overruns it by
-	 *    up to a tick, and the CBS then pushes its deadline (and the 0-lag
-	 *    time of its inactive timer) out by overrun / bandwidth: hours.
-	 *    The armed timer holds the task_struct, hence its css_set, hence
-	 *    every cgroup it was in: removed groups stay "dying" for hours.
-	 * So shrink only sleeping threads; a queued thread leaves through the
-	 * normal path, which releases its bandwidth at its 0-lag time.  Dead
+	 * The kernel takes a thread leaving SCHED_DEADLINE out of the root
+	 * domain's books at its 0-lag time: at once when it is queued and the
+	 * time has passed, else by an inactive timer.  One off the runqueue
+	 * with no timer armed (it slept past its 0-lag time, or a
+	 * deadline-to-deadline change cancelled the timer) keeps its bandwidth
+	 * booked for good (seen on 6.1 and 6.18).  Reading the thread's state
+	 * cannot say which case the switch will meet: a thread being woken on
+	 * another CPU reads as running while off the runqueue, and one may
+	 * sleep between the read and the switch.
+	 *
+	 * So a thread is first given a reservation of zero bandwidth, which
+	 * is accounted at once and cancels any timer: whatever the switch then
+	 * meets, nothing is left booked.  Queued with runtime left, the tiny
+	 * runtime puts its 0-lag time far in the past, so it is out of the
+	 * books at the switch.  The exception is a thread read as running with
+	 * no runtime left: throttled, it is queued (it cannot go to sleep), so
+	 * its own timer gives the bandwidth back within a period, while the
+	 * tiny runtime would turn its overrun into a 0-lag time hours out, and
+	 * the armed timer holds the task and every cgroup it was in.  Dead
 	 * threads (zombies) have released it already and are left alone.
 	 */
 	struct qos_sched_attr cur = { 0 };

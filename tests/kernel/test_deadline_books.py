@@ -28,6 +28,7 @@ after each test, so what they leave does not reach the next one.
 import ctypes
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -96,12 +97,13 @@ def asleep():
     return p
 
 
-def kept_after(leave, make=asleep):
+def kept_after(leave, make=asleep, within=0.3):
     """Books a 10 ms / 100 ms deadline reservation for the process make()
     gives, lets `leave(pid)` end it, kills and reaps the process and returns
-    what stayed booked (in CPUs).  Another deadline task on the machine
-    coming or going meanwhile shows as a booking other than 10%: then
-    again, up to 3 times."""
+    what stays booked (in CPUs) `within` seconds later, past the 0-lag time
+    of any inactive timer.  Another deadline task on the machine coming or
+    going meanwhile shows as a booking other than 10%: then again, up to 3
+    times."""
     for _ in range(3):
         p = make()
         try:
@@ -112,7 +114,9 @@ def kept_after(leave, make=asleep):
         finally:
             p.kill()
             p.wait()
-        time.sleep(0.3)  # past the 0-lag time of any inactive timer
+        until = time.monotonic() + within
+        while grew(before, total_bw()) > 0 and time.monotonic() < until:
+            time.sleep(0.05)
         if abs(booked - (1 << 20) // 10) < 64:
             return grew(before, total_bw()) / 2**20
         print("booked %d, not 10%%: other deadline tasks came or went" % booked)
@@ -124,13 +128,20 @@ def test_a_sleeping_deadline_task_that_exits_gives_its_bandwidth_back(books):
     assert kept_after(lambda pid: None) < 0.001
 
 
-def test_a_shrunk_sleeper_leaving_keeps_next_to_nothing(books):
+# The manager's shrink: runtime << 20 / period rounds to 0 in the kernel's
+# fixed point, so the reservation books no bandwidth at all.
+ZERO_BANDWIDTH = (1024, 2_000_000_000)
+
+
+def shrunk_then_switched(pid):
+    set_sched(pid, SCHED_DEADLINE, *ZERO_BANDWIDTH)
+    set_sched(pid, os.SCHED_OTHER)
+
+
+def test_a_shrunk_sleeper_leaving_keeps_nothing(books):
     """The manager's workaround: a deadline-to-deadline change is accounted
-    at once, so shrinking to 1024 ns per second first leaves ~1e-6."""
-    def leave(pid):
-        set_sched(pid, SCHED_DEADLINE, 1024, 1_000_000_000)
-        set_sched(pid, os.SCHED_OTHER)
-    assert kept_after(leave) < 0.001
+    at once, so a sleeper shrunk to no bandwidth first has none to keep."""
+    assert kept_after(shrunk_then_switched) == 0
 
 
 @pytest.mark.xfail(reason="kernel: a deadline task switched to another class while it sleeps "
@@ -143,6 +154,63 @@ def test_a_sleeping_deadline_task_leaving_the_class_gives_its_bandwidth_back(boo
     kept = kept_after(leave)
     print("kept %.4f of a CPU" % kept)
     assert kept < 0.001, "the kernel kept %.3f of a CPU" % kept
+
+
+def spinning():
+    """A process that never sleeps."""
+    return subprocess.Popen(["sh", "-c", "while :; do :; done"])
+
+
+def working():
+    """A process that runs 6 ms and sleeps 40 ms, over and over: asleep, it
+    has an inactive timer armed or not, depending on how much of its
+    runtime it used."""
+    return subprocess.Popen([sys.executable, "-c", """
+import time
+while True:
+    t = time.monotonic() + 0.006
+    while time.monotonic() < t:
+        pass
+    time.sleep(0.04)
+"""])
+
+
+def runtime_left(pid):
+    with open("/proc/%d/sched" % pid) as f:
+        for line in f:
+            if line.startswith("dl.runtime"):
+                return int(line.split(":")[1])
+    raise AssertionError("no dl.runtime for %d" % pid)
+
+
+def test_a_working_thread_shrunk_leaving_keeps_nothing(books):
+    """Whether the switch meets it queued, asleep with its timer armed or
+    asleep without one (a deadline-to-deadline change cancels the timer),
+    the shrunk thread has nothing booked to keep.  Ten times, as the case
+    met depends on the moment."""
+    for _ in range(10):
+        assert kept_after(shrunk_then_switched, make=working) == 0
+
+
+def test_a_running_thread_shrunk_leaves_at_once(books):
+    """A queued thread with runtime left, shrunk, has its 0-lag time pushed
+    far into the past: it is out of the books at the switch itself, not at
+    an inactive timer."""
+    left_at_once = []
+
+    def leave(pid):
+        deadline = time.monotonic() + 5
+        while runtime_left(pid) <= 0:  # spinning: throttled in most periods
+            assert time.monotonic() < deadline, "never saw runtime left"
+        before = total_bw()
+        shrunk_then_switched(pid)
+        left_at_once.append(-grew(before, total_bw()))
+    for _ in range(5):
+        assert kept_after(leave, make=spinning) == 0
+        if left_at_once[-1] == (1 << 20) // 10:
+            return
+    # Each time, the test itself was held up past the runtime it read.
+    raise AssertionError("never left at once: %s" % left_at_once)
 
 
 def zombie():
@@ -169,5 +237,5 @@ def test_a_reservation_given_to_a_zombie_is_given_back(books):
 def test_a_zombies_reservation_shrunk_keeps_next_to_nothing(books):
     """The manager's workaround: the deadline-to-deadline change is
     accounted at once, also for a zombie."""
-    assert kept_after(lambda pid: set_sched(pid, SCHED_DEADLINE, 1024, 1_000_000_000),
+    assert kept_after(lambda pid: set_sched(pid, SCHED_DEADLINE, *ZERO_BANDWIDTH),
                       make=zombie) < 0.001
