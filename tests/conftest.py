@@ -132,7 +132,7 @@ def pytest_terminal_summary(terminalreporter):
 # Linux keeps a deadline task's bandwidth in its root domain's books for good
 # when the task leaves the class asleep with no inactive timer armed
 # (tests/kernel/test_deadline_books.py reproduces it without qosway).  The
-# manager shrinks a sleeping thread's reservation before it leaves
+# manager shrinks a leaving thread's reservation to zero bandwidth first
 # (qos_sys_release_deadline), but the books are the whole machine's: what
 # another session's or benchmark's deadline tasks leave behind would fail
 # the next tests' admissions with "deadline bandwidth is exhausted".  Once
@@ -196,10 +196,10 @@ _dl_base = []
 
 def _settled_total_bw(wait):
     """The books once the inactive timers of threads that left the class
-    have fired (0-lag times up to seconds out: a released running thread's
-    is pushed out by its overrun, qos_sys_release_deadline).  Rebuilding
-    before one fires would leave it to take its share off the rebuilt
-    total, which then books less than the tasks hold."""
+    have fired (a throttled thread's 0-lag time lies its overrun divided
+    by its bandwidth past its deadline: up to seconds for a small one).
+    Rebuilding before one fires would leave it to take its share off the
+    rebuilt total, which then books less than the tasks hold."""
     total = _dl_total_bw()
     until = time.monotonic() + wait
     while (total is not None and _dl_base and total > _dl_base[0] + 1024 and

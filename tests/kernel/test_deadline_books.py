@@ -11,8 +11,8 @@ ran in the class, or it slept past its 0-lag time) and is then switched to
 another class is never taken out: its bandwidth stays booked after it exits,
 until the root domains are rebuilt (a cpuset change), and later admissions
 are refused for it.  qosway's manager works around it (qos_sys_release_deadline
-shrinks a sleeping thread's reservation before it leaves;
-docs/qos-kernel-mapping.md).
+gives a leaving thread a reservation of zero bandwidth first, unless it is
+throttled; docs/qos-kernel-mapping.md).
 
 A thread that has died but is not reaped yet (a zombie: a process's main
 thread stays one while its other threads run) is admitted to the class all
